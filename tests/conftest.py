@@ -1,0 +1,115 @@
+"""Fixtures shared by the whole suite.
+
+Expensive things are made once per session and copied or cloned per test:
+- one MLflow SQLite store with the schema already migrated (copying the file is ~1 ms,
+  migrating a new one ~5 s);
+- one PostgreSQL template database with the MLflow schema; each test gets a fresh database
+  cloned from it (``CREATE DATABASE ... TEMPLATE``), dropped at the end of the session.
+Every test runs in its own temporary working directory, so a default ``sqlite:///mlflow.db``
+or ``./mlruns`` never lands in the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_BASE = "postgresql://postgres@127.0.0.1:5432"
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture
+def seed() -> int:
+    return 20261202
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for var in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "TUNER_PARAMS"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _migrate(uri: str) -> None:
+    # In a child process, so that MLflow's pooled connections are gone when it returns
+    # (PostgreSQL refuses to clone a template database that has open sessions).
+    code = "import sys; from mlflow.tracking import MlflowClient; " \
+        "MlflowClient(tracking_uri=sys.argv[1]).search_experiments()"
+    subprocess.run([sys.executable, "-c", code, uri], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    _migrate(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path: Path, _sqlite_template: Path) -> str:
+    """A fresh, migrated MLflow SQLite store in this test's directory."""
+    dest = tmp_path / "mlflow.db"
+    shutil.copyfile(_sqlite_template, dest)
+    return f"sqlite:///{dest}"
+
+
+def _pg_exec(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def _pg_databases() -> Iterator[list[str]]:
+    """Databases made during the session; the last is dropped first (templates go last)."""
+    made: list[str] = []
+    yield made
+    for db in reversed(made):
+        _pg_exec(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def _pg_template(_pg_databases: list[str]) -> str:
+    name = f"lt_tmpl_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    _pg_exec(f'CREATE DATABASE "{name}"')
+    _pg_databases.append(name)
+    _migrate(f"{PG_BASE}/{name}")
+    return name
+
+
+@pytest.fixture
+def postgres_uri(_pg_template: str, _pg_databases: list[str]) -> str:
+    """A fresh, migrated MLflow store in its own PostgreSQL database (127.0.0.1:5432)."""
+    name = f"lt_{uuid.uuid4().hex[:12]}"
+    # A template must have no open connections while it is cloned; migration closed its own.
+    _pg_exec(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template}"')
+    _pg_databases.append(name)
+    return f"{PG_BASE}/{name}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_uri(request: pytest.FixtureRequest) -> str:
+    """Each contract test runs once per SQL backend."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_uri"))
+    return str(request.getfixturevalue("postgres_uri"))
+
+
+@pytest.fixture
+def python() -> str:
+    """The interpreter running the tests, for subprocess trials and scripts."""
+    return sys.executable

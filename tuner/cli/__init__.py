@@ -1,0 +1,49 @@
+"""``tuner``: validate and run tuning campaigns.
+
+Each subcommand lives in ``tuner/cli/_cmd_<name>.py`` defining ``register(subparsers)``; the
+parser it adds sets ``handler=<callable(args) -> int>``. Heavy imports go inside handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from lineage._errors import LineageError
+from tuner._errors import TunerError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tuner", description="Config-driven hyperparameter tuning campaigns (Optuna)."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    names = sorted(
+        m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("_cmd_")
+    )
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
+    for module in sorted(modules, key=lambda m: getattr(m, "ORDER", 100)):
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (TunerError, LineageError) as exc:
+        print(f"tuner {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"tuner {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
