@@ -1,0 +1,94 @@
+"""Finding trial process groups again after the controller died (Linux ``/proc``).
+
+A pid alone is not an identity: after a crash or a reboot the number may belong to another
+process. A trial is recorded as ``(pid, pgid, start_ticks, boot_id)``; it is the same process
+only when the boot id matches and ``/proc/<pid>/stat`` gives the same start time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["boot_id", "end_group", "group_members", "identity", "is_alive"]
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """``(pgrp, start_ticks)`` of a live process, None when it is gone (or a zombie)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = text[text.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[2]), int(fields[19])
+
+
+def identity(pid: int) -> dict[str, Any]:
+    """What to record so that `group_members` can find this process group again."""
+    stat = _stat(pid)
+    return {
+        "pid": pid,
+        "pgid": stat[0] if stat else pid,
+        "start_ticks": stat[1] if stat else None,
+        "boot_id": boot_id(),
+    }
+
+
+def is_alive(info: Mapping[str, Any]) -> bool:
+    """True when the process recorded in ``info`` (see `identity`) still runs."""
+    if info.get("boot_id") != boot_id():
+        return False
+    stat = _stat(int(info["pid"]))
+    return stat is not None and stat[1] == info.get("start_ticks")
+
+
+def group_members(info: Mapping[str, Any]) -> list[int]:
+    """Live pids in the recorded process group that started no earlier than its leader.
+
+    Linux does not hand out a pid that is still some group's id, so members of ``pgid`` that
+    started after the leader belong to that trial even when the leader is gone.
+    """
+    if info.get("boot_id") != boot_id() or info.get("start_ticks") is None:
+        return []
+    pgid, start = int(info["pgid"]), int(info["start_ticks"])
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _stat(int(entry))
+        if stat is not None and stat[0] == pgid and stat[1] >= start:
+            members.append(int(entry))
+    return members
+
+
+def end_group(info: Mapping[str, Any], grace: float = 5.0) -> int:
+    """SIGTERM the recorded group, SIGKILL what is left after ``grace`` s; returns how many
+    processes were found. Never signals a process that is not provably the trial's."""
+    members = group_members(info)
+    if not members:
+        return 0
+    pgid = int(info["pgid"])
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and group_members(info):
+        time.sleep(0.05)
+    for pid in group_members(info):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return len(members)

@@ -1,0 +1,300 @@
+"""Trials as local processes, one per device slot."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from tuner import _procs
+from tuner._devices import Slot
+from tuner.executors._base import (
+    Executor,
+    ExecutorFullError,
+    Report,
+    TrialHandle,
+    TrialOutcome,
+    TrialSpec,
+)
+
+__all__ = ["LocalExecutor"]
+
+_TAIL_LINES = 200
+_PENDING_LINES = 20_000
+
+
+class LocalExecutor(Executor):
+    """Each trial is a child process in a session (process group) of its own, on one slot.
+
+    ``run_dir`` receives one small directory per attempt (report channel, stop flag).
+    ``base_env`` is the environment trials inherit (default: this process's).
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        slots: Sequence[Slot],
+        *,
+        run_dir: str | os.PathLike[str],
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
+        if not slots:
+            raise ValueError("LocalExecutor needs at least one slot")
+        self._slots = list(slots)
+        self._free: list[Slot] = list(slots)
+        self._run_dir = Path(run_dir)
+        self._base_env = dict(os.environ if base_env is None else base_env)
+        self._wake = threading.Event()
+        self._handles: list[_LocalHandle] = []
+        self._closed = False
+
+    @property
+    def capacity(self) -> int:
+        return len(self._slots)
+
+    def free_slots(self) -> int:
+        return len(self._free)
+
+    def submit(self, spec: TrialSpec) -> TrialHandle:
+        if self._closed:
+            raise RuntimeError("LocalExecutor.submit after shutdown")
+        if not self._free:
+            raise ExecutorFullError(f"all {self.capacity} slots are busy")
+        slot = self._free.pop(0)
+        trial_dir = self._run_dir / f"{spec.number:05d}-{spec.attempt}"
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        handle = _LocalHandle(spec, slot, trial_dir, self._base_env, self._wake, self._release)
+        self._handles = [h for h in self._handles if not h.finished] + [handle]
+        return handle
+
+    def _release(self, slot: Slot) -> None:
+        self._free.append(slot)
+        self._free.sort(key=lambda s: s.index)
+
+    def wait(self, timeout: float) -> None:
+        self._wake.wait(timeout)
+        self._wake.clear()
+
+    def shutdown(self) -> None:
+        self._closed = True
+        for handle in self._handles:
+            handle.terminate()
+        for handle in self._handles:
+            handle.join(handle.spec.grace_period + 5.0)
+
+    def describe(self) -> str:
+        slot = self._slots[0]
+        if slot.kind == "cpu":
+            return f"local: {self.capacity} cpu slot(s)"
+        return f"local: {self.capacity} slot(s) of {len(slot.devices)} {slot.kind}"
+
+
+class _LocalHandle(TrialHandle):
+    def __init__(
+        self,
+        spec: TrialSpec,
+        slot: Slot,
+        trial_dir: Path,
+        base_env: Mapping[str, str],
+        wake: threading.Event,
+        release: Any,
+    ) -> None:
+        self.spec = spec
+        self.slot = slot
+        self.devices = slot.devices
+        self._wake = wake
+        self._release = release
+        self._lock = threading.Lock()
+        self._tails: dict[str, collections.deque[str]] = {
+            "stdout": collections.deque(maxlen=_TAIL_LINES),
+            "stderr": collections.deque(maxlen=_TAIL_LINES),
+        }
+        self._pending: collections.deque[str] = collections.deque(maxlen=_PENDING_LINES)
+        self._channel_path = trial_dir / "channel.jsonl"
+        self._control_path = trial_dir / "stop"
+        self._channel_path.write_bytes(b"")
+        with contextlib.suppress(FileNotFoundError):
+            self._control_path.unlink()
+        self._channel: IO[bytes] | None = None
+        self._partial = b""
+        self._stopping = False
+        self._timed_out = False
+        self._outcome: TrialOutcome | None = None
+        self._delivered = False
+        self._info: dict[str, Any] = {}
+        self._threads: list[threading.Thread] = []
+        self._launch_error: str | None = None
+
+        env = dict(base_env)
+        env.setdefault("PYTHONUNBUFFERED", "1")  # live lines for stdout collectors
+        env.update(spec.env)
+        env.update(slot.env())
+        env["TUNER_CHANNEL"] = str(self._channel_path)
+        env["TUNER_CONTROL"] = str(self._control_path)
+        env["TUNER_TRIAL_NUMBER"] = str(spec.number)
+        env["TUNER_ATTEMPT"] = str(spec.attempt)
+        self.started_at = time.time()
+        self._t0 = time.monotonic()
+        try:
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                list(spec.argv),
+                cwd=spec.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            self._proc = None
+            reason = exc.strerror or str(exc)
+            self._launch_error = f"cannot start {spec.argv[0]!r}: {reason}"
+            self._outcome = TrialOutcome(exit_code=None, launch_error=self._launch_error)
+            wake.set()
+            return
+        self._info = _procs.identity(self._proc.pid)
+        for name, stream in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr)):
+            self._start(self._read, name, stream)
+        self._start(self._watch)
+
+    def _start(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(
+            target=target, args=args, daemon=True, name=f"trial-{self.spec.number}"
+        )
+        thread.start()
+        self._threads.append(thread)
+
+    # ----- threads -------------------------------------------------------------------------
+
+    def _read(self, name: str, stream: IO[bytes]) -> None:
+        tail = self._tails[name]
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            tail.append(line)
+            self._pending.append(line)
+            self._wake.set()
+        stream.close()
+
+    def _watch(self) -> None:
+        proc = self._proc
+        assert proc is not None
+        timeout = self.spec.timeout
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._timed_out = True
+            self._stop()
+            proc.wait()
+        # Orphans of the trial (background workers) go with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for thread in self._threads[:2]:
+            thread.join(5.0)
+        rc = proc.returncode
+        self._outcome = TrialOutcome(
+            exit_code=rc if rc >= 0 else None,
+            signal=-rc if rc < 0 else None,
+            timed_out=self._timed_out,
+            stopped=self._stopping and not self._timed_out,
+            duration=time.monotonic() - self._t0,
+            stdout_tail="\n".join(self._tails["stdout"]),
+            stderr_tail="\n".join(self._tails["stderr"]),
+        )
+        self._wake.set()
+
+    def _stop(self) -> None:
+        with self._lock:
+            if self._stopping or self._proc is None:
+                return
+            self._stopping = True
+        with contextlib.suppress(OSError):
+            self._control_path.touch()
+        pid = self._proc.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGTERM)
+        timer = threading.Timer(self.spec.grace_period, self._kill)
+        timer.daemon = True
+        timer.start()
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+
+    # ----- TrialHandle ---------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        return self._delivered
+
+    def poll(self) -> TrialOutcome | None:
+        outcome = self._outcome
+        if outcome is not None and not self._delivered:
+            self._delivered = True
+            self._release(self.slot)
+        return outcome
+
+    def reports(self) -> list[Report]:
+        if self._channel is None:
+            try:
+                self._channel = open(self._channel_path, "rb")  # noqa: SIM115
+            except OSError:
+                return []
+        data = self._channel.read()
+        if not data:
+            return []
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        out = []
+        for line in lines:
+            report = _parse_report(line)
+            if report is not None:
+                out.append(report)
+        return out
+
+    def output_lines(self) -> list[str]:
+        out = []
+        pending = self._pending
+        while pending:
+            try:
+                out.append(pending.popleft())
+            except IndexError:
+                break
+        return out
+
+    def request_prune(self) -> None:
+        self._stop()
+
+    def terminate(self) -> None:
+        self._stop()
+
+    def join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if self._channel is not None and self._outcome is not None:
+            self._channel.close()
+
+    def process_info(self) -> Mapping[str, Any]:
+        return dict(self._info)
+
+
+def _parse_report(line: bytes) -> Report | None:
+    try:
+        obj = json.loads(line)
+        step = int(obj["step"])
+        metrics = {str(k): float(v) for k, v in obj["m"].items()}
+        return Report(step=step, metrics=metrics, source="api", timestamp=float(obj.get("t", 0)))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
