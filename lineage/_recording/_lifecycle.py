@@ -1,0 +1,109 @@
+"""Ending the active run truthfully however the process ends.
+
+- normal exit / ``with`` block: FINISHED; an exception: FAILED; ``KeyboardInterrupt``: KILLED;
+- SIGTERM and SIGINT: the buffer is flushed at once; then the previous handler runs. When that
+  was the default action (terminate), the run is ended KILLED and the signal re-raised with
+  the default action, so the parent still sees death by that signal; SIGINT's default
+  (``KeyboardInterrupt``) unwinds the script, which ends the run KILLED on the way out. A
+  handler the program installed earlier is called after the flush; an ignored signal stays
+  ignored and touches nothing;
+- interpreter exit (atexit) with the run still open: flushed and ended, FAILED when an
+  uncaught exception reached ``sys.excepthook``, KILLED after a signal, else FINISHED.
+
+Handlers are installed once, and only from the main thread (Python allows nothing else).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lineage._recording._run import Run
+
+_installed = False
+_previous: dict[int, Any] = {}
+_active: list[Run] = []
+_state: dict[str, Any] = {"exc_type": None, "signal": None}
+_prev_excepthook: Callable[..., Any] | None = None
+
+
+def register(run: Run) -> None:
+    _active.append(run)
+    _install()
+
+
+def unregister(run: Run) -> None:
+    if run in _active:
+        _active.remove(run)
+
+
+def active() -> Run | None:
+    return _active[-1] if _active else None
+
+
+def received_signal() -> int | None:
+    sig = _state["signal"]
+    return int(sig) if sig is not None else None
+
+
+def _install() -> None:
+    global _installed, _prev_excepthook
+    if _installed:
+        return
+    _installed = True
+    atexit.register(_at_exit)
+    _prev_excepthook = sys.excepthook
+    sys.excepthook = _excepthook
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal.signal only works in the main thread; atexit still flushes
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            _previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):
+            _previous.pop(sig, None)
+
+
+def _excepthook(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    _state["exc_type"] = exc_type
+    for run in list(_active):
+        run._note_exception(exc_type, exc)
+    hook = _prev_excepthook or sys.__excepthook__
+    hook(exc_type, exc, tb)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    prev = _previous.get(signum, signal.SIG_DFL)
+    if prev is signal.SIG_IGN:
+        return
+    _state["signal"] = signum
+    for run in list(_active):
+        run._on_signal(signum)
+    if callable(prev):
+        prev(signum, frame)
+        return
+    # The default action: end the runs now, then die of the same signal.
+    for run in list(reversed(_active)):
+        run._end_quietly("KILLED")
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _at_exit() -> None:
+    for run in list(reversed(_active)):
+        if _state["signal"] is not None or _state["exc_type"] in (KeyboardInterrupt,):
+            status = "KILLED"
+        elif _state["exc_type"] is not None:
+            status = "FAILED"
+        else:
+            status = "FINISHED"
+        run._end_quietly(status)

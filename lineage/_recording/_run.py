@@ -1,0 +1,449 @@
+"""``Run``: the handle a training script logs through, and ``start_run`` that makes one.
+
+Ownership of the final status: a run created by ``start_run`` (or resumed by an explicit
+``run_id=``) is owned by this process, which ends it FINISHED, FAILED or KILLED. A run
+attached through ``MLFLOW_RUN_ID`` was created by someone else (the tuner controller) who
+reads the process's exit code and sets the final status itself; this process then only
+flushes and records the outcome it saw in the ``lineage.outcome`` tag. Set
+``LINEAGE_END_ATTACHED_RUN=1`` to make an attached script end the run itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lineage._errors import LineageError, NotFoundError, StoreError, UsageError
+from lineage._fingerprint import DataFingerprint, dataset_name, fingerprint
+from lineage._params import (
+    MAX_TAG_VALUE_LENGTH,
+    encode_params,
+    same_param_value,
+    split_types_tag,
+    types_tag_from_tags,
+    validate_key,
+)
+from lineage._recording import _lifecycle
+from lineage._recording._recorder import Recorder, spill
+from lineage._recording._writer import Writer
+from lineage._secrets import mask_value
+from lineage._uri import resolve_tracking_uri
+
+STATUSES = ("FINISHED", "FAILED", "KILLED")
+_FLUSH_TIMEOUT_S = float(os.environ.get("LINEAGE_FLUSH_TIMEOUT", "60"))
+
+
+class Run:
+    """One MLflow run being recorded. Log calls are cheap and thread-safe; they return before
+    the data is stored (``flush`` waits for it). Use as a context manager or call ``end``."""
+
+    def __init__(
+        self,
+        *,
+        client: Any,
+        writer: Writer,
+        run_id: str,
+        experiment_id: str,
+        tracking_uri: str,
+        owns_run: bool,
+        existing_params: Mapping[str, str],
+        existing_types: Mapping[str, str],
+        interval: float,
+    ) -> None:
+        self.run_id = run_id
+        self.experiment_id = experiment_id
+        self.tracking_uri = tracking_uri
+        self.owns_run = owns_run
+        self.status = "RUNNING"
+        self._client = client
+        self._recorder = Recorder(writer, run_id, interval=interval)
+        self._params: dict[str, str] = dict(existing_params)
+        self._types: dict[str, str] = dict(existing_types)
+        self._metric_keys: set[str] = set()
+        self._ended = False
+        self._error: str | None = None
+        self._signal: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Run(run_id={self.run_id!r}, status={self.status!r}, store={self._recorder.writer.kind})"
+
+    # -- logging (training thread) ----------------------------------------------------------
+    def log_metric(
+        self, key: str, value: float, step: int | None = None, timestamp: int | None = None
+    ) -> None:
+        """Record one point. ``step`` defaults to 0 and ``timestamp`` to now (ms), as in MLflow."""
+        if key not in self._metric_keys:
+            validate_key(key, "metric")
+            self._check_open()
+            self._metric_keys.add(key)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"metric {key!r} must be a number, got {value!r}") from None
+        self._recorder.add_point(
+            (
+                key,
+                v,
+                int(time.time() * 1000) if timestamp is None else int(timestamp),
+                0 if step is None else int(step),
+            )
+        )
+
+    def log_metrics(
+        self, metrics: Mapping[str, float], step: int | None = None, timestamp: int | None = None
+    ) -> None:
+        """Record several metrics at the same step and timestamp."""
+        ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
+        for key, value in metrics.items():
+            self.log_metric(key, value, step, ts)
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        """Record hyperparameters; nested mappings become dotted keys (``optimizer.lr``).
+
+        MLflow params are immutable: logging a key again with the same value is a no-op, with a
+        different value a :class:`UsageError`. Secret-looking names are stored masked.
+        """
+        self._check_open()
+        texts, types = encode_params(params)
+        for key, text in texts.items():
+            old = self._params.get(key)
+            if old is not None and not same_param_value(old, text):
+                raise UsageError(
+                    f"param {key!r} is already {old!r} in run {self.run_id}; MLflow params cannot "
+                    f"change once logged, got {text!r} (use a metric or a tag for values that change)"
+                )
+        new_types = False
+        for key, text in texts.items():
+            if key in self._params:
+                continue
+            self._params[key] = text
+            self._recorder.params.append((key, text))
+            if key in types:
+                self._types[key] = types[key]
+                new_types = True
+        if new_types:
+            for name, value in split_types_tag(self._types).items():
+                self._recorder.tags.append((name, value))
+
+    def log_param(self, key: str, value: Any) -> None:
+        self.log_params({key: value})
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        """Set tags (last value wins). Secret-looking names and URI passwords are masked."""
+        self._check_open()
+        checked = []
+        for key, value in tags.items():
+            validate_key(key, "tag")
+            text = str(mask_value(key, "" if value is None else str(value)))
+            if len(text) > MAX_TAG_VALUE_LENGTH:
+                raise UsageError(
+                    f"tag {key!r}: MLflow keeps at most {MAX_TAG_VALUE_LENGTH} characters per value, got {len(text)}"
+                )
+            checked.append((key, text))
+        self._recorder.tags.extend(checked)
+
+    def set_tag(self, key: str, value: Any) -> None:
+        self.set_tags({key: value})
+
+    def log_dataset(self, path: str | os.PathLike[str], name: str | None = None) -> DataFingerprint:
+        """Fingerprint a dataset file or folder into ``lineage.data.<name>.{path,fingerprint,size,files}``."""
+        fp = fingerprint(path)
+        name = name or dataset_name(path)
+        validate_key(f"lineage.data.{name}.fingerprint", "dataset name")
+        self.set_tags(
+            {
+                f"lineage.data.{name}.path": fp.path,
+                f"lineage.data.{name}.fingerprint": f"sha256:{fp.sha256}",
+                f"lineage.data.{name}.size": fp.size,
+                f"lineage.data.{name}.files": fp.files,
+            }
+        )
+        return fp
+
+    def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
+        """Upload a file or folder to the run's artifact store (synchronously)."""
+        self._check_open()
+        p = Path(path)
+        if not p.exists():
+            raise UsageError(f"artifact path must exist, got {str(path)!r}")
+        if p.is_dir():
+            self._client.log_artifacts(self.run_id, str(p), artifact_path)
+        else:
+            self._client.log_artifact(self.run_id, str(p), artifact_path)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def flush(self, timeout: float | None = _FLUSH_TIMEOUT_S) -> None:
+        """Block until everything logged so far is in the store (``StoreError`` after ``timeout``)."""
+        self._recorder.flush(timeout)
+
+    @property
+    def rejected_params(self) -> dict[str, tuple[str, str]]:
+        """Params the store refused because another writer stored a different value first."""
+        return dict(self._recorder.rejected)
+
+    def end(self, status: str = "FINISHED") -> None:
+        """Flush and end the run. An attached run that this process does not own keeps its
+        status (the tuner sets it); ``lineage.outcome`` records what this process saw."""
+        if status not in STATUSES:
+            raise UsageError(f"run status must be one of {', '.join(STATUSES)}, got {status!r}")
+        if self._ended:
+            return
+        self._ended = True
+        _lifecycle.unregister(self)
+        tags = {"lineage.outcome": status}
+        if self._error:
+            tags["lineage.error"] = self._error
+        self._recorder.tags.extend(tags.items())
+        try:
+            self._recorder.close(_FLUSH_TIMEOUT_S)
+        except StoreError:
+            path = spill(self._recorder.unsent(), self.run_id)
+            print(
+                f"lineage: run {self.run_id}: store unreachable, unsent records saved to {path}",
+                file=sys.stderr,
+            )
+            raise
+        finally:
+            if self.owns_run:
+                try:
+                    self._client.set_terminated(self.run_id, status)
+                except Exception as exc:
+                    print(
+                        f"lineage: run {self.run_id}: could not set status {status}: {exc}",
+                        file=sys.stderr,
+                    )
+            self.status = status
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self._note_exception(exc_type, exc)
+        self.end(self._status_for(exc_type, exc))
+
+    # -- internals ---------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._ended:
+            raise UsageError(
+                f"run {self.run_id} has ended ({self.status}); start a new run to log more"
+            )
+
+    def _status_for(self, exc_type: type[BaseException] | None, exc: BaseException | None) -> str:
+        if self._signal is not None or (
+            exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        ):
+            return "KILLED"
+        if exc_type is None:
+            return "FINISHED"
+        if issubclass(exc_type, SystemExit):
+            code = getattr(exc, "code", None)
+            return "FINISHED" if code in (None, 0) else "FAILED"
+        return "FAILED"
+
+    def _note_exception(self, exc_type: type[BaseException], exc: BaseException | None) -> None:
+        if issubclass(exc_type, SystemExit | KeyboardInterrupt):
+            return
+        from lineage._secrets import mask_uri
+
+        text = mask_uri(f"{exc_type.__name__}: {exc}")
+        self._error = text[:1000]
+
+    def _on_signal(self, signum: int) -> None:
+        self._signal = signum
+        try:
+            self._recorder.flush(10.0)
+        except LineageError as exc:
+            print(f"lineage: {exc}", file=sys.stderr)
+
+    def _end_quietly(self, status: str) -> None:
+        try:
+            self.end(status)
+        except Exception as exc:
+            print(f"lineage: run {self.run_id}: {exc}", file=sys.stderr)
+
+
+# -- start_run --------------------------------------------------------------------------------
+def _experiment_id(client: Any, experiment: str | None) -> str:
+    from mlflow.exceptions import MlflowException
+
+    if experiment is None:
+        env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
+        if env_id:
+            if client.get_experiment(env_id) is None:
+                raise NotFoundError(f"MLFLOW_EXPERIMENT_ID names no experiment, got {env_id!r}")
+            return str(env_id)
+        experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        if found.lifecycle_stage != "active":
+            raise UsageError(
+                f"experiment {experiment!r} is deleted; restore it or choose another name"
+            )
+        return str(found.experiment_id)
+    try:
+        return str(client.create_experiment(experiment))
+    except MlflowException:
+        # Another process created it between our lookup and our insert.
+        again = client.get_experiment_by_name(experiment)
+        if again is None:
+            raise
+        return str(again.experiment_id)
+
+
+def _make_writer(client: Any, uri: str) -> Writer:
+    from lineage._recording._client import ClientWriter
+    from lineage._uri import is_sql_uri
+
+    if is_sql_uri(uri) and os.environ.get("LINEAGE_SQL_WRITER", "1") != "0":
+        from lineage._recording._sql import SchemaMismatch, SqlWriter
+
+        try:
+            return SqlWriter(uri)
+        except SchemaMismatch as exc:
+            import logging
+
+            logging.getLogger("lineage.recording").warning(
+                "lineage: unknown MLflow schema, using MlflowClient.log_batch: %s", exc
+            )
+    return ClientWriter(client)
+
+
+def start_run(
+    experiment: str | None = None,
+    run_name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    data: Iterable[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None = None,
+    tracking_uri: str | None = None,
+    *,
+    run_id: str | None = None,
+    flush_interval: float | None = None,
+    record_identity: bool = True,
+) -> Run:
+    """Start recording a run; use as ``with lineage.start_run(...) as run:`` or keep the handle.
+
+    Attaches to ``run_id`` or, when unset, the run named by ``MLFLOW_RUN_ID`` (set by the
+    tuner); otherwise creates a run in ``experiment`` (created if missing; default
+    ``MLFLOW_EXPERIMENT_ID``, ``MLFLOW_EXPERIMENT_NAME``, then ``Default``). ``data`` lists
+    dataset files or folders (or maps names to them) to fingerprint. Identity tags (git, command
+    line, host, versions) are recorded unless ``record_identity=False``.
+    """
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    if _lifecycle.active() is not None:
+        raise UsageError(
+            f"a run is already active ({_lifecycle.active().run_id}); end it before starting another"  # type: ignore[union-attr]
+        )
+    uri = resolve_tracking_uri(tracking_uri)
+    client = MlflowClient(tracking_uri=uri)
+    owns = True
+    attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
+    start_tags: dict[str, str] = {}
+    if record_identity:
+        from lineage._identity import identity_tags
+
+        start_tags.update(identity_tags())
+    try:
+        if attach_id:
+            try:
+                existing = client.get_run(attach_id)
+            except MlflowException as exc:
+                raise NotFoundError(
+                    f"{'run_id' if run_id else 'MLFLOW_RUN_ID'} names no run in {_safe(uri)}, got {attach_id!r}"
+                ) from exc
+            if existing.info.lifecycle_stage != "active":
+                raise UsageError(f"run {attach_id} is deleted; cannot record into it")
+            if run_id is None:
+                owns = os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
+            if owns and existing.info.status != "RUNNING":
+                client.update_run(attach_id, status="RUNNING")
+            experiment_id = existing.info.experiment_id
+            existing_params = dict(existing.data.params)
+            types_json = types_tag_from_tags(existing.data.tags)
+            existing_types = _json_dict(types_json)
+            # Identity describes this process; keep the creator's mlflow.* source tags.
+            start_tags = {
+                k: v
+                for k, v in start_tags.items()
+                if not k.startswith("mlflow.") or k not in existing.data.tags
+            }
+            if run_name:
+                start_tags["mlflow.runName"] = run_name
+            run_id_ = attach_id
+        else:
+            experiment_id = _experiment_id(client, experiment)
+            created = client.create_run(experiment_id, tags=start_tags, run_name=run_name)
+            start_tags = {}
+            existing_params, existing_types = {}, {}
+            run_id_ = created.info.run_id
+    except MlflowException as exc:
+        raise StoreError(f"tracking store {_safe(uri)} refused the run: {exc}") from exc
+    writer = _make_writer(client, uri)
+    interval = (
+        flush_interval
+        if flush_interval is not None
+        else float(os.environ.get("LINEAGE_FLUSH_INTERVAL", "0.5"))
+    )
+    run = Run(
+        client=client,
+        writer=writer,
+        run_id=run_id_,
+        experiment_id=experiment_id,
+        tracking_uri=uri,
+        owns_run=owns,
+        existing_params=existing_params,
+        existing_types=existing_types,
+        interval=interval,
+    )
+    _lifecycle.register(run)
+    try:
+        if start_tags:
+            run.set_tags(start_tags)
+        if tags:
+            run.set_tags(tags)
+        if params:
+            run.log_params(params)
+        if data:
+            items = data.items() if isinstance(data, Mapping) else ((None, p) for p in data)
+            for name, path in items:
+                run.log_dataset(path, name)
+    except BaseException as exc:
+        run._note_exception(type(exc), exc)
+        run._end_quietly("FAILED")
+        raise
+    return run
+
+
+def _safe(uri: str) -> str:
+    from lineage._secrets import mask_uri
+
+    return mask_uri(uri)
+
+
+def _json_dict(text: str | None) -> dict[str, str]:
+    import json
+
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def active_run() -> Run | None:
+    """The run this process is recording into, or None."""
+    return _lifecycle.active()
