@@ -1,0 +1,46 @@
+"""Campaign configs: the YAML schema, its validation, and where a campaign's stores live.
+
+>>> from tuner.config import load_config
+>>> config = load_config("configs/quickstart.yaml")      # raises ConfigError (exit code 2)
+>>> config.directions, config.optuna_storage_url(), config.tracking_uri()
+"""
+
+from __future__ import annotations
+
+from tuner.config._load import config_error, load_config, parse_config
+from tuner.config._model import (
+    BudgetConfig,
+    CampaignConfig,
+    DiagnosisConfig,
+    ExecutorConfig,
+    LineageConfig,
+    MetricPattern,
+    Objective,
+    Parameter,
+    PrunerConfig,
+    ResourcesConfig,
+    SamplerConfig,
+    TrialConfig,
+)
+from tuner.config._placeholders import BUILTINS as PLACEHOLDER_BUILTINS
+from tuner.config._placeholders import render as render_arg
+
+__all__ = [
+    "PLACEHOLDER_BUILTINS",
+    "BudgetConfig",
+    "CampaignConfig",
+    "DiagnosisConfig",
+    "ExecutorConfig",
+    "LineageConfig",
+    "MetricPattern",
+    "Objective",
+    "Parameter",
+    "PrunerConfig",
+    "ResourcesConfig",
+    "SamplerConfig",
+    "TrialConfig",
+    "config_error",
+    "load_config",
+    "parse_config",
+    "render_arg",
+]

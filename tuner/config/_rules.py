@@ -1,0 +1,235 @@
+"""Rules across sections of a campaign config; each raises :class:`RuleError` with a full path."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from tuner.config._placeholders import BUILTINS, placeholders
+from tuner.config._types import RuleError, format_value
+
+if TYPE_CHECKING:
+    from tuner.config._model import CampaignConfig
+
+__all__ = ["check_campaign", "suggest"]
+
+#: Samplers that accept several objectives (Optuna 4.x/5.x); CMA-ES is single-objective.
+MULTI_OBJECTIVE_SAMPLERS = ("tpe", "nsga2", "gp", "random", "qmc", "grid")
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_campaign(config: CampaignConfig) -> None:
+    _check_objectives(config)
+    _check_conditions(config)
+    _check_placeholders(config)
+    _check_sampler(config)
+    _check_pruner(config)
+    if config.storage is not None and "://" not in config.storage:
+        raise RuleError(
+            ("storage",),
+            "must be an Optuna storage URL such as sqlite:///optuna.db or "
+            "postgresql://user@host/db",
+            config.storage,
+        )
+
+
+def _check_objectives(config: CampaignConfig) -> None:
+    seen = {config.target.metric}
+    for i, objective in enumerate(config.objectives):
+        if objective.metric in seen:
+            raise RuleError(
+                ("objectives", i, "metric"), "repeats a metric already optimized", objective.metric
+            )
+        seen.add(objective.metric)
+    if not config.objectives:
+        return
+    if config.sampler.name not in MULTI_OBJECTIVE_SAMPLERS:
+        raise RuleError(
+            ("sampler", "name"),
+            "must be one of nsga2, tpe, gp, random, qmc, grid with objectives "
+            f"({config.sampler.name} optimizes one objective only)",
+            config.sampler.name,
+        )
+    if config.pruner.name != "none":
+        raise RuleError(
+            ("pruner", "name"),
+            "must be none with objectives (Optuna cannot prune multi-objective trials)",
+            config.pruner.name,
+        )
+
+
+def _check_conditions(config: CampaignConfig) -> None:
+    params = config.parameters
+    for name, param in params.items():
+        for other, wanted in (param.when or {}).items():
+            path = ("parameters", name, "when", other)
+            if other == name:
+                raise RuleError(path, "cannot make a parameter depend on itself", other)
+            if other not in params:
+                raise RuleError(
+                    path,
+                    "must name a declared parameter" + suggest(other, params),
+                    other,
+                    show_value=False,
+                )
+            parent = params[other]
+            if parent.type != "categorical":
+                raise RuleError(
+                    path, f"must name a categorical parameter ({other} is {parent.type})", other
+                )
+            values = wanted if isinstance(wanted, list) else [wanted]
+            if not values:
+                raise RuleError(path, "must list at least one value", wanted)
+            choices = parent.choices or []
+            for value in values:
+                if not any(_same(value, c) for c in choices):
+                    raise RuleError(
+                        path,
+                        f"must be one of {other}'s choices {format_value(choices)}",
+                        value,
+                    )
+    # A parameter's parents must be sampled before it; a cycle has no such order.
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            cycle = [*trail[trail.index(name) :], name]
+            raise RuleError(
+                ("parameters", cycle[0], "when"),
+                "forms a cycle: " + " -> ".join(cycle),
+                show_value=False,
+            )
+        state[name] = 1
+        for other in params[name].when or {}:
+            visit(other, [*trail, name])
+        state[name] = 2
+
+    for name in params:
+        visit(name, [])
+
+
+def _same(a: Any, b: Any) -> bool:
+    # YAML `true` must not match a choice `1`, nor `1` match `1.0` in a different type family.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    return type(a) is type(b) and a == b
+
+
+def _check_placeholders(config: CampaignConfig) -> None:
+    for name in config.parameters:
+        if name in BUILTINS:
+            raise RuleError(
+                ("parameters", name),
+                f"is a reserved placeholder name ({', '.join(BUILTINS)}); rename the parameter",
+                name,
+                show_value=False,
+            )
+    known = set(config.parameters) | set(BUILTINS)
+    for i, arg in enumerate(config.command):
+        for ref in placeholders(arg):
+            if ref not in known:
+                raise RuleError(
+                    ("command", i),
+                    f"has placeholder {{{ref}}}, which names no parameter"
+                    + suggest(ref, known)
+                    + f" (built-ins: {', '.join(BUILTINS)})",
+                    arg,
+                )
+            if config.parameters.get(ref) is not None and config.parameters[ref].when:
+                raise RuleError(
+                    ("command", i),
+                    f"has placeholder {{{ref}}}, a conditional parameter absent from some "
+                    "trials; read it from TUNER_PARAMS or tuner.trial.params() instead",
+                    arg,
+                )
+
+
+def _check_sampler(config: CampaignConfig) -> None:
+    from tuner._optuna_factory import SAMPLERS, torch_available
+
+    sampler = config.sampler
+    params = config.parameters
+    _check_options(("sampler", "options"), sampler.options, SAMPLERS[sampler.name]())
+    if sampler.name == "gp" and not torch_available():
+        raise RuleError(
+            ("sampler", "name"),
+            ": gp needs PyTorch; install the 'gp' extra: pip install 'lineage-tuner[gp]'",
+            show_value=False,
+        )
+    if sampler.name == "cmaes":
+        for name, param in params.items():
+            if param.type == "categorical":
+                raise RuleError(
+                    ("sampler", "name"),
+                    f"cmaes cannot sample categorical parameters (parameters.{name}); "
+                    "use tpe or gp",
+                    "cmaes",
+                )
+        numeric = [n for n, p in params.items() if not p.when]
+        if len(numeric) < 2:
+            raise RuleError(
+                ("sampler", "name"),
+                "cmaes needs at least two unconditional numeric parameters; use tpe or gp",
+                "cmaes",
+            )
+    if sampler.name == "grid":
+        space = sampler.options.get("search_space")
+        if space is not None:
+            if not isinstance(space, dict):
+                raise RuleError(
+                    ("sampler", "options", "search_space"),
+                    "must map parameter names to lists of values",
+                    space,
+                )
+            for key, values in space.items():
+                path = ("sampler", "options", "search_space", key)
+                if key not in params:
+                    raise RuleError(
+                        path, "must name a declared parameter" + suggest(key, params), key
+                    )
+                if not isinstance(values, list) or not values:
+                    raise RuleError(path, "must be a non-empty list of values", values)
+        for name, param in params.items():
+            if param.when:
+                raise RuleError(
+                    ("parameters", name, "when"),
+                    "cannot be used with sampler grid (the grid would repeat trials); "
+                    "use tpe or random",
+                    param.when,
+                )
+            if (space is None or name not in space) and param.grid_values() is None:
+                raise RuleError(
+                    ("parameters", name),
+                    "needs a step (or choices) for sampler grid, or list its values in "
+                    "sampler.options.search_space",
+                    show_value=False,
+                )
+
+
+def _check_pruner(config: CampaignConfig) -> None:
+    from tuner._optuna_factory import PRUNERS
+
+    _check_options(("pruner", "options"), config.pruner.options, PRUNERS[config.pruner.name]())
+
+
+def _check_options(path: tuple[str, ...], options: dict[str, Any], cls: Callable[..., Any]) -> None:
+    accepted = [p for p in inspect.signature(cls).parameters if p not in ("seed", "self")]
+    for key in options:
+        if key not in accepted:
+            hint = suggest(key, accepted)
+            listing = ", ".join(accepted) if accepted else "none"
+            raise RuleError(
+                (*path, key),
+                f"is not an option of {getattr(cls, '__name__', cls)}{hint} (options: {listing})",
+                options[key],
+            )
