@@ -1,0 +1,150 @@
+"""The read contract every lineage store backend fulfils."""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Sequence
+from urllib.parse import unquote, urlparse
+
+from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage.store._records import Experiment, MetricPoint, RunRecord
+
+
+class RunStore(abc.ABC):
+    """Read access to the runs of one MLflow tracking store.
+
+    Contract shared by every backend (checked by ``tests/store``):
+
+    - Only *active* experiments and runs are visible; deleted ones do not exist for a store.
+    - Every call reads the store afresh: runs that another process adds, updates or deletes
+      are visible to the next call, never served from a stale cache. One call sees one
+      consistent snapshot.
+    - ``runs`` returns :class:`RunRecord` objects ordered by start time, newest first (ties by
+      run id), for the experiments named (ids) or for all active ones when ``None``.
+    - ``get_run`` accepts a full run id or a unique prefix of one (at least 4 characters).
+      An unknown, deleted or ambiguous id raises :class:`~lineage.NotFoundError`
+      (ambiguous: :class:`~lineage.UsageError`); both exit 2.
+    - ``metric_history`` returns the points of one metric ordered by step then timestamp;
+      an unknown metric or run raises :class:`~lineage.NotFoundError`.
+    - An unreachable or broken store raises :class:`~lineage.StoreError`.
+    - A store object may be used from one thread at a time; open one per thread. Any number of
+      processes may read the same store while others write it.
+    """
+
+    #: The tracking URI this store reads.
+    uri: str
+
+    @abc.abstractmethod
+    def experiments(self) -> list[Experiment]:
+        """All active experiments, ordered by id."""
+
+    @abc.abstractmethod
+    def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
+        """Active runs of the given experiment ids (all active experiments when ``None``)."""
+
+    @abc.abstractmethod
+    def get_run(self, run_id: str) -> RunRecord:
+        """The active run with this id or unique id prefix."""
+
+    @abc.abstractmethod
+    def metric_histories(self, run_id: str) -> dict[str, list[MetricPoint]]:
+        """Every metric of a run with all its points (step, then timestamp order)."""
+
+    @abc.abstractmethod
+    def artifact_uri(self, run_id: str) -> str | None:
+        """Where the run's artifacts live, as MLflow recorded it."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release connections. The store must not be used afterwards."""
+
+    # Derived operations, written once on top of the abstract ones.
+
+    def resolve_experiments(self, names_or_ids: Sequence[str] | None) -> list[Experiment]:
+        """Experiments by name (first) or id; ``None`` or empty means all active ones."""
+        known = self.experiments()
+        if not names_or_ids:
+            return known
+        by_name = {e.name: e for e in known}
+        by_id = {e.experiment_id: e for e in known}
+        chosen: list[Experiment] = []
+        for ref in names_or_ids:
+            exp = by_name.get(ref) or by_id.get(ref)
+            if exp is None:
+                names = ", ".join(sorted(by_name)) or "none"
+                raise NotFoundError(
+                    f"experiment {ref!r} not found in {self.uri} "
+                    f"(no active experiment has this name or id; known: {names})"
+                )
+            if exp not in chosen:
+                chosen.append(exp)
+        return chosen
+
+    def metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
+        """The points of one metric; :class:`~lineage.NotFoundError` if the run never logged it."""
+        histories = self.metric_histories(run_id)
+        if key not in histories:
+            known = ", ".join(sorted(histories)) or "none"
+            raise NotFoundError(f"metric {key!r} not found in run {run_id} (known: {known})")
+        return histories[key]
+
+    def artifacts(self, run_id: str) -> list[str]:
+        """Paths of every artifact file of the run, relative to its artifact root, sorted."""
+        uri = self.artifact_uri(run_id)
+        if not uri:
+            return []
+        local = _local_path(uri)
+        if local is not None:
+            if not os.path.isdir(local):
+                return []
+            found = []
+            for root, _dirs, files in os.walk(local):
+                for name in files:
+                    found.append(os.path.relpath(os.path.join(root, name), local))
+            return sorted(p.replace(os.sep, "/") for p in found)
+        return _remote_artifacts(uri, self.uri, run_id)
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _local_path(uri: str) -> str | None:
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return uri
+    return None
+
+
+def _remote_artifacts(artifact_uri: str, tracking_uri: str, run_id: str) -> list[str]:
+    # Remote artifact stores (S3, mlflow-artifacts:/ proxies, ...) need MLflow's own clients.
+    try:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=tracking_uri)
+        found: list[str] = []
+        pending = [""]
+        while pending:
+            path = pending.pop()
+            for info in client.list_artifacts(run_id, path or None):
+                (pending if info.is_dir else found).append(info.path)
+        return sorted(found)
+    except Exception as exc:
+        raise StoreError(
+            f"cannot list artifacts at {artifact_uri} for run {run_id}: {exc}"
+        ) from exc
+
+
+def check_run_ref(run_id: str) -> str:
+    """A run id or prefix as typed by a user, stripped; rejects empty and whitespace ones."""
+    ref = run_id.strip()
+    if not ref or any(c.isspace() for c in ref):
+        raise UsageError(f"run id must be a run id or a unique prefix of one, got {run_id!r}")
+    return ref
+
+
+MIN_PREFIX = 4

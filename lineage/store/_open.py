@@ -1,0 +1,28 @@
+"""Pick the fastest reader that understands a tracking URI."""
+
+from __future__ import annotations
+
+from lineage._uri import is_sql_uri, resolve_tracking_uri
+from lineage.store._base import RunStore
+
+
+def open_store(tracking_uri: str | None = None) -> RunStore:
+    """A :class:`RunStore` for ``tracking_uri`` (else ``$MLFLOW_TRACKING_URI``, else
+    ``sqlite:///mlflow.db``).
+
+    SQLite and PostgreSQL stores with a known MLflow schema are read with plain SQL and no
+    ``import mlflow``; anything else (``file:``, ``http(s)://``, an unknown schema) goes
+    through ``MlflowClient``. Raises :class:`~lineage.NotFoundError` for a SQLite file that
+    does not exist and :class:`~lineage.StoreError` for an unreachable database.
+    """
+    uri = resolve_tracking_uri(tracking_uri)
+    if is_sql_uri(uri):
+        from lineage.store._sql import SchemaMismatch, SqlRunStore
+
+        try:
+            return SqlRunStore(uri)
+        except SchemaMismatch:
+            pass
+    from lineage.store._client import ClientRunStore
+
+    return ClientRunStore(uri)

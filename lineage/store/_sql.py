@@ -1,0 +1,333 @@
+"""Read MLflow's SQL tables directly (SQLite via ``sqlite3``, PostgreSQL via ``psycopg``).
+
+MLflow's own ``search_runs`` builds ORM objects for every param, metric and tag of every run;
+reading the same rows with plain SQL is an order of magnitude faster and needs no
+``import mlflow``. Nothing is cached between calls, so other writers are always visible.
+The schema is checked when the store opens; a store whose tables do not look like MLflow's
+raises :class:`SchemaMismatch` and ``open_store`` falls back to ``MlflowClient``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
+from lineage.store._records import Experiment, MetricPoint, RunRecord
+
+#: Tables and columns this module reads; present in every MLflow schema since 1.x.
+REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
+    "experiments": frozenset({"experiment_id", "name", "lifecycle_stage"}),
+    "runs": frozenset(
+        {
+            "run_uuid",
+            "name",
+            "status",
+            "start_time",
+            "end_time",
+            "lifecycle_stage",
+            "artifact_uri",
+            "experiment_id",
+        }
+    ),
+    "params": frozenset({"key", "value", "run_uuid"}),
+    "tags": frozenset({"key", "value", "run_uuid"}),
+    "latest_metrics": frozenset({"key", "value", "is_nan", "step", "timestamp", "run_uuid"}),
+    "metrics": frozenset({"key", "value", "is_nan", "step", "timestamp", "run_uuid"}),
+}
+
+_RUN_COLUMNS = (
+    "r.run_uuid, r.experiment_id, e.name, r.name, r.status, r.start_time, r.end_time, "
+    "r.artifact_uri"
+)
+_ACTIVE = "r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active'"
+_FROM = "runs r JOIN experiments e ON e.experiment_id = r.experiment_id"
+
+
+class SchemaMismatch(StoreError):
+    """The database is reachable but its tables are not an MLflow schema this module knows."""
+
+
+class _Connection:
+    """A DB-API connection plus what differs between SQLite and PostgreSQL."""
+
+    def __init__(self, raw: Any, *, postgres: bool) -> None:
+        self.raw = raw
+        self.postgres = postgres
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if self.postgres:
+            sql = sql.replace("?", "%s")
+        cur = self.raw.cursor()
+        try:
+            cur.execute(sql, tuple(args))
+            return list(cur.fetchall())
+        finally:
+            cur.close()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        # One read transaction per call: every statement in it sees the same committed state,
+        # and nothing is held between calls, so the next call sees other writers' changes.
+        if self.postgres:
+            try:
+                yield
+            finally:
+                self.raw.rollback()
+            return
+        self.raw.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.raw.execute("COMMIT")
+
+    def columns(self) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = defaultdict(set)
+        if self.postgres:
+            for table, column in self.rows(
+                "SELECT table_name, column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema()"
+            ):
+                found[str(table)].add(str(column))
+        else:
+            tables = [
+                r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            for table in tables:
+                if table in REQUIRED_COLUMNS:
+                    for row in self.rows(f'PRAGMA table_info("{table}")'):
+                        found[table].add(str(row[1]))
+        if self.postgres:
+            self.raw.rollback()
+        return found
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def sqlite_path(uri: str) -> str:
+    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URI."""
+    rest = uri.split(":", 1)[1]
+    if not rest.startswith("//"):
+        raise UsageError(f"tracking URI {uri!r} must look like sqlite:///path/to/mlflow.db")
+    path = unquote(rest[2:].split("?", 1)[0])
+    if path.startswith("/"):
+        path = path[1:]  # sqlite:///x.db -> x.db ; sqlite:////abs/x.db -> /abs/x.db
+    if not path or path == ":memory:":
+        raise UsageError(f"tracking URI {uri!r} names no database file")
+    return path
+
+
+def _connect_sqlite(uri: str) -> _Connection:
+    import sqlite3
+
+    path = sqlite_path(uri)
+    if not os.path.isfile(path):
+        raise NotFoundError(
+            f"no MLflow store at {uri}: file {os.path.abspath(path)} does not exist "
+            "(set --tracking-uri or MLFLOW_TRACKING_URI)"
+        )
+    target = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    try:
+        raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {uri}: {exc}") from exc
+    return _Connection(raw, postgres=False)
+
+
+def _connect_postgres(uri: str) -> _Connection:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(
+            f"reading {uri} needs psycopg 3: pip install 'lineage-tuner[postgres]'"
+        ) from exc
+    parts = urlsplit(uri)
+    conninfo = parts._replace(scheme="postgresql").geturl()
+    try:
+        raw = psycopg.connect(conninfo, autocommit=False, connect_timeout=10)
+        raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        raw.read_only = True
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to {_mask(uri)}: {str(exc).strip()}") from exc
+    return _Connection(raw, postgres=True)
+
+
+def _mask(uri: str) -> str:
+    parts = urlsplit(uri)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return parts._replace(netloc=netloc).geturl()
+    return uri
+
+
+class SqlRunStore(RunStore):
+    """A :class:`RunStore` over an MLflow SQLite or PostgreSQL database."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = _mask(uri)
+        scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+        self._db = _connect_sqlite(uri) if scheme == "sqlite" else _connect_postgres(uri)
+        try:
+            self._check_schema()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        try:
+            present = self._db.columns()
+        except Exception as exc:
+            raise StoreError(f"cannot read the schema of {self.uri}: {exc}") from exc
+        missing = [
+            f"{table}.{col}"
+            for table, cols in REQUIRED_COLUMNS.items()
+            for col in sorted(cols - present.get(table, set()))
+        ]
+        if missing:
+            raise SchemaMismatch(
+                f"{self.uri} is not an MLflow schema this reader knows "
+                f"(missing {', '.join(missing[:5])})"
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._db.rows(sql, args)
+        except Exception as exc:
+            raise StoreError(f"query on {self.uri} failed: {exc}") from exc
+
+    def experiments(self) -> list[Experiment]:
+        with self._db.snapshot():
+            rows = self._rows(
+                "SELECT experiment_id, name FROM experiments "
+                "WHERE lifecycle_stage = 'active' ORDER BY experiment_id"
+            )
+        return [Experiment(str(i), str(n)) for i, n in rows]
+
+    def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
+        where, args = _ACTIVE, []
+        if experiments is not None:
+            ids = [int(e) for e in experiments if str(e).lstrip("-").isdigit()]
+            if not ids:
+                return []
+            where += f" AND r.experiment_id IN ({', '.join('?' * len(ids))})"
+            args = ids
+        sub = f"SELECT r.run_uuid FROM {_FROM} WHERE {where}"
+        with self._db.snapshot():
+            heads = self._rows(
+                f"SELECT {_RUN_COLUMNS} FROM {_FROM} WHERE {where} "
+                "ORDER BY r.start_time DESC, r.run_uuid",
+                args,
+            )
+            params = self._rows(
+                f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({sub})", args
+            )
+            metrics = self._rows(
+                "SELECT run_uuid, key, value, is_nan FROM latest_metrics "
+                f"WHERE run_uuid IN ({sub})",
+                args,
+            )
+            tags = self._rows(
+                f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({sub})", args
+            )
+        return _assemble(heads, params, metrics, tags)
+
+    def _find(self, run_id: str) -> tuple[Any, ...]:
+        ref = check_run_ref(run_id)
+        cols = f"{_RUN_COLUMNS}, r.lifecycle_stage, e.lifecycle_stage"
+        rows = self._rows(f"SELECT {cols} FROM {_FROM} WHERE r.run_uuid = ?", [ref])
+        if not rows and len(ref) >= MIN_PREFIX:
+            rows = self._rows(
+                f"SELECT {cols} FROM {_FROM} WHERE substr(r.run_uuid, 1, ?) = ? "
+                f"AND {_ACTIVE} ORDER BY r.run_uuid LIMIT 6",
+                [len(ref), ref],
+            )
+            if len(rows) > 1:
+                shown = ", ".join(str(r[0]) for r in rows[:5])
+                raise UsageError(
+                    f"run id prefix {ref!r} is ambiguous: it matches {shown}"
+                    f"{' and more' if len(rows) > 5 else ''}; give more characters"
+                )
+        if not rows:
+            raise NotFoundError(f"run {ref!r} not found in {self.uri}")
+        row = rows[0]
+        if row[-2] != "active" or row[-1] != "active":
+            raise NotFoundError(f"run {row[0]!r} is deleted in {self.uri}")
+        return row[:-2]
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._db.snapshot():
+            head = self._find(run_id)
+            rid = [head[0]]
+            params = self._rows("SELECT run_uuid, key, value FROM params WHERE run_uuid = ?", rid)
+            metrics = self._rows(
+                "SELECT run_uuid, key, value, is_nan FROM latest_metrics WHERE run_uuid = ?", rid
+            )
+            tags = self._rows("SELECT run_uuid, key, value FROM tags WHERE run_uuid = ?", rid)
+        return _assemble([head], params, metrics, tags)[0]
+
+    def metric_histories(self, run_id: str) -> dict[str, list[MetricPoint]]:
+        with self._db.snapshot():
+            rid = self._find(run_id)[0]
+            rows = self._rows(
+                "SELECT key, step, value, is_nan, timestamp FROM metrics WHERE run_uuid = ? "
+                "ORDER BY key, step, timestamp",
+                [rid],
+            )
+        out: dict[str, list[MetricPoint]] = {}
+        nan = math.nan
+        for key, step, value, is_nan, ts in rows:
+            out.setdefault(key, []).append(
+                MetricPoint(int(step), nan if is_nan else float(value), int(ts))
+            )
+        return out
+
+    def artifact_uri(self, run_id: str) -> str | None:
+        with self._db.snapshot():
+            return self._find(run_id)[7]
+
+
+def _assemble(
+    heads: list[tuple[Any, ...]],
+    params: list[tuple[Any, ...]],
+    metrics: list[tuple[Any, ...]],
+    tags: list[tuple[Any, ...]],
+) -> list[RunRecord]:
+    by_params: dict[str, dict[str, str]] = defaultdict(dict)
+    for run, key, value in params:
+        by_params[run][key] = value
+    by_metrics: dict[str, dict[str, float]] = defaultdict(dict)
+    nan = math.nan
+    for run, key, value, is_nan in metrics:
+        by_metrics[run][key] = nan if is_nan else value
+    by_tags: dict[str, dict[str, str]] = defaultdict(dict)
+    for run, key, value in tags:
+        by_tags[run][key] = "" if value is None else value
+    out = []
+    for run_id, exp_id, exp_name, name, status, start, end, art in heads:
+        run_tags = by_tags.get(run_id, {})
+        out.append(
+            RunRecord(
+                run_id=run_id,
+                experiment_id=str(exp_id),
+                experiment=exp_name,
+                name=name or run_tags.get("mlflow.runName", ""),
+                status=status or "",
+                start_time=start,
+                end_time=end,
+                params=by_params.get(run_id, {}),
+                metrics=by_metrics.get(run_id, {}),
+                tags=run_tags,
+                artifact_uri=art,
+            )
+        )
+    return out
