@@ -12,7 +12,7 @@ import math
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -316,14 +317,27 @@ class CampaignConfig(_Model):
     """A tuning campaign, as read from its YAML file."""
 
     name: str = Field(min_length=1, description="campaign name; also the study name")
-    command: list[str] = Field(
+    command: Annotated[
+        list[str],
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 1},
+                ]
+            }
+        ),
+    ] = Field(
         description="the trial command: a list, or a string split like a shell would "
         "(never run through a shell); {param} placeholders"
     )
     workdir: Path | None = Field(
         default=None, description="directory trials run in (default: the config file's)"
     )
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    env: Annotated[
+        dict[str, str],
+        WithJsonSchema({"type": "object", "additionalProperties": {"type": ["string", "number"]}}),
+    ] = Field(default_factory=dict, description="extra environment variables")
     target: Objective = Field(description="the metric to optimize")
     objectives: list[Objective] = Field(
         default_factory=list, description="further objectives (multi-objective campaign)"

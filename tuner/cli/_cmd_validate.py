@@ -1,0 +1,142 @@
+"""``tuner validate CONFIG``: check a campaign config and summarize it; touches no store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuner.config import CampaignConfig, Parameter
+
+ORDER = 10
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check a campaign config without running anything",
+        description="Check a campaign config and print a summary. Exit 0 when valid; else one "
+        "line naming the file, the key, the rule and the value received, and exit 2. Nothing "
+        "is created in the lineage store or the Optuna storage.",
+    )
+    parser.add_argument("config", help="campaign YAML file")
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner._errors import ConfigError
+    from tuner._optuna_factory import make_pruner, make_sampler
+    from tuner.config import load_config
+
+    try:
+        config = load_config(args.config)
+        # Option values only the Optuna constructors check (types, ranges).
+        make_sampler(config)
+        make_pruner(config)
+    except ConfigError as exc:
+        if args.format == "json":
+            json.dump({"valid": False, "error": str(exc)}, sys.stdout)
+            sys.stdout.write("\n")
+            print(f"tuner validate: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        raise
+    if args.format == "json":
+        json.dump(summary(config), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_table(config)
+    return 0
+
+
+def summary(config: CampaignConfig) -> dict[str, Any]:
+    from tuner._space import sampling_order
+
+    return {
+        "valid": True,
+        "file": str(config.source_path),
+        "name": config.name,
+        "study_name": config.study_name,
+        "experiment": config.experiment,
+        "directions": config.directions,
+        "metrics": config.metric_names,
+        "tracking_uri": config.tracking_uri(),
+        "storage": config.optuna_storage_url(),
+        "sampling_order": sampling_order(config),
+        "config": config.model_dump(mode="json"),
+    }
+
+
+def describe_range(param: Parameter) -> str:
+    if param.type == "categorical":
+        return ", ".join(json.dumps(c) for c in param.choices or [])
+    text = f"[{param.low}, {param.high}]"
+    if param.step is not None:
+        text += f" step {param.step}"
+    if param.log:
+        text += " log"
+    return text
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "none"
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _print_table(config: CampaignConfig) -> None:
+    from lineage.cli._common import print_table
+
+    b, t, s, r = config.budget, config.trial, config.sampler, config.resources
+    goals = ", ".join(f"{o.goal} {o.metric}" for o in config.all_objectives)
+    devices = r.devices if r.devices == "auto" else ",".join(str(d) for d in r.devices)
+    sampler = s.name + (f" (seed {s.seed})" if s.seed is not None else "")
+    if s.options:
+        sampler += " " + json.dumps(s.options, default=str)
+    pruner: str = config.pruner.name
+    if config.pruner.options:
+        pruner += " " + json.dumps(config.pruner.options, default=str)
+    rows = [
+        ("name", config.name),
+        ("command", shlex.join(config.command)),
+        ("workdir", str(config.workdir)),
+        ("objective", goals),
+        (
+            "budget",
+            f"{b.trials} trials, timeout {_duration(b.timeout)}, stop after {b.max_failures} failures",
+        ),
+        (
+            "trial",
+            f"timeout {_duration(t.timeout)}, {t.retries} retries, "
+            f"grace {_duration(t.grace_period)}",
+        ),
+        ("sampler", sampler),
+        ("pruner", pruner),
+        (
+            "resources",
+            f"kind {r.kind}, devices {devices}, {r.per_trial} per trial, {r.parallel} in parallel "
+            f"({config.executor.name} executor)",
+        ),
+        ("lineage", f"{config.tracking_uri()} (experiment {config.experiment})"),
+        ("storage", config.optuna_storage_url()),
+    ]
+    if config.metrics:
+        rows.append(("stdout metrics", ", ".join(config.metrics)))
+    print(f"{config.display_name}: valid")
+    print_table(["key", "value"], rows)
+    params = [
+        (
+            name,
+            p.type,
+            describe_range(p),
+            ", ".join(f"{k} in {json.dumps(v)}" for k, v in (p.when or {}).items()),
+        )
+        for name, p in config.parameters.items()
+    ]
+    print_table(["parameter", "type", "range / choices", "when"], params)
