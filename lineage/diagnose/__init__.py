@@ -1,0 +1,211 @@
+"""Accuracy-problem diagnosis: automatic checks over a run's recorded curves and parameters.
+
+The checks follow MindSpore's accuracy-tuning checklist (check the hyperparameters, the model
+structure, the data and the loss curve). Each is one class in its own module, deriving
+:class:`Check`; each :class:`Finding` names its check id, a severity, the evidence (metric or
+parameter, step, value, window) and the likely causes and next steps in plain words. All
+thresholds live in :mod:`lineage.diagnose._thresholds`. Precision over recall: a healthy run
+yields no finding at all.
+
+========================  ==================================================================
+check id                  reads
+========================  ==================================================================
+``loss_runaway``          every loss-like metric: NaN, +/-Inf, or 100x its initial level
+``divergence``            training loss climbing back far above its best level
+``slow_convergence``      training loss improving by < 5 % over the run
+``oscillation``           training loss swinging widely with no progress (2nd half)
+``zero_train_loss``       training loss at 0
+``overfitting``           train vs validation accuracy gap; validation loss rising while
+                          training loss falls; validation loss many times training loss
+``distribution_shift``    test accuracy (or loss) well behind validation
+``hyperparameter_range``  params: learning rate, loss scale, init sigma/scheme, batch size,
+                          momentum, weight decay, dropout
+``weights_unchanged``     metrics ``weight_delta`` and/or ``weight_norm``
+``frozen_weights``        tag/param ``lineage.frozen_params`` (JSON list of names) and
+                          ``lineage.trainable_params`` (count), with the training loss
+``gradient_vanishing``    metric ``grad_norm`` (global L2 norm of the gradients)
+``gradient_exploding``    metric ``grad_norm``
+========================  ==================================================================
+
+Metric names are matched by tokens (see :mod:`lineage.diagnose._names`): the training loss is
+``loss``/``train_loss``/``training_loss`` (``train/loss``, ``trainLoss``...), the validation
+one ``val_loss``/``eval_loss``/``validation_loss``/``dev_loss``, the test one ``test_loss``;
+accuracies likewise (``acc``, ``accuracy``, ``train_acc``, ``val_accuracy``,
+``eval_acc``, ``test_accuracy``; values above 1.5 are read as percent). A recorder that
+wants the last four checks logs ``grad_norm``, ``weight_norm``, ``weight_delta`` per step or
+epoch and sets the tags ``lineage.frozen_params`` / ``lineage.trainable_params``.
+
+Public functions: :func:`diagnose_histories` (plain data, no store), :func:`diagnose_run`
+(a run of a lineage store) and :func:`online_check` (runaway and divergence on the
+intermediate values of a running trial, for early stopping).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lineage._errors import UsageError
+from lineage.diagnose import _names
+from lineage.diagnose._base import SEVERITIES, Check, Finding, RunData, Series
+from lineage.diagnose._distribution_shift import DistributionShift
+from lineage.diagnose._divergence import Divergence
+from lineage.diagnose._frozen_weights import FrozenWeights
+from lineage.diagnose._gradient_exploding import GradientExploding
+from lineage.diagnose._gradient_vanishing import GradientVanishing
+from lineage.diagnose._hyperparameter_range import HyperparameterRange
+from lineage.diagnose._loss_runaway import LossRunaway
+from lineage.diagnose._oscillation import Oscillation
+from lineage.diagnose._overfitting import Overfitting
+from lineage.diagnose._slow_convergence import SlowConvergence
+from lineage.diagnose._thresholds import DEFAULT_THRESHOLDS, Thresholds
+from lineage.diagnose._weights_unchanged import WeightsUnchanged
+from lineage.diagnose._zero_train_loss import ZeroTrainLoss
+
+if TYPE_CHECKING:
+    from lineage.store import RunRecord, RunStore
+
+__all__ = [
+    "CHECKS",
+    "DEFAULT_THRESHOLDS",
+    "Check",
+    "Finding",
+    "RunData",
+    "Series",
+    "Thresholds",
+    "default_checks",
+    "diagnose_histories",
+    "diagnose_run",
+    "online_check",
+]
+
+#: Every built-in check class by id, in reporting order.
+CHECKS: dict[str, type[Check]] = {
+    cls.id: cls
+    for cls in (
+        LossRunaway,
+        Divergence,
+        SlowConvergence,
+        Oscillation,
+        ZeroTrainLoss,
+        Overfitting,
+        DistributionShift,
+        HyperparameterRange,
+        WeightsUnchanged,
+        FrozenWeights,
+        GradientVanishing,
+        GradientExploding,
+    )
+}
+
+
+def default_checks(
+    ids: Iterable[str] | None = None, *, thresholds: Thresholds | None = None
+) -> list[Check]:
+    """Instances of the built-in checks (all, or those named by ``ids``, in CHECKS order)."""
+    wanted = list(CHECKS) if ids is None else list(ids)
+    unknown = [i for i in wanted if i not in CHECKS]
+    if unknown:
+        raise UsageError(
+            f"check must be one of {', '.join(CHECKS)}, got {', '.join(map(repr, unknown))}"
+        )
+    t = thresholds or DEFAULT_THRESHOLDS
+    return [cls(thresholds=t) for cid, cls in CHECKS.items() if cid in wanted]
+
+
+def _run_checks(data: RunData, checks: Sequence[Check]) -> list[Finding]:
+    results: list[tuple[Check, Finding]] = []
+    for check in checks:
+        if not isinstance(check, Check):
+            raise UsageError(f"checks must be Check instances, got {type(check).__name__}")
+        results.extend((check, f) for f in check.run(data))
+    fired = {f.check for _, f in results}
+    kept = [f for c, f in results if not fired.intersection(c.suppressed_by)]
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(kept, key=lambda f: rank[f.severity])  # stable: check order within severity
+
+
+def diagnose_histories(
+    histories: Mapping[str, Iterable[Any]],
+    params: Mapping[str, Any] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    *,
+    checks: Sequence[Check] | None = None,
+    thresholds: Thresholds | None = None,
+) -> list[Finding]:
+    """Run the checks on plain data: ``{metric: [(step, value), ...]}`` (or ``MetricPoint``
+    lists), the run's params and tags. Errors first, then warnings; a healthy run gives ``[]``.
+    """
+    data = RunData.build(histories, params, tags)
+    return _run_checks(
+        data, checks if checks is not None else default_checks(thresholds=thresholds)
+    )
+
+
+def diagnose_run(
+    run: str | RunRecord,
+    *,
+    store: RunStore | None = None,
+    tracking_uri: str | None = None,
+    checks: Sequence[Check] | None = None,
+    thresholds: Thresholds | None = None,
+) -> list[Finding]:
+    """Diagnose one run of a lineage store, by id (or unique prefix) or :class:`RunRecord`.
+
+    Opens ``open_store(tracking_uri)`` when no ``store`` is given. An unknown run raises
+    :class:`~lineage.NotFoundError` (exit 2); an unreachable store :class:`~lineage.StoreError`.
+    """
+    from lineage.store import open_store
+
+    owned = store is None
+    st = open_store(tracking_uri) if store is None else store
+    try:
+        record = st.get_run(run) if isinstance(run, str) else run
+        histories = st.metric_histories(record.run_id)
+    finally:
+        if owned:
+            st.close()
+    data = RunData.build(histories, record.params, record.tags, run_id=record.run_id)
+    return _run_checks(
+        data, checks if checks is not None else default_checks(thresholds=thresholds)
+    )
+
+
+_ONLINE: dict[Thresholds, tuple[LossRunaway, Divergence]] = {}
+
+
+def online_check(
+    metric: str,
+    steps: Sequence[int],
+    values: Sequence[float],
+    *,
+    thresholds: Thresholds | None = None,
+) -> Finding | None:
+    """Runaway and divergence on the intermediate values of one metric of a running trial.
+
+    Meant for early stopping: a finding means the trial is doomed. Loss-like metrics (see
+    :mod:`lineage.diagnose._names`) get both checks; any other metric (an accuracy, a score)
+    only the NaN/Inf part of ``loss_runaway``. Cost: one pass over the values (numpy); safe
+    to call from several threads.
+    """
+    if len(steps) != len(values):
+        raise UsageError(
+            f"online_check: steps and values must have the same length, got "
+            f"{len(steps)} and {len(values)}"
+        )
+    t = thresholds or DEFAULT_THRESHOLDS
+    pair = _ONLINE.get(t)
+    if pair is None:
+        pair = _ONLINE.setdefault(t, (LossRunaway(thresholds=t), Divergence(thresholds=t)))
+    runaway, divergence = pair
+    step_arr = np.asarray(steps, dtype=np.int64)
+    value_arr = np.asarray(values, dtype=np.float64)
+    if step_arr.size > 1 and np.any(np.diff(step_arr) < 0):
+        order = np.argsort(step_arr, kind="stable")
+        step_arr, value_arr = step_arr[order], value_arr[order]
+    series = Series(metric, step_arr, value_arr)
+    if not _names.is_loss_like(metric):
+        return runaway.check_series(series) if not np.isfinite(value_arr).all() else None
+    return runaway.check_series(series) or divergence.check_series(series)

@@ -1,0 +1,126 @@
+"""``frozen_weights``: weights were frozen and training cannot make progress.
+
+Reads, from tags or params (first found wins):
+
+- the frozen weights: ``lineage.frozen_params`` (also ``frozen_params``,
+  ``lineage.mindspore.frozen_params``): a JSON list of parameter names, or a comma-separated
+  string; an empty list or ``[]`` means none are frozen;
+- the number of trainable weights: ``lineage.trainable_params`` (also ``trainable_params``,
+  ``lineage.mindspore.trainable_params``, ``lineage.param_count.trainable``): an integer, or a
+  JSON list of names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from lineage.diagnose._base import Check, Finding, RunData, fmt
+
+FROZEN_KEYS = ("lineage.frozen_params", "frozen_params", "lineage.mindspore.frozen_params")
+TRAINABLE_KEYS = (
+    "lineage.trainable_params",
+    "trainable_params",
+    "lineage.mindspore.trainable_params",
+    "lineage.param_count.trainable",
+)
+
+
+def _lookup(data: RunData, keys: tuple[str, ...]) -> str | None:
+    sources: tuple[Mapping[str, str], ...] = (data.tags, data.params)
+    for source in sources:
+        for key in keys:
+            if key in source:
+                return source[key]
+    return None
+
+
+def _names_list(raw: str) -> list[str]:
+    raw = raw.strip()
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _count(raw: str) -> int | None:
+    try:
+        return int(float(raw))
+    except ValueError:
+        pass
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return len(value) if isinstance(value, list) else None
+
+
+class FrozenWeights(Check):
+    """An error when weights are frozen and nothing is left to train (trainable count 0); a
+    warning when weights are frozen and the training loss improved by less than
+    ``slow_min_improvement`` (the frozen part may be the part that had to learn)."""
+
+    id = "frozen_weights"
+    suppressed_by = ("loss_runaway", "divergence")
+    causes = (
+        "Weights that should train are frozen (requires_grad=False), e.g. a whole backbone, "
+        "or the new head of a fine-tuned model.",
+        "A checkpoint was loaded with its layers frozen for a different task.",
+    )
+    next_steps = (
+        "Check the model structure: list the frozen weights below and unfreeze those that "
+        "must adapt to this task (at least the task head).",
+        "When fine-tuning, unfreeze the last blocks too, with a smaller learning rate.",
+    )
+
+    def run(self, data: RunData) -> list[Finding]:
+        t = self.thresholds
+        raw = _lookup(data, FROZEN_KEYS)
+        frozen = _names_list(raw) if raw is not None else []
+        if not frozen:
+            return []
+        shown = frozen[:10]
+        raw_count = _lookup(data, TRAINABLE_KEYS)
+        trainable = _count(raw_count) if raw_count is not None else None
+        if trainable == 0:
+            return [
+                self.finding(
+                    "error",
+                    f"every weight is frozen ({len(frozen)} frozen, 0 trainable)",
+                    param="frozen_params",
+                    step=None,
+                    value=len(frozen),
+                    window=None,
+                    frozen=shown,
+                    trainable=0,
+                )
+            ]
+        loss = data.primary("loss", "train")
+        if loss is None:
+            return []
+        s = loss.finite()
+        if len(s) < t.min_points_trend:
+            return []
+        initial = max(float(s.values[0]), s.initial_level(t))
+        final = s.final_level(t)
+        if initial == 0 or (initial - final) / abs(initial) >= t.slow_min_improvement:
+            return []
+        return [
+            self.finding(
+                "warning",
+                f"{len(frozen)} weight(s) frozen and {s.name} barely moved "
+                f"({fmt(initial)} -> {fmt(final)})",
+                metric=s.name,
+                step=s.step_at(len(s) - 1),
+                value=final,
+                window=s.span(),
+                frozen=shown,
+                frozen_count=len(frozen),
+                trainable=trainable,
+            )
+        ]

@@ -1,0 +1,114 @@
+"""Which recorded metrics and parameters the checks read, by name.
+
+Names are compared by their *tokens*: split on anything that is not a letter or digit and at
+camelCase boundaries, lower-cased (``val/Loss``, ``val_loss`` and ``valLoss`` all read as
+``val loss``).
+
+Metrics
+  - loss-like: a token ``loss`` (not followed by ``scale``/``scaling``/``weight``: a loss
+    scale is a hyperparameter), or one of ``nll mse rmse mae perplexity ppl``.
+  - accuracy-like: a token ``acc``, ``accuracy`` or ``top1``.
+  - role: ``val valid validation eval evaluation dev`` -> validation; ``test testing`` ->
+    test; otherwise training (``loss``, ``train_loss``, ``accuracy``, ``train_acc``).
+  - the *primary* loss / accuracy of a role is one whose other tokens are only
+    ``train/val/test...``, ``epoch step avg mean batch total``: ``val_loss``,
+    ``eval/loss``, ``train_loss_epoch``, ``val_accuracy``, ``test_acc``. Component losses
+    (``kl_loss``, ``aux_loss``) are checked for runaway only. Among several primaries of one
+    role the one with the most points wins.
+  - gradient norm: tokens ``grad|grads|gradient|gradients`` + ``norm`` (``grad_norm``,
+    ``global_grad_norm``, ``gradient_norm``).
+  - weight norm: ``weight|weights|param|params`` + ``norm`` (``weight_norm``).
+  - weight change: ``weight|weights|param|params|update`` + ``delta|update|change``,
+    optionally ``norm`` (``weight_delta``, ``weight_update_norm``, ``update_norm``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Role = Literal["train", "val", "test"]
+Kind = Literal["loss", "accuracy"]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SPLIT = re.compile(r"[^a-z0-9]+")
+
+_ROLE_TOKENS: dict[str, Role] = {
+    "train": "train",
+    "training": "train",
+    "val": "val",
+    "valid": "val",
+    "validation": "val",
+    "eval": "val",
+    "evaluation": "val",
+    "dev": "val",
+    "test": "test",
+    "testing": "test",
+}
+_MODIFIERS = frozenset({"epoch", "step", "avg", "mean", "batch", "total", "global", "running"})
+_LOSS_ALIASES = frozenset({"nll", "mse", "rmse", "mae", "perplexity", "ppl"})
+_NOT_A_LOSS_AFTER = frozenset({"scale", "scaling", "weight", "weights", "sense"})
+_ACC_TOKENS = frozenset({"acc", "accuracy", "top1"})
+_GRAD = frozenset({"grad", "grads", "gradient", "gradients"})
+_WEIGHT = frozenset({"weight", "weights", "param", "params", "parameter", "parameters"})
+_DELTA = frozenset({"delta", "update", "updates", "change"})
+
+
+def tokens(name: str) -> list[str]:
+    """The lower-case word tokens of a metric or parameter name."""
+    return [t for t in _SPLIT.split(_CAMEL.sub(" ", name).lower()) if t]
+
+
+def role(name: str) -> Role:
+    for tok in tokens(name):
+        if tok in _ROLE_TOKENS:
+            return _ROLE_TOKENS[tok]
+    return "train"
+
+
+def is_loss_like(name: str) -> bool:
+    toks = tokens(name)
+    for i, tok in enumerate(toks):
+        if tok == "loss" and not (i + 1 < len(toks) and toks[i + 1] in _NOT_A_LOSS_AFTER):
+            return True
+        if tok in _LOSS_ALIASES:
+            return True
+    return False
+
+
+def is_accuracy_like(name: str) -> bool:
+    return any(tok in _ACC_TOKENS for tok in tokens(name))
+
+
+def primary_kind(name: str) -> Kind | None:
+    """``"loss"``/``"accuracy"`` when the name is a plain loss/accuracy of some role."""
+    rest = [t for t in tokens(name) if t not in _ROLE_TOKENS and t not in _MODIFIERS]
+    if rest == ["loss"]:
+        return "loss"
+    if rest and all(t in _ACC_TOKENS for t in rest):
+        return "accuracy"
+    return None
+
+
+def _only(name: str, first: frozenset[str], second: frozenset[str], optional: set[str]) -> bool:
+    rest = [t for t in tokens(name) if t not in _ROLE_TOKENS and t not in _MODIFIERS]
+    return (
+        len(rest) >= 2
+        and rest[0] in first
+        and rest[1] in second
+        and all(t in optional for t in rest[2:])
+    )
+
+
+def is_grad_norm(name: str) -> bool:
+    return _only(name, _GRAD, frozenset({"norm"}), set())
+
+
+def is_weight_norm(name: str) -> bool:
+    return _only(name, _WEIGHT, frozenset({"norm"}), set())
+
+
+def is_weight_delta(name: str) -> bool:
+    if tokens(name) in (["update", "norm"], ["updates", "norm"]):
+        return True
+    return _only(name, _WEIGHT | {"update"}, _DELTA, {"norm"})
