@@ -1,0 +1,210 @@
+"""Real services for the cluster tests: a local Ray cluster and MLflow tracking servers.
+
+Each is started as a child process in a session of its own and stopped by its process group
+at the end (never ``ray stop``, which would stop every Ray cluster of this user).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM the process (it cleans up its children), then SIGKILL its whole group."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@dataclass
+class RayCluster:
+    address: str
+    temp_dir: str
+    proc: subprocess.Popen[bytes]
+    nodes: list[subprocess.Popen[bytes]]
+
+    def add_node(
+        self, *, num_cpus: int = 1, num_gpus: int = 0, resources: str = "{}"
+    ) -> subprocess.Popen[bytes]:
+        """Start one more raylet on this machine, joined to the cluster (a second "node")."""
+        argv = [
+            str(BIN / "ray"),
+            "start",
+            "--block",
+            "--address",
+            self.address,
+            "--node-ip-address",
+            "127.0.0.1",
+            f"--num-cpus={num_cpus}",
+            f"--num-gpus={num_gpus}",
+            "--resources",
+            resources,
+            "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+        ]
+        proc = subprocess.Popen(
+            argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.nodes.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            stop_group(node, grace=5)
+        stop_group(self.proc)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def start_ray(
+    *, num_cpus: int = 2, num_gpus: int = 2, resources: str = '{"NPU": 2}', timeout: float = 90.0
+) -> RayCluster:
+    """``ray start --head --block`` on 127.0.0.1 with free ports; returns once it accepts jobs."""
+    # Short path: Ray's unix socket paths must stay under ~107 characters.
+    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    port = free_port()
+    argv = [
+        str(BIN / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address",
+        "127.0.0.1",
+        f"--port={port}",
+        f"--num-cpus={num_cpus}",
+        f"--num-gpus={num_gpus}",
+        "--resources",
+        resources,
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+        f"--ray-client-server-port={free_port()}",
+        f"--dashboard-port={free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
+        f"--metrics-export-port={free_port()}",
+        f"--runtime-env-agent-port={free_port()}",
+    ]
+    log = open(Path(temp_dir) / "head.log", "wb")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen(argv, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"ray start exited {proc.returncode}: {(Path(temp_dir) / 'head.log').read_text()[-2000:]}"
+            )
+        if "Ray runtime started" in (Path(temp_dir) / "head.log").read_text(errors="replace"):
+            return RayCluster(address, temp_dir, proc, [])
+        time.sleep(0.2)
+    stop_group(proc)
+    raise RuntimeError(f"ray start did not come up in {timeout}s")
+
+
+@dataclass
+class MlflowServer:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        stop_group(self.proc)
+
+
+def start_mlflow_server(
+    backend_uri: str,
+    workdir: Path,
+    *,
+    auth_admin_password: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,
+) -> MlflowServer:
+    """``mlflow server`` on 127.0.0.1; with ``auth_admin_password``, MLflow's basic-auth app."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = dict(os.environ)
+    for var in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        env.pop(var, None)
+    argv: Sequence[str] = [
+        str(BIN / "mlflow"),
+        "server",
+        "--backend-store-uri",
+        backend_uri,
+        "--default-artifact-root",
+        str(workdir / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
+    if auth_admin_password is not None:
+        ini = workdir / "basic_auth.ini"
+        # auth_cache_ttl_seconds: without it every request re-hashes the password
+        # (PBKDF2, seconds on a busy 2-core machine).
+        ini.write_text(
+            "[mlflow]\ndefault_permission = READ\n"
+            f"database_uri = sqlite:///{workdir / 'auth.db'}\n"
+            "admin_username = admin\n"
+            "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+            "auth_cache_ttl_seconds = 600\n"
+        )
+        env.update(
+            MLFLOW_AUTH_CONFIG_PATH=str(ini),
+            MLFLOW_FLASK_SERVER_SECRET_KEY="tests-only-secret-key",
+            MLFLOW_AUTH_ADMIN_PASSWORD=auth_admin_password,
+        )
+        argv = [*argv, "--app-name", "basic-auth"]
+    env.update(extra_env or {})
+    log = workdir / "server.log"
+    out = open(log, "wb")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen(
+        list(argv),
+        env=env,
+        cwd=workdir,
+        start_new_session=True,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mlflow server exited {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return MlflowServer(url, proc, log)
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.3)
+    stop_group(proc)
+    raise RuntimeError(
+        f"mlflow server did not answer /health in {timeout}s: {log.read_text()[-2000:]}"
+    )

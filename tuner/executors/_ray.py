@@ -1,0 +1,457 @@
+"""Trials as Ray tasks: each holds ``{GPU|NPU|CPU: per_trial}`` on some node of a cluster.
+
+One trial attempt is one streaming-generator task (`_run_trial`). On its node the task starts
+the trial command as a subprocess (own session, killed with the task if the task dies), gives it
+the environment contract (Ray has already set ``CUDA_VISIBLE_DEVICES`` or
+``ASCEND_RT_VISIBLE_DEVICES`` for the task; ``DEVICE_ID=0`` is added for Ascend), then tails the
+trial's report channel and its stdout/stderr and yields them back in small batches, so the
+controller prunes from intermediate values exactly as with local trials. The last item is the
+outcome.
+
+Stopping (prune, shutdown) is ``ray.cancel(force=False)``: Ray raises ``KeyboardInterrupt`` in
+the task, which raises the trial's stop flag, sends SIGTERM to its process group and SIGKILL
+after the grace period, then returns. A task that still runs ``grace_period + 15`` s later is
+cancelled with ``force=True`` (its worker is killed; the trial process follows through
+``PR_SET_PDEATHSIG``). A node or worker that dies ends the generator with a Ray error: the
+attempt fails with that reason (``signal=SIGKILL``), and the controller retries it as any
+failed attempt. Timeouts are enforced on the node by the task itself.
+
+``ray`` is imported only when a `RayExecutor` is made. Every node needs this package installed
+(the task imports ``tuner.executors._ray``), and ``workdir`` must exist on the nodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tuner._errors import ConfigError, TunerError
+from tuner.executors._base import (
+    Executor,
+    ExecutorFullError,
+    Report,
+    TrialHandle,
+    TrialOutcome,
+    TrialSpec,
+)
+from tuner.executors._local import _parse_report
+
+__all__ = ["RayExecutor"]
+
+_RESOURCE = {"gpu": "GPU", "npu": "NPU", "cpu": "CPU"}
+#: Driver-side variables a trial needs to reach a shared MLflow server; Ray does not carry the
+#: driver's environment to other nodes, so the executor passes these along with the spec.
+FORWARDED_ENV = (
+    "MLFLOW_TRACKING_USERNAME",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",
+    "MLFLOW_TRACKING_INSECURE_TLS",
+    "MLFLOW_TRACKING_SERVER_CERT_PATH",
+    "MLFLOW_TRACKING_CLIENT_CERT_PATH",
+)
+_FORCE_AFTER = 15.0
+
+
+class RayExecutor(Executor):
+    """Runs each trial attempt as a Ray task on a cluster (``address``: ``auto``, ``ray://...``,
+    ``host:port``, or None to start a local Ray instance in this process).
+
+    ``kind`` is ``gpu``, ``npu``, ``cpu`` or ``auto`` (GPU if the cluster has any, else NPU,
+    else CPU); each trial requests ``per_trial`` of that resource (accelerator trials also take
+    one CPU). ``parallel`` caps the trials in flight; Ray queues what the cluster cannot place
+    yet.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        *,
+        address: str | None,
+        kind: str = "auto",
+        per_trial: int = 1,
+        parallel: int = 1,
+        poll_interval: float = 0.1,
+        init_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+            kwargs.update(init_kwargs or {})
+            try:
+                ray.init(address=address, **kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise TunerError(
+                    f"executor.address: cannot connect to a Ray cluster at {address!r}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                ) from None
+        self._ray = ray
+        total = ray.cluster_resources()
+        if kind == "auto":
+            kind = "gpu" if total.get("GPU") else "npu" if total.get("NPU") else "cpu"
+        if kind not in _RESOURCE:
+            raise ConfigError(f"resources.kind must be one of gpu, npu, cpu, auto, got {kind!r}")
+        have = float(total.get(_RESOURCE[kind], 0.0))
+        if have < per_trial:
+            raise ConfigError(
+                f"resources.per_trial must be <= the {_RESOURCE[kind]} resources of the Ray "
+                f"cluster at {address or 'local'} ({have:g} now), got {per_trial}"
+            )
+        self.kind = kind
+        self._per_trial = per_trial
+        self._capacity = max(1, parallel)
+        self._cluster_total = have
+        self._poll_interval = poll_interval
+        self._handles: list[_RayHandle] = []
+        self._closed = False
+        self._remote = ray.remote(num_returns="streaming", max_retries=0)(_run_trial)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def free_slots(self) -> int:
+        return self._capacity - sum(1 for h in self._handles if not h.finished)
+
+    def _options(self) -> dict[str, Any]:
+        if self.kind == "gpu":
+            return {"num_gpus": self._per_trial, "num_cpus": 1}
+        if self.kind == "npu":
+            return {"resources": {"NPU": self._per_trial}, "num_cpus": 1}
+        return {"num_cpus": self._per_trial}
+
+    def submit(self, spec: TrialSpec) -> TrialHandle:
+        if self._closed:
+            raise RuntimeError("RayExecutor.submit after shutdown")
+        if self.free_slots() <= 0:
+            raise ExecutorFullError(f"all {self.capacity} slots are busy")
+        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        env.update(spec.env)
+        payload = {
+            "kind": self.kind,
+            "number": spec.number,
+            "attempt": spec.attempt,
+            "argv": list(spec.argv),
+            "env": env,
+            "workdir": spec.workdir,
+            "timeout": spec.timeout,
+            "grace_period": spec.grace_period,
+            "poll_interval": self._poll_interval,
+        }
+        name = f"tuner-trial-{spec.number}-{spec.attempt}"
+        gen = self._remote.options(name=name, **self._options()).remote(payload)
+        handle = _RayHandle(self._ray, spec, gen)
+        self._handles = [h for h in self._handles if not h.finished] + [handle]
+        return handle
+
+    def wait(self, timeout: float) -> None:
+        live = [h.generator for h in self._handles if not h.finished]
+        if not live:
+            time.sleep(timeout)
+            return
+        self._ray.wait(live, num_returns=1, timeout=timeout)
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        live = [h for h in self._handles if not h.finished]
+        for handle in live:
+            handle.terminate()
+        deadline = time.monotonic() + max((h.spec.grace_period for h in live), default=0) + 20
+        while time.monotonic() < deadline and any(h.poll() is None for h in live):
+            self.wait(0.2)
+
+    def describe(self) -> str:
+        unit = _RESOURCE[self.kind]
+        return (
+            f"ray: {self.capacity} trial(s) at once, {self._per_trial} {unit} each "
+            f"(cluster has {self._cluster_total:g} {unit})"
+        )
+
+
+class _RayHandle(TrialHandle):
+    def __init__(self, ray: Any, spec: TrialSpec, generator: Any) -> None:
+        self._ray = ray
+        self.spec = spec
+        self.generator = generator
+        self.devices: tuple[str, ...] = ()
+        self.started_at = time.time()
+        self._t0 = time.monotonic()
+        self._info: dict[str, Any] = {}
+        self._reports: list[Report] = []
+        self._lines: list[str] = []
+        self._partial = b""
+        self._outcome: TrialOutcome | None = None
+        self._stop_at: float | None = None
+        self._forced = False
+        self.finished = False
+
+    def _drain(self) -> None:
+        ray = self._ray
+        while self._outcome is None:
+            ready, _ = ray.wait([self.generator], num_returns=1, timeout=0)
+            if not ready:
+                break
+            try:
+                ref = next(self.generator)
+            except StopIteration:
+                # A cancelled task returns without its last item.
+                self._end(TrialOutcome(exit_code=None, stopped=True, duration=self._elapsed()))
+                break
+            try:
+                item = ray.get(ref)
+            except ray.exceptions.TaskCancelledError:
+                self._end(TrialOutcome(exit_code=None, stopped=True, duration=self._elapsed()))
+            except ray.exceptions.RayError as exc:
+                self._end(self._lost(exc))
+            else:
+                self._take(item)
+
+    def _take(self, item: Mapping[str, Any]) -> None:
+        kind = item["type"]
+        if kind == "start":
+            self.devices = tuple(str(d) for d in item["devices"])
+            self.started_at = float(item["started_at"])
+            self._info = {k: item[k] for k in ("host", "node_ip", "node_id", "pid", "devices")}
+        elif kind == "io":
+            data = self._partial + item["channel"]
+            chunks = data.split(b"\n")
+            self._partial = chunks.pop()
+            self._reports.extend(r for r in map(_parse_report, chunks) if r is not None)
+            self._lines.extend(item["lines"])
+        elif kind == "end":
+            fields = dict(item["outcome"])
+            if self._stop_at is not None and not fields.get("timed_out"):
+                fields["stopped"] = True
+            self._end(TrialOutcome(**fields))
+
+    def _lost(self, exc: Exception) -> TrialOutcome:
+        where = self._info.get("host") or self._info.get("node_ip") or "its node"
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        reason = f"ray: the trial's task on {where} was lost ({type(exc).__name__}): {first}"
+        if self._stop_at is not None:
+            return TrialOutcome(exit_code=None, stopped=True, duration=self._elapsed())
+        if not self._info:
+            return TrialOutcome(exit_code=None, launch_error=reason, duration=self._elapsed())
+        return TrialOutcome(
+            exit_code=None, signal=signal.SIGKILL, duration=self._elapsed(), stderr_tail=reason
+        )
+
+    def _end(self, outcome: TrialOutcome) -> None:
+        self._outcome = outcome
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def poll(self) -> TrialOutcome | None:
+        self._drain()
+        if (
+            self._outcome is None
+            and self._stop_at is not None
+            and not self._forced
+            and time.monotonic() > self._stop_at + self.spec.grace_period + _FORCE_AFTER
+        ):
+            self._forced = True
+            with contextlib.suppress(Exception):
+                self._ray.cancel(self.generator, force=True)
+        if self._outcome is not None:
+            self.finished = True
+        return self._outcome
+
+    def reports(self) -> list[Report]:
+        self._drain()
+        out, self._reports = self._reports, []
+        return out
+
+    def output_lines(self) -> list[str]:
+        self._drain()
+        out, self._lines = self._lines, []
+        return out
+
+    def request_prune(self) -> None:
+        if self._stop_at is not None or self._outcome is not None:
+            return
+        self._stop_at = time.monotonic()
+        with contextlib.suppress(Exception):
+            self._ray.cancel(self.generator, force=False)
+
+    def terminate(self) -> None:
+        self.request_prune()
+
+    def process_info(self) -> Mapping[str, Any]:
+        return dict(self._info)
+
+
+# ----- on the node ---------------------------------------------------------------------------
+
+# Exec shim: the trial dies with the Ray worker that started it (kill -9, force-cancel, node
+# loss), and its argv[0] is looked up on the node's PATH from the trial's environment.
+_SHIM = (
+    "import ctypes,os,signal,sys\n"
+    "ctypes.CDLL(None).prctl(1,signal.SIGKILL)\n"
+    "if os.getppid()!=int(sys.argv[1]):os._exit(137)\n"
+    "try:os.execvp(sys.argv[2],sys.argv[2:])\n"
+    "except OSError as e:\n"
+    " sys.stderr.write('tuner-launch-error: cannot start %r: %s\\n'%(sys.argv[2],e.strerror or e))\n"
+    " os._exit(127)\n"
+)
+_TAIL_BYTES = 16_384
+
+
+def _tail(path: str) -> str:
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - _TAIL_BYTES))
+        return f.read().decode("utf-8", "replace")
+
+
+class _Follow:
+    """New bytes of a file since the previous read."""
+
+    def __init__(self, path: str) -> None:
+        self._f = open(path, "a+b")  # noqa: SIM115 - closed by close()
+        self._f.seek(0)
+
+    def read(self) -> bytes:
+        return self._f.read()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    import ray
+
+    kind = payload["kind"]
+    ctx = ray.get_runtime_context()
+    devices = list(ctx.get_accelerator_ids().get(_RESOURCE[kind], [])) if kind != "cpu" else []
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if kind == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif kind == "npu":
+        # Ray restricted ASCEND_RT_VISIBLE_DEVICES; the first visible NPU is logical device 0.
+        env["DEVICE_ID"] = "0"
+    env.update(payload["env"])
+    tmp = tempfile.mkdtemp(prefix=f"tuner-trial-{payload['number']}-{payload['attempt']}-")
+    channel, control = os.path.join(tmp, "channel.jsonl"), os.path.join(tmp, "stop")
+    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+    env.update(
+        TUNER_CHANNEL=channel,
+        TUNER_CONTROL=control,
+        TUNER_TRIAL_NUMBER=str(payload["number"]),
+        TUNER_ATTEMPT=str(payload["attempt"]),
+    )
+    open(channel, "wb").close()
+    t0 = time.monotonic()
+    proc: subprocess.Popen[bytes] | None = None
+    followers: list[_Follow] = []
+    try:
+        workdir = payload["workdir"]
+        if workdir and not os.path.isdir(workdir):
+            yield _end_item(t0, launch_error=f"workdir {workdir!r} does not exist on this node")
+            return
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            argv = [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *payload["argv"]]
+            proc = subprocess.Popen(
+                argv, cwd=workdir or None, env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        followers = [_Follow(channel), _Follow(out_path), _Follow(err_path)]
+        yield {
+            "type": "start",
+            "host": socket.gethostname(),
+            "node_ip": ray.util.get_node_ip_address(),
+            "node_id": ctx.get_node_id(),
+            "pid": proc.pid,
+            "devices": devices,
+            "started_at": time.time(),
+        }
+        timed_out = False
+        partial = [b"", b""]
+        while True:
+            rc = proc.poll()
+            item = _io_item(followers, partial, final=rc is not None)
+            if item is not None:
+                yield item
+            if rc is not None:
+                break
+            timeout = payload["timeout"]
+            if timeout is not None and time.monotonic() - t0 > timeout:
+                timed_out = True
+                _stop(proc, control, payload["grace_period"])
+            else:
+                time.sleep(payload["poll_interval"])
+        stderr_tail = _tail(err_path)
+        if rc == 127 and "tuner-launch-error: " in stderr_tail:
+            message = stderr_tail.split("tuner-launch-error: ", 1)[1].strip().splitlines()[0]
+            yield _end_item(t0, launch_error=message)
+            return
+        yield _end_item(
+            t0,
+            exit_code=rc if rc >= 0 else None,
+            signal=-rc if rc < 0 else None,
+            timed_out=timed_out,
+            stdout_tail=_tail(out_path),
+            stderr_tail=stderr_tail,
+        )
+    except KeyboardInterrupt:  # ray.cancel(force=False): prune or shutdown
+        if proc is not None:
+            _stop(proc, control, payload["grace_period"])
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for follower in followers:
+            follower.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _io_item(
+    followers: list[_Follow], partial: list[bytes], *, final: bool
+) -> dict[str, Any] | None:
+    channel = followers[0].read()
+    lines: list[str] = []
+    for i, follower in enumerate(followers[1:]):
+        data = partial[i] + follower.read()
+        chunks = data.split(b"\n")
+        rest = chunks.pop()
+        if final and rest:
+            chunks.append(rest)
+            rest = b""
+        partial[i] = rest
+        lines.extend(c.decode("utf-8", "replace").rstrip("\r") for c in chunks)
+    if not channel and not lines:
+        return None
+    return {"type": "io", "channel": channel, "lines": lines}
+
+
+def _end_item(t0: float, **fields: Any) -> dict[str, Any]:
+    fields.setdefault("exit_code", None)
+    fields["duration"] = time.monotonic() - t0
+    return {"type": "end", "outcome": fields}
+
+
+def _stop(proc: Any, control: str, grace: float) -> None:
+    with contextlib.suppress(OSError):
+        open(control, "w").close()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
