@@ -113,7 +113,7 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
         kwargs.setdefault("constant_liar", True)
     if config.sampler.seed is not None:
         kwargs["seed"] = config.sampler.seed
-    return _construct(config, ("sampler", "options"), cls, kwargs)
+    return _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
 
 
 def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
@@ -123,11 +123,15 @@ def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
     kwargs = dict(config.pruner.options)
     if name == "percentile":
         kwargs.setdefault("percentile", 25.0)
-    return _construct(config, ("pruner", "options"), cls, kwargs)
+    return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
 
 
 def _construct(
-    config: CampaignConfig, path: tuple[str, ...], cls: type, kwargs: dict[str, Any]
+    config: CampaignConfig,
+    path: tuple[str, ...],
+    cls: type,
+    kwargs: dict[str, Any],
+    shown: dict[str, Any],
 ) -> Any:
     import warnings
 
@@ -138,14 +142,8 @@ def _construct(
             warnings.simplefilter("ignore", category=_experimental_warning())
             return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        message = " ".join(str(exc).split())
-        raise _error(
-            config, path, f"are invalid for {cls.__name__} ({message})", _shown(kwargs)
-        ) from None
-
-
-def _shown(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if k not in ("search_space",)}
+        message = " ".join(str(exc).split()).rstrip(".")
+        raise _error(config, path, f"are invalid for {cls.__name__} ({message})", shown) from None
 
 
 def _experimental_warning() -> type[Warning]:
