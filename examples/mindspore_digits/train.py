@@ -54,11 +54,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
 import sys
 import time
 from typing import Any
+
+from tuner import trial
 
 DEFAULTS: dict[str, Any] = {
     "lr": 0.05,
@@ -94,20 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _tuner_params() -> dict[str, Any]:
-    try:
-        from tuner import trial
-    except ImportError:  # the example also runs where only the lineage package is installed
-        raw = os.environ.get("TUNER_PARAMS")
-        return dict(json.loads(raw)) if raw else {}
-    return dict(trial.params())
-
-
 def resolve_params(argv: list[str] | None = None) -> tuple[dict[str, Any], argparse.Namespace]:
     """Merge defaults, ``TUNER_PARAMS`` and explicit flags (in that order of precedence)."""
     args = _parser().parse_args(argv)
     params = dict(DEFAULTS)
-    for key, value in _tuner_params().items():
+    for key, value in trial.params().items():
         if key not in DEFAULTS:
             continue  # parameters of other scripts sharing a campaign are not ours
         params[key] = value
@@ -165,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     import mindspore as ms
     import mindspore.dataset as mds
     from mindspore import nn
-    from mindspore.train import Accuracy, Callback, Loss, Model
+    from mindspore.train import Accuracy, Callback, Model
 
     seed = int(params["seed"])
     ms.set_device(params["device_target"])
@@ -195,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         opt = nn.Adam(net.trainable_params(), learning_rate=lr)
-    model = Model(net, loss_fn, opt, metrics={"accuracy": Accuracy(), "loss": Loss()})
+    model = Model(net, loss_fn, opt, metrics={"accuracy": Accuracy()})
 
     steps = train_ds.get_dataset_size()
     history: list[float] = []
@@ -214,49 +205,30 @@ def main(argv: list[str] | None = None) -> int:
             history.append(acc)
             print(
                 f"epoch: {cb.cur_epoch_num} val_accuracy: {acc:.4f} "
-                f"val_loss: {float(cb.eval_results['loss']):.4f}",
+                f"val_loss: {float(cb.eval_results['eval_loss']):.4f}",
                 flush=True,
             )
-            if _report(cb.cur_epoch_num, acc):
+            trial.report(cb.cur_epoch_num, val_accuracy=acc)  # a no-op outside the tuner
+            if trial.should_prune():
                 print(f"pruned by the tuner after epoch {cb.cur_epoch_num}", flush=True)
                 run_context.request_stop()
 
     callbacks: list[Callback] = [Report()]
-    started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        if not args.no_lineage and _lineage_available():
+        if not args.no_lineage:
+            import lineage
             from lineage.mindspore import LineageCallback
 
-            import lineage
-
+            # The script logs its own knobs (hidden units are not visible to the callback);
+            # the callback adds optimizer, loss, network, data, device and per-step metrics.
             clean = {k: v for k, v in params.items() if v is not None}
             stack.enter_context(lineage.start_run(experiment=args.experiment, params=clean))
             callbacks.insert(0, LineageCallback())
+        started = time.perf_counter()
         model.fit(int(params["epochs"]), train_ds, valid_dataset=val_ds, callbacks=callbacks)
     print(f"trained {len(history)} epoch(s) in {time.perf_counter() - started:.2f}s")
     print(f"val_accuracy: {history[-1]:.4f}", flush=True)
     return 0
-
-
-def _report(epoch: int, val_accuracy: float) -> bool:
-    """Report to the tuner when launched by it; True when the trial should stop."""
-    if not os.environ.get("TUNER_CHANNEL"):
-        return False
-    from tuner import trial
-
-    trial.report(epoch, val_accuracy=val_accuracy)
-    return bool(trial.should_prune())
-
-
-def _lineage_available() -> bool:
-    try:
-        import lineage.mindspore
-
-        import lineage
-    except ImportError as exc:
-        print(f"lineage recording disabled: {exc}", file=sys.stderr)
-        return False
-    return hasattr(lineage, "start_run")
 
 
 if __name__ == "__main__":

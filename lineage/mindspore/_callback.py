@@ -1,0 +1,153 @@
+"""`LineageCallback`: lineage for ``Model.train`` / ``Model.fit`` with no other user code."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mindspore.train import Callback
+
+from lineage.mindspore._recorder import TrainingRecorder
+
+
+def _find(cell: Any, *names: str) -> Any:
+    """An attribute of a wrapper cell (TrainOneStepCell.optimizer, WithLossCell._loss_fn)."""
+    seen = 0
+    while cell is not None and seen < 4:
+        for name in names:
+            value = getattr(cell, name, None)
+            if value is not None:
+                return value
+        cell = getattr(cell, "network", None) or getattr(cell, "_backbone", None)
+        seen += 1
+    return None
+
+
+class LineageCallback(Callback):
+    """Record a MindSpore training into the lineage store::
+
+        model.fit(10, train_ds, valid_ds, callbacks=[LineageCallback()])
+
+    At ``on_train_begin``: optimizer class and every hyperparameter (lr value or schedule,
+    momentum, weight decay, betas, eps, loss scale), loss function, network class, trainable
+    and frozen parameter counts (``frozen_params.json`` lists each frozen weight and why),
+    epochs, batch size, steps per epoch, dataset sources, sizes, fingerprint and serialized
+    pipeline, device target and count, parallel mode, mixed-precision level, seeds.
+    Per step: ``loss`` (every ``log_every`` steps, buffered by the recording API), ``lr``
+    when it follows a schedule, ``loss_scale`` under dynamic loss scaling. Per epoch:
+    ``epoch_time``, ``train_time``, ``throughput`` (samples/s), ``train_loss``, and after
+    every evaluation ``val_<metric>`` (all of them, not only the last evaluation).
+    ``checkpoints=True`` uploads a checkpoint per epoch (the files a ``ModelCheckpoint`` in
+    the same callback list writes, else its own), ``"last"`` only the final weights.
+
+    ``run``: a `lineage.Run` to record into; default the active run, else a new run in
+    ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the callback ends
+    when training ends. See `TrainingRecorder` for the exact names.
+    """
+
+    def __init__(
+        self,
+        run: Any = None,
+        log_every: int = 1,
+        checkpoints: bool | str = False,
+        *,
+        experiment: str | None = None,
+        fingerprint_data: bool = True,
+    ) -> None:
+        super().__init__()
+        self.recorder = TrainingRecorder(
+            run=run,
+            experiment=experiment,
+            log_every=log_every,
+            checkpoints=False if checkpoints is True else checkpoints,
+            fingerprint_data=fingerprint_data,
+        )
+        self.checkpoints = checkpoints
+        self._eval_started = 0.0
+        self._logged_ckpt: str | None = None
+        self._has_ckpt_callback = False
+
+    @property
+    def run(self) -> Any:
+        return self.recorder.run
+
+    # -- training ----------------------------------------------------------------------------
+    def on_train_begin(self, run_context: Any) -> None:
+        cb = run_context.original_args()
+        train_network = cb.get("train_network")
+        optimizer = cb.get("optimizer") or _find(train_network, "optimizer")
+        loss_fn = cb.get("loss_fn") or _find(cb.get("network"), "_loss_fn", "loss_fn")
+        self._has_ckpt_callback = any(
+            type(c).__name__ == "ModelCheckpoint" for c in cb.get("list_callback") or ()
+        )
+        params: dict[str, Any] = {"dataset_sink_mode": bool(cb.get("dataset_sink_mode", False))}
+        if cb.get("dataset_sink_mode") and cb.get("sink_size", -1) > 0:
+            params["sink_size"] = cb.get("sink_size")
+        self.recorder.global_step = int(cb.get("cur_step_num") or 0)
+        self.recorder.begin(
+            network=cb.get("network"),
+            optimizer=optimizer,
+            loss_fn=loss_fn,
+            train_dataset=cb.get("train_dataset"),
+            epochs=cb.get("epoch_num"),
+            device_number=cb.get("device_number"),
+            parallel_mode=cb.get("parallel_mode"),
+            loss_scale_manager=cb.get("loss_scale_mananger"),  # sic: MindSpore's spelling
+            train_network=train_network,
+            params=params,
+        )
+
+    def on_train_epoch_begin(self, run_context: Any) -> None:
+        self.recorder.epoch_begin(run_context.original_args().cur_epoch_num)
+
+    def on_train_step_end(self, run_context: Any) -> None:
+        cb = run_context.original_args()
+        self.recorder.step(
+            outputs=cb.get("net_outputs"),
+            batch=cb.get("train_dataset_element"),
+            step=int(cb.cur_step_num),
+        )
+        self._upload_new_checkpoint(cb)
+
+    def on_train_epoch_end(self, run_context: Any) -> None:
+        cb = run_context.original_args()
+        self.recorder.epoch_end(cb.cur_epoch_num)
+        if self.checkpoints is True and not self._has_ckpt_callback:
+            self.recorder.save_checkpoint()
+        self._upload_new_checkpoint(cb)
+
+    def on_train_end(self, run_context: Any) -> None:
+        self._upload_new_checkpoint(run_context.original_args())
+        self.recorder.end("FINISHED")
+
+    def _upload_new_checkpoint(self, cb: Any) -> None:
+        # Files written by a ModelCheckpoint in the same callback list, as soon as we see them.
+        if self.checkpoints is not True or not self._has_ckpt_callback:
+            return
+        path = cb.get("latest_ckpt_file")
+        if path and path != self._logged_ckpt:
+            self._logged_ckpt = path
+            self.recorder.log_checkpoint(path)
+
+    # -- evaluation (Model.fit's valid_dataset) ------------------------------------------------
+    def on_eval_begin(self, run_context: Any) -> None:
+        self._eval_started = time.perf_counter()
+
+    def on_eval_end(self, run_context: Any) -> None:
+        if self.recorder.run is None or self.recorder._ended:
+            return  # a standalone Model.eval outside any recorded training
+        cb = run_context.original_args()
+        results = cb.get("eval_results") or cb.get("metrics") or {}
+        self.recorder.describe_eval_dataset(cb.get("valid_dataset"))
+        self.recorder.evaluation(
+            results,
+            epoch=cb.get("cur_epoch_num"),
+            seconds=time.perf_counter() - self._eval_started,
+        )
+
+    # -- failures ----------------------------------------------------------------------------
+    def __exit__(self, *err: Any) -> None:
+        # MindSpore enters and exits the callback around training and around each evaluation;
+        # only an exception ends the run here (on_train_end ends it otherwise).
+        if err and err[0] is not None:
+            self.recorder.end("KILLED" if issubclass(err[0], KeyboardInterrupt) else "FAILED")

@@ -1,0 +1,382 @@
+"""`TrainingRecorder`: what one MindSpore training records, whoever drives it.
+
+`LineageCallback` (``Model.train``/``Model.fit``) and `record_training` (functional loops
+with ``mindspore.value_and_grad``) both feed this one object, so the two paths record the
+same names:
+
+params      optimizer.name, optimizer.lr | optimizer.lr_schedule(.*), optimizer.<every
+            constructor argument> (momentum, weight_decay, beta1, beta2, eps, loss_scale, ...),
+            loss_fn.name(.*), network.name, network.module, trainable_params, frozen_params,
+            total_params, epochs, batch_size, steps_per_epoch, train_size, val_size,
+            device.target, device.id, device.count, mode, parallel_mode, amp_level,
+            loss_scale.*, seed, dataset_seed
+tags        frozen_params (count), lineage.framework.mindspore (version),
+            lineage.data.{train,val}.{kind,path,fingerprint,samples}
+metrics     per global step: loss, lr (when the lr changes over steps; ``lr.group<i>`` for
+            other parameter groups), loss_scale (dynamic loss scaling);
+            per epoch (step = epoch number, as ``tuner.trial.report`` uses): train_loss (mean
+            of the epoch's logged losses), epoch_time, train_time, throughput (samples/s),
+            eval_time, val_<metric> for every evaluation (``val_loss`` from ``eval_loss``)
+artifacts   frozen_params.json, model/network.txt, dataset/<role>_pipeline.json,
+            lr_schedule.json (dynamic lr), checkpoints/*.ckpt (when asked)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import mindspore as ms
+
+from lineage._errors import UsageError
+from lineage.mindspore import _introspect as intro
+from lineage.mindspore._dataset import DatasetInfo, describe_dataset
+
+_MAX_SCHEDULE_POINTS = 100_000
+CHECKPOINT_MODES = (False, True, "last")
+
+
+class TrainingRecorder:
+    """Records one MindSpore training into a lineage run.
+
+    ``run``: a `lineage.Run` to record into; by default the active run
+    (``lineage.active_run()``), else a new run started in ``experiment`` (attached to
+    ``MLFLOW_RUN_ID`` under the tuner) that this recorder also ends. ``log_every``: log the
+    per-step metrics every N steps. ``checkpoints``: False, True (every epoch) or ``"last"``.
+
+    Not thread-safe: drive it from the training loop's thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        run: Any = None,
+        experiment: str | None = None,
+        log_every: int = 1,
+        checkpoints: bool | str = False,
+        fingerprint_data: bool = True,
+    ) -> None:
+        if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
+            raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
+        if checkpoints not in CHECKPOINT_MODES:
+            raise UsageError(f"checkpoints must be False, True or 'last', got {checkpoints!r}")
+        self.run = run
+        self.experiment = experiment
+        self.log_every = log_every
+        self.checkpoints = checkpoints
+        self.fingerprint_data = fingerprint_data
+        self.owns_run = False
+        self.global_step = 0
+        self.epoch = 0
+        self.conflicts: dict[str, str] = {}
+        self.network: Any = None
+        self.optimizer: Any = None
+        self._lr: intro.LrEvaluator | None = None
+        self._described: set[str] = set()
+        self._tmp: Path | None = None
+        self._began = False
+        self._ended = False
+        self._reset_epoch(time.perf_counter())
+
+    # -- run ---------------------------------------------------------------------------------
+    def _acquire(self) -> Any:
+        if self.run is None:
+            import lineage
+
+            active = lineage.active_run()
+            if active is not None:
+                self.run = active
+            else:
+                self.run = lineage.start_run(experiment=self.experiment)
+                self.owns_run = True
+        return self.run
+
+    def _log_params(self, params: Mapping[str, Any]) -> None:
+        # One key at a time: a value the script already logged differently (MLflow params are
+        # immutable) is kept, and the clash is noted in a tag instead of failing the training.
+        for key, value in params.items():
+            if value is None:
+                continue
+            try:
+                self.run.log_params({key: value})
+            except UsageError:
+                self.conflicts[key] = str(value)
+        if self.conflicts:
+            self.run.set_tags({"lineage.mindspore.conflicts": json.dumps(self.conflicts)[:4000]})
+
+    def _artifact(self, rel: str, content: Any) -> None:
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
+        path = self._tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = content if isinstance(content, str) else json.dumps(content, indent=1, default=str)
+        path.write_text(text, encoding="utf-8")
+        parent = str(Path(rel).parent)
+        self.run.log_artifact(path, None if parent == "." else parent)
+
+    # -- start -------------------------------------------------------------------------------
+    def begin(
+        self,
+        *,
+        network: Any,
+        optimizer: Any = None,
+        loss_fn: Any = None,
+        train_dataset: Any = None,
+        epochs: int | None = None,
+        batch_size: int | None = None,
+        device_number: int | None = None,
+        parallel_mode: str | None = None,
+        loss_scale_manager: Any = None,
+        train_network: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> TrainingRecorder:
+        """Record everything known before the first step. Returns ``self``."""
+        self._acquire()
+        self.network, self.optimizer = network, optimizer
+        values: dict[str, Any] = {}
+        if optimizer is not None:
+            values.update(intro.optimizer_params(optimizer))
+            self._lr = intro.LrEvaluator(intro.learning_rates(optimizer))
+        values.update(intro.cell_params("loss_fn", loss_fn))
+        values["network.name"] = type(network).__name__
+        values["network.module"] = type(network).__module__
+        counts = intro.parameter_counts(network, optimizer)
+        values["trainable_params"] = counts.trainable
+        values["frozen_params"] = counts.frozen
+        values["total_params"] = counts.total
+        values["epochs"] = epochs
+        values.update(intro.context_params(device_number, parallel_mode))
+        values["amp_level"] = intro.amp_level(train_network, network)
+        values.update(intro.loss_scale_params(loss_scale_manager))
+        info = None
+        if train_dataset is not None:
+            info = self._describe(train_dataset, "train")
+            values.update(info.params())
+        if batch_size is not None:
+            values["batch_size"] = batch_size
+        self._batch_rows = values.get("batch_size")
+        values.update(params or {})
+        self._log_params(values)
+        self.run.set_tags(
+            {
+                "frozen_params": len(counts.frozen_weights),
+                "lineage.framework.mindspore": ms.__version__,
+            }
+        )
+        self._artifact("frozen_params.json", counts.frozen_weights)
+        self._artifact("model/network.txt", repr(network))
+        if self._lr is not None and self._lr.dynamic:
+            self._schedule_artifact(epochs, info.steps if info else None)
+        self._began = True
+        self._reset_epoch(time.perf_counter())
+        return self
+
+    def _describe(self, dataset: Any, role: str) -> DatasetInfo:
+        info = describe_dataset(dataset, role, fingerprint=self.fingerprint_data)
+        if role not in self._described:
+            self._described.add(role)
+            self.run.set_tags(info.tags())
+            pipeline: dict[str, Any] = {"pipeline": info.pipeline}
+            if info.pipeline_error:
+                pipeline["serialize_error"] = info.pipeline_error
+            self._artifact(f"dataset/{role}_pipeline.json", pipeline)
+        return info
+
+    def describe_eval_dataset(self, dataset: Any) -> None:
+        """Record the validation dataset (once)."""
+        if "val" in self._described or dataset is None:
+            return
+        self._log_params(self._describe(dataset, "val").params())
+
+    def _schedule_artifact(self, epochs: int | None, steps: int | None) -> None:
+        assert self._lr is not None
+        total = epochs * steps if epochs and steps else None
+        doc: dict[str, Any] = {"kinds": [i.kind for i in self._lr.infos]}
+        if total and total <= _MAX_SCHEDULE_POINTS:
+            # The lr applied at each 1-based step k (the optimizer evaluates it at k - 1).
+            doc["steps"] = total
+            doc["lr"] = [self._lr.at(k - 1) for k in range(1, total + 1)]
+        if self._lr.failed:
+            doc["error"] = self._lr.failed
+        self._artifact("lr_schedule.json", doc)
+
+    # -- per step ----------------------------------------------------------------------------
+    def _reset_epoch(self, now: float) -> None:
+        self._epoch_start = now
+        self._last_step_end = now
+        self._rows = 0
+        self._rows_known = True
+        self._steps_in_epoch = 0
+        self._loss_sum = 0.0
+        self._loss_n = 0
+
+    def epoch_begin(self, epoch: int | None = None) -> None:
+        """Start timing an epoch (optional: by default an epoch starts when the last ended)."""
+        self.epoch = epoch - 1 if epoch is not None else self.epoch
+        self._reset_epoch(time.perf_counter())
+
+    def step(
+        self,
+        loss: Any = None,
+        *,
+        outputs: Any = None,
+        batch: Any = None,
+        rows: int | None = None,
+        step: int | None = None,
+        **metrics: float,
+    ) -> None:
+        """Record one training step (or ``step - global_step`` steps in sink mode).
+
+        ``loss``: the step's loss (a Tensor or a number); or ``outputs``: the train network's
+        outputs (loss or (loss, overflow, loss_scale)). ``batch`` or ``rows`` count the samples
+        for throughput (else the dataset's batch size). Extra ``metrics`` are logged as given.
+        """
+        now = time.perf_counter()
+        new_step = self.global_step + 1 if step is None else int(step)
+        done = max(new_step - self.global_step, 1)
+        self.global_step = new_step
+        self._steps_in_epoch += done
+        self._last_step_end = now
+        n = rows if rows is not None else intro.batch_rows(batch)
+        if n is None and self._batch_rows is not None:
+            n = int(self._batch_rows) * done
+        if n is None:
+            self._rows_known = False
+        else:
+            self._rows += n
+        if self.global_step % self.log_every and done < self.log_every:
+            return
+        values: dict[str, float] = {}
+        source = outputs if outputs is not None else loss
+        value = intro.loss_value(source)
+        if value is not None:
+            values["loss"] = value
+            self._loss_sum += value
+            self._loss_n += 1
+        scale = intro.loss_scale_value(outputs)
+        if scale is not None:
+            values["loss_scale"] = scale
+        if self._lr is not None and self._lr.dynamic:
+            applied = intro.global_step(self.optimizer)
+            index = (applied if applied is not None else self.global_step) - 1
+            for i, lr in enumerate(self._lr.at(index)):
+                if lr is not None:
+                    values["lr" if i == 0 else f"lr.group{i}"] = lr
+        values.update({k: float(v) for k, v in metrics.items()})
+        if values:
+            self.run.log_metrics(values, step=self.global_step)
+
+    # -- evaluation and epoch end -----------------------------------------------------------
+    def evaluation(
+        self,
+        results: Mapping[str, Any],
+        *,
+        epoch: int | None = None,
+        prefix: str = "val_",
+        seconds: float | None = None,
+    ) -> dict[str, float]:
+        """Record an evaluation's metrics; ``eval_loss`` becomes ``val_loss``.
+
+        Logged at ``epoch``, by default the epoch in progress (or the last one ended when
+        no step ran since).
+        """
+        values: dict[str, float] = {}
+        for key, value in results.items():
+            name = key
+            if key == "eval_loss" and "loss" not in results:
+                name = "loss"  # Model.fit adds eval_loss; a user metric named loss wins
+            v = intro.scalar(value)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                values[f"{prefix}{name}"] = float(v)
+        if seconds is not None:
+            values["eval_time"] = seconds
+        if epoch is None:
+            epoch = self.epoch + 1 if self._steps_in_epoch else max(self.epoch, 1)
+        if values:
+            self.run.log_metrics(values, step=int(epoch))
+        return values
+
+    def epoch_end(self, epoch: int | None = None, **metrics: float) -> dict[str, float]:
+        """Close the current epoch: time, throughput, mean loss, and the given ``metrics``."""
+        now = time.perf_counter()
+        self.epoch = int(epoch) if epoch is not None else self.epoch + 1
+        train_time = max(self._last_step_end - self._epoch_start, 1e-9)
+        values: dict[str, float] = {
+            "epoch_time": now - self._epoch_start,
+            "train_time": train_time,
+        }
+        if self._steps_in_epoch and self._rows_known and self._rows:
+            values["throughput"] = self._rows / train_time
+        elif self._steps_in_epoch:
+            values["steps_per_second"] = self._steps_in_epoch / train_time
+        if self._loss_n:
+            values["train_loss"] = self._loss_sum / self._loss_n
+        values.update({k: float(v) for k, v in metrics.items()})
+        self.run.log_metrics(values, step=self.epoch)
+        if self.checkpoints is True:
+            self.save_checkpoint()
+        self._reset_epoch(time.perf_counter())
+        return values
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def log_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Upload a checkpoint file written by someone else (e.g. ``ModelCheckpoint``)."""
+        self.run.log_artifact(Path(path), "checkpoints")
+
+    def save_checkpoint(self) -> None:
+        """Save the network's weights after the current epoch and upload them."""
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
+        path = self._tmp / "checkpoints" / f"{type(self.network).__name__}-{self.epoch}.ckpt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ms.save_checkpoint(self.network, str(path))
+        self.log_checkpoint(path)
+        path.unlink(missing_ok=True)
+
+    # -- end ---------------------------------------------------------------------------------
+    def end(self, status: str = "FINISHED") -> None:
+        """Finish recording: final checkpoint when asked, then end the run if this recorder
+        started it (a run it was given or found active is only flushed)."""
+        if self._ended or self.run is None:
+            return
+        self._ended = True
+        try:
+            if status == "FINISHED" and self.checkpoints == "last" and self._began:
+                self.save_checkpoint()
+            if self._lr is not None and self._lr.failed:
+                self.run.set_tags({"lineage.mindspore.lr_error": self._lr.failed})
+        finally:
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
+            if self.owns_run:
+                self.run.end(status)
+            else:
+                try:
+                    self.run.flush()
+                except Exception as exc:  # the owner ends the run and reports store errors
+                    print(f"lineage.mindspore: flush failed: {exc}", file=sys.stderr)
+
+    def __enter__(self) -> TrainingRecorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.end("FINISHED")
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.end("KILLED")
+        else:
+            self.end("FAILED")
