@@ -1,0 +1,184 @@
+"""``lineage runs``: list, filter and sort the runs of any MLflow store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from lineage.cli._common import add_common, print_csv, print_table
+
+ORDER = 10
+
+WHERE_HELP = (
+    "filter: and/or/not, parentheses, = != < <= > >=, in (...), like/ilike ('%%', '_'), "
+    "is [not] null over params.K, metrics.K, tags.K (`back quote` odd keys) and status, "
+    "run_id, run_name, experiment, experiment_id, start_time, end_time, duration (s). "
+    "Example: \"metrics.acc > 0.9 and (params.optimizer = 'sgd' or params.lr < 1e-3)\""
+)
+
+
+def add_query_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--experiment``, ``--where``, ``--sort``, ``--limit``: shared with ``export``."""
+    parser.add_argument(
+        "--experiment",
+        "-e",
+        action="append",
+        default=None,
+        metavar="NAME_OR_ID",
+        help="experiment name or id (repeatable; default: all active experiments)",
+    )
+    parser.add_argument("--where", "-w", default=None, metavar="EXPR", help=WHERE_HELP)
+    parser.add_argument(
+        "--sort",
+        "-s",
+        action="append",
+        default=None,
+        metavar="KEYS",
+        help="sort keys, comma-separated or repeated; '-' prefix or ' desc' suffix for "
+        "descending, e.g. --sort=-metrics.acc,params.lr (default: newest first)",
+    )
+    parser.add_argument("--limit", "-n", type=int, default=None, help="at most this many runs")
+
+
+def query_from_args(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """Open the store and run the query the arguments describe."""
+    from lineage.query import search_runs
+    from lineage.store import open_store
+
+    store = open_store(args.tracking_uri)
+    sort: list[str] = []
+    for item in args.sort or ():
+        sort.extend(_split_keys(item))
+    runs = search_runs(
+        store, experiments=args.experiment, where=args.where, sort=sort, limit=args.limit
+    )
+    return store, runs
+
+
+def _split_keys(text: str) -> list[str]:
+    parts: list[str] = []
+    buf: list[str] = []
+    quoted = False
+    for c in text:
+        if c == "`":
+            quoted = not quoted
+        if c == "," and not quoted:
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(c)
+    parts.append("".join(buf))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "runs",
+        help="list runs: filter (--where), sort, choose columns",
+        description="List the active runs of an MLflow store, filtered with --where "
+        "(and/or/not, in, like), sorted by several keys. Reads SQLite/PostgreSQL stores "
+        "directly, any other store through MLflow.",
+    )
+    add_query_arguments(parser)
+    parser.add_argument(
+        "--columns",
+        "-c",
+        action="append",
+        default=None,
+        metavar="KEYS",
+        help="comma-separated columns (repeatable): run_id, experiment, run_name, status, "
+        "start_time, end_time, duration, params.K, metrics.K, tags.K, params.*, metrics.*, "
+        "tags.* (default: id, experiment, name, status, every param and metric)",
+    )
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lineage.query._table import rows, run_to_dict, select_columns
+
+    store, runs = query_from_args(args)
+    store.close()
+    fields = select_columns(runs, args.columns) if (args.columns or args.format != "json") else []
+    if args.format == "json":
+        write_json_list(run_to_dict(r, fields or None) for r in runs)
+        return 0
+    table = rows(runs, fields)
+    headers = [str(f) for f in fields]
+    if args.format == "csv":
+        print_csv(headers, ([_csv_cell(v) for v in row] for row in table))
+        return 0
+    display = [_display_row(fields, row) for row in table]
+    title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    print_table(short_headers(fields), display, title=title)
+    return 0
+
+
+def write_json_list(objects: Iterable[dict[str, Any]]) -> None:
+    """A JSON list, one object per line (valid JSON; streams, and uses the C encoder)."""
+    out = sys.stdout
+    out.write("[")
+    first = True
+    for obj in objects:
+        out.write("\n" if first else ",\n")
+        out.write(json.dumps(_finite(obj), default=str))
+        first = False
+    out.write("\n]\n" if not first else "]\n")
+
+
+def _finite(obj: dict[str, Any]) -> dict[str, Any]:
+    # NaN and Inf are not JSON: written as the strings "nan", "inf", "-inf".
+    for key, value in obj.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            obj[key] = str(value)
+        elif isinstance(value, dict) and any(
+            isinstance(v, float) and not math.isfinite(v) for v in value.values()
+        ):
+            obj[key] = {
+                k: str(v) if isinstance(v, float) and not math.isfinite(v) else v
+                for k, v in value.items()
+            }
+    return obj
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else str(value)
+    return value
+
+
+def _display_row(fields: Sequence[Any], row: Sequence[Any]) -> list[Any]:
+    out = []
+    for field, value in zip(fields, row, strict=True):
+        if field.kind == "attributes" and value is not None:
+            if field.key == "run_id":
+                value = value[:8]
+            elif field.key in ("start_time", "end_time"):
+                value = format_time(value)
+        out.append(value)
+    return out
+
+
+def short_headers(fields: Sequence[Any]) -> list[str]:
+    """Column titles without the params./metrics./tags. prefix where the key is unique."""
+    counts: dict[str, int] = {}
+    for field in fields:
+        counts[field.key] = counts.get(field.key, 0) + 1
+    out = []
+    for field in fields:
+        if field.kind == "attributes":
+            out.append({"run_id": "run", "run_name": "name"}.get(field.key, field.key))
+        else:
+            out.append(field.key if counts[field.key] == 1 else str(field))
+    return out
+
+
+def format_time(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000.0).strftime("%Y-%m-%d %H:%M:%S")

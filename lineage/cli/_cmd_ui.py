@@ -1,0 +1,160 @@
+"""``lineage ui``: the MLflow UI on the same store, on 127.0.0.1 by default."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from lineage._errors import LineageError, UsageError
+from lineage.cli._common import add_common
+
+ORDER = 90
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "ui",
+        help="start the MLflow UI on the same store and print its URL",
+        description="Runs `mlflow server` on the tracking store (SQLite, PostgreSQL or file "
+        "store) and prints the URL once it answers. Ctrl-C (or SIGTERM) stops it.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+    parser.add_argument(
+        "--artifact-root",
+        default=None,
+        metavar="URI",
+        help="artifact root for experiments created from the UI (default: mlruns/ beside a "
+        "SQLite file, else ./mlruns)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the server to answer (default: 120)",
+    )
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def server_command(uri: str, host: str, port: int, artifact_root: str | None) -> list[str]:
+    """The ``mlflow server`` command line for a tracking URI."""
+    from lineage._uri import is_sql_uri
+
+    scheme = uri.split(":", 1)[0].lower()
+    if scheme in ("http", "https"):
+        raise UsageError(f"--tracking-uri {uri} is already a tracking server: open it in a browser")
+    if artifact_root is None:
+        base = Path.cwd()
+        if scheme == "sqlite":
+            from lineage.store._sql import sqlite_path
+
+            base = Path(sqlite_path(uri)).resolve().parent
+        artifact_root = (base / "mlruns").as_uri()
+    if not is_sql_uri(uri) and scheme not in ("file", ""):
+        raise UsageError(
+            f"--tracking-uri {uri!r}: lineage ui serves sqlite, postgresql or file stores"
+        )
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        uri,
+        "--default-artifact-root",
+        artifact_root,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(args: argparse.Namespace) -> int:
+    from lineage._uri import resolve_tracking_uri
+
+    uri = resolve_tracking_uri(args.tracking_uri)
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be in 1..65535, got {args.port}")
+    cmd = server_command(uri, args.host, args.port, args.artifact_root)
+    if not _port_free(args.host, args.port):
+        raise UsageError(f"port {args.port} on {args.host} is in use: choose another with --port")
+    env = dict(os.environ)
+    env.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # an existing file store is still served
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{args.port}"
+    stopping = False
+
+    def on_term(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, start_new_session=True)
+    try:
+        deadline = time.monotonic() + args.timeout
+        while not _answers(url):
+            if proc.poll() is not None:
+                raise LineageError(
+                    f"mlflow server exited with code {proc.returncode} before answering "
+                    f"on {url} (see its messages above)"
+                )
+            if time.monotonic() > deadline:
+                raise LineageError(f"mlflow server did not answer on {url} in {args.timeout:g} s")
+            time.sleep(0.25)
+        print(f"MLflow UI for {uri} at {url}  (Ctrl-C to stop)", flush=True)
+        proc.wait()
+        if proc.returncode != 0:
+            raise LineageError(f"mlflow server exited with code {proc.returncode}")
+        return 0
+    except KeyboardInterrupt:
+        if stopping:
+            return 0
+        raise
+    finally:
+        _stop(proc)
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,115 @@
+"""Runs as a table: column selection, rows, and the JSON object of one run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lineage._errors import UsageError
+from lineage.query._fields import ATTRIBUTES, Field, parse_field
+from lineage.store import RunRecord
+
+#: Attribute columns of a full export, in order.
+EXPORT_ATTRIBUTES = (
+    "run_id",
+    "experiment_id",
+    "experiment",
+    "run_name",
+    "status",
+    "start_time",
+    "end_time",
+    "duration",
+)
+
+
+def keys_of(runs: Sequence[RunRecord], kind: str) -> list[str]:
+    """Every key of ``kind`` (params, metrics, tags) that any of the runs has, sorted."""
+    seen: set[str] = set()
+    for run in runs:
+        seen.update(getattr(run, kind))
+    return sorted(seen)
+
+
+def select_columns(runs: Sequence[RunRecord], spec: Sequence[str] | None) -> list[Field]:
+    """Fields for ``--columns`` (comma-separated keys; ``params.*``, ``metrics.*``,
+    ``tags.*`` expand to every key the runs have); ``None`` gives the default set."""
+    if not spec:
+        return default_columns(runs)
+    fields: list[Field] = []
+    for item in spec:
+        for part in _split_columns(item):
+            head, _, rest = part.partition(".")
+            if rest == "*" and head in ("params", "metrics", "tags"):
+                fields.extend(Field(head, k) for k in keys_of(runs, head))
+            else:
+                fields.append(parse_field(part))
+    if not fields:
+        raise UsageError(f"--columns names no column, got {list(spec)!r}")
+    return fields
+
+
+def _split_columns(text: str) -> list[str]:
+    # Commas inside `back quotes` belong to the key.
+    parts: list[str] = []
+    buf: list[str] = []
+    quoted = False
+    for c in text:
+        if c == "`":
+            quoted = not quoted
+        if c == "," and not quoted:
+            parts.append("".join(buf).strip())
+            buf = []
+        else:
+            buf.append(c)
+    parts.append("".join(buf).strip())
+    return [p for p in parts if p]
+
+
+def default_columns(runs: Sequence[RunRecord]) -> list[Field]:
+    base = [Field("attributes", k) for k in ("run_id", "experiment", "run_name", "status")]
+    return (
+        base
+        + [Field("params", k) for k in keys_of(runs, "params")]
+        + [Field("metrics", k) for k in keys_of(runs, "metrics")]
+    )
+
+
+def export_columns(runs: Sequence[RunRecord]) -> list[Field]:
+    """Every attribute, param, metric and tag: the full run table."""
+    return (
+        [Field("attributes", k) for k in EXPORT_ATTRIBUTES]
+        + [Field("params", k) for k in keys_of(runs, "params")]
+        + [Field("metrics", k) for k in keys_of(runs, "metrics")]
+        + [Field("tags", k) for k in keys_of(runs, "tags")]
+    )
+
+
+def rows(runs: Sequence[RunRecord], fields: Sequence[Field]) -> list[list[Any]]:
+    getters = [f.value for f in fields]
+    return [[get(run) for get in getters] for run in runs]
+
+
+def run_to_dict(run: RunRecord, fields: Sequence[Field] | None = None) -> dict[str, Any]:
+    """The JSON object of a run: attributes, ``params`` (raw strings), ``metrics`` (latest
+    values) and ``tags``; with ``fields``, ``run_id`` plus exactly those keys, flat."""
+    if fields:
+        out: dict[str, Any] = {"run_id": run.run_id}
+        for field in fields:
+            out[str(field)] = field.value(run)
+        return out
+    return {
+        "run_id": run.run_id,
+        "experiment_id": run.experiment_id,
+        "experiment": run.experiment,
+        "run_name": run.name,
+        "status": run.status,
+        "start_time": run.start_time,
+        "end_time": run.end_time,
+        "duration": run.duration,
+        "params": run.params,
+        "metrics": run.metrics,
+        "tags": run.tags,
+    }
+
+
+assert set(EXPORT_ATTRIBUTES) == set(ATTRIBUTES)
