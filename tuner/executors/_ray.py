@@ -240,7 +240,7 @@ class _RayHandle(TrialHandle):
         if not self._info:
             return TrialOutcome(exit_code=None, launch_error=reason, duration=self._elapsed())
         return TrialOutcome(
-            exit_code=None, signal=signal.SIGKILL, duration=self._elapsed(), stderr_tail=reason
+            exit_code=None, signal=int(signal.SIGKILL), duration=self._elapsed(), stderr_tail=reason
         )
 
     def _end(self, outcome: TrialOutcome) -> None:
