@@ -22,6 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+PG_BASE = "postgresql://postgres@127.0.0.1:5432"
+
+
+def pg_exec(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{PG_BASE}/postgres", autocommit=True) as conn:
+        conn.execute(sql)  # type: ignore[arg-type]
 
 
 def free_port() -> int:
