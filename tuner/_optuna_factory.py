@@ -19,9 +19,16 @@ if TYPE_CHECKING:
 
     from tuner.config import CampaignConfig
 
-__all__ = ["PRUNERS", "SAMPLERS", "make_pruner", "make_sampler", "search_space", "torch_available"]
-
-GP_EXTRA_HINT = ": gp needs PyTorch; install the 'gp' extra: pip install 'lineage-tuner[gp]'"
+__all__ = [
+    "NEEDS",
+    "PRUNERS",
+    "SAMPLERS",
+    "make_pruner",
+    "make_sampler",
+    "missing_dependency",
+    "search_space",
+    "torch_available",
+]
 
 
 def _sampler_class(name: str) -> Callable[[], type]:
@@ -63,18 +70,38 @@ PRUNERS: dict[str, Callable[[], type]] = {
 _import_module: Callable[[str], Any] = importlib.import_module
 
 
-def torch_available() -> bool:
-    """Whether PyTorch can be found, without importing it (cheap; for validation)."""
+#: Samplers whose Optuna class needs a package beyond Optuna's own dependencies, and the hint.
+NEEDS: dict[str, tuple[str, str]] = {
+    "gp": ("torch", "gp needs PyTorch; install the 'gp' extra: pip install 'lineage-tuner[gp]'"),
+    "cmaes": ("cmaes", "cmaes needs the 'cmaes' package: pip install cmaes"),
+}
+
+
+def module_available(name: str) -> bool:
+    """Whether ``name`` can be imported; found without importing it (cheap, for validation)."""
     if _import_module is not importlib.import_module:
         try:
-            _import_module("torch")
+            _import_module(name)
         except ImportError:
             return False
         return True
     try:
-        return importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules[name] is None
         return False
+
+
+def torch_available() -> bool:
+    """Whether PyTorch (the ``gp`` extra) can be imported."""
+    return module_available("torch")
+
+
+def missing_dependency(sampler: str) -> str | None:
+    """The hint for a sampler whose extra package is not installed, else None."""
+    need = NEEDS.get(sampler)
+    if need is not None and not module_available(need[0]):
+        return need[1]
+    return None
 
 
 def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
@@ -97,13 +124,15 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
     name = config.sampler.name
     cls = SAMPLERS[name]()
     kwargs: dict[str, Any] = dict(config.sampler.options)
-    if name == "gp":
+    if name in NEEDS:
+        module, hint = NEEDS[name]
         try:
-            _import_module("torch")
+            _import_module(module)
         except ImportError:
-            raise _error(config, ("sampler", "name"), GP_EXTRA_HINT) from None
+            raise _error(config, ("sampler", "name"), ": " + hint) from None
     if name == "grid":
         kwargs["search_space"] = search_space(config)
+        cls = _ask_tell_grid(cls)
     if name in ("cmaes", "qmc", "gp"):
         # Conditional parameters fall back to the independent sampler by design; say so in
         # the docs, not in a warning per trial.
@@ -124,6 +153,17 @@ def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
     if name == "percentile":
         kwargs.setdefault("percentile", 25.0)
     return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
+
+
+def _ask_tell_grid(base: type) -> type:
+    class AskTellGridSampler(base):
+        """``GridSampler`` for ask/tell: Optuna's calls ``study.stop()`` once the grid is
+        used up, which raises outside ``optimize()``. The controller asks ``is_exhausted``."""
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            return None
+
+    return AskTellGridSampler
 
 
 def _construct(

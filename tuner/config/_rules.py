@@ -155,17 +155,14 @@ def _check_placeholders(config: CampaignConfig) -> None:
 
 
 def _check_sampler(config: CampaignConfig) -> None:
-    from tuner._optuna_factory import SAMPLERS, torch_available
+    from tuner._optuna_factory import SAMPLERS, missing_dependency
 
     sampler = config.sampler
     params = config.parameters
     _check_options(("sampler", "options"), sampler.options, SAMPLERS[sampler.name]())
-    if sampler.name == "gp" and not torch_available():
-        raise RuleError(
-            ("sampler", "name"),
-            ": gp needs PyTorch; install the 'gp' extra: pip install 'lineage-tuner[gp]'",
-            show_value=False,
-        )
+    hint = missing_dependency(sampler.name)
+    if hint is not None:
+        raise RuleError(("sampler", "name"), ": " + hint, show_value=False)
     if sampler.name == "cmaes":
         for name, param in params.items():
             if param.type == "categorical":
