@@ -203,7 +203,11 @@ class TrainingRecorder:
         if total and total <= _MAX_SCHEDULE_POINTS:
             # The lr applied at each 1-based step k (the optimizer evaluates it at k - 1).
             doc["steps"] = total
-            doc["lr"] = [self._lr.at(k - 1) for k in range(1, total + 1)]
+            per_step = [self._lr.at(k - 1) for k in range(1, total + 1)]
+            if len(self._lr.infos) == 1:
+                doc["lr"] = [values[0] for values in per_step]
+            else:  # one list per parameter group
+                doc["lr"] = [list(group) for group in zip(*per_step, strict=True)]
         if self._lr.failed:
             doc["error"] = self._lr.failed
         self._artifact("lr_schedule.json", doc)
