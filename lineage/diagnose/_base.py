@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -14,6 +15,7 @@ from lineage.diagnose import _names
 from lineage.diagnose._thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 Severity = Literal["error", "warning"]
+_FLOAT_MAX = sys.float_info.max
 SEVERITIES: tuple[Severity, ...] = ("error", "warning")
 
 
@@ -47,7 +49,8 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """One metric's history ordered by step, as float arrays (NaN and +/-Inf kept)."""
+    """One metric's history ordered by step, as float arrays (NaN and +/-Inf kept; the
+    +/-1.797e308 that MLflow stores for +/-Inf are read back as +/-Inf)."""
 
     name: str
     steps: np.ndarray
@@ -63,7 +66,10 @@ class Series:
             else:  # lineage.store.MetricPoint or anything with .step/.value
                 step, value = point.step, point.value
             steps.append(int(step))
-            values.append(float(value))
+            value = float(value)
+            if abs(value) >= _FLOAT_MAX:  # MLflow stores +/-Inf as +/-max float
+                value = math.copysign(math.inf, value)
+            values.append(value)
         order = np.argsort(np.asarray(steps, dtype=np.int64), kind="stable")
         return cls(
             name,
@@ -137,6 +143,13 @@ class RunData:
         if not found:
             return None
         return max(found, key=lambda s: (len(s), -len(s.name), s.name))
+
+    def primaries(self, kind: _names.Kind, role: _names.Role) -> list[Series]:
+        return [
+            s
+            for name, s in sorted(self.histories.items())
+            if _names.primary_kind(name) == kind and _names.role(name) == role
+        ]
 
     def matching(self, predicate: Any) -> list[Series]:
         return [s for name, s in sorted(self.histories.items()) if predicate(name)]

@@ -2,12 +2,12 @@
 
 Reads, from tags or params (first found wins):
 
-- the frozen weights: ``lineage.frozen_params`` (also ``frozen_params``,
-  ``lineage.mindspore.frozen_params``): a JSON list of parameter names, or a comma-separated
-  string; an empty list or ``[]`` means none are frozen;
+- the frozen weights: ``lineage.frozen_params`` (also ``frozen_params``, as
+  ``lineage.mindspore`` records it, and ``lineage.mindspore.frozen_params``): a count, a JSON
+  list of parameter names, or a comma-separated string; ``0`` or ``[]`` means none;
 - the number of trainable weights: ``lineage.trainable_params`` (also ``trainable_params``,
-  ``lineage.mindspore.trainable_params``, ``lineage.param_count.trainable``): an integer, or a
-  JSON list of names.
+  ``lineage.mindspore.trainable_params``, ``lineage.param_count.trainable``): an integer
+  (weights or elements: only 0 matters), or a JSON list of names.
 """
 
 from __future__ import annotations
@@ -35,17 +35,21 @@ def _lookup(data: RunData, keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def _names_list(raw: str) -> list[str]:
+def _frozen(raw: str) -> tuple[int, list[str]]:
+    """(how many, names shown) from a count, a JSON list or a comma-separated string."""
     raw = raw.strip()
     if not raw:
-        return []
+        return 0, []
     try:
         value = json.loads(raw)
     except ValueError:
-        return [p.strip() for p in raw.split(",") if p.strip()]
+        names = [p.strip() for p in raw.split(",") if p.strip()]
+        return len(names), names
     if isinstance(value, list):
-        return [str(v) for v in value]
-    return [str(value)]
+        return len(value), [str(v) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value), []
+    return 1, [str(value)]
 
 
 def _count(raw: str) -> int | None:
@@ -73,28 +77,29 @@ class FrozenWeights(Check):
         "A checkpoint was loaded with its layers frozen for a different task.",
     )
     next_steps = (
-        "Check the model structure: list the frozen weights below and unfreeze those that "
-        "must adapt to this task (at least the task head).",
+        "Check the model structure: list the frozen weights (MindSpore runs: the "
+        "frozen_params.json artifact) and unfreeze those that must adapt to this task (at "
+        "least the task head).",
         "When fine-tuning, unfreeze the last blocks too, with a smaller learning rate.",
     )
 
     def run(self, data: RunData) -> list[Finding]:
         t = self.thresholds
         raw = _lookup(data, FROZEN_KEYS)
-        frozen = _names_list(raw) if raw is not None else []
-        if not frozen:
+        count, names = _frozen(raw) if raw is not None else (0, [])
+        if count <= 0:
             return []
-        shown = frozen[:10]
+        shown = names[:10] or None
         raw_count = _lookup(data, TRAINABLE_KEYS)
         trainable = _count(raw_count) if raw_count is not None else None
         if trainable == 0:
             return [
                 self.finding(
                     "error",
-                    f"every weight is frozen ({len(frozen)} frozen, 0 trainable)",
+                    f"every weight is frozen ({count} frozen, 0 trainable)",
                     param="frozen_params",
                     step=None,
-                    value=len(frozen),
+                    value=count,
                     window=None,
                     frozen=shown,
                     trainable=0,
@@ -113,14 +118,14 @@ class FrozenWeights(Check):
         return [
             self.finding(
                 "warning",
-                f"{len(frozen)} weight(s) frozen and {s.name} barely moved "
+                f"{count} weight(s) frozen and {s.name} barely moved "
                 f"({fmt(initial)} -> {fmt(final)})",
                 metric=s.name,
                 step=s.step_at(len(s) - 1),
                 value=final,
                 window=s.span(),
                 frozen=shown,
-                frozen_count=len(frozen),
+                frozen_count=count,
                 trainable=trainable,
             )
         ]

@@ -149,47 +149,18 @@ class HyperparameterRange(Check):
             if {"optimizer", "optim", "opt"} & set(_names.tokens(name))
         )
         found: list[Finding] = []
-        for name, raw in sorted(data.params.items()):
+        lr_seen: dict[float, Finding] = {}
+        for name, raw in sorted(data.params.items(), key=lambda kv: (len(kv[0]), kv[0])):
             value = _float(raw)
-            if is_learning_rate(name) and value is not None:
-                high = t.lr_max_adaptive if adaptive else t.lr_max
-                if value <= 0:
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "error",
-                            "must be > 0",
-                            (t.lr_min, high),
-                            _LR_CAUSES["low"],
-                            _LR_STEPS,
-                        )
-                    )
-                elif value > high:
-                    kind = "an Adam-like optimizer" if adaptive else "SGD-like optimizers"
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "warning",
-                            f"is above {high:g}, large even for {kind}",
-                            (t.lr_min, high),
-                            _LR_CAUSES["high"],
-                            _LR_STEPS,
-                        )
-                    )
-                elif value < t.lr_min:
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "warning",
-                            f"is below {t.lr_min:g}",
-                            (t.lr_min, high),
-                            _LR_CAUSES["low"],
-                            _LR_STEPS,
-                        )
-                    )
+            if is_learning_rate(name) and value is not None and value in lr_seen:
+                # the same rate recorded twice (``lr`` by the script, ``optimizer.lr`` by a
+                # framework callback): one finding
+                lr_seen[value].evidence.setdefault("also", []).append(name)
+            elif is_learning_rate(name) and value is not None:
+                lr_finding = self._learning_rate(name, value, adaptive)
+                if lr_finding is not None:
+                    found.append(lr_finding)
+                    lr_seen[value] = lr_finding
             elif _is_loss_scale(name) and value is not None:
                 if not t.loss_scale_min <= value <= t.loss_scale_max:
                     found.append(
@@ -299,6 +270,22 @@ class HyperparameterRange(Check):
                     )
                 )
         return found
+
+    def _learning_rate(self, name: str, value: float, adaptive: bool) -> Finding | None:
+        t = self.thresholds
+        high = t.lr_max_adaptive if adaptive else t.lr_max
+        allowed = (t.lr_min, high)
+        severity: Severity = "warning"
+        if value <= 0:
+            severity, rule, causes = "error", "must be > 0", _LR_CAUSES["low"]
+        elif value > high:
+            kind = "an Adam-like optimizer" if adaptive else "SGD-like optimizers"
+            rule, causes = f"is above {high:g}, large even for {kind}", _LR_CAUSES["high"]
+        elif value < t.lr_min:
+            rule, causes = f"is below {t.lr_min:g}", _LR_CAUSES["low"]
+        else:
+            return None
+        return self._out(name, value, severity, rule, allowed, causes, _LR_STEPS)
 
     def _batch_size(self, name: str, raw: str, value: float | None) -> list[Finding]:
         t = self.thresholds

@@ -10,6 +10,7 @@ from lineage.diagnose._base import Check, Finding, RunData, Series, fmt
 
 class LossRunaway(Check):
     """Every loss-like metric (components included) is checked; the first bad point wins.
+    One finding per run: the training loss's when it ran away, other metrics under ``also``.
 
     Non-finite values always count. A finite value counts when its magnitude reaches
     ``runaway_factor`` times the initial level (median of the first window, floored at
@@ -37,12 +38,17 @@ class LossRunaway(Check):
     )
 
     def run(self, data: RunData) -> list[Finding]:
-        found = []
-        for series in data.matching(_names.is_loss_like):
-            finding = self.check_series(series)
-            if finding is not None:
-                found.append(finding)
-        return found
+        primary = data.primary("loss", "train")
+        ordered = data.matching(_names.is_loss_like)
+        if primary is not None:  # report the training loss first, the others as "also"
+            ordered.sort(key=lambda s: s.name != primary.name)
+        found = [f for f in map(self.check_series, ordered) if f is not None]
+        if not found:
+            return []
+        first, rest = found[0], found[1:]
+        if rest:
+            first.evidence["also"] = [f.evidence["metric"] for f in rest]
+        return [first]
 
     def check_series(self, series: Series) -> Finding | None:
         t = self.thresholds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,21 @@ def accuracy_scale(series: Series) -> float:
 
 def _tail(series: Series, n: int = 3) -> float:
     return float(np.median(series.values[-n:]))
+
+
+def _aligned(candidates: list[Series], va: Series) -> tuple[Series, bool]:
+    """The training loss on the validation loss's step axis when there is one (an epoch mean
+    beside per-epoch validation), else the longest; and whether the axes match (the last
+    steps agree within 25 %)."""
+    last = max(float(va.steps[-1]), 1.0) if len(va) else 1.0
+
+    def gap(s: Series) -> float:
+        return abs(float(s.steps[-1]) - last) / last if len(s) else math.inf
+
+    best = min(candidates, key=lambda s: (gap(s), -len(s)))
+    if gap(best) <= 0.25:
+        return best, True
+    return max(candidates, key=len), False
 
 
 class Overfitting(Check):
@@ -66,20 +82,22 @@ class Overfitting(Check):
                             train_value=tr_level,
                         )
                     )
-        train_loss = data.primary("loss", "train")
         val_loss = data.primary("loss", "val")
-        if train_loss is not None and val_loss is not None:
-            tr, va = train_loss.finite(), val_loss.finite()
+        train_losses = data.primaries("loss", "train")
+        if train_losses and val_loss is not None:
+            va = val_loss.finite()
+            tr, aligned = _aligned([s.finite() for s in train_losses], va)
             if len(tr) >= t.window_min_points and len(va):
-                signals.extend(self._loss_signals(tr, va))
+                signals.extend(self._loss_signals(tr, va, aligned))
         if not signals:
             return []
         first = signals[0]
         summary = "; ".join(s.pop("summary") for s in signals)
-        others = [s for s in signals[1:]]
-        return [self.finding("warning", summary, **first, other_signals=others or None)]
+        if len(signals) > 1:
+            first["other_signals"] = signals[1:]
+        return [self.finding("warning", summary, **first)]
 
-    def _loss_signals(self, tr: Series, va: Series) -> list[dict[str, Any]]:
+    def _loss_signals(self, tr: Series, va: Series, aligned: bool) -> list[dict[str, Any]]:
         t = self.thresholds
         out: list[dict[str, Any]] = []
         tail = min(3, len(va))
@@ -88,7 +106,10 @@ class Overfitting(Check):
             best = float(va.values[ibest])
             final = _tail(va, tail)
             best_step = va.step_at(ibest)
-            before = tr.values[tr.steps <= best_step]
+            if aligned:
+                before = tr.values[tr.steps <= best_step]
+            else:  # different step axes (per step vs per epoch): match by position in the run
+                before = tr.values[: round((ibest + 1) / len(va) * len(tr))]
             if ibest < len(va) - tail and before.size and best != 0:
                 tr_then = float(np.median(before[-tr.window_size(t) :]))
                 tr_final = tr.final_level(t)

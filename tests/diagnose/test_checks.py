@@ -374,3 +374,51 @@ def test_finding_serializes_to_the_documented_shape(rng: np.random.Generator) ->
     d = diagnose_histories({"loss": pts(loss)})[0].to_dict()
     assert {"check", "severity", "evidence", "causes", "next_steps"} <= set(d)
     assert {"step", "value", "window"} <= set(d["evidence"])
+
+
+# -- what real recordings look like -----------------------------------------------------
+
+
+def test_mlflow_clamped_infinity_reads_as_inf() -> None:
+    # MLflow stores +/-Inf as +/-1.7976931348623157e308
+    loss = [2.3, 3.2, 1.7976931348623157e308, 7.0, 8.0]
+    f = only(diagnose_histories({"loss": pts(loss)}), "loss_runaway")
+    assert f.evidence["value"] == "inf" and f.evidence["step"] == 2
+
+
+def test_runaway_of_several_losses_is_one_finding() -> None:
+    hist = {"loss": pts([2.3, math.nan]), "train_loss": pts([math.inf]), "aux_loss": pts([1.0])}
+    f = only(diagnose_histories(hist), "loss_runaway")
+    assert f.evidence["metric"] == "loss" and f.evidence["also"] == ["train_loss"]
+
+
+def test_learning_rate_recorded_twice_is_one_finding() -> None:
+    f = only(diagnose_histories({}, {"lr": "10", "optimizer.lr": "10.0"}), "hyperparameter_range")
+    assert f.evidence["param"] == "lr" and f.evidence["also"] == ["optimizer.lr"]
+
+
+def test_frozen_counts_as_lineage_mindspore_records_them(rng: np.random.Generator) -> None:
+    stalled = {"loss": pts(2.3 + 0.01 * rng.standard_normal(100))}
+    none_frozen = {"frozen_params": "0", "trainable_params": "4810"}
+    assert ids(diagnose_histories(stalled, none_frozen, {"frozen_params": "0"})) == [
+        "slow_convergence"
+    ]
+    all_frozen = {"frozen_params": "4810", "trainable_params": "0"}
+    f = only(diagnose_histories({}, all_frozen, {"frozen_params": "4"}), "frozen_weights")
+    assert f.severity == "error" and f.evidence["value"] == 4
+
+
+def test_overfitting_with_per_step_loss_and_per_epoch_validation(
+    rng: np.random.Generator,
+) -> None:
+    # lineage.mindspore: loss at global steps 1..160, train_loss and val_loss at epochs 1..80
+    loss = noisy_decay(rng, n=160, tau=20, floor=0.003, noise=0.2)
+    train_epoch = epoch_curve(2.0, 0.003, 80, rng)
+    val = np.concatenate([epoch_curve(2.0, 0.75, 30, rng), 0.76 + 0.01 * rng.random(50)])
+    hist = {
+        "loss": pts(loss, range(1, 161)),
+        "train_loss": pts(train_epoch, range(1, 81)),
+        "val_loss": pts(val, range(1, 81)),
+    }
+    f = only(diagnose_histories(hist), "overfitting")
+    assert f.evidence["metric"] == "val_loss" and "train_loss" in f.summary
