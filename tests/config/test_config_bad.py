@@ -350,6 +350,51 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"diagnosis.early_stop": "maybe"},
         "diagnosis.early_stop must be true or false, got 'maybe'.",
     ),
+    (
+        "param-name-number",
+        {"parameters.layers": DEL, "parameters.7": {"type": "int", "low": 1, "high": 2}},
+        "parameters.7 is not a valid parameter name (letters, digits, _ . -; not starting with a digit), got '7'.",
+    ),
+    ("trials-bool", {"budget.trials": True}, "budget.trials must be an integer, got true."),
+    (
+        "choices-equal-under-eq",
+        {"parameters.optimizer.choices": [True, 1]},
+        "parameters.optimizer.choices[1] repeats an earlier choice, got 1.",
+    ),
+    (
+        "metrics-not-mapping",
+        {"metrics": {"loss": "loss is ([0-9.]+)"}},
+        "metrics.loss must be a mapping, got 'loss is ([0-9.]+)'.",
+    ),
+    (
+        "objectives-mapping",
+        {"objectives": {"metric": "x", "goal": "minimize"}},
+        'objectives must be a list, got {"metric": "x", "goal": "minimize"}.',
+    ),
+    (
+        "devices-float",
+        {"resources.devices": [0, 1.5]},
+        "resources.devices[1] must be a device id (an integer or a name), got 1.5.",
+    ),
+    (
+        "nan-bound",
+        {"parameters.lr.low": float("nan")},
+        "parameters.lr.low must be a finite number, got nan.",
+    ),
+    (
+        "diagnosis-check",
+        {"diagnosis.checks": ["divergense"]},
+        "diagnosis.checks[0] must be a check id (did you mean 'divergence'?)",
+    ),
+    (
+        "cmaes-one-dim",
+        {
+            "sampler.name": "cmaes",
+            "command": "python t.py",
+            "parameters": {"x": {"type": "float", "low": 0, "high": 1}},
+        },
+        "sampler.name cmaes needs at least two unconditional numeric parameters; use tpe or gp, got 'cmaes'.",
+    ),
 ]
 
 

@@ -160,7 +160,8 @@ def _user_path(loc: tuple[Any, ...], data: Any, *, keep_last: bool) -> list[Any]
         if (isinstance(cur, dict) and part in cur) or (
             isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
         ):
-            out.append(part)
+            # A mapping key is a name even when YAML read it as a number: parameters.1, not [1].
+            out.append(str(part) if isinstance(cur, dict) else part)
             cur = cur[part]
         elif keep_last and i == len(loc) - 1:
             out.append(part)

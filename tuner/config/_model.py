@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -92,12 +93,10 @@ class Parameter(_Model):
                 raise RuleError(("choices",), "is required for type: categorical", show_value=False)
             if not self.choices:
                 raise RuleError(("choices",), "must list at least one value", self.choices)
-            seen: set[tuple[str, Any]] = set()
             for i, choice in enumerate(self.choices):
-                key_ = (type(choice).__name__, choice)
-                if key_ in seen:
+                # Optuna finds a choice with ==, so true and 1 (or 1 and 1.0) are one choice.
+                if any(choice == earlier for earlier in self.choices[:i]):
                     raise RuleError(("choices", i), "repeats an earlier choice", choice)
-                seen.add(key_)
             return self
         if self.choices is not None:
             raise RuleError(
@@ -156,12 +155,22 @@ class Parameter(_Model):
         return [float(self.low + i * step) for i in range(n + 1)]
 
 
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "must be an integer")
+    return value
+
+
+#: An integer; YAML ``true`` is not 1 here.
+Int = Annotated[int, BeforeValidator(_no_bool)]
+
+
 class BudgetConfig(_Model):
     """When the campaign stops."""
 
-    trials: int = Field(ge=1, description="finished trials to reach (COMPLETE + PRUNED + FAIL)")
+    trials: Int = Field(ge=1, description="finished trials to reach (COMPLETE + PRUNED + FAIL)")
     timeout: Duration = Field(default=None, description="stop starting trials after this long")
-    max_failures: int = Field(
+    max_failures: Int = Field(
         default=5, ge=1, description="stop the campaign once this many trials have failed"
     )
 
@@ -170,7 +179,7 @@ class TrialConfig(_Model):
     """How each trial process is supervised."""
 
     timeout: Duration = Field(default=None, description="kill a trial running longer than this")
-    retries: int = Field(default=0, ge=0, description="re-runs of a failed trial, same params")
+    retries: Int = Field(default=0, ge=0, description="re-runs of a failed trial, same params")
     grace_period: Duration = Field(
         default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
     )
@@ -180,7 +189,7 @@ class SamplerConfig(_Model):
     """Which Optuna sampler proposes parameters."""
 
     name: SamplerName = Field(default="tpe", description="tpe|gp|random|cmaes|grid|qmc|nsga2")
-    seed: int | None = Field(default=None, description="seed for reproducible proposals")
+    seed: Int | None = Field(default=None, description="seed for reproducible proposals")
     options: dict[str, Any] = Field(
         default_factory=dict, description="keyword arguments of the Optuna sampler class"
     )
@@ -213,8 +222,8 @@ class ResourcesConfig(_Model):
     devices: Literal["auto"] | list[int | str] = Field(
         default="auto", description="auto, or the device ids to use, e.g. [0, 1, 2, 3]"
     )
-    per_trial: int = Field(default=1, ge=1, description="devices each trial holds")
-    parallel: int = Field(default=1, ge=1, description="trials running at once")
+    per_trial: Int = Field(default=1, ge=1, description="devices each trial holds")
+    parallel: Int = Field(default=1, ge=1, description="trials running at once")
 
     @field_validator("devices", mode="before")
     @classmethod
@@ -309,8 +318,30 @@ class DiagnosisConfig(_Model):
         default=True, description="stop a trial whose curve is diverging (NaN, explosion)"
     )
     checks: list[str] = Field(
-        default_factory=list, description="names of the checks to run (default: all)"
+        default_factory=list,
+        description="ids of the lineage.diagnose checks to run on each finished trial "
+        "(default: all)",
     )
+
+    @field_validator("checks")
+    @classmethod
+    def _known(cls, checks: list[str]) -> list[str]:
+        if not checks:
+            return checks
+        from lineage.diagnose import CHECKS
+
+        for i, check in enumerate(checks):
+            if check not in CHECKS:
+                from tuner.config._rules import suggest
+
+                raise RuleError(
+                    (i,),
+                    "must be a check id" + suggest(check, CHECKS) + f" ({', '.join(CHECKS)})",
+                    check,
+                )
+            if check in checks[:i]:
+                raise RuleError((i,), "repeats an earlier check", check)
+        return checks
 
 
 class CampaignConfig(_Model):
