@@ -1,0 +1,38 @@
+"""Which hyperparameters matter: importance with intervals, direction and significance.
+
+``get_param_importances(runs, target=..., goal=...)`` ranks the parameters of any MLflow runs
+(``lineage.store`` records or an ``mlflow.search_runs`` frame) with a pluggable
+:class:`ImportanceEvaluator`; the default, :class:`RandomForestImportance`, is a random forest
+scored by held-out permutation importance over bootstrap replicates.
+``analyze_experiment`` reads an experiment from a tracking store, ranks it, and with
+``log=True`` records the analysis (plots, tables, importances as metrics) as an MLflow run
+tagged ``lineage.run_type=analysis``.
+"""
+
+from __future__ import annotations
+
+from lineage.importance._analysis import MIN_RUNS, get_param_importances
+from lineage.importance._base import ImportanceEvaluator, NotFittedError
+from lineage.importance._correlation import CorrelationImportance
+from lineage.importance._experiment import ANALYSIS_RUN_TYPE, analyze_experiment, training_runs
+from lineage.importance._random_forest import RandomForestImportance
+from lineage.importance._result import ImportanceResult, ParamImportance
+from lineage.importance._types import EncodedParams, ParamSpec, encode, infer_spec
+
+__all__ = [
+    "ANALYSIS_RUN_TYPE",
+    "MIN_RUNS",
+    "CorrelationImportance",
+    "EncodedParams",
+    "ImportanceEvaluator",
+    "ImportanceResult",
+    "NotFittedError",
+    "ParamImportance",
+    "ParamSpec",
+    "RandomForestImportance",
+    "analyze_experiment",
+    "encode",
+    "get_param_importances",
+    "infer_spec",
+    "training_runs",
+]

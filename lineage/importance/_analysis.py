@@ -1,0 +1,241 @@
+"""From runs to a ranked, normalized :class:`ImportanceResult`: the one public entry point."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lineage._errors import NotFoundError, UsageError
+from lineage.importance._base import ImportanceEvaluator
+from lineage.importance._result import ImportanceResult, ParamImportance
+from lineage.importance._types import (
+    MISSING,
+    ParamSpec,
+    category_labels,
+    encode,
+    infer_spec,
+    numeric_values,
+)
+
+__all__ = ["MIN_RUNS", "get_param_importances", "normalize_goal"]
+
+MIN_RUNS = 8
+"""Fewer runs than this cannot support a forest, a held-out score and an interval."""
+
+_GOALS = {"minimize": "minimize", "min": "minimize", "maximize": "maximize", "max": "maximize"}
+
+
+def normalize_goal(goal: str) -> str:
+    try:
+        return _GOALS[str(goal).lower()]
+    except KeyError:
+        raise UsageError(f"goal must be 'minimize' or 'maximize', got {goal!r}") from None
+
+
+def _rows(runs: Any) -> list[tuple[str, str, dict[str, Any], dict[str, float]]]:
+    """``(run_id, name, params, metrics)`` from RunRecords or an ``mlflow.search_runs`` frame."""
+    if hasattr(runs, "columns") and hasattr(runs, "to_dict"):  # a pandas DataFrame
+        out = []
+        for rec in runs.to_dict("records"):
+            params = {k[7:]: v for k, v in rec.items() if k.startswith("params.")}
+            metrics = {k[8:]: v for k, v in rec.items() if k.startswith("metrics.")}
+            name = rec.get("tags.mlflow.runName") or ""
+            out.append((str(rec.get("run_id", "")), str(name), params, metrics))
+        return out
+    return [(r.run_id, r.name, dict(r.params), dict(r.metrics)) for r in runs]
+
+
+def get_param_importances(
+    runs: Any,
+    *,
+    target: str,
+    goal: str = "minimize",
+    params: Sequence[str] | None = None,
+    top: float | None = None,
+    evaluator: ImportanceEvaluator | None = None,
+    experiment: str | None = None,
+) -> ImportanceResult:
+    """Rank the parameters of ``runs`` by how much of ``target``'s variation each explains.
+
+    ``runs`` is a sequence of :class:`lineage.store.RunRecord` (or anything with ``run_id``,
+    ``name``, ``params`` and ``metrics``) or a DataFrame as ``mlflow.search_runs`` returns it.
+    Runs without a finite ``target`` value are left out. ``params`` restricts the analysis to
+    those names (default: every parameter that varies). ``top`` (0 < top <= 1) analyses only
+    the best ``top`` fraction of runs: what still matters once you are close to the optimum.
+    ``evaluator`` defaults to :class:`~lineage.importance.RandomForestImportance`.
+
+    The importances of the result sum to one (equal shares when no parameter has any
+    measurable effect); ``params`` are sorted most important first.
+
+    Raises :class:`~lineage.NotFoundError` when no run has ``target`` or a named parameter,
+    and :class:`~lineage.UsageError` with fewer than 8 usable runs, a constant target, a bad
+    ``goal`` or ``top``, or no parameter that varies.
+    """
+    goal = normalize_goal(goal)
+    if top is not None and not (isinstance(top, int | float) and 0.0 < top <= 1.0):
+        raise UsageError(f"top must be a fraction in (0, 1], got {top!r}")
+    if evaluator is None:
+        from lineage.importance._random_forest import RandomForestImportance
+
+        evaluator = RandomForestImportance()
+    elif not isinstance(evaluator, ImportanceEvaluator):
+        raise UsageError(
+            f"evaluator must be an ImportanceEvaluator, got {type(evaluator).__name__}"
+        )
+    rows = _rows(runs)
+    where = f" in experiment {experiment!r}" if experiment else ""
+    with_target = [r for r in rows if target in r[3]]
+    if not with_target:
+        seen = sorted({k for r in rows for k in r[3]})
+        known = ", ".join(seen[:20]) + (" ..." if len(seen) > 20 else "") if seen else "none"
+        raise NotFoundError(
+            f"target metric {target!r} is not logged by any of the {len(rows)} runs{where} "
+            f"(metrics seen: {known})"
+        )
+    usable = [r for r in with_target if _finite(r[3][target])]
+    if len(usable) < MIN_RUNS:
+        raise UsageError(
+            f"importance needs at least {MIN_RUNS} runs with a finite {target!r}{where}, "
+            f"got {len(usable)}"
+        )
+    y = np.array([float(r[3][target]) for r in usable])
+    if top is not None:
+        keep = max(1, math.ceil(top * len(usable)))
+        order = np.argsort(y if goal == "minimize" else -y, kind="stable")[:keep]
+        order.sort()
+        if keep < MIN_RUNS:
+            raise UsageError(
+                f"--top {top} keeps {keep} of {len(usable)} runs{where}; importance needs at "
+                f"least {MIN_RUNS}"
+            )
+        usable = [usable[i] for i in order]
+        y = y[order]
+    if float(np.ptp(y)) == 0.0:
+        raise UsageError(
+            f"target {target!r} is constant ({y[0]:g}) over the {len(y)} runs{where}; "
+            "nothing to explain"
+        )
+    names = _param_names(usable, params, where)
+    values = {n: [r[2].get(n) for r in usable] for n in names}
+    specs, dropped = _analysable(names, values)
+    if not specs:
+        raise UsageError(
+            f"no parameter varies over the {len(y)} runs{where} (checked {len(names)}: "
+            f"{', '.join(names[:10]) or 'none'})"
+        )
+    data = encode(specs, values)
+    evaluator.fit(data, y)
+    scores, intervals = evaluator.scores_, evaluator.intervals_
+    total = float(scores.sum())
+    if total > 0:
+        shares, bounds = scores / total, intervals / total
+    else:  # no detectable effect anywhere: equal shares, wide open intervals
+        shares = np.full(len(specs), 1.0 / len(specs))
+        bounds = np.tile([0.0, 1.0], (len(specs), 1))
+    best_i = int(np.argmin(y) if goal == "minimize" else np.argmax(y))
+    ranked = [
+        ParamImportance(
+            name=spec.name,
+            importance=float(shares[j]),
+            ci=(
+                float(np.clip(min(bounds[j, 0], shares[j]), 0.0, 1.0)),
+                float(np.clip(max(bounds[j, 1], shares[j]), 0.0, 1.0)),
+            ),
+            significant=bool(evaluator.significant_[j]),
+            correlation=_spearman(numeric_values(spec, values[spec.name]), y)
+            if spec.kind == "numeric"
+            else None,
+            best=_best(spec, values[spec.name], y, goal, best_i),
+            spec=spec,
+        )
+        for j, spec in enumerate(specs)
+    ]
+    ranked.sort(key=lambda p: (-p.importance, p.name))
+    return ImportanceResult(
+        target=target,
+        goal=goal,
+        n_runs=len(y),
+        params=ranked,
+        evaluator=repr(evaluator),
+        top=top,
+        experiment=experiment,
+        dropped=dropped,
+        values={s.name: values[s.name] for s in specs},
+        target_values=y,
+        run_ids=[r[0] for r in usable],
+        run_names=[r[1] for r in usable],
+    )
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _param_names(
+    rows: Sequence[tuple[str, str, dict[str, Any], dict[str, float]]],
+    params: Sequence[str] | None,
+    where: str,
+) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in rows:
+        seen.update(dict.fromkeys(r[2]))
+    if not params:
+        return sorted(seen)
+    unknown = [p for p in params if p not in seen]
+    if unknown:
+        known = ", ".join(sorted(seen)[:20]) or "none"
+        raise NotFoundError(
+            f"param {unknown[0]!r} is not logged by any run{where} with the target "
+            f"(params seen: {known})"
+        )
+    return list(dict.fromkeys(params))
+
+
+def _analysable(
+    names: Iterable[str], values: dict[str, list[Any]]
+) -> tuple[list[ParamSpec], dict[str, str]]:
+    specs: list[ParamSpec] = []
+    dropped: dict[str, str] = {}
+    for name in names:
+        column = values[name]
+        spec = infer_spec(name, column)
+        if spec.kind == "numeric":
+            numbers = numeric_values(spec, column)
+            n_distinct = len(np.unique(numbers[~np.isnan(numbers)])) + (1 if spec.n_missing else 0)
+        else:
+            n_distinct = len(set(category_labels(column).tolist()))
+        if n_distinct < 2:
+            dropped[name] = "constant"
+        elif spec.kind == "categorical" and n_distinct >= len(column) > MIN_RUNS:
+            # A label unique to each run (a path, an id) cannot generalize to any other run.
+            dropped[name] = "a different value in every run"
+        else:
+            specs.append(spec)
+    return specs, dropped
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    from scipy.stats import rankdata
+
+    ok = ~np.isnan(x)
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return None
+    rx, ry = rankdata(x[ok]), rankdata(y[ok])
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def _best(spec: ParamSpec, column: list[Any], y: np.ndarray, goal: str, best_i: int) -> Any:
+    if spec.kind == "numeric":
+        value = numeric_values(ParamSpec(spec.name, "numeric"), [column[best_i]])[0]
+        return None if np.isnan(value) else float(value)
+    labels = category_labels(column)
+    means = {str(c): float(y[labels == c].mean()) for c in set(labels.tolist())}
+    pick = min if goal == "minimize" else max
+    best = pick(means, key=lambda c: means[c])
+    return None if best == MISSING else best

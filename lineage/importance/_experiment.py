@@ -1,0 +1,92 @@
+"""Rank the parameters of one experiment in a tracking store, and optionally record the
+analysis there as a run of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lineage.importance._analysis import get_param_importances
+from lineage.importance._base import ImportanceEvaluator
+from lineage.importance._result import ImportanceResult
+
+__all__ = ["ANALYSIS_RUN_TYPE", "RUN_TYPE_TAG", "analyze_experiment", "training_runs"]
+
+RUN_TYPE_TAG = "lineage.run_type"
+ANALYSIS_RUN_TYPE = "analysis"
+_NOT_TRAINING = frozenset({"analysis", "campaign"})
+
+
+def training_runs(runs: Iterable[Any]) -> tuple[list[Any], dict[str, int]]:
+    """The finished training runs among ``runs``, and how many of the others were left out
+    for which reason. Analysis and campaign runs (tag ``lineage.run_type``) are never
+    training runs; unfinished, failed and killed runs have no final value to explain."""
+    kept: list[Any] = []
+    excluded: dict[str, int] = {}
+    for run in runs:
+        kind = run.tags.get(RUN_TYPE_TAG)
+        if kind in _NOT_TRAINING:
+            reason = f"{kind} runs"
+        elif run.status != "FINISHED":
+            reason = f"{run.status.lower()} runs"
+        else:
+            kept.append(run)
+            continue
+        excluded[reason] = excluded.get(reason, 0) + 1
+    return kept, excluded
+
+
+def analyze_experiment(
+    experiment: str,
+    *,
+    target: str,
+    goal: str,
+    tracking_uri: str | None = None,
+    where: str | None = None,
+    params: Sequence[str] | None = None,
+    top: float | None = None,
+    evaluator: ImportanceEvaluator | None = None,
+    log: bool = False,
+) -> ImportanceResult:
+    """:func:`get_param_importances` over the finished training runs of ``experiment`` (a
+    name or id) that match ``where`` (the ``lineage runs --where`` language).
+
+    With ``log=True`` the analysis is recorded as a run in the same experiment, tagged
+    ``lineage.run_type=analysis``: an importance bar chart with intervals and one scatter
+    plot per parameter (PNG and interactive HTML), the target's distribution and the top
+    runs (CSV and JSON), and each importance as a metric ``importance.<param>``. Its id is
+    ``result.analysis_run_id``. This is what the tuner calls at the end of a campaign.
+
+    Raises :class:`~lineage.NotFoundError` for an unknown experiment, target or parameter,
+    :class:`~lineage.UsageError` for too few runs or a constant target (both exit 2), and
+    :class:`~lineage.StoreError` when the store cannot be read.
+    """
+    from lineage._uri import resolve_tracking_uri
+    from lineage.query import search_runs
+    from lineage.store import open_store
+
+    uri = resolve_tracking_uri(tracking_uri)
+    store = open_store(uri)
+    try:
+        exp = store.resolve_experiments([experiment])[0]
+        runs = search_runs(store, experiments=[exp.experiment_id], where=where)
+    finally:
+        store.close()
+    kept, excluded = training_runs(runs)
+    result = get_param_importances(
+        kept,
+        target=target,
+        goal=goal,
+        params=params,
+        top=top,
+        evaluator=evaluator,
+        experiment=exp.name,
+    )
+    result.excluded = excluded
+    if log:
+        from lineage.importance._logging import log_analysis
+
+        result.analysis_run_id = log_analysis(
+            result, tracking_uri=uri, experiment_id=exp.experiment_id
+        )
+    return result

@@ -1,0 +1,133 @@
+"""What an importance analysis hands back: plain data, ready for a table, JSON or plots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lineage.importance._types import ParamSpec
+
+__all__ = ["ImportanceResult", "ParamImportance"]
+
+
+@dataclass(frozen=True)
+class ParamImportance:
+    """One parameter's share of the explained variation, and which way it points.
+
+    ``importance`` and ``ci`` are on the normalized scale (importances of one analysis sum to
+    one). ``correlation`` is Spearman's rank correlation with the target for a numeric
+    parameter (``None`` for a categorical). ``best`` is the category with the best mean target
+    for a categorical, and the value in the best run for a numeric parameter.
+    """
+
+    name: str
+    importance: float
+    ci: tuple[float, float]
+    significant: bool
+    correlation: float | None
+    best: Any
+    spec: ParamSpec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "importance": self.importance,
+            "ci": [self.ci[0], self.ci[1]],
+            "correlation": self.correlation,
+            "significant": self.significant,
+            "type": self.spec.kind,
+            "log_scale": self.spec.log,
+            "best": self.best,
+            "missing": self.spec.n_missing,
+        }
+
+
+@dataclass
+class ImportanceResult:
+    """The outcome of :func:`lineage.importance.get_param_importances`.
+
+    ``params`` are sorted by importance, most important first. ``values``, ``target_values``,
+    ``run_ids`` and ``run_names`` keep the analysed runs (after ``top`` selection) so that plots
+    can be drawn without reading the store again.
+    """
+
+    target: str
+    goal: str
+    n_runs: int
+    params: list[ParamImportance]
+    evaluator: str
+    top: float | None = None
+    experiment: str | None = None
+    dropped: dict[str, str] = field(default_factory=dict)
+    excluded: dict[str, int] = field(default_factory=dict)
+    analysis_run_id: str | None = None
+    values: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    target_values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    run_ids: list[str] = field(default_factory=list, repr=False)
+    run_names: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def best_index(self) -> int:
+        """Position of the best run in ``run_ids`` / ``target_values``."""
+        y = self.target_values
+        return int(np.argmin(y) if self.goal == "minimize" else np.argmax(y))
+
+    def importances(self) -> dict[str, float]:
+        """``{name: importance}`` in ranking order, summing to one."""
+        return {p.name: p.importance for p in self.params}
+
+    def target_summary(self, bins: int = 10) -> dict[str, Any]:
+        """The target's distribution: count, moments, quantiles and a histogram."""
+        y = self.target_values
+        q = np.quantile(y, [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+        counts, edges = np.histogram(y, bins=min(bins, max(1, len(np.unique(y)))))
+        return {
+            "count": len(y),
+            "mean": float(y.mean()),
+            "std": float(y.std(ddof=1)) if len(y) > 1 else 0.0,
+            "min": float(q[0]),
+            "p10": float(q[1]),
+            "p25": float(q[2]),
+            "median": float(q[3]),
+            "p75": float(q[4]),
+            "p90": float(q[5]),
+            "max": float(q[6]),
+            "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]},
+        }
+
+    def top_runs(self, k: int = 10) -> list[dict[str, Any]]:
+        """The ``k`` best runs: id, name, target value and the ranked parameters' values."""
+        order = np.argsort(self.target_values, kind="stable")
+        if self.goal == "maximize":
+            order = order[::-1]
+        names = [p.name for p in self.params]
+        rows = []
+        for rank, i in enumerate(order[:k], start=1):
+            rows.append(
+                {
+                    "rank": rank,
+                    "run_id": self.run_ids[i] if self.run_ids else None,
+                    "run_name": self.run_names[i] if self.run_names else None,
+                    self.target: float(self.target_values[i]),
+                    "params": {n: self.values[n][i] for n in names if n in self.values},
+                }
+            )
+        return rows
+
+    def to_dict(self, *, top_runs: int = 10) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "target": self.target,
+            "goal": self.goal,
+            "n_runs": self.n_runs,
+            "top": self.top,
+            "evaluator": self.evaluator,
+            "params": [p.to_dict() for p in self.params],
+            "dropped": dict(self.dropped),
+            "excluded_runs": dict(self.excluded),
+            "analysis_run_id": self.analysis_run_id,
+            "target_summary": self.target_summary(),
+            "top_runs": self.top_runs(top_runs),
+        }

@@ -1,0 +1,48 @@
+"""Figures of lineage analyses: PNG (matplotlib, Agg) and interactive HTML (plotly).
+
+``render_importance(result, directory)`` draws an importance analysis into ``directory``:
+``importance.png`` (bars with bootstrap intervals), ``target_distribution.png``,
+``scatter/<param>.png`` (one per ranked parameter) and ``importance.html`` (all of them,
+interactive, self-contained). matplotlib and plotly are imported only when drawing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lineage.importance import ImportanceResult
+
+__all__ = ["render_importance", "safe_filename"]
+
+
+def safe_filename(name: str) -> str:
+    """A parameter name as a file name: anything but letters, digits, ``._-`` becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "param"
+
+
+def render_importance(
+    result: ImportanceResult, directory: str | Path, *, html: bool = True
+) -> list[Path]:
+    """Draw every figure of ``result`` into ``directory`` and return the files written."""
+    from lineage.plots._static import save_importance_bars, save_scatter, save_target_distribution
+
+    out = Path(directory)
+    written = [
+        save_importance_bars(result, out / "importance.png"),
+        save_target_distribution(result, out / "target_distribution.png"),
+    ]
+    used: set[str] = set()
+    for p in result.params:
+        stem = safe_filename(p.name)
+        while stem in used:
+            stem += "_"
+        used.add(stem)
+        written.append(save_scatter(result, p.name, out / "scatter" / f"{stem}.png"))
+    if html:
+        from lineage.plots._interactive import save_html
+
+        written.append(save_html(result, out / "importance.html"))
+    return written
