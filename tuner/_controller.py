@@ -1,0 +1,819 @@
+"""The campaign controller: Optuna ask/tell, trial launches on executor slots, metric
+collection, pruning, failures, retries, recovery after a crash.
+
+Budget accounting (the same rule as `tuner._heartbeat.counted_trials`, so that workers and
+the controller agree): every trial of the study counts, whatever its state, except trials
+*superseded* by a copy with the same parameters (system attribute ``tuner:stale``). A failed
+attempt that is retried, or a trial interrupted by a crash or Ctrl-C and re-queued, is
+superseded; a trial that failed its last attempt is not. So a campaign ends with exactly
+``budget.trials`` counted trials, each COMPLETE, PRUNED or FAIL (failed after all its retries).
+``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
+trial does not).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tuner import _procs
+from tuner._campaign import CampaignDir
+from tuner._errors import BudgetExhausted, TunerError
+from tuner._heartbeat import STALE_ATTR, StudyLock, ask_within_budget, counted_trials
+from tuner._state import TrialState
+from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
+from tuner.executors._base import Executor, Report, TrialHandle, TrialOutcome, TrialSpec
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner._lineage import LineageRecorder
+    from tuner.config import CampaignConfig
+
+__all__ = ["CampaignResult", "Controller", "Observer", "RunningTrial"]
+
+LAUNCH_ATTR = "tuner.launch"
+ATTEMPT_ATTR = "tuner.attempt"
+FAIL_ATTR = "fail_reason"
+PRUNE_ATTR = "prune_reason"
+FAILED_ATTEMPT = "tuner:failed_attempt"
+
+
+class _Interrupted(BaseException):
+    """SIGTERM/SIGHUP to the controller: stop like Ctrl-C."""
+
+
+@dataclass
+class RunningTrial:
+    """One attempt in flight, as the controller tracks it."""
+
+    trial: optuna.Trial
+    handle: TrialHandle
+    params: dict[str, Any]
+    attempt: int
+    run_id: str | None
+    collectors: list[Collector]
+    device: str
+    state: TrialState = TrialState.RUNNING
+    latest: dict[str, float] = field(default_factory=dict)
+    history: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
+    reported_steps: set[int] = field(default_factory=set)
+    prune_reason: str | None = None
+    last_check: float = 0.0
+
+    @property
+    def number(self) -> int:
+        return int(self.trial.number)
+
+
+@dataclass
+class CampaignResult:
+    """What a finished (or stopped) campaign reached."""
+
+    counts: dict[str, int]
+    finished: int
+    budget: int
+    best: dict[str, Any] | None
+    stop_reason: str | None = None
+    parent_run_id: str | None = None
+    importance: str | None = None
+    lineage_errors: dict[str, str] = field(default_factory=dict)
+
+
+class Observer:
+    """Receives progress; the CLI's live view implements it. Called from the controller thread."""
+
+    def update(self, controller: Controller) -> None:
+        """The state changed (throttled by the controller to a few calls a second)."""
+
+    def message(self, text: str) -> None:
+        """A one-line event worth showing (a failure, a stop)."""
+
+
+class Controller:
+    """Runs one campaign to its budget.
+
+    The outside world is injected: ``executor`` (default: local slots from
+    ``config.resources``), ``storage`` (an Optuna storage; default: the config's RDB URL with
+    the exclusive write-through cache) and ``recorder`` (default: MLflow at
+    ``config.tracking_uri()``). `run` may be called once.
+    """
+
+    def __init__(
+        self,
+        config: CampaignConfig,
+        *,
+        executor: Executor | None = None,
+        storage: optuna.storages.BaseStorage | None = None,
+        recorder: LineageRecorder | None = None,
+        observer: Observer | None = None,
+        poll_interval: float = 0.05,
+        importance: bool = True,
+        handle_signals: bool = True,
+    ) -> None:
+        self.config = config
+        self.campaign_dir = CampaignDir(config.base_dir, config.name)
+        self._executor = executor
+        self._storage = storage
+        self._recorder = recorder
+        self._observer = observer or Observer()
+        self._poll = poll_interval
+        self._importance = importance
+        self._handle_signals = handle_signals
+        self.study: optuna.Study | None = None
+        self.running: dict[int, RunningTrial] = {}
+        self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
+        self.failures = 0
+        self.started_at = time.time()
+        self.budget = config.budget.trials
+        self._stop_reason: str | None = None
+        self._launch_closed: str | None = None
+        self._last_failure: str | None = None
+        self._last_update = 0.0
+        self._sampler_name = config.sampler.name
+        self._host = socket.gethostname()
+        self._patterns = {name: m.regex for name, m in config.metrics.items()}
+        self._online_check: Callable[..., Any] | None = None
+        self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
+
+    # ----- public --------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> int:
+        assert self.study is not None
+        return counted_trials(self.study) - len(self.running) - self._waiting()
+
+    def run(self) -> CampaignResult:
+        """Run the campaign until ``budget.trials`` trials are counted, the failure budget is
+        spent (`BudgetExhausted`, after cleanup), ``budget.timeout`` passed, or it is stopped
+        (Ctrl-C / SIGTERM: running trials are terminated, marked and re-queued; then
+        `KeyboardInterrupt` is raised again)."""
+        previous = self.campaign_dir.acquire()
+        clean = False
+        old_handlers: dict[signal.Signals, Any] = {}
+        parent_status = "FAILED"
+        try:
+            self._setup(previous)
+            if self._handle_signals and threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGTERM, signal.SIGHUP):
+                    old_handlers[sig] = signal.signal(sig, self._on_signal)
+            try:
+                self._recover(previous)
+                self._loop()
+                parent_status = "FAILED" if self._stop_reason else "FINISHED"
+            except (KeyboardInterrupt, _Interrupted) as exc:
+                name = "SIGTERM" if isinstance(exc, _Interrupted) else "Ctrl-C"
+                self._abort(f"interrupted: the controller received {name}")
+                parent_status = "KILLED"
+                raise KeyboardInterrupt from None
+            except BaseException as exc:
+                self._abort(f"controller error: {type(exc).__name__}: {exc}")
+                raise
+            clean = True
+        finally:
+            for sig, handler in old_handlers.items():
+                signal.signal(sig, handler)
+            if self._executor is not None:
+                self._executor.shutdown()
+            if self._recorder is not None:
+                self._recorder.close(parent_status, tags=self._summary_tags())
+            self.campaign_dir.release(clean=clean)
+        result = self._result()
+        if self._importance and self._stop_reason is None:
+            result.importance = self._run_importance()
+        if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
+            raise BudgetExhausted(self._stop_reason)
+        return result
+
+    # ----- setup and recovery --------------------------------------------------------------
+
+    def _setup(self, previous: Mapping[str, Any]) -> None:
+        import optuna
+
+        from tuner._optuna_factory import make_pruner, make_sampler
+        from tuner._study import open_storage
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        url = self.config.optuna_storage_url()
+        if self._storage is None:
+            self._storage = open_storage(url, exclusive=True)
+        self._lock = StudyLock(url, self.config.study_name)
+        directions = self.config.directions
+        try:
+            self.study = optuna.create_study(
+                storage=self._storage,
+                study_name=self.config.study_name,
+                directions=list(directions),  # type: ignore[arg-type]
+                sampler=make_sampler(self.config),
+                pruner=make_pruner(self.config),
+                load_if_exists=True,
+            )
+        except ValueError as exc:
+            raise TunerError(f"Optuna storage {url}: {exc}") from None
+        have = [d.name.lower() for d in self.study.directions]
+        if have != list(directions):
+            raise TunerError(
+                f"Optuna storage {url}: study {self.config.study_name!r} exists with directions "
+                f"{have}, but the config asks for {list(directions)}; use another name"
+            )
+        for trial in self.study.get_trials(deepcopy=False):
+            if trial.state.name in self.counts and STALE_ATTR not in trial.system_attrs:
+                self.counts[trial.state.name] += 1
+            if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
+                self.failures += 1
+        if self._recorder is None:
+            from tuner._lineage import LineageRecorder
+
+            self._recorder = LineageRecorder(
+                self.config.tracking_uri(),
+                self.config.experiment,
+                self.config.name,
+                pool_size=self.config.resources.parallel + 1,
+            )
+        parent = self.study.user_attrs.get("mlflow_parent_run_id")
+        self._recorder.start(
+            parent_run_id=parent, params=self._campaign_params(), tags=self._campaign_tags()
+        )
+        if self._recorder.parent_run_id and self._recorder.parent_run_id != parent:
+            self.study.set_user_attr("mlflow_parent_run_id", self._recorder.parent_run_id)
+        if self._executor is None:
+            self._executor = self._default_executor()
+        if self.config.diagnosis.early_stop:
+            self._online_check = _load_online_check()
+
+    def _default_executor(self) -> Executor:
+        if self.config.executor.name == "ray":
+            try:
+                from tuner.executors._ray import RayExecutor
+            except ImportError as exc:
+                raise TunerError(f"executor.name: ray is not available here: {exc}") from None
+            res = self.config.resources
+            return RayExecutor(
+                address=self.config.executor.address,
+                kind=res.kind,
+                per_trial=res.per_trial,
+                parallel=res.parallel,
+            )
+        from tuner._devices import make_slots
+        from tuner.executors._local import LocalExecutor
+
+        res = self.config.resources
+        kind: str = res.kind
+        if kind == "auto":
+            from tuner._devices import detect_devices
+
+            kind, _ = detect_devices(None if res.devices == "auto" else "gpu")
+        slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
+        return LocalExecutor(slots, run_dir=self.campaign_dir.trials)
+
+    def _recover(self, previous: Mapping[str, Any]) -> None:
+        """End what a dead controller left: orphan process groups, RUNNING trials, runs."""
+        import optuna
+
+        assert self.study is not None and self._recorder is not None
+        stale = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        for frozen in stale:
+            launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
+            ended = 0
+            if launch.get("host") == self._host and launch.get("pid"):
+                ended = _procs.end_group(launch, grace=float(self.config.trial.grace_period or 5))
+            reason = (
+                "interrupted: its controller died (found RUNNING by the next controller"
+                + (f", {ended} orphan process(es) ended" if ended else "")
+                + "); re-run with the same parameters"
+            )
+            self._supersede(frozen.number, frozen._trial_id, reason, frozen.params, frozen)
+            self._observer.message(f"trial {frozen.number}: {reason}")
+        if stale or previous.get("clean_exit") is False:
+            from tuner._lineage import reconcile_runs
+
+            uri, exp, name = self.config.tracking_uri(), self.config.experiment, self.config.name
+            reason = "controller died while the trial ran; re-run as another trial"
+
+            def reconcile(_client: Any) -> None:
+                reconcile_runs(uri, exp, name, reason)
+
+            self._recorder.call(reconcile)
+
+    def _supersede(
+        self,
+        number: int,
+        trial_id: int,
+        reason: str,
+        params: Mapping[str, Any],
+        frozen: optuna.trial.FrozenTrial,
+    ) -> None:
+        """Mark an interrupted trial FAIL (superseded) and queue a copy with its params."""
+        import optuna
+
+        assert self.study is not None
+        storage = self.study._storage
+        storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+        storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
+        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+        attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
+        self.study.enqueue_trial(
+            dict(params),
+            user_attrs={ATTEMPT_ATTR: attempt, "tuner.rerun_of": number},
+            skip_if_exists=False,
+        )
+
+    # ----- main loop -----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        assert self._executor is not None
+        executor = self._executor
+        deadline = (
+            time.monotonic() + self.config.budget.timeout if self.config.budget.timeout else None
+        )
+        self._notify(force=True)
+        while True:
+            for number in list(self.running):
+                self._service(self.running[number])
+            if self._stop_reason is not None:
+                self._stop_all(self._stop_reason)
+                return
+            if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
+                self._launch_closed = "budget.timeout reached: no new trials are started"
+                self._observer.message(self._launch_closed)
+            exhausted = False
+            while not self._launch_closed and executor.free_slots() > 0:
+                if not self._launch_one():
+                    exhausted = True
+                    break
+            if not self.running and (exhausted or self._launch_closed):
+                return
+            self._notify()
+            executor.wait(self._poll)
+
+    def _waiting(self) -> int:
+        import optuna
+
+        assert self.study is not None
+        return len(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
+
+    def _launch_one(self) -> bool:
+        from tuner._space import sample_params
+
+        assert self.study is not None and self._executor is not None
+        assert self._recorder is not None
+        t0 = time.perf_counter()
+        trial = ask_within_budget(self.study, self.budget, self._lock)
+        if trial is None:
+            return False
+        params = sample_params(trial, self.config)
+        attempt = int(trial.user_attrs.get(ATTEMPT_ATTR, 1))
+        run_id = self._recorder.reserve_run()
+        env = {
+            "TUNER_PARAMS": json.dumps(params),
+            "MLFLOW_TRACKING_URI": self.config.tracking_uri(),
+            "MLFLOW_EXPERIMENT_ID": str(self._recorder.experiment_id),
+            "MLFLOW_RUN_ID": run_id,
+            **self.config.env,
+        }
+        argv = self.config.render_command(params)
+        spec = TrialSpec(
+            number=trial.number,
+            attempt=attempt,
+            params=params,
+            argv=argv,
+            env=env,
+            workdir=str(self.config.workdir) if self.config.workdir else None,
+            timeout=self.config.trial.timeout,
+            grace_period=float(self.config.trial.grace_period or 10.0),
+            run_id=run_id,
+        )
+        handle = self._executor.submit(spec)
+        device = _device_label(handle)
+        collectors: list[Collector] = [TrialApiCollector()]
+        if self._patterns:
+            collectors.append(StdoutCollector(self._patterns))
+        collectors.append(MlflowRunCollector(self._recorder.latest_metrics))
+        rt = RunningTrial(trial, handle, params, attempt, run_id, collectors, device)
+        self.running[trial.number] = rt
+        launch = {
+            **handle.process_info(),
+            "host": self._host,
+            "device": device,
+            "run_id": run_id,
+            "attempt": attempt,
+            "started": handle.started_at,
+        }
+        trial.set_user_attr(LAUNCH_ATTR, launch)
+        self._recorder.trial_started(
+            run_id,
+            number=trial.number,
+            attempt=attempt,
+            params=params,
+            argv=argv,
+            env=self.config.env,
+            device=device,
+            sampler=self._sampler_name,
+            extra_tags={"tuner.campaign": self.config.name},
+        )
+        self.timings.append(time.perf_counter() - t0)
+        return True
+
+    def _service(self, rt: RunningTrial) -> None:
+        """Collect a trial's news; prune or diagnose; finalize it when it has ended."""
+        reports: list[Report] = []
+        for collector in rt.collectors:
+            reports.extend(collector.collect(rt.handle))
+        outcome = rt.handle.poll()
+        if outcome is not None:
+            # Lines written just before exit arrive with the outcome.
+            for collector in rt.collectors:
+                reports.extend(collector.collect(rt.handle))
+        if reports:
+            self._absorb(rt, reports)
+        if outcome is not None:
+            t0 = time.perf_counter()
+            self._finalize(rt, outcome)
+            if self.timings:
+                self.timings[-1] += time.perf_counter() - t0
+
+    def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
+        assert self._recorder is not None and self.study is not None
+        points: list[tuple[str, float, int, float]] = []
+        target = self.config.target.metric
+        new_target = False
+        fresh_non_finite = False
+        for report in reports:
+            ts = report.timestamp or time.time()
+            for key, value in report.metrics.items():
+                rt.latest[key] = value
+                steps, values = rt.history.setdefault(key, ([], []))
+                steps.append(report.step)
+                values.append(value)
+                if math.isfinite(value):
+                    points.append((key, value, report.step, ts))
+                else:
+                    fresh_non_finite = True
+                if (
+                    key == target
+                    and not self.config.multi_objective
+                    and math.isfinite(value)
+                    and report.step not in rt.reported_steps
+                    and rt.prune_reason is None
+                ):
+                    rt.trial.report(value, report.step)
+                    rt.reported_steps.add(report.step)
+                    new_target = True
+        if rt.run_id and points:
+            self._recorder.trial_metrics(rt.run_id, points)
+        if rt.prune_reason is not None:
+            return
+        if new_target and rt.trial.should_prune():
+            step = max(rt.reported_steps)
+            rt.prune_reason = (
+                f"pruned by the {self.config.pruner.name} pruner at step {step} "
+                f"({target}={rt.latest.get(target)})"
+            )
+            rt.handle.request_prune()
+            return
+        now = time.monotonic()
+        if self._online_check is not None and (fresh_non_finite or now - rt.last_check >= 1.0):
+            rt.last_check = now
+            for key, (steps, values) in rt.history.items():
+                finding = self._online_check(key, steps, values)
+                if finding is not None:
+                    rt.prune_reason = f"stopped early by diagnosis: {_finding_text(finding)}"
+                    rt.handle.request_prune()
+                    return
+
+    def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
+        import optuna
+
+        assert self.study is not None and self._recorder is not None
+        self.running.pop(rt.number, None)
+        state, values, reason = self._judge(rt, outcome)
+        rt.state = rt.state.to(state)
+        storage, trial_id = self.study._storage, rt.trial._trial_id
+        tags = {
+            "tuner.state": state.value,
+            "tuner.duration_s": f"{outcome.duration:.3f}",
+        }
+        if outcome.exit_code is not None:
+            tags["tuner.exit_code"] = str(outcome.exit_code)
+        if outcome.signal is not None:
+            tags["tuner.signal"] = _signal_name(outcome.signal)
+        retry_number: int | None = None
+        if state is TrialState.COMPLETE:
+            assert values is not None
+            self.study.tell(rt.trial, values if self.config.multi_objective else values[0])
+        elif state is TrialState.PRUNED:
+            tags["tuner.prune_reason"] = reason or "pruned"
+            storage.set_trial_user_attr(trial_id, PRUNE_ATTR, reason)
+            self.study.tell(rt.trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            tags["tuner.fail_reason"] = reason or "failed"
+            self.failures += 1
+            self._last_failure = f"trial {rt.number}: {reason}"
+            storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+            storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
+            retries = self.config.trial.retries
+            retry = rt.attempt <= retries and self.failures < self.config.budget.max_failures
+            if retry:
+                storage.set_trial_system_attr(
+                    trial_id, STALE_ATTR, f"failed attempt {rt.attempt}, retried"
+                )
+            self.study.tell(rt.trial, state=optuna.trial.TrialState.FAIL)
+            if retry:
+                self.study.enqueue_trial(
+                    rt.params,
+                    user_attrs={ATTEMPT_ATTR: rt.attempt + 1, "tuner.retry_of": rt.number},
+                    skip_if_exists=False,
+                )
+                retry_number = self.study._storage.get_n_trials(self.study._study_id) - 1
+                tags["tuner.retried_as"] = str(retry_number)
+            self._observer.message(
+                f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
+                + (f"; retried as trial {retry_number}" if retry_number is not None else "")
+            )
+            if self.failures >= self.config.budget.max_failures and self._stop_reason is None:
+                self._stop_reason = (
+                    f"campaign {self.config.name!r} stopped: {self.failures} failed trial "
+                    f"attempt(s) reached budget.max_failures={self.config.budget.max_failures}; "
+                    f"last: {self._last_failure}"
+                )
+        if state is not TrialState.FAIL or retry_number is None:
+            self.counts[state.value] += 1
+        if values is not None:
+            for name, value in zip(self.config.metric_names, values, strict=True):
+                tags[f"tuner.value.{name}"] = repr(value)
+        if rt.run_id:
+            self._recorder.trial_finished(
+                rt.run_id,
+                status=state.mlflow_status,
+                tags=tags,
+                output_tail=_tail_text(outcome),
+            )
+        self._notify(force=True)
+
+    def _judge(
+        self, rt: RunningTrial, outcome: TrialOutcome
+    ) -> tuple[TrialState, list[float] | None, str | None]:
+        if rt.prune_reason is not None:
+            return TrialState.PRUNED, None, rt.prune_reason
+        if outcome.launch_error:
+            return TrialState.FAIL, None, outcome.launch_error
+        if outcome.timed_out:
+            return (
+                TrialState.FAIL,
+                None,
+                f"timeout: ran longer than trial.timeout={self.config.trial.timeout:g}s",
+            )
+        if outcome.stopped:
+            return TrialState.FAIL, None, "stopped by the controller"
+        if outcome.signal is not None:
+            return TrialState.FAIL, None, f"killed by signal {_signal_name(outcome.signal)}"
+        if outcome.exit_code != 0:
+            last = _last_line(outcome.stderr_tail) or _last_line(outcome.stdout_tail)
+            return (
+                TrialState.FAIL,
+                None,
+                f"exit code {outcome.exit_code}" + (f": {last}" if last else ""),
+            )
+        missing = [m for m in self.config.metric_names if m not in rt.latest]
+        if missing:
+            for collector in rt.collectors:
+                for key, value in collector.final(rt.handle, outcome).items():
+                    rt.latest.setdefault(key, value)
+                if all(m in rt.latest for m in self.config.metric_names):
+                    break
+        values: list[float] = []
+        for metric in self.config.metric_names:
+            if metric not in rt.latest:
+                return (
+                    TrialState.FAIL,
+                    None,
+                    f"target metric {metric!r} was never reported (tuner.trial.report, "
+                    "mlflow.log_metric into MLFLOW_RUN_ID, or a metrics: pattern)",
+                )
+            value = rt.latest[metric]
+            if not math.isfinite(value):
+                return TrialState.FAIL, None, f"target metric {metric!r} is {value}"
+            values.append(value)
+        return TrialState.COMPLETE, values, None
+
+    # ----- stopping ------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        raise _Interrupted(signum)
+
+    def _stop_all(self, reason: str) -> None:
+        """Stop running trials (failure budget spent) and mark them; they are re-queued."""
+        self._terminate_and_mark(f"interrupted: {reason}")
+
+    def _abort(self, reason: str) -> None:
+        self._launch_closed = reason
+        # Further signals during cleanup must not leave trials RUNNING.
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                signal.signal(sig, signal.SIG_IGN)
+        try:
+            self._terminate_and_mark(reason)
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def _terminate_and_mark(self, reason: str) -> None:
+        if not self.running or self.study is None:
+            return
+        for rt in self.running.values():
+            rt.handle.terminate()
+        if self._executor is not None:
+            self._executor.shutdown()
+        for rt in list(self.running.values()):
+            self.running.pop(rt.number, None)
+            outcome = rt.handle.poll()
+            try:
+                frozen = self.study._storage.get_trial(rt.trial._trial_id)
+                self._supersede(rt.number, rt.trial._trial_id, reason, rt.params, frozen)
+            except Exception as exc:  # the storage itself may be what failed
+                self._observer.message(f"trial {rt.number}: could not be marked: {exc}")
+            if rt.run_id and self._recorder is not None:
+                self._recorder.trial_finished(
+                    rt.run_id,
+                    status="KILLED",
+                    tags={"tuner.state": "FAIL", "tuner.fail_reason": reason},
+                    output_tail=_tail_text(outcome) if outcome else "",
+                )
+
+    # ----- reporting -----------------------------------------------------------------------
+
+    def _notify(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_update >= 0.25:
+            self._last_update = now
+            self._observer.update(self)
+
+    def best(self) -> dict[str, Any] | None:
+        if self.study is None:
+            return None
+        return best_of(self.study)
+
+    def _result(self) -> CampaignResult:
+        return CampaignResult(
+            counts=dict(self.counts),
+            finished=sum(self.counts.values()),
+            budget=self.budget,
+            best=self.best(),
+            stop_reason=self._stop_reason or self._launch_closed,
+            parent_run_id=self._recorder.parent_run_id if self._recorder else None,
+            lineage_errors=self._recorder.errors if self._recorder else {},
+        )
+
+    def _campaign_params(self) -> dict[str, Any]:
+        c = self.config
+        out: dict[str, Any] = {
+            "budget.trials": c.budget.trials,
+            "budget.max_failures": c.budget.max_failures,
+            "trial.retries": c.trial.retries,
+            "sampler": c.sampler.name,
+            "pruner": c.pruner.name,
+            "target": f"{c.target.metric}:{c.target.goal}",
+            "resources.parallel": c.resources.parallel,
+            "resources.kind": c.resources.kind,
+        }
+        for name, param in c.parameters.items():
+            out[f"space.{name}"] = json.dumps(
+                param.model_dump(exclude_none=True, exclude_defaults=True), default=str
+            )
+        return out
+
+    def _campaign_tags(self) -> dict[str, str]:
+        from lineage._secrets import mask_argv, mask_uri
+
+        c = self.config
+        return {
+            "tuner.study": c.study_name,
+            "tuner.storage": mask_uri(c.optuna_storage_url()),
+            "tuner.command": " ".join(mask_argv(list(c.command))),
+            "tuner.config_path": str(c.source_path or ""),
+        }
+
+    def _summary_tags(self) -> dict[str, str]:
+        tags = {f"tuner.count.{k}": str(v) for k, v in self.counts.items()}
+        best = self.best()
+        if best is not None:
+            tags["tuner.best.number"] = str(best["number"])
+            tags["tuner.best.value"] = repr(best["value"])
+        if self._stop_reason or self._launch_closed:
+            tags["tuner.stop_reason"] = str(self._stop_reason or self._launch_closed)
+        return tags
+
+    def _run_importance(self) -> str:
+        from lineage.importance import MIN_RUNS
+
+        complete = self.counts["COMPLETE"]
+        if complete < MIN_RUNS:
+            return (
+                f"importance: {complete} completed trial(s); at least {MIN_RUNS} are needed "
+                "to rank parameters"
+            )
+        try:
+            from lineage.importance import analyze_experiment
+
+            result = analyze_experiment(
+                self.config.experiment,
+                target=self.config.target.metric,
+                goal=self.config.target.goal,
+                tracking_uri=self.config.tracking_uri(),
+                where=f"tags.`tuner.campaign` = '{self.config.name}'",
+                log=True,
+            )
+        except Exception as exc:
+            return f"importance: not computed ({type(exc).__name__}: {exc})"
+        names = ", ".join(
+            f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in result.params[:5]
+        )
+        run = result.analysis_run_id
+        return f"importance: {names or 'computed'}" + (f" (analysis run {run})" if run else "")
+
+
+# ----- helpers shared with `tuner status` -----------------------------------------------------
+
+
+def best_of(study: optuna.Study) -> dict[str, Any] | None:
+    """``{"number", "value", "params"}`` of the best trial (single objective), or for a
+    multi-objective study the Pareto front as ``{"trials": [...]}``; None before any."""
+    try:
+        if len(study.directions) > 1:
+            front = study.best_trials
+            if not front:
+                return None
+            return {
+                "trials": [
+                    {"number": t.number, "values": t.values, "params": t.params} for t in front
+                ]
+            }
+        trial = study.best_trial
+    except ValueError:
+        return None
+    return {"number": trial.number, "value": trial.value, "params": trial.params}
+
+
+def _load_online_check() -> Callable[..., Any]:
+    try:
+        from lineage.diagnose import online_check
+
+        return online_check
+    except ImportError:
+        return _fallback_online_check
+
+
+class _FallbackFinding:
+    def __init__(self, summary: str) -> None:
+        self.summary = summary
+
+
+def _fallback_online_check(metric: str, steps: Any, values: Any) -> Any:
+    # Used only when lineage.diagnose is missing: the one check that needs no thresholds.
+    for step, value in zip(steps, values, strict=False):
+        if not math.isfinite(value):
+            return _FallbackFinding(f"{metric} became {value} at step {step}")
+    return None
+
+
+def _finding_text(finding: Any) -> str:
+    check = getattr(finding, "check", None)
+    summary = getattr(finding, "summary", str(finding))
+    return f"{check}: {summary}" if check else str(summary)
+
+
+def _device_label(handle: TrialHandle) -> str:
+    slot = getattr(handle, "slot", None)
+    if slot is not None and hasattr(slot, "label"):
+        return str(slot.label)
+    return ",".join(handle.devices) if handle.devices else "cpu"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()[:300]
+    return ""
+
+
+def _tail_text(outcome: TrialOutcome) -> str:
+    parts = []
+    if outcome.stdout_tail:
+        parts.append("----- stdout (tail) -----\n" + outcome.stdout_tail)
+    if outcome.stderr_tail:
+        parts.append("----- stderr (tail) -----\n" + outcome.stderr_tail)
+    return "\n".join(parts)

@@ -1,0 +1,358 @@
+"""The campaign's lineage in MLflow: one parent run per campaign, one child run per trial.
+
+MLflow writes cost tens of milliseconds each on SQLite, so none of them is on the trial
+path: a background thread does them in order, and keeps a small pool of child runs created
+ahead (tag ``lineage.run_type=reserved``) so that a trial can get its ``MLFLOW_RUN_ID`` at
+once. At the end (and on `tuner resume`) reserved runs nobody used are deleted.
+
+Tags on a trial run: ``lineage.run_type=trial``, ``mlflow.parentRunId``, ``tuner.campaign``,
+``tuner.trial_number``, ``tuner.attempt``, ``tuner.sampler``, ``tuner.device``,
+``tuner.command`` and ``lineage.command`` (secrets masked), ``tuner.env.<NAME>`` (masked),
+then ``tuner.state`` (COMPLETE, PRUNED, FAIL), ``tuner.exit_code``, ``tuner.signal``,
+``tuner.duration_s``, ``tuner.fail_reason`` or ``tuner.prune_reason``. The run's status is
+FINISHED, KILLED (pruned) or FAILED; the controller sets it after the trial exits, whatever
+the script itself did. The tail of stdout/stderr is the artifact ``tuner/output_tail.txt``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lineage._secrets import mask_argv, mask_value
+
+__all__ = ["LineageRecorder"]
+
+_log = logging.getLogger(__name__)
+RUN_TYPE = "lineage.run_type"
+_MAX_BATCH = 900  # MLflow accepts 1,000 metrics per log_batch
+
+
+def _value(v: Any) -> str:
+    text = str(v)
+    return text if len(text) <= 5000 else text[:4997] + "..."
+
+
+class LineageRecorder:
+    """Records a campaign into MLflow from a background thread.
+
+    Methods are called from the controller thread; they only queue work, except `start`
+    (which waits for the parent run) and `reserve_run` (which waits only when the pool is
+    empty). `close` drains the queue. Errors are logged once per kind, never raised into
+    the controller: a lineage hiccup must not kill a campaign.
+    """
+
+    def __init__(
+        self,
+        tracking_uri: str,
+        experiment: str,
+        campaign: str,
+        *,
+        pool_size: int = 2,
+    ) -> None:
+        self.tracking_uri = tracking_uri
+        self.experiment_name = experiment
+        self.campaign = campaign
+        self.experiment_id: str | None = None
+        self.parent_run_id: str | None = None
+        self._pool_size = max(1, pool_size)
+        self._pool: queue.Queue[str] = queue.Queue()
+        self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._client: Any = None
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self._errors: dict[str, str] = {}
+        self._reserved_out = 0
+        self._thread = threading.Thread(target=self._loop, name="tuner-lineage", daemon=True)
+
+    # ----- controller side -----------------------------------------------------------------
+
+    def start(
+        self,
+        *,
+        parent_run_id: str | None,
+        params: Mapping[str, Any],
+        tags: Mapping[str, str],
+        wait: bool = True,
+    ) -> None:
+        """Open the experiment and the parent run (reuse ``parent_run_id`` when it exists),
+        then fill the pool. With ``wait`` returns when the parent run exists."""
+        self._thread.start()
+        self._jobs.put(lambda: self._open(parent_run_id, params, tags))
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        from tuner._errors import TunerError
+
+        self._ready.wait(timeout)
+        if self._start_error is not None:
+            raise TunerError(
+                f"lineage store {self.tracking_uri}: cannot open the campaign run: "
+                f"{self._start_error}"
+            ) from self._start_error
+
+    def reserve_run(self) -> str:
+        """A child run id for the next trial (from the pool; created now if it is empty)."""
+        self.wait_ready()
+        try:
+            run_id = self._pool.get_nowait()
+        except queue.Empty:
+            run_id = self._create_reserved()
+        self._jobs.put(self._refill)
+        return run_id
+
+    def trial_started(
+        self,
+        run_id: str,
+        *,
+        number: int,
+        attempt: int,
+        params: Mapping[str, Any],
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        device: str,
+        sampler: str,
+        extra_tags: Mapping[str, str] | None = None,
+    ) -> None:
+        masked = mask_argv(list(argv))
+        tags = {
+            RUN_TYPE: "trial",
+            "mlflow.runName": f"{self.campaign}-trial-{number}",
+            "tuner.trial_number": str(number),
+            "tuner.attempt": str(attempt),
+            "tuner.sampler": sampler,
+            "tuner.device": device,
+            "tuner.command": _value(" ".join(masked)),
+            "lineage.command": _value(" ".join(masked)),
+            "tuner.state": "RUNNING",
+        }
+        for name, value in env.items():
+            tags[f"tuner.env.{name}"] = _value(mask_value(name, value))
+        tags.update(extra_tags or {})
+        param_items = {k: _value(v) for k, v in params.items()}
+        self._jobs.put(lambda: self._log(run_id, params=param_items, tags=tags))
+
+    def trial_metrics(self, run_id: str, points: Sequence[tuple[str, float, int, float]]) -> None:
+        """``points``: ``(key, value, step, unix_time_s)``."""
+        if points:
+            copied = list(points)
+            self._jobs.put(lambda: self._log(run_id, metrics=copied))
+
+    def trial_finished(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        tags: Mapping[str, str],
+        output_tail: str,
+    ) -> None:
+        copied = dict(tags)
+
+        def job() -> None:
+            self._log(run_id, tags=copied)
+            if output_tail:
+                self._guard(
+                    "artifact",
+                    lambda: self._client.log_text(run_id, output_tail, "tuner/output_tail.txt"),
+                )
+            self._guard("status", lambda: self._client.set_terminated(run_id, status))
+
+        self._jobs.put(job)
+
+    def latest_metrics(self, run_id: str) -> dict[str, float]:
+        """The latest value of every metric of a run, read now (for plain-mlflow scripts)."""
+        self.wait_ready()
+        try:
+            return dict(self._client.get_run(run_id).data.metrics)
+        except Exception as exc:
+            self._note("read", exc)
+            return {}
+
+    def call(self, fn: Callable[[Any], None]) -> None:
+        """Queue ``fn(client)`` (for one-off writes such as the campaign summary)."""
+        self._jobs.put(lambda: self._guard("call", lambda: fn(self._client)))
+
+    def close(self, status: str, *, tags: Mapping[str, str] | None = None) -> None:
+        """Delete unused reserved runs, end the parent run with ``status``, drain, stop."""
+        if not self._thread.is_alive():
+            return
+
+        def finish() -> None:
+            while True:
+                try:
+                    run_id = self._pool.get_nowait()
+                except queue.Empty:
+                    break
+                self._guard("delete", lambda r=run_id: self._discard(r))  # type: ignore[misc]
+            if self.parent_run_id is not None:
+                if tags:
+                    self._log(self.parent_run_id, tags=dict(tags))
+                self._guard(
+                    "status", lambda: self._client.set_terminated(self.parent_run_id, status)
+                )
+
+        self._pool_size = 0
+        self._jobs.put(finish)
+        self._jobs.put(None)
+        self._thread.join()
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return dict(self._errors)
+
+    # ----- background thread ---------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                job()
+            except Exception as exc:  # keep the thread alive whatever a job does
+                self._note("job", exc)
+
+    def _note(self, kind: str, exc: BaseException) -> None:
+        if kind not in self._errors:
+            self._errors[kind] = f"{type(exc).__name__}: {exc}"
+            _log.warning("lineage %s failed: %s", kind, exc)
+
+    def _guard(self, kind: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:
+            self._note(kind, exc)
+            return None
+
+    def _open(
+        self, parent_run_id: str | None, params: Mapping[str, Any], tags: Mapping[str, str]
+    ) -> None:
+        try:
+            from mlflow.tracking import MlflowClient
+
+            self._client = client = MlflowClient(tracking_uri=self.tracking_uri)
+            exp = client.get_experiment_by_name(self.experiment_name)
+            if exp is None:
+                self.experiment_id = client.create_experiment(self.experiment_name)
+            else:
+                if exp.lifecycle_stage == "deleted":
+                    client.restore_experiment(exp.experiment_id)
+                self.experiment_id = exp.experiment_id
+            run = None
+            if parent_run_id:
+                try:
+                    run = client.get_run(parent_run_id)
+                except Exception:
+                    run = None
+                if run is not None and run.info.lifecycle_stage == "deleted":
+                    run = None
+            if run is None:
+                run = client.create_run(
+                    self.experiment_id,
+                    run_name=self.campaign,
+                    tags={RUN_TYPE: "campaign", "tuner.campaign": self.campaign, **tags},
+                )
+                self.parent_run_id = run.info.run_id
+                self._log(self.parent_run_id, params={k: _value(v) for k, v in params.items()})
+            else:
+                self.parent_run_id = run.info.run_id
+                client.update_run(self.parent_run_id, status="RUNNING")
+        except BaseException as exc:
+            self._start_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._refill()
+
+    def _discard(self, run_id: str) -> None:
+        self._client.set_terminated(run_id, "KILLED")
+        self._client.delete_run(run_id)
+
+    def _create_reserved(self) -> str:
+        run = self._client.create_run(
+            self.experiment_id,
+            tags={
+                RUN_TYPE: "reserved",
+                "mlflow.parentRunId": self.parent_run_id,
+                "tuner.campaign": self.campaign,
+            },
+        )
+        return str(run.info.run_id)
+
+    def _refill(self) -> None:
+        while self._pool.qsize() < self._pool_size:
+            run_id = self._guard("reserve", self._create_reserved)
+            if run_id is None:
+                return
+            self._pool.put(run_id)
+
+    def _log(
+        self,
+        run_id: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+        metrics: Sequence[tuple[str, float, int, float]] = (),
+    ) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        param_list = [Param(k, v) for k, v in (params or {}).items()]
+        tag_list = [RunTag(k, v) for k, v in (tags or {}).items()]
+        metric_list = [Metric(k, v, int(t * 1000), s) for k, v, s, t in metrics]
+        first = True
+        while first or metric_list or param_list or tag_list:
+            first = False
+            chunk, metric_list = metric_list[:_MAX_BATCH], metric_list[_MAX_BATCH:]
+            p, param_list = param_list[:100], param_list[100:]
+            t, tag_list = tag_list[:100], tag_list[100:]
+            if not (chunk or p or t):
+                break
+            self._guard(
+                "log",
+                lambda c=chunk, p=p, t=t: self._client.log_batch(  # type: ignore[misc]
+                    run_id, metrics=c, params=p, tags=t
+                ),
+            )
+
+
+def reconcile_runs(
+    tracking_uri: str, experiment: str, campaign: str, reason: str
+) -> dict[str, int]:
+    """After a controller died: delete reserved runs of ``campaign`` and end its trial runs
+    left RUNNING as KILLED with ``reason``. Returns counts ``{"deleted": n, "killed": n}``."""
+    from mlflow.entities import RunTag
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    counts = {"deleted": 0, "killed": 0}
+    if exp is None:
+        return counts
+    runs = client.search_runs(
+        [exp.experiment_id],
+        filter_string=f"tags.`tuner.campaign` = '{campaign}' and attributes.status = 'RUNNING'",
+        max_results=5000,
+    )
+    now = time.time()
+    for run in runs:
+        kind = run.data.tags.get(RUN_TYPE)
+        if kind == "reserved":
+            client.set_terminated(run.info.run_id, "KILLED")
+            client.delete_run(run.info.run_id)
+            counts["deleted"] += 1
+        elif kind == "trial":
+            client.log_batch(
+                run.info.run_id,
+                tags=[
+                    RunTag("tuner.state", "FAIL"),
+                    RunTag("tuner.fail_reason", reason),
+                ],
+            )
+            client.set_terminated(run.info.run_id, "KILLED", end_time=int(now * 1000))
+            counts["killed"] += 1
+    return counts

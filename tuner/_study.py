@@ -1,0 +1,254 @@
+"""The Optuna study of a campaign, on its RDB storage, fast enough for 1,000s of trials.
+
+Two things make stock ask/tell on SQLite slow: every commit waits for an fsync (rollback
+journal), and `optuna.storages._CachedStorage` re-reads unfinished trials from the database
+on every `get_all_trials`, which samplers and pruners call several times per trial.
+
+- SQLite storages are opened in WAL mode with ``synchronous=NORMAL``: a commit is durable
+  against a process crash (kill -9) and needs no fsync; only a power cut may lose the last
+  transactions. WAL also lets `tuner status` read while the controller writes.
+- `ExclusiveCachedStorage` keeps the study's trials in memory and writes every change
+  through to the database before returning (nothing is lost when the controller dies). Reads
+  never touch the database. It is correct only while this process is the study's only
+  writer, which the campaign lock guarantees for `tuner run`/`tuner resume`; workers
+  sharing a study (PostgreSQL, several controllers) use the plain cached storage instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import threading
+from collections.abc import Container, Sequence
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.storages import BaseStorage, RDBStorage
+from optuna.study import StudyDirection
+from optuna.study._frozen import FrozenStudy
+from optuna.trial import FrozenTrial, TrialState
+
+__all__ = ["ExclusiveCachedStorage", "open_storage"]
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def open_storage(url: str, *, exclusive: bool) -> BaseStorage:
+    """An RDB storage for ``url``; wrapped in `ExclusiveCachedStorage` when ``exclusive``."""
+    is_sqlite = url.startswith("sqlite")
+    engine_kwargs: dict[str, Any] = {}
+    if is_sqlite:
+        engine_kwargs["connect_args"] = {"timeout": 60}
+    rdb = RDBStorage(url, engine_kwargs=engine_kwargs)
+    if is_sqlite:
+        from sqlalchemy import event
+
+        event.listen(rdb.engine, "connect", _sqlite_pragmas)
+        rdb.engine.dispose()  # connections made during migration lack the pragmas
+    if exclusive:
+        return ExclusiveCachedStorage(rdb)
+    return optuna.storages.get_storage(rdb)
+
+
+class ExclusiveCachedStorage(BaseStorage):
+    """Write-through cache over an `RDBStorage` for a process that is a study's only writer.
+
+    Thread-safe (one lock). Every write reaches the database before the call returns; reads
+    are served from memory after the first load of each study.
+    """
+
+    def __init__(self, backend: RDBStorage) -> None:
+        self._backend = backend
+        self._lock = threading.RLock()
+        self._trials: dict[int, dict[int, FrozenTrial]] = {}  # study_id -> number -> trial
+        self._where: dict[int, tuple[int, int]] = {}  # trial_id -> (study_id, number)
+        self._directions: dict[int, list[StudyDirection]] = {}
+
+    @property
+    def backend(self) -> RDBStorage:
+        return self._backend
+
+    # ----- studies: passed through (rare) ------------------------------------------------
+
+    def create_new_study(
+        self, directions: Sequence[StudyDirection], study_name: str | None = None
+    ) -> int:
+        study_id = self._backend.create_new_study(directions, study_name)
+        with self._lock:
+            self._trials[study_id] = {}
+        return study_id
+
+    def delete_study(self, study_id: int) -> None:
+        self._backend.delete_study(study_id)
+        with self._lock:
+            for number_trial in self._trials.pop(study_id, {}).values():
+                self._where.pop(number_trial._trial_id, None)
+
+    def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
+        self._backend.set_study_user_attr(study_id, key, value)
+
+    def set_study_system_attr(self, study_id: int, key: str, value: Any) -> None:
+        self._backend.set_study_system_attr(study_id, key, value)
+
+    def get_study_id_from_name(self, study_name: str) -> int:
+        return self._backend.get_study_id_from_name(study_name)
+
+    def get_study_name_from_id(self, study_id: int) -> str:
+        return self._backend.get_study_name_from_id(study_id)
+
+    def get_study_directions(self, study_id: int) -> list[StudyDirection]:
+        with self._lock:
+            if study_id not in self._directions:
+                self._directions[study_id] = self._backend.get_study_directions(study_id)
+            return list(self._directions[study_id])
+
+    def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
+        return self._backend.get_study_user_attrs(study_id)
+
+    def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
+        return self._backend.get_study_system_attrs(study_id)
+
+    def get_all_studies(self) -> list[FrozenStudy]:
+        return self._backend.get_all_studies()
+
+    # ----- trials --------------------------------------------------------------------------
+
+    def _study(self, study_id: int) -> dict[int, FrozenTrial]:
+        trials = self._trials.get(study_id)
+        if trials is None:
+            trials = {}
+            for trial in self._backend.get_all_trials(study_id, deepcopy=False):
+                trials[trial.number] = trial
+                self._where[trial._trial_id] = (study_id, trial.number)
+            self._trials[study_id] = trials
+        return trials
+
+    def _get(self, trial_id: int) -> FrozenTrial | None:
+        # Trials of studies this process never loaded are not cached (not needed by a
+        # controller, which works on one study).
+        where = self._where.get(trial_id)
+        if where is None:
+            return None
+        study_id, number = where
+        return self._trials[study_id][number]
+
+    def _put(self, trial: FrozenTrial) -> None:
+        study_id, number = self._where[trial._trial_id]
+        self._trials[study_id][number] = trial
+
+    def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
+        with self._lock:
+            trials = self._study(study_id)
+            frozen = self._backend._create_new_trial(study_id, template_trial)
+            trials[frozen.number] = frozen
+            self._where[frozen._trial_id] = (study_id, frozen.number)
+            return frozen._trial_id
+
+    def set_trial_param(
+        self,
+        trial_id: int,
+        param_name: str,
+        param_value_internal: float,
+        distribution: BaseDistribution,
+    ) -> None:
+        with self._lock:
+            self._backend.set_trial_param(trial_id, param_name, param_value_internal, distribution)
+            cached = self._get(trial_id)
+            if cached is None:
+                return
+            trial = copy.copy(cached)
+            trial.params = {
+                **trial.params,
+                param_name: distribution.to_external_repr(param_value_internal),
+            }
+            trial.distributions = {**trial.distributions, param_name: distribution}
+            self._put(trial)
+
+    def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
+        with self._lock:
+            trial = self._study(study_id).get(trial_number)
+        if trial is None:
+            return self._backend.get_trial_id_from_study_id_trial_number(study_id, trial_number)
+        return trial._trial_id
+
+    def set_trial_state_values(
+        self, trial_id: int, state: TrialState, values: Sequence[float] | None = None
+    ) -> bool:
+        with self._lock:
+            if not self._backend.set_trial_state_values(trial_id, state, values):
+                return False
+            cached = self._get(trial_id)
+            if cached is None:
+                return True
+            trial = copy.copy(cached)
+            trial.state = state
+            if values is not None:
+                trial.values = list(values)
+            now = datetime.datetime.now()
+            if state == TrialState.RUNNING:
+                trial.datetime_start = now
+            if state.is_finished():
+                trial.datetime_complete = now
+            self._put(trial)
+            return True
+
+    def set_trial_intermediate_value(
+        self, trial_id: int, step: int, intermediate_value: float
+    ) -> None:
+        with self._lock:
+            self._backend.set_trial_intermediate_value(trial_id, step, intermediate_value)
+            cached = self._get(trial_id)
+            if cached is None:
+                return
+            trial = copy.copy(cached)
+            trial.intermediate_values = {**trial.intermediate_values, step: intermediate_value}
+            self._put(trial)
+
+    def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
+        with self._lock:
+            self._backend.set_trial_user_attr(trial_id, key, value)
+            cached = self._get(trial_id)
+            if cached is None:
+                return
+            trial = copy.copy(cached)
+            trial.user_attrs = {**trial.user_attrs, key: value}
+            self._put(trial)
+
+    def set_trial_system_attr(self, trial_id: int, key: str, value: Any) -> None:
+        with self._lock:
+            self._backend.set_trial_system_attr(trial_id, key, value)
+            cached = self._get(trial_id)
+            if cached is None:
+                return
+            trial = copy.copy(cached)
+            trial.system_attrs = {**trial.system_attrs, key: value}
+            self._put(trial)
+
+    def get_trial(self, trial_id: int) -> FrozenTrial:
+        with self._lock:
+            cached = self._get(trial_id)
+        if cached is None:
+            return self._backend.get_trial(trial_id)
+        return copy.deepcopy(cached)
+
+    def get_all_trials(
+        self,
+        study_id: int,
+        deepcopy: bool = True,
+        states: Container[TrialState] | None = None,
+    ) -> list[FrozenTrial]:
+        with self._lock:
+            trials = self._study(study_id)
+            out = [trials[n] for n in sorted(trials)]
+        if states is not None:
+            out = [t for t in out if t.state in states]
+        return copy.deepcopy(out) if deepcopy else out
+
+    def remove_session(self) -> None:
+        self._backend.remove_session()

@@ -1,0 +1,36 @@
+"""``tuner resume CONFIG``: continue a campaign whose controller died or was stopped."""
+
+from __future__ import annotations
+
+import argparse
+
+ORDER = 21
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "resume",
+        help="continue an interrupted campaign",
+        description="Continue the campaign in CONFIG after its controller was killed (even "
+        "kill -9) or the machine restarted: orphaned trial processes are ended, trials left "
+        "RUNNING are marked FAIL and re-run with the same parameters, MLflow runs left "
+        "RUNNING are closed, and the campaign goes on to exactly budget.trials trials.",
+    )
+    parser.add_argument("config", help="campaign YAML file")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no live progress view")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner._errors import ConfigError
+    from tuner.cli._cmd_run import execute
+    from tuner.cli._cmd_status import study_exists
+    from tuner.config import load_config
+
+    config = load_config(args.config)
+    if not study_exists(config):
+        raise ConfigError(
+            f"{args.config}: no campaign {config.name!r} in {config.optuna_storage_url()} "
+            "to resume; start it with `tuner run`"
+        )
+    return execute(config, quiet=args.quiet, resume=True)

@@ -1,0 +1,64 @@
+"""``tuner run CONFIG``: run a campaign to its budget (continues an existing one)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+ORDER = 20
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a tuning campaign",
+        description="Run the campaign in CONFIG: ask Optuna for parameters, run each trial as a "
+        "process on a device slot, record everything in MLflow, until budget.trials trials "
+        "are finished. Running it again on the same study continues it. Exit 0 when the "
+        "budget is reached, 1 when budget.max_failures stopped it, 2 for a bad config, "
+        "130 when interrupted (running trials are stopped and re-queued: `tuner resume`).",
+    )
+    parser.add_argument("config", help="campaign YAML file")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no live progress view")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner.config import load_config
+
+    config = load_config(args.config)
+    return execute(config, quiet=args.quiet, resume=False)
+
+
+def execute(config: Any, *, quiet: bool, resume: bool) -> int:
+    """Shared by `tuner run` and `tuner resume`."""
+    from tuner._controller import Controller, Observer
+
+    observer: Any = Observer()
+    if not quiet:
+        from tuner._progress import RichObserver
+
+        observer = RichObserver()
+    try:
+        result = Controller(config, observer=observer).run()
+    finally:
+        close = getattr(observer, "close", None)
+        if close is not None:
+            close()
+    if not quiet:
+        counts = result.counts
+        line = (
+            f"campaign {config.name!r}: {result.finished}/{result.budget} trials "
+            f"(COMPLETE {counts['COMPLETE']}, PRUNED {counts['PRUNED']}, FAIL {counts['FAIL']})"
+        )
+        if result.best is not None and "value" in result.best:
+            line += f"; best trial {result.best['number']}: {result.best['value']:.6g} "
+            line += f"with {result.best['params']}"
+        print(line)
+        if result.stop_reason:
+            print(result.stop_reason)
+        if result.importance:
+            print(result.importance)
+        if result.lineage_errors:
+            print(f"warning: lineage store errors: {result.lineage_errors}")
+    return 0
