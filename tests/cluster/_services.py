@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BIN = Path(sys.executable).parent
 PG_BASE = "postgresql://postgres@127.0.0.1:5432"
@@ -56,32 +57,19 @@ class RayCluster:
     proc: subprocess.Popen[bytes]
     nodes: list[subprocess.Popen[bytes]]
 
-    def add_node(
-        self, *, num_cpus: int = 1, num_gpus: int = 0, resources: str = "{}"
-    ) -> subprocess.Popen[bytes]:
-        """Start one more raylet on this machine, joined to the cluster (a second "node")."""
-        argv = [
-            str(BIN / "ray"),
-            "start",
-            "--block",
-            "--address",
-            self.address,
-            "--node-ip-address",
-            "127.0.0.1",
-            f"--num-cpus={num_cpus}",
-            f"--num-gpus={num_gpus}",
-            "--resources",
-            resources,
-            "--disable-usage-stats",
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--metrics-export-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}",
-        ]
-        proc = subprocess.Popen(
-            argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        self.nodes.append(proc)
-        return proc
+    def wait_ready(self, timeout: float = 120.0) -> RayCluster:
+        log = Path(self.temp_dir) / "head.log"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"ray start exited {self.proc.returncode}: {log.read_text()[-2000:]}"
+                )
+            if "Ray runtime started" in log.read_text(errors="replace"):
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"ray start did not come up in {timeout}s")
 
     def stop(self) -> None:
         for node in self.nodes:
@@ -90,48 +78,29 @@ class RayCluster:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def start_ray(
-    *, num_cpus: int = 2, num_gpus: int = 2, resources: str = '{"NPU": 2}', timeout: float = 90.0
+def launch_ray(
+    *, num_cpus: int = 2, num_gpus: int = 2, resources: str = '{"NPU": 2}'
 ) -> RayCluster:
-    """``ray start --head --block`` on 127.0.0.1 with free ports; returns once it accepts jobs."""
+    """``ray start --head --block`` on 127.0.0.1 with free ports, without waiting for it."""
     # Short path: Ray's unix socket paths must stay under ~107 characters.
     temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")
     port = free_port()
     argv = [
-        str(BIN / "ray"),
-        "start",
-        "--head",
-        "--block",
-        "--node-ip-address",
-        "127.0.0.1",
-        f"--port={port}",
-        f"--num-cpus={num_cpus}",
-        f"--num-gpus={num_gpus}",
-        "--resources",
-        resources,
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-        f"--temp-dir={temp_dir}",
-        f"--ray-client-server-port={free_port()}",
-        f"--dashboard-port={free_port()}",
-        f"--dashboard-agent-listen-port={free_port()}",
-        f"--metrics-export-port={free_port()}",
-        f"--runtime-env-agent-port={free_port()}",
-    ]
+        str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+        f"--port={port}", f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}",
+        "--resources", resources, "--include-dashboard=false", "--disable-usage-stats",
+        f"--temp-dir={temp_dir}", f"--ray-client-server-port={free_port()}",
+        f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+        f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
+        "--object-store-memory=200000000",
+    ]  # fmt: skip
     log = open(Path(temp_dir) / "head.log", "wb")  # noqa: SIM115 - the child owns it
     proc = subprocess.Popen(argv, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
-    address = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"ray start exited {proc.returncode}: {(Path(temp_dir) / 'head.log').read_text()[-2000:]}"
-            )
-        if "Ray runtime started" in (Path(temp_dir) / "head.log").read_text(errors="replace"):
-            return RayCluster(address, temp_dir, proc, [])
-        time.sleep(0.2)
-    stop_group(proc)
-    raise RuntimeError(f"ray start did not come up in {timeout}s")
+    return RayCluster(f"127.0.0.1:{port}", temp_dir, proc, [])
+
+
+def start_ray(**kwargs: Any) -> RayCluster:
+    return launch_ray(**kwargs).wait_ready()
 
 
 @dataclass
@@ -140,38 +109,46 @@ class MlflowServer:
     proc: subprocess.Popen[bytes]
     log: Path
 
+    def wait_ready(self, timeout: float = 180.0) -> MlflowServer:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"mlflow server exited {self.proc.returncode}: {self.log.read_text()[-2000:]}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"mlflow server did not answer /health in {timeout}s")
+
     def stop(self) -> None:
         stop_group(self.proc)
 
 
-def start_mlflow_server(
+def launch_mlflow_server(
     backend_uri: str,
     workdir: Path,
     *,
     auth_admin_password: str | None = None,
     extra_env: Mapping[str, str] | None = None,
-    timeout: float = 120.0,
 ) -> MlflowServer:
-    """``mlflow server`` on 127.0.0.1; with ``auth_admin_password``, MLflow's basic-auth app."""
+    """``mlflow server`` on 127.0.0.1 (with ``auth_admin_password``: MLflow's basic-auth app),
+    without waiting for it."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = dict(os.environ)
     for var in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(var, None)
     argv: Sequence[str] = [
-        str(BIN / "mlflow"),
-        "server",
-        "--backend-store-uri",
-        backend_uri,
-        "--default-artifact-root",
-        str(workdir / "artifacts"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-    ]
+        str(BIN / "mlflow"), "server", "--backend-store-uri", backend_uri,
+        "--default-artifact-root", str(workdir / "artifacts"), "--host", "127.0.0.1",
+        "--port", str(port), "--workers", "1",
+    ]  # fmt: skip
     if auth_admin_password is not None:
         ini = workdir / "basic_auth.ini"
         # auth_cache_ttl_seconds: without it every request re-hashes the password
@@ -193,26 +170,7 @@ def start_mlflow_server(
     log = workdir / "server.log"
     out = open(log, "wb")  # noqa: SIM115 - the child owns it
     proc = subprocess.Popen(
-        list(argv),
-        env=env,
-        cwd=workdir,
-        start_new_session=True,
-        stdout=out,
+        list(argv), env=env, cwd=workdir, start_new_session=True, stdout=out,
         stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mlflow server exited {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return MlflowServer(url, proc, log)
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.3)
-    stop_group(proc)
-    raise RuntimeError(
-        f"mlflow server did not answer /health in {timeout}s: {log.read_text()[-2000:]}"
-    )
+    )  # fmt: skip
+    return MlflowServer(f"http://127.0.0.1:{port}", proc, log)

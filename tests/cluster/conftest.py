@@ -1,10 +1,13 @@
-"""Session-wide real services for the cluster tests.
+"""Session-wide real services for the cluster tests, launched side by side at the start.
 
 - ``ray_cluster``: ``ray start --head`` on 127.0.0.1 with 2 CPUs, 2 declared GPUs and 2 NPUs
   (declared resources: Ray sets ``CUDA_VISIBLE_DEVICES``/``ASCEND_RT_VISIBLE_DEVICES`` for
   them on a CPU-only machine), stopped at the end of the session.
-- ``mlflow_server``: ``mlflow server`` backed by a fresh PostgreSQL database, with MLflow's
-  basic-auth app (admin password below), artifacts in a temporary directory.
+- ``mlflow_server``: ``mlflow server`` backed by a PostgreSQL database cloned from the
+  session's migrated template, with MLflow's basic-auth app, artifacts in a temporary folder.
+
+Both take tens of seconds to come up on two cores, so whichever the session needs is launched
+once, at the first request, and waited for only when a test uses it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,23 +26,49 @@ from _services import (
     PG_BASE,
     MlflowServer,
     RayCluster,
+    launch_mlflow_server,
+    launch_ray,
     pg_exec,
-    start_mlflow_server,
-    start_ray,
 )
 
 ADMIN_PASSWORD = "cluster-tests-admin-pw"
 
 
+def _needed(request: pytest.FixtureRequest, name: str) -> bool:
+    return any(name in getattr(item, "fixturenames", ()) for item in request.session.items)
+
+
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[RayCluster]:
-    cluster = start_ray(num_cpus=2, num_gpus=2, resources='{"NPU": 2}')
-    yield cluster
+def _launched(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    services: dict[str, Any] = {}
+    if _needed(request, "mlflow_server"):
+        template = request.getfixturevalue("_pg_template")
+        databases = request.getfixturevalue("_pg_databases")
+        name = f"lt_srv_{uuid.uuid4().hex[:10]}"
+        pg_exec(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+        databases.append(name)
+        services["mlflow"] = launch_mlflow_server(
+            f"{PG_BASE}/{name}",
+            tmp_path_factory.mktemp("mlflow-server"),
+            auth_admin_password=ADMIN_PASSWORD,
+        )
+    if _needed(request, "ray_cluster") or _needed(request, "ray_address"):
+        services["ray"] = launch_ray(num_cpus=2, num_gpus=2, resources='{"NPU": 2}')
+    yield services
     import ray
 
     if ray.is_initialized():
         ray.shutdown()
-    cluster.stop()
+    for service in services.values():
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(_launched: dict[str, Any]) -> RayCluster:
+    cluster: RayCluster = _launched["ray"]
+    return cluster.wait_ready()
 
 
 @pytest.fixture
@@ -52,19 +82,9 @@ def ray_address(ray_cluster: RayCluster) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(
-    tmp_path_factory: pytest.TempPathFactory, _pg_databases: list[str]
-) -> Iterator[MlflowServer]:
-    name = f"lt_srv_{uuid.uuid4().hex[:10]}"
-    pg_exec(f'CREATE DATABASE "{name}"')
-    _pg_databases.append(name)
-    server = start_mlflow_server(
-        f"{PG_BASE}/{name}",
-        tmp_path_factory.mktemp("mlflow-server"),
-        auth_admin_password=ADMIN_PASSWORD,
-    )
-    yield server
-    server.stop()
+def mlflow_server(_launched: dict[str, Any]) -> MlflowServer:
+    server: MlflowServer = _launched["mlflow"]
+    return server.wait_ready()
 
 
 @pytest.fixture
