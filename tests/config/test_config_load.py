@@ -231,3 +231,15 @@ def test_schema_is_json_and_accepts_the_examples(
 def test_schema_output_file(tmp_path: Path) -> None:
     assert main(["schema", "-o", "s.json"]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["title"] == "lineage-tuner campaign"
+
+
+def test_builtin_placeholders(write_config: Callable[..., Path], tmp_path: Path) -> None:
+    from tuner._errors import TunerError
+
+    data = base_config()
+    data["command"] = ["python", "t.py", "--out={workdir}/t{trial}", "--run", "{run_id}", "{lr}"]
+    config = load_config(write_config(data))
+    argv = config.render_command({"lr": 0.1}, trial=4, run_id="abc123")
+    assert argv[2:] == [f"--out={tmp_path}/t4", "--run", "abc123", "0.1"]
+    with pytest.raises(TunerError, match=r"placeholder \{trial\} has no value"):
+        config.render_command({"lr": 0.1})

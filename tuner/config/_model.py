@@ -525,10 +525,22 @@ class CampaignConfig(_Model):
 
         return optuna_storage_url(self)
 
-    def render_command(self, values: dict[str, Any]) -> list[str]:
-        """The trial's argv: ``command`` with ``{name}`` placeholders replaced by ``values``."""
+    def render_command(
+        self, params: dict[str, Any], *, trial: int | None = None, run_id: str | None = None
+    ) -> list[str]:
+        """The trial's argv: ``command`` with ``{name}`` placeholders replaced.
+
+        ``params`` fills the parameter placeholders; ``trial`` and ``run_id`` the built-ins of
+        the same names, ``{workdir}`` is the campaign's. A placeholder without a value raises
+        :class:`~tuner.TunerError`. Each element stays one argument: no shell ever sees it.
+        """
         from tuner.config._placeholders import render
 
+        values: dict[str, Any] = {**params, "workdir": str(self.workdir)}
+        if trial is not None:
+            values["trial"] = trial
+        if run_id is not None:
+            values["run_id"] = run_id
         return [render(arg, values) for arg in self.command]
 
 

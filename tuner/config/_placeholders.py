@@ -16,10 +16,11 @@ from tuner._errors import TunerError
 
 __all__ = ["BUILTINS", "placeholders", "render"]
 
-#: Placeholders the executor fills in for every trial, besides the parameters.
+#: Placeholders filled in for every trial, besides the parameters. (No ``{device}``: devices
+#: are assigned by the executor after the command is rendered; the trial sees them as
+#: ``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES``, renumbered from 0.)
 BUILTINS: dict[str, str] = {
     "trial": "the Optuna trial number",
-    "device": "the device ids given to the trial, comma-separated (empty on CPU)",
     "run_id": "the trial's MLflow run id",
     "workdir": "the campaign's working directory",
 }
