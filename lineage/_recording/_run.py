@@ -347,7 +347,10 @@ def start_run(
             f"a run is already active ({_lifecycle.active().run_id}); end it before starting another"  # type: ignore[union-attr]
         )
     uri = resolve_tracking_uri(tracking_uri)
-    client = MlflowClient(tracking_uri=uri)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+    except MlflowException as exc:
+        raise StoreError(f"tracking store {_safe(uri)} cannot be opened: {exc}") from exc
     owns = True
     attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
     start_tags: dict[str, str] = {}
