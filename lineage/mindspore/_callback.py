@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -64,8 +65,9 @@ class LineageCallback(Callback):
         )
         self.checkpoints = checkpoints
         self._eval_started = 0.0
-        self._logged_ckpt: str | None = None
-        self._has_ckpt_callback = False
+        self._uploaded: set[str] = set()
+        self._ckpt_callbacks: list[Any] = []
+        self._finishing = False
 
     @property
     def run(self) -> Any:
@@ -77,9 +79,9 @@ class LineageCallback(Callback):
         train_network = cb.get("train_network")
         optimizer = cb.get("optimizer") or _find(train_network, "optimizer")
         loss_fn = cb.get("loss_fn") or _find(cb.get("network"), "_loss_fn", "loss_fn")
-        self._has_ckpt_callback = any(
-            type(c).__name__ == "ModelCheckpoint" for c in cb.get("list_callback") or ()
-        )
+        self._ckpt_callbacks = [
+            c for c in cb.get("list_callback") or () if hasattr(c, "latest_ckpt_file_name")
+        ]
         params: dict[str, Any] = {"dataset_sink_mode": bool(cb.get("dataset_sink_mode", False))}
         if cb.get("dataset_sink_mode") and cb.get("sink_size", -1) > 0:
             params["sink_size"] = cb.get("sink_size")
@@ -107,34 +109,37 @@ class LineageCallback(Callback):
             batch=cb.get("train_dataset_element"),
             step=int(cb.cur_step_num),
         )
-        self._upload_new_checkpoint(cb)
+        self._upload_new_checkpoints()
 
     def on_train_epoch_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
         self.recorder.epoch_end(cb.cur_epoch_num)
-        if self.checkpoints is True and not self._has_ckpt_callback:
+        if self.checkpoints is True and not self._ckpt_callbacks:
             self.recorder.save_checkpoint()
-        self._upload_new_checkpoint(cb)
+        self._upload_new_checkpoints()
 
     def on_train_end(self, run_context: Any) -> None:
-        self._upload_new_checkpoint(run_context.original_args())
-        self.recorder.end("FINISHED")
+        # A ModelCheckpoint later in the list may still write its final file in its own
+        # on_train_end: finish in __exit__, which MindSpore calls after every callback's end.
+        self._finishing = True
 
-    def _upload_new_checkpoint(self, cb: Any) -> None:
-        # Files written by a ModelCheckpoint in the same callback list, as soon as we see them.
-        if self.checkpoints is not True or not self._has_ckpt_callback:
+    def _upload_new_checkpoints(self) -> None:
+        # Files written by a ModelCheckpoint in the same callback list (one per step at most,
+        # so looking after every step misses none).
+        if self.checkpoints is not True:
             return
-        path = cb.get("latest_ckpt_file")
-        if path and path != self._logged_ckpt:
-            self._logged_ckpt = path
-            self.recorder.log_checkpoint(path)
+        for ckpt in self._ckpt_callbacks:
+            path = ckpt.latest_ckpt_file_name
+            if path and path not in self._uploaded and os.path.isfile(path):
+                self._uploaded.add(path)
+                self.recorder.log_checkpoint(path)
 
     # -- evaluation (Model.fit's valid_dataset) ------------------------------------------------
     def on_eval_begin(self, run_context: Any) -> None:
         self._eval_started = time.perf_counter()
 
     def on_eval_end(self, run_context: Any) -> None:
-        if self.recorder.run is None or self.recorder._ended:
+        if self.recorder.run is None or self.recorder.ended:
             return  # a standalone Model.eval outside any recorded training
         cb = run_context.original_args()
         results = cb.get("eval_results") or cb.get("metrics") or {}
@@ -145,9 +150,13 @@ class LineageCallback(Callback):
             seconds=time.perf_counter() - self._eval_started,
         )
 
-    # -- failures ----------------------------------------------------------------------------
+    # -- end -------------------------------------------------------------------------------
     def __exit__(self, *err: Any) -> None:
         # MindSpore enters and exits the callback around training and around each evaluation;
-        # only an exception ends the run here (on_train_end ends it otherwise).
+        # the run ends when training ended (on_train_end ran) or an exception escaped.
         if err and err[0] is not None:
             self.recorder.end("KILLED" if issubclass(err[0], KeyboardInterrupt) else "FAILED")
+        elif self._finishing:
+            self._finishing = False
+            self._upload_new_checkpoints()
+            self.recorder.end("FINISHED")

@@ -86,6 +86,10 @@ class TrainingRecorder:
         self._ended = False
         self._reset_epoch(time.perf_counter())
 
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
     # -- run ---------------------------------------------------------------------------------
     def _acquire(self) -> Any:
         if self.run is None:
