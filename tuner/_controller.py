@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 from tuner import _procs
 from tuner._campaign import CampaignDir
 from tuner._errors import BudgetExhausted, TunerError
-from tuner._heartbeat import STALE_ATTR, StudyLock, ask_within_budget, counted_trials
+from tuner._heartbeat import (
+    STALE_ATTR,
+    Heartbeat,
+    StudyLock,
+    ask_within_budget,
+    counted_trials,
+    default_timing,
+    live_trial_ids,
+)
 from tuner._state import TrialState
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors._base import Executor, Report, TrialHandle, TrialOutcome, TrialSpec
@@ -142,6 +150,8 @@ class Controller:
         self._patterns = {name: m.regex for name, m in config.metrics.items()}
         self._online_check: Callable[..., Any] | None = None
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
+        # Set by `tuner worker` (tuner._worker): heartbeats of the trials this process runs.
+        self.heartbeat: Heartbeat | None = None
 
     # ----- public --------------------------------------------------------------------------
 
@@ -203,7 +213,8 @@ class Controller:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         url = self.config.optuna_storage_url()
         if self._storage is None:
-            self._storage = open_storage(url, exclusive=True)
+            # A server database may be shared with `tuner worker`s: no exclusive cache there.
+            self._storage = open_storage(url, exclusive=url.startswith("sqlite"))
         self._lock = StudyLock(url, self.config.study_name)
         directions = self.config.directions
         try:
@@ -279,6 +290,11 @@ class Controller:
 
         assert self.study is not None and self._recorder is not None
         stale = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        # Trials with a fresh heartbeat belong to a live `tuner worker`: leave them alone.
+        live = live_trial_ids(
+            self.config.optuna_storage_url(), self.config.study_name, default_timing()[1]
+        )
+        stale = [t for t in stale if t._trial_id not in live]
         for frozen in stale:
             launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
             ended = 0
@@ -291,7 +307,7 @@ class Controller:
             )
             self._supersede(frozen.number, frozen._trial_id, reason, frozen.params, frozen)
             self._observer.message(f"trial {frozen.number}: {reason}")
-        if stale or previous.get("clean_exit") is False:
+        if (stale or previous.get("clean_exit") is False) and not live:
             from tuner._lineage import reconcile_runs
 
             uri, exp, name = self.config.tracking_uri(), self.config.experiment, self.config.name
@@ -365,7 +381,7 @@ class Controller:
         assert self.study is not None and self._executor is not None
         assert self._recorder is not None
         t0 = time.perf_counter()
-        trial = ask_within_budget(self.study, self.budget, self._lock)
+        trial = ask_within_budget(self.study, self.budget, self._lock, self.heartbeat)
         if trial is None:
             return False
         params = sample_params(trial, self.config)

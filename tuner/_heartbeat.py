@@ -25,9 +25,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,9 @@ __all__ = [
     "StudyLock",
     "ask_within_budget",
     "counted_trials",
+    "default_timing",
     "heartbeat_storage",
+    "live_trial_ids",
     "requeue_stale",
 ]
 
@@ -51,15 +54,80 @@ STALE_ATTR = "tuner:stale"
 RETRY_OF_ATTR = "tuner:retry_of"
 
 
+#: Defaults: a heartbeat every 5 s; a trial without one for 30 s is stale. Override with
+#: ``TUNER_HEARTBEAT_INTERVAL`` / ``TUNER_HEARTBEAT_GRACE`` (seconds) or `tuner worker` flags.
+DEFAULT_INTERVAL = 5
+DEFAULT_GRACE = 30
+
+
+def default_timing() -> tuple[int, int]:
+    """``(interval, grace)`` in seconds from the environment, else the defaults."""
+    interval = int(os.environ.get("TUNER_HEARTBEAT_INTERVAL") or DEFAULT_INTERVAL)
+    grace = int(os.environ.get("TUNER_HEARTBEAT_GRACE") or max(DEFAULT_GRACE, 3 * interval))
+    return max(1, interval), max(1, grace)
+
+
 def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages.RDBStorage:
-    """An Optuna RDB storage that records and checks heartbeats (``interval``, ``grace`` in s)."""
+    """An Optuna RDB storage that records and checks heartbeats (``interval``, ``grace`` in s).
+
+    SQLite files get the same WAL settings as `tuner._study.open_storage`.
+    """
     import optuna
 
+    from tuner._study import _sqlite_pragmas
+
+    is_sqlite = url.startswith("sqlite")
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.storages.RDBStorage(
-            url, heartbeat_interval=max(1, int(interval)), grace_period=max(1, int(grace))
+        storage = optuna.storages.RDBStorage(
+            url,
+            engine_kwargs=kwargs,
+            heartbeat_interval=max(1, int(interval)),
+            grace_period=max(1, int(grace)),
         )
+    if is_sqlite:
+        from sqlalchemy import event
+
+        event.listen(storage.engine, "connect", _sqlite_pragmas)
+        storage.engine.dispose()
+    return storage
+
+
+def live_trial_ids(url: str, study_name: str, grace: int) -> set[int]:
+    """Ids of the study's RUNNING trials whose heartbeat is fresher than ``grace`` s: some
+    live worker drives them. Trials that never had a heartbeat are not live."""
+    import datetime
+
+    import sqlalchemy
+    from optuna.storages._rdb import models
+    from optuna.trial import TrialState
+
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with sqlalchemy.orm.Session(engine) as session:
+            study = session.query(models.StudyModel).filter_by(study_name=study_name).one_or_none()
+            if study is None:
+                return set()
+            now = session.execute(sqlalchemy.func.now()).scalar_one().replace(tzinfo=None)
+            rows = (
+                session.query(
+                    models.TrialHeartbeatModel.trial_id, models.TrialHeartbeatModel.heartbeat
+                )
+                .join(
+                    models.TrialModel,
+                    models.TrialModel.trial_id == models.TrialHeartbeatModel.trial_id,
+                )
+                .filter(models.TrialModel.study_id == study.study_id)
+                .filter(models.TrialModel.state == TrialState.RUNNING)
+                .all()
+            )
+    except sqlalchemy.exc.OperationalError:
+        return set()  # no Optuna tables yet
+    finally:
+        engine.dispose()
+    limit = datetime.timedelta(seconds=grace)
+    return {tid for tid, beat in rows if now - beat.replace(tzinfo=None) <= limit}
 
 
 class StudyLock:
@@ -164,11 +232,14 @@ class Heartbeat:
     by someone else (re-queued as stale); the controller should stop their processes.
     """
 
-    def __init__(self, storage: optuna.storages.RDBStorage) -> None:
+    def __init__(
+        self, storage: optuna.storages.RDBStorage, on_beat: Callable[[], Any] | None = None
+    ) -> None:
         interval = storage.get_heartbeat_interval()
         if interval is None:
             raise ValueError("Heartbeat needs a storage made with heartbeat_interval")
         self._storage = storage
+        self._on_beat = on_beat
         self.interval = float(interval)
         self._ids: set[int] = set()
         self.lost: set[int] = set()
@@ -202,10 +273,12 @@ class Heartbeat:
             ids = sorted(self._ids)
         for trial_id in ids:
             try:
-                if self._storage.get_trial(trial_id).state != optuna.trial.TrialState.RUNNING:
+                trial = self._storage.get_trial(trial_id)
+                if trial.state != optuna.trial.TrialState.RUNNING:
                     with self._lock:
                         self._ids.discard(trial_id)
-                        self.lost.add(trial_id)
+                        if STALE_ATTR in trial.system_attrs:
+                            self.lost.add(trial_id)
                     continue
                 self._storage.record_heartbeat(trial_id)
             except Exception:
@@ -214,6 +287,11 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             self.beat()
+            if self._on_beat is not None:
+                try:
+                    self._on_beat()
+                except Exception:
+                    continue
 
 
 def requeue_stale(
