@@ -4,6 +4,7 @@ overfitting, unreasonable hyperparameters...) and say what to try next."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from lineage._errors import UsageError
@@ -151,14 +152,18 @@ def _print_report(results: list[tuple[Any, list[Any]]]) -> None:
                 f.summary,
             )
         console.print(table)
+        width = max(console.width, 60)
         for f in findings:
             console.print(f"[bold]{f.check}[/bold]: {f.summary}")
-            console.print("  likely causes:")
-            for cause in f.causes:
-                console.print(f"    - {cause}")
-            console.print("  next steps:")
-            for step in f.next_steps:
-                console.print(f"    - {step}")
+            for title, lines in (("likely causes", f.causes), ("next steps", f.next_steps)):
+                console.print(f"  {title}:")
+                for line in lines:
+                    console.print(
+                        textwrap.fill(
+                            line, width, initial_indent="    - ", subsequent_indent="      "
+                        ),
+                        markup=False,
+                    )
         console.print()
     if healthy:
         ids = ", ".join(r.run_id for r in healthy)
