@@ -130,6 +130,10 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
             _import_module(module)
         except ImportError:
             raise _error(config, ("sampler", "name"), ": " + hint) from None
+    if isinstance(kwargs.get("independent_sampler"), str):
+        kwargs["independent_sampler"] = _independent(kwargs["independent_sampler"], config)
+    if isinstance(kwargs.get("crossover"), str):
+        kwargs["crossover"] = _crossover(kwargs["crossover"])
     if name == "grid":
         kwargs["search_space"] = search_space(config)
         cls = _ask_tell_grid(cls)
@@ -153,6 +157,34 @@ def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
     if name == "percentile":
         kwargs.setdefault("percentile", 25.0)
     return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
+
+
+def _independent(name: str, config: CampaignConfig) -> Any:
+    # The fallback for parameters the relative sampler cannot model (conditional ones).
+    import optuna.samplers
+
+    seed = config.sampler.seed
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def _crossover(name: str) -> Any:
+    from optuna.samplers import nsgaii
+
+    classes: dict[str, Callable[[], Any]] = {
+        "uniform": nsgaii.UniformCrossover,
+        "blxalpha": nsgaii.BLXAlphaCrossover,
+        "sbx": nsgaii.SBXCrossover,
+        "vsbx": nsgaii.VSBXCrossover,
+        "undx": nsgaii.UNDXCrossover,
+        "spx": nsgaii.SPXCrossover,
+    }
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=_experimental_warning())
+        return classes[name]()
 
 
 def _ask_tell_grid(base: type) -> type:

@@ -395,6 +395,26 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "sampler.name cmaes needs at least two unconditional numeric parameters; use tpe or gp, got 'cmaes'.",
     ),
+    (
+        "option-object",
+        {"sampler.options": {"gamma": 0.25}},
+        "sampler.options.gamma takes a Python object in TPESampler (Callable[[int], int] | None), which a config cannot give, got 0.25.",
+    ),
+    (
+        "option-type",
+        {"sampler.options": {"n_startup_trials": "ten"}},
+        "sampler.options.n_startup_trials must be int for TPESampler, got 'ten'.",
+    ),
+    (
+        "option-bool-not-int",
+        {"pruner.options": {"n_warmup_steps": True}},
+        "pruner.options.n_warmup_steps must be int for MedianPruner, got true.",
+    ),
+    (
+        "option-named",
+        {"sampler": {"name": "nsga2", "options": {"crossover": "onepoint"}}},
+        "sampler.options.crossover must be one of uniform, blxalpha, sbx, vsbx, undx, spx, got 'onepoint'.",
+    ),
 ]
 
 

@@ -44,10 +44,10 @@ SAMPLER_CASES = [
     ("tpe", None, {"n_startup_trials": 3, "multivariate": True}),
     ("gp", NUMERIC, {"n_startup_trials": 10}),
     ("random", None, {}),
-    ("cmaes", NUMERIC, {"n_startup_trials": 1, "popsize": 4}),
+    ("cmaes", NUMERIC, {"n_startup_trials": 1, "popsize": 4, "independent_sampler": "tpe"}),
     ("grid", GRID, {}),
     ("qmc", NUMERIC, {"qmc_type": "sobol"}),
-    ("nsga2", None, {"population_size": 4}),
+    ("nsga2", None, {"population_size": 4, "crossover": "sbx"}),
 ]
 
 

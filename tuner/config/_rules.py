@@ -219,14 +219,55 @@ def _check_pruner(config: CampaignConfig) -> None:
     _check_options(("pruner", "options"), config.pruner.options, PRUNERS[config.pruner.name]())
 
 
+#: Options that take a Python object, given in a config by name.
+NAMED_OPTIONS: dict[str, tuple[str, ...]] = {
+    "independent_sampler": ("random", "tpe"),
+    "crossover": ("uniform", "blxalpha", "sbx", "vsbx", "undx", "spx"),
+}
+_OBJECT_TYPES = ("Callable", "Sampler", "Crossover", "Mutation", "FrozenTrial", "Study")
+_PLAIN = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
+
+
 def _check_options(path: tuple[str, ...], options: dict[str, Any], cls: Callable[..., Any]) -> None:
-    accepted = [p for p in inspect.signature(cls).parameters if p not in ("seed", "self")]
-    for key in options:
-        if key not in accepted:
-            hint = suggest(key, accepted)
-            listing = ", ".join(accepted) if accepted else "none"
+    params = {
+        name: p
+        for name, p in inspect.signature(cls).parameters.items()
+        if name not in ("seed", "self")
+    }
+    owner = getattr(cls, "__name__", str(cls))
+    for key, value in options.items():
+        if key not in params:
+            hint = suggest(key, params)
+            listing = ", ".join(params) if params else "none"
+            raise RuleError(
+                (*path, key), f"is not an option of {owner}{hint} (options: {listing})", value
+            )
+        raw = params[key].annotation
+        annotation = raw.__name__ if isinstance(raw, type) else str(raw)
+        if key in NAMED_OPTIONS:
+            names = NAMED_OPTIONS[key]
+            if value is not None and value not in names:
+                raise RuleError((*path, key), f"must be one of {', '.join(names)}", value)
+            continue
+        if any(word in annotation for word in _OBJECT_TYPES):
             raise RuleError(
                 (*path, key),
-                f"is not an option of {getattr(cls, '__name__', cls)}{hint} (options: {listing})",
-                options[key],
+                f"takes a Python object in {owner} ({annotation}), which a config cannot give",
+                value,
             )
+        _check_plain(path, key, value, annotation, owner)
+
+
+def _check_plain(path: tuple[str, ...], key: str, value: Any, annotation: str, owner: str) -> None:
+    """Check ``value`` against an annotation made only of int/float/bool/str/None."""
+    parts = [p.strip() for p in annotation.split("|")]
+    if not parts or any(p not in _PLAIN and p != "None" for p in parts):
+        return  # something richer (a dict, a Mapping): the constructor judges it
+    if value is None and "None" in parts:
+        return
+    for part in parts:
+        if part in _PLAIN and isinstance(value, _PLAIN[part]):
+            if isinstance(value, bool) and part != "bool":
+                continue
+            return
+    raise RuleError((*path, key), f"must be {' or '.join(parts)} for {owner}", value)
