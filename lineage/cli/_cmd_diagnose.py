@@ -160,7 +160,11 @@ def _print_report(results: list[tuple[Any, list[Any]]]) -> None:
                 for line in lines:
                     console.print(
                         textwrap.fill(
-                            line, width, initial_indent="    - ", subsequent_indent="      "
+                            line,
+                            width,
+                            initial_indent="    - ",
+                            subsequent_indent="      ",
+                            break_on_hyphens=False,
                         ),
                         markup=False,
                     )
