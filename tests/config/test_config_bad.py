@@ -415,6 +415,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"sampler": {"name": "nsga2", "options": {"crossover": "onepoint"}}},
         "sampler.options.crossover must be one of uniform, blxalpha, sbx, vsbx, undx, spx, got 'onepoint'.",
     ),
+    (
+        "grid-value-outside",
+        {
+            "sampler.name": "grid",
+            "parameters.momentum": DEL,
+            "command": "python t.py",
+            "sampler.options": {"search_space": {"lr": [0.01, 0.5]}},
+        },
+        "sampler.options.search_space.lr[1] must be within the parameter's [1e-05, 0.1], got 0.5.",
+    ),
 ]
 
 

@@ -243,3 +243,19 @@ def test_builtin_placeholders(write_config: Callable[..., Path], tmp_path: Path)
     assert argv[2:] == [f"--out={tmp_path}/t4", "--run", "abc123", "0.1"]
     with pytest.raises(TunerError, match=r"placeholder \{trial\} has no value"):
         config.render_command({"lr": 0.1})
+
+
+def test_anchors_merge_keys_and_extension_fields(write_config: Callable[..., Path]) -> None:
+    text = """
+x-unit: &unit {type: float, low: 0.0, high: 1.0}
+name: anchors
+command: [python, t.py, "{a}", "{b}"]
+target: {metric: loss, goal: minimize}
+parameters:
+  a: *unit
+  b: {<<: *unit, high: 2.0}
+budget: {trials: 2}
+"""
+    config = load_config(write_config(text))
+    assert config.parameters["a"].high == 1.0
+    assert config.parameters["b"].high == 2.0 and config.parameters["b"].low == 0.0

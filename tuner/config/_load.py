@@ -58,6 +58,8 @@ def _construct_mapping(
 ) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *defaults` may be overridden by explicit keys
         key = loader.construct_object(key_node, deep=deep)
         try:
             if key in seen:
@@ -275,6 +277,8 @@ def parse_config(
         raise ConfigError(
             f"{where}: must be a mapping of keys at the top level, got {format_value(data)}."
         )
+    # Top-level `x-...` keys hold YAML anchors for reuse (as in docker compose); not settings.
+    data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("x-"))}
     try:
         data = expand_env(data)
     except RuleError as exc:

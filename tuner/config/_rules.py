@@ -196,6 +196,10 @@ def _check_sampler(config: CampaignConfig) -> None:
                     )
                 if not isinstance(values, list) or not values:
                     raise RuleError(path, "must be a non-empty list of values", values)
+                for i, value in enumerate(values):
+                    problem = _outside(params[key], value)
+                    if problem:
+                        raise RuleError((*path, i), problem, value)
         for name, param in params.items():
             if param.when:
                 raise RuleError(
@@ -211,6 +215,21 @@ def _check_sampler(config: CampaignConfig) -> None:
                     "sampler.options.search_space",
                     show_value=False,
                 )
+
+
+def _outside(param: Any, value: Any) -> str | None:
+    """Why ``value`` is not a value of ``param``, or None."""
+    if param.type == "categorical":
+        if any(_same(value, c) for c in param.choices or []):
+            return None
+        return f"must be one of the parameter's choices {format_value(param.choices)}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number for type: {param.type}"
+    if param.type == "int" and not float(value).is_integer():
+        return "must be an integer for type: int"
+    if not param.low <= value <= param.high:
+        return f"must be within the parameter's [{param.low}, {param.high}]"
+    return None
 
 
 def _check_pruner(config: CampaignConfig) -> None:
