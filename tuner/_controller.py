@@ -827,9 +827,10 @@ def _last_line(text: str) -> str:
 
 
 def _tail_text(outcome: TrialOutcome) -> str:
-    parts = []
-    if outcome.stdout_tail:
-        parts.append("----- stdout (tail) -----\n" + outcome.stdout_tail)
-    if outcome.stderr_tail:
-        parts.append("----- stderr (tail) -----\n" + outcome.stderr_tail)
-    return "\n".join(parts)
+    return (
+        "----- stdout (tail) -----\n"
+        + (outcome.stdout_tail or "(no output)")
+        + "\n----- stderr (tail) -----\n"
+        + (outcome.stderr_tail or "(no output)")
+        + "\n"
+    )
