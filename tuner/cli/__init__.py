@@ -23,9 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tuner", description="Config-driven hyperparameter tuning campaigns (Optuna)."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    names = sorted(
-        m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("_cmd_")
-    )
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("_cmd_"))
     modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
     for module in sorted(modules, key=lambda m: getattr(m, "ORDER", 100)):
         module.register(subparsers)
