@@ -46,8 +46,10 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _migrate(uri: str) -> None:
     # In a child process, so that MLflow's pooled connections are gone when it returns
     # (PostgreSQL refuses to clone a template database that has open sessions).
-    code = "import sys; from mlflow.tracking import MlflowClient; " \
+    code = (
+        "import sys; from mlflow.tracking import MlflowClient; "
         "MlflowClient(tracking_uri=sys.argv[1]).search_experiments()"
+    )
     subprocess.run([sys.executable, "-c", code, uri], check=True, capture_output=True)
 
 
