@@ -30,7 +30,7 @@ from lineage._params import (
 )
 from lineage._recording import _lifecycle
 from lineage._recording._recorder import Recorder, spill
-from lineage._recording._writer import Writer
+from lineage._recording._writer import RunInfo, Writer
 from lineage._secrets import mask_value
 from lineage._uri import resolve_tracking_uri
 
@@ -45,7 +45,7 @@ class Run:
     def __init__(
         self,
         *,
-        client: Any,
+        client: LazyClient,
         writer: Writer,
         run_id: str,
         experiment_id: str,
@@ -172,9 +172,9 @@ class Run:
         if not p.exists():
             raise UsageError(f"artifact path must exist, got {str(path)!r}")
         if p.is_dir():
-            self._client.log_artifacts(self.run_id, str(p), artifact_path)
+            self._client.get().log_artifacts(self.run_id, str(p), artifact_path)
         else:
-            self._client.log_artifact(self.run_id, str(p), artifact_path)
+            self._client.get().log_artifact(self.run_id, str(p), artifact_path)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def flush(self, timeout: float | None = _FLUSH_TIMEOUT_S) -> None:
@@ -211,7 +211,7 @@ class Run:
         finally:
             if self.owns_run:
                 try:
-                    self._client.set_terminated(self.run_id, status)
+                    self._client.get().set_terminated(self.run_id, status)
                 except Exception as exc:
                     print(
                         f"lineage: run {self.run_id}: could not set status {status}: {exc}",
@@ -301,22 +301,65 @@ def _experiment_id(client: Any, experiment: str | None) -> str:
         return str(again.experiment_id)
 
 
-def _make_writer(client: Any, uri: str) -> Writer:
-    from lineage._recording._client import ClientWriter
+class LazyClient:
+    """An ``MlflowClient`` made on first use: attaching to a run on a SQL store needs none,
+    which spares a tuner trial the ~2 s ``import mlflow`` costs."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._client: Any = None
+
+    def get(self) -> Any:
+        if self._client is None:
+            from mlflow.exceptions import MlflowException
+            from mlflow.tracking import MlflowClient
+
+            try:
+                self._client = MlflowClient(tracking_uri=self.uri)
+            except MlflowException as exc:
+                raise StoreError(
+                    f"tracking store {_safe(self.uri)} cannot be opened: {exc}"
+                ) from exc
+        return self._client
+
+
+def _sql_writer(uri: str) -> Writer | None:
     from lineage._uri import is_sql_uri
 
-    if is_sql_uri(uri) and os.environ.get("LINEAGE_SQL_WRITER", "1") != "0":
-        from lineage._recording._sql import SchemaMismatch, SqlWriter
+    if not is_sql_uri(uri) or os.environ.get("LINEAGE_SQL_WRITER", "1") == "0":
+        return None
+    from lineage._recording._sql import SchemaMismatch, SqlWriter
+    from lineage._recording._writer import TransientError
 
-        try:
-            return SqlWriter(uri)
-        except SchemaMismatch as exc:
-            import logging
+    try:
+        return SqlWriter(uri)
+    except (SchemaMismatch, TransientError) as exc:
+        import logging
 
-            logging.getLogger("lineage.recording").warning(
-                "lineage: unknown MLflow schema, using MlflowClient.log_batch: %s", exc
-            )
-    return ClientWriter(client)
+        logging.getLogger("lineage.recording").warning(
+            "lineage: writing through MlflowClient.log_batch instead of SQL: %s", _safe(str(exc))
+        )
+        return None
+
+
+def _read_run(writer: Writer | None, client: LazyClient, run_id: str) -> RunInfo | None:
+    from lineage._recording._sql import SqlWriter
+
+    if isinstance(writer, SqlWriter):
+        return writer.read_run(run_id)
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = client.get().get_run(run_id)
+    except MlflowException:
+        return None
+    return RunInfo(
+        experiment_id=str(run.info.experiment_id),
+        status=run.info.status,
+        lifecycle_stage=run.info.lifecycle_stage,
+        params=dict(run.data.params),
+        tags=dict(run.data.tags),
+    )
 
 
 def start_run(
@@ -339,18 +382,13 @@ def start_run(
     dataset files or folders (or maps names to them) to fingerprint. Identity tags (git, command
     line, host, versions) are recorded unless ``record_identity=False``.
     """
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
     if _lifecycle.active() is not None:
         raise UsageError(
             f"a run is already active ({_lifecycle.active().run_id}); end it before starting another"  # type: ignore[union-attr]
         )
     uri = resolve_tracking_uri(tracking_uri)
-    try:
-        client = MlflowClient(tracking_uri=uri)
-    except MlflowException as exc:
-        raise StoreError(f"tracking store {_safe(uri)} cannot be opened: {exc}") from exc
+    client = LazyClient(uri)
+    writer = _sql_writer(uri)
     owns = True
     attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
     start_tags: dict[str, str] = {}
@@ -360,40 +398,48 @@ def start_run(
         start_tags.update(identity_tags())
     try:
         if attach_id:
-            try:
-                existing = client.get_run(attach_id)
-            except MlflowException as exc:
+            existing = _read_run(writer, client, attach_id)
+            if existing is None:
                 raise NotFoundError(
                     f"{'run_id' if run_id else 'MLFLOW_RUN_ID'} names no run in {_safe(uri)}, got {attach_id!r}"
-                ) from exc
-            if existing.info.lifecycle_stage != "active":
+                )
+            if existing.lifecycle_stage != "active":
                 raise UsageError(f"run {attach_id} is deleted; cannot record into it")
             if run_id is None:
                 owns = os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
-            if owns and existing.info.status != "RUNNING":
-                client.update_run(attach_id, status="RUNNING")
-            experiment_id = existing.info.experiment_id
-            existing_params = dict(existing.data.params)
-            types_json = types_tag_from_tags(existing.data.tags)
-            existing_types = _json_dict(types_json)
+            if owns and existing.status != "RUNNING":
+                client.get().update_run(attach_id, status="RUNNING")
+            experiment_id = existing.experiment_id
+            existing_params = existing.params
+            existing_types = _json_dict(types_tag_from_tags(existing.tags))
             # Identity describes this process; keep the creator's mlflow.* source tags.
             start_tags = {
                 k: v
                 for k, v in start_tags.items()
-                if not k.startswith("mlflow.") or k not in existing.data.tags
+                if not k.startswith("mlflow.") or k not in existing.tags
             }
             if run_name:
                 start_tags["mlflow.runName"] = run_name
             run_id_ = attach_id
         else:
-            experiment_id = _experiment_id(client, experiment)
-            created = client.create_run(experiment_id, tags=start_tags, run_name=run_name)
+            from mlflow.exceptions import MlflowException
+
+            try:
+                experiment_id = _experiment_id(client.get(), experiment)
+                created = client.get().create_run(experiment_id, tags=start_tags, run_name=run_name)
+            except MlflowException as exc:
+                raise StoreError(f"tracking store {_safe(uri)} refused the run: {exc}") from exc
             start_tags = {}
             existing_params, existing_types = {}, {}
             run_id_ = created.info.run_id
-    except MlflowException as exc:
-        raise StoreError(f"tracking store {_safe(uri)} refused the run: {exc}") from exc
-    writer = _make_writer(client, uri)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    if writer is None:
+        from lineage._recording._client import ClientWriter
+
+        writer = ClientWriter(client.get())
     interval = (
         flush_interval
         if flush_interval is not None

@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 from lineage._errors import NotFoundError, StoreError
 from lineage._recording._writer import (
     Batch,
+    RunInfo,
     TransientError,
     Writer,
     WriteResult,
@@ -126,6 +127,27 @@ class SqlWriter(Writer):
                 self._conn.close()
             finally:
                 self._conn = None
+
+    def read_run(self, run_id: str) -> RunInfo | None:
+        """The run's experiment, status, params and tags; None when no such run exists."""
+        cur = self._conn.cursor()
+        q = self._q
+        try:
+            cur.execute(
+                q("SELECT experiment_id, status, lifecycle_stage FROM runs WHERE run_uuid = ?"),
+                (run_id,),
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            cur.execute(q('SELECT "key", value FROM params WHERE run_uuid = ?'), (run_id,))
+            params = {k: v for k, v in cur.fetchall()}
+            cur.execute(q('SELECT "key", value FROM tags WHERE run_uuid = ?'), (run_id,))
+            tags = {k: v for k, v in cur.fetchall()}
+        finally:
+            if self._dialect == "postgresql":
+                self._conn.rollback()
+        return RunInfo(str(row[0]), str(row[1]), str(row[2]), params, tags)
 
     # -- writing ----------------------------------------------------------------------------
     def write(self, run_id: str, batch: Batch) -> WriteResult:

@@ -44,6 +44,17 @@ class Batch:
 
 
 @dataclass
+class RunInfo:
+    """What attaching to an existing run needs to know about it."""
+
+    experiment_id: str
+    status: str
+    lifecycle_stage: str
+    params: dict[str, str]
+    tags: dict[str, str]
+
+
+@dataclass
 class WriteResult:
     """What a successful ``write`` could not apply: params whose stored value differs."""
 
