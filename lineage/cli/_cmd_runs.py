@@ -120,29 +120,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_json_list(objects: Iterable[dict[str, Any]]) -> None:
-    """A JSON list, one object per line (valid JSON; streams, and uses the C encoder)."""
-    out = sys.stdout
-    out.write("[")
-    first = True
-    for obj in objects:
-        out.write("\n" if first else ",\n")
-        out.write(json.dumps(_finite(obj), default=str))
-        first = False
-    out.write("\n]\n" if not first else "]\n")
+    """A JSON list, one object per line: valid JSON, and fast (C encoder, one write)."""
+    encode = json.JSONEncoder(default=str).encode
+    lines = [encode(_finite(obj)) for obj in objects]
+    sys.stdout.write("[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n")
 
 
 def _finite(obj: dict[str, Any]) -> dict[str, Any]:
-    # NaN and Inf are not JSON: written as the strings "nan", "inf", "-inf".
+    # NaN and Inf are not JSON: written as the strings "nan", "inf", "-inf". Only metrics and
+    # float attributes can hold them (params and tags are strings).
+    isfinite = math.isfinite
     for key, value in obj.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            obj[key] = str(value)
-        elif isinstance(value, dict) and any(
-            isinstance(v, float) and not math.isfinite(v) for v in value.values()
-        ):
-            obj[key] = {
-                k: str(v) if isinstance(v, float) and not math.isfinite(v) else v
-                for k, v in value.items()
-            }
+        if type(value) is float:
+            if not isfinite(value):
+                obj[key] = str(value)
+        elif key == "metrics" or (type(value) is dict and key.startswith("metrics.")):
+            if not all(map(isfinite, value.values())):
+                obj[key] = {k: v if isfinite(v) else str(v) for k, v in value.items()}
     return obj
 
 

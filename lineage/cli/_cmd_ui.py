@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +90,8 @@ def _port_free(host: str, port: int) -> bool:
 
 
 def _answers(url: str) -> bool:
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
             return bool(resp.status == 200)

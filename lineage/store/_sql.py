@@ -9,12 +9,13 @@ raises :class:`SchemaMismatch` and ``open_store`` falls back to ``MlflowClient``
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, unquote, urlsplit
 
 from lineage._errors import NotFoundError, StoreError, UsageError
@@ -60,6 +61,15 @@ class _Connection:
     def __init__(self, raw: Any, *, postgres: bool) -> None:
         self.raw = raw
         self.postgres = postgres
+        #: The aggregate folding key/value rows into one JSON object, if the database has one.
+        self.json_agg = "json_object_agg" if postgres else self._sqlite_json()
+
+    def _sqlite_json(self) -> str | None:
+        try:
+            self.raw.execute("SELECT json_group_object('k', 'v')").fetchall()
+        except Exception:
+            return None  # SQLite built without JSON1 (before 3.38 it was optional)
+        return "json_group_object"
 
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         if self.postgres:
@@ -222,20 +232,40 @@ class SqlRunStore(RunStore):
             where += f" AND r.experiment_id IN ({', '.join('?' * len(ids))})"
             args = ids
         sub = f"SELECT r.run_uuid FROM {_FROM} WHERE {where}"
+        metrics_sql = (
+            f"SELECT run_uuid, key, value, is_nan FROM latest_metrics WHERE run_uuid IN ({sub})"
+        )
+        order = "ORDER BY r.start_time DESC, r.run_uuid"
         with self._db.snapshot():
-            heads = self._rows(
-                f"SELECT {_RUN_COLUMNS} FROM {_FROM} WHERE {where} "
-                "ORDER BY r.start_time DESC, r.run_uuid",
-                args,
-            )
+            if not self._db.postgres and self._db.json_agg:
+                # The whole table as one JSON document built by SQLite: one C-level parse
+                # instead of ~20 Python objects per param/tag row. Metrics stay rows (SQLite's
+                # JSON would round their floats to 15 digits).
+                doc = self._rows(
+                    "SELECT json_group_array(json_array("
+                    f"{_RUN_COLUMNS}, json({_folded_sql('params', 'p')}), "
+                    f"json({_folded_sql('tags', 't')}))) FROM {_FROM} WHERE {where}",
+                    args,
+                )[0][0]
+                heads = [tuple(row) for row in json.loads(doc)]
+                heads.sort(key=lambda h: h[0])
+                heads.sort(key=lambda h: -(h[5] or 0))
+                return _assemble_folded(heads, self._rows(metrics_sql, args))
+            if self._db.json_agg:
+                # Params and tags folded into one JSON object per run by PostgreSQL (psycopg
+                # parses it): 20x fewer rows to move.
+                heads = self._rows(
+                    f"SELECT {_RUN_COLUMNS}, {_folded_sql('params', 'p', 'json_object_agg')}, "
+                    f"{_folded_sql('tags', 't', 'json_object_agg')} "
+                    f"FROM {_FROM} WHERE {where} {order}",
+                    args,
+                )
+                return _assemble_folded(heads, self._rows(metrics_sql, args))
+            heads = self._rows(f"SELECT {_RUN_COLUMNS} FROM {_FROM} WHERE {where} {order}", args)
             params = self._rows(
                 f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({sub})", args
             )
-            metrics = self._rows(
-                "SELECT run_uuid, key, value, is_nan FROM latest_metrics "
-                f"WHERE run_uuid IN ({sub})",
-                args,
-            )
+            metrics = self._rows(metrics_sql, args)
             tags = self._rows(
                 f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({sub})", args
             )
@@ -305,10 +335,7 @@ def _assemble(
     by_params: dict[str, dict[str, str]] = defaultdict(dict)
     for run, key, value in params:
         by_params[run][key] = value
-    by_metrics: dict[str, dict[str, float]] = defaultdict(dict)
-    nan = math.nan
-    for run, key, value, is_nan in metrics:
-        by_metrics[run][key] = nan if is_nan else value
+    by_metrics = _latest(metrics)
     by_tags: dict[str, dict[str, str]] = defaultdict(dict)
     for run, key, value in tags:
         by_tags[run][key] = "" if value is None else value
@@ -328,6 +355,55 @@ def _assemble(
                 metrics=by_metrics.get(run_id, {}),
                 tags=run_tags,
                 artifact_uri=art,
+            )
+        )
+    return out
+
+
+def _folded_sql(table: str, alias: str, agg: str = "json_group_object") -> str:
+    return (
+        f"coalesce((SELECT {agg}({alias}.key, {alias}.value) FROM {table} {alias} "
+        f"WHERE {alias}.run_uuid = r.run_uuid), '{{}}')"
+    )
+
+
+def _latest(metrics: list[tuple[Any, ...]]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    nan = math.nan
+    for run, key, value, is_nan in metrics:
+        out[run][key] = nan if is_nan else value
+    return out
+
+
+def _folded(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    obj = json.loads(value) if isinstance(value, str | bytes) else value
+    if None in obj.values():  # a NULL tag value; MLflow reads it back as ""
+        return {k: "" if v is None else v for k, v in obj.items()}
+    return cast(dict[str, str], obj)
+
+
+def _assemble_folded(
+    heads: list[tuple[Any, ...]], metrics: list[tuple[Any, ...]]
+) -> list[RunRecord]:
+    by_metrics = _latest(metrics)
+    out = []
+    for run_id, exp_id, exp_name, name, status, start, end, art, params, tags in heads:
+        run_tags = _folded(tags)
+        out.append(
+            RunRecord(
+                run_id,
+                str(exp_id),
+                exp_name,
+                name or run_tags.get("mlflow.runName", ""),
+                status or "",
+                start,
+                end,
+                _folded(params),
+                by_metrics.get(run_id) or {},
+                run_tags,
+                art,
             )
         )
     return out

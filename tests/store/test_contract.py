@@ -1,0 +1,170 @@
+"""The RunStore contract, once, for every backend: plain SQL on SQLite and PostgreSQL, and
+the MlflowClient reader on the same stores."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+from _store_sample import Logged
+
+from lineage import NotFoundError, UsageError
+from lineage.query import search_runs
+from lineage.store import RunStore, open_store
+from lineage.store._client import ClientRunStore
+from lineage.store._sql import SqlRunStore
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def logged(sample: Logged) -> Logged:
+    return sample
+
+
+@pytest.fixture(params=["sql", "client"])
+def store(request: pytest.FixtureRequest, sample: Logged) -> Iterator[RunStore]:
+    uri = sample.uri
+    st: RunStore = open_store(uri) if request.param == "sql" else ClientRunStore(uri)
+    if request.param == "sql":
+        assert isinstance(st, SqlRunStore)
+    yield st
+    st.close()
+
+
+def test_experiments_are_the_active_ones(store: RunStore, logged: Logged) -> None:
+    names = {e.name: e.experiment_id for e in store.experiments()}
+    assert names == {"Default": "0", "alpha": logged.exp_a, "beta": logged.exp_b}
+
+
+def test_runs_hold_params_latest_metrics_tags_newest_first(store: RunStore, logged: Logged) -> None:
+    runs = store.runs()
+    assert [r.name for r in runs] == ["beta1", "adam2", "adam", "sgd"]
+    by = {r.name: r for r in runs}
+    sgd = by["sgd"]
+    assert sgd.run_id == logged.runs["sgd"]
+    assert sgd.params == {"lr": "0.1", "optimizer": "sgd", "epochs": "10"}
+    assert sgd.metrics == {"loss": 0.3, "accuracy": 0.8}
+    assert sgd.tags["team"] == "vision" and sgd.tags["mlflow.runName"] == "sgd"
+    assert (sgd.experiment, sgd.experiment_id, sgd.status) == ("alpha", logged.exp_a, "FINISHED")
+    assert sgd.start_time == 1_700_000_000_000 and sgd.duration == 0.5
+    assert by["adam2"].status == "FAILED"
+    assert math.isnan(by["beta1"].metrics["val_loss"])
+    assert by["beta1"].params["odd key/x"] == "1"
+
+
+def test_runs_of_chosen_experiments(store: RunStore, logged: Logged) -> None:
+    assert {r.name for r in store.runs([logged.exp_b])} == {"beta1"}
+    assert store.runs([logged.deleted_exp]) == []
+    assert store.runs(["999999"]) == []
+
+
+def test_resolve_experiments_by_name_or_id(store: RunStore, logged: Logged) -> None:
+    got = store.resolve_experiments(["beta", logged.exp_a, "beta"])
+    assert [e.name for e in got] == ["beta", "alpha"]
+    assert len(store.resolve_experiments(None)) == 3
+    with pytest.raises(NotFoundError, match=r"experiment 'gone' not found.*known: Default"):
+        store.resolve_experiments(["gone"])
+
+
+def test_get_run_by_id_and_prefix(store: RunStore, logged: Logged) -> None:
+    rid = logged.runs["adam"]
+    assert store.get_run(rid).name == "adam"
+    assert store.get_run(rid[:8]).run_id == rid
+    assert store.get_run(f"  {rid[:6]} ").run_id == rid
+
+
+@pytest.mark.parametrize("ref", ["0123456789abcdef0123456789abcdef", "zzzz", "ab"])
+def test_get_run_unknown(store: RunStore, ref: str) -> None:
+    with pytest.raises(NotFoundError, match="not found"):
+        store.get_run(ref)
+
+
+def test_deleted_runs_and_experiments_are_invisible(store: RunStore, logged: Logged) -> None:
+    ids = {r.run_id for r in store.runs()}
+    assert logged.deleted_run not in ids and logged.deleted_exp_run not in ids
+    for rid in (logged.deleted_run, logged.deleted_exp_run):
+        with pytest.raises(NotFoundError):
+            store.get_run(rid)
+
+
+def test_metric_histories_in_step_order(store: RunStore, logged: Logged) -> None:
+    hist = store.metric_histories(logged.runs["sgd"])
+    assert [(p.step, p.value) for p in hist["loss"]] == [(0, 1.0), (1, 0.5), (2, 0.3)]
+    assert [p.value for p in store.metric_history(logged.runs["sgd"], "accuracy")] == [0.8]
+    with pytest.raises(NotFoundError, match=r"metric 'nope' not found.*known: accuracy, loss"):
+        store.metric_history(logged.runs["sgd"], "nope")
+    with pytest.raises(NotFoundError):
+        store.metric_histories("0123456789abcdef0123456789abcdef")
+
+
+def test_artifacts_listed(store: RunStore, logged: Logged) -> None:
+    assert store.artifacts(logged.runs["sgd"]) == ["model/model.txt"]
+    assert store.artifacts(logged.runs["adam"]) == []
+
+
+def test_search_runs_same_answer_on_every_backend(store: RunStore) -> None:
+    got = search_runs(
+        store,
+        experiments=["alpha"],
+        where="params.optimizer = 'adam' or params.lr >= 0.1",
+        sort=["-metrics.accuracy"],
+    )
+    assert [r.name for r in got] == ["adam", "adam2", "sgd"]
+
+
+@pytest.mark.parametrize("kind", ["sql", "client"])
+def test_other_writers_are_visible_at_once(store_uri: str, kind: str) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=store_uri)
+    exp = client.create_experiment("live")
+    first = client.create_run(exp, run_name="first", start_time=1_700_000_000_000).info.run_id
+    with open_store(store_uri) if kind == "sql" else ClientRunStore(store_uri) as store:
+        assert [r.name for r in store.runs()] == ["first"]
+        new = client.create_run(exp, run_name="late", start_time=1_800_000_000_000)
+        rid = new.info.run_id
+        client.log_param(rid, "lr", "0.5")
+        client.log_metric(rid, "loss", 0.25, step=3)
+        assert [r.name for r in store.runs()] == ["late", "first"]
+        assert store.get_run(rid).metrics == {"loss": 0.25}
+        client.log_metric(rid, "loss", 0.125, step=4)
+        client.set_tag(rid, "team", "speech")
+        client.set_terminated(rid, status="KILLED")
+        late = store.get_run(rid)
+        assert (late.metrics["loss"], late.tags["team"], late.status) == (0.125, "speech", "KILLED")
+        assert search_runs(store, where="metrics.loss < 0.2")[0].run_id == rid
+        client.delete_run(first)
+        assert [r.name for r in store.runs()] == ["late"]
+        with pytest.raises(NotFoundError):
+            store.get_run(first)
+        client.restore_run(first)
+        assert len(store.runs()) == 2
+        client.delete_experiment(exp)
+        assert store.runs() == [] and "live" not in {e.name for e in store.experiments()}
+
+
+def test_ambiguous_prefix_is_a_usage_error(sqlite_uri: str) -> None:
+    import sqlite3
+
+    from mlflow.tracking import MlflowClient
+
+    from lineage.store._sql import sqlite_path
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    exp = int(client.create_experiment("twins"))
+    with sqlite3.connect(sqlite_path(sqlite_uri)) as db:
+        for rid in ("abcd" + "1" * 28, "abcd" + "2" * 28):
+            db.execute(
+                "INSERT INTO runs (run_uuid, name, status, start_time, lifecycle_stage, "
+                "artifact_uri, experiment_id, source_type, user_id, source_name, "
+                "entry_point_name, source_version) "
+                "VALUES (?, 'twin', 'FINISHED', 0, 'active', '', ?, 'LOCAL', 'u', '', '', '')",
+                (rid, exp),
+            )
+    for store in (open_store(sqlite_uri), ClientRunStore(sqlite_uri)):
+        with pytest.raises(UsageError, match="'abcd' is ambiguous"):
+            store.get_run("abcd")
+        assert store.get_run("abcd2").run_id == "abcd" + "2" * 28
+        store.close()
