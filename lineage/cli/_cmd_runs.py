@@ -134,9 +134,8 @@ def _finite(obj: dict[str, Any]) -> dict[str, Any]:
         if type(value) is float:
             if not isfinite(value):
                 obj[key] = str(value)
-        elif key == "metrics" or (type(value) is dict and key.startswith("metrics.")):
-            if not all(map(isfinite, value.values())):
-                obj[key] = {k: v if isfinite(v) else str(v) for k, v in value.items()}
+        elif key == "metrics" and not all(map(isfinite, value.values())):
+            obj[key] = {k: v if isfinite(v) else str(v) for k, v in value.items()}
     return obj
 
 
