@@ -1,0 +1,72 @@
+"""``tuner worker CONFIG``: join a campaign's shared study as one more controller."""
+
+from __future__ import annotations
+
+import argparse
+
+ORDER = 23
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "worker",
+        help="join a campaign as one more controller (shared storage)",
+        description="Run trials of the campaign in CONFIG next to other workers, on this host "
+        "or others, sharing its Optuna study (storage: postgresql://...) and lineage store. "
+        "Together the workers finish exactly budget.trials trials. Each worker records a "
+        "heartbeat for its running trials; a trial whose worker died (even kill -9) is failed "
+        "after --stale-after seconds and re-run with the same parameters by a surviving "
+        "worker (or by `tuner resume`). A worker exits 0 once no trial is left to run or "
+        "watch, 1 on a runtime failure, 2 for a bad config or rejected MLflow credentials.",
+    )
+    parser.add_argument("config", help="campaign YAML file (the same one every worker uses)")
+    parser.add_argument(
+        "--heartbeat",
+        type=int,
+        default=None,
+        metavar="S",
+        help="seconds between heartbeats (default: $TUNER_HEARTBEAT_INTERVAL, else 5)",
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=int,
+        default=None,
+        metavar="S",
+        help="a RUNNING trial without a heartbeat for S seconds is re-queued "
+        "(default: $TUNER_HEARTBEAT_GRACE, else max(30, 3 x heartbeat))",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from tuner._controller import Observer
+    from tuner._errors import ConfigError
+    from tuner._worker import run_worker
+    from tuner.config import load_config
+
+    for flag, value in (("--heartbeat", args.heartbeat), ("--stale-after", args.stale_after)):
+        if value is not None and value < 1:
+            raise ConfigError(f"tuner worker: {flag} must be >= 1 second, got {value}")
+    if args.heartbeat and args.stale_after and args.stale_after <= args.heartbeat:
+        raise ConfigError(
+            f"tuner worker: --stale-after must be > --heartbeat ({args.heartbeat}), "
+            f"got {args.stale_after}"
+        )
+    config = load_config(args.config)
+
+    class _Lines(Observer):
+        def message(self, text: str) -> None:
+            if not args.quiet:
+                print(text, file=sys.stderr, flush=True)
+
+    result = run_worker(config, interval=args.heartbeat, grace=args.stale_after, observer=_Lines())
+    if not args.quiet:
+        line = f"worker done: study {config.study_name!r} holds {result.counted}/{result.budget} trials"
+        if result.requeued:
+            moved = ", ".join(f"{a}->{b}" for a, b in result.requeued)
+            line += f"; re-queued stale trials {moved}"
+        print(line)
+    return 0
