@@ -1,0 +1,168 @@
+"""The --where language, sorting and key checks, on in-memory runs (no store needed)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pytest
+
+from lineage import NotFoundError, QuerySyntaxError, UsageError
+from lineage.query import parse_field, parse_sort, parse_where, sort_runs
+from lineage.query._search import check_known
+from lineage.store import RunRecord
+
+
+def rec(
+    name: str,
+    params: dict[str, str] | None = None,
+    metrics: dict[str, float] | None = None,
+    tags: dict[str, str] | None = None,
+    status: str = "FINISHED",
+    start: int = 1_700_000_000_000,
+    end: int | None = 1_700_000_060_000,
+) -> RunRecord:
+    return RunRecord(
+        run_id=f"{abs(hash(name)):032x}"[:32],
+        experiment_id="1",
+        experiment="exp",
+        name=name,
+        status=status,
+        start_time=start,
+        end_time=end,
+        params=params or {},
+        metrics=metrics or {},
+        tags=tags or {},
+    )
+
+
+RUNS = [
+    rec("a", {"lr": "0.1", "opt": "sgd", "layers": "4"}, {"loss": 0.5, "acc": 0.8}, {"t": "x"}),
+    rec("b", {"lr": "0.01", "opt": "adam", "layers": "12"}, {"loss": 0.2, "acc": 0.9}),
+    rec("c", {"lr": "1e-3", "opt": "adamw"}, {"loss": math.nan}, status="FAILED", end=None),
+    rec("d", {"lr": "auto", "opt": "Adam", "odd key": "v"}, {"val/acc": 0.7}, start=0, end=10),
+]
+
+
+def names(expr: str, runs: Sequence[RunRecord] = RUNS) -> list[str]:
+    pred = parse_where(expr).compile()
+    return [r.name for r in runs if pred(r)]
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("params.lr > 0.005", ["a", "b"]),  # numeric: "0.01" > 0.005 although "0.01" < "0.005"
+        ("params.lr = 0.10", ["a"]),
+        ("params.lr = '0.1'", ["a"]),
+        ("params.layers < 5", ["a"]),  # numeric, not text ("12" < "5")
+        ("params.lr = 'auto'", ["d"]),
+        ("params.opt = 'adam' or params.opt = 'sgd'", ["a", "b"]),
+        ("params.opt in ('adam', 'adamw')", ["b", "c"]),
+        ("params.opt not in ('adam', 'adamw')", ["a", "d"]),
+        ("params.opt like 'adam%'", ["b", "c"]),
+        ("params.opt like 'ada_'", ["b"]),
+        ("params.opt ilike 'adam'", ["b", "d"]),
+        ("params.opt not like 'a%'", ["a", "d"]),
+        ("metrics.loss < 0.3", ["b"]),
+        ("metrics.loss >= 0.2 and metrics.acc > 0.85", ["b"]),
+        ("not metrics.loss < 0.3", ["a", "c", "d"]),  # missing and NaN fail the test
+        ("metrics.loss != 0.5", ["b", "c", "d"]),
+        ("metrics.`val/acc` > 0.5", ["d"]),
+        ("metrics.val/acc > 0.5", ["d"]),
+        ("params.`odd key` = 'v'", ["d"]),
+        ("tags.t = 'x'", ["a"]),
+        ("tags.t != 'x'", ["b", "c", "d"]),  # runs without the tag pass a negative test
+        ("tags.t is null", ["b", "c", "d"]),
+        ("tags.t is not null", ["a"]),
+        ("status = 'failed'", ["c"]),
+        ("status != 'FINISHED'", ["c"]),
+        ("run_name in ('a', 'd')", ["a", "d"]),
+        ("duration > 30", ["a", "b"]),
+        ("duration is null", ["c"]),
+        ("start_time < '2000-01-01'", ["d"]),
+        ("start_time >= 1700000000000", ["a", "b", "c"]),
+        ("experiment = 'exp' AND NOT (params.opt = 'sgd' OR params.opt = 'adam')", ["c", "d"]),
+        ("(params.lr < 0.05 or metrics.acc > 0.85) and params.opt != 'adamw'", ["b"]),
+        ("params.lr > 0.05 or params.lr < 0.005 and params.opt = 'x'", ["a"]),  # and binds tighter
+        ("metrics.acc >= 8e-1", ["a", "b"]),
+        ("metrics.loss > -1", ["a", "b"]),
+    ],
+)
+def test_where_selects(expr: str, expected: list[str]) -> None:
+    assert names(expr) == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "column", "fragment"),
+    [
+        ("params.lr >", 12, "expected a number or a quoted string"),
+        ("params.lr 0.1", 11, "expected an operator"),
+        ("metrics.loss < 0.1 and", 23, "expected a key"),
+        ("(metrics.loss < 0.1", 20, "expected ')' to close the '(' at column 1"),
+        ("metrics.loss < 0.1)", 19, "expected 'and', 'or'"),
+        ("params.opt = 'sgd", 14, "unterminated ' quote"),
+        ("params.opt in 'sgd'", 15, "expected '(' after 'in'"),
+        ("params.opt in ('a' 'b')", 20, "expected ',' or ')'"),
+        ("params.opt like 3", 17, "expected a quoted pattern"),
+        ("colour = 'red'", 1, "unknown run attribute 'colour'"),
+        ("metrics.loss < 'low'", 1, "metrics.loss compares to numbers"),
+        ("start_time > 'yesterday'", 1, "ISO date"),
+        ("params. = 1", 8, "expected a key name"),
+        ("params.x = 1 $", 14, "unexpected character '$'"),
+        ("params.x is 1", 13, "expected 'null'"),
+        ("", 1, "expected a condition"),
+    ],
+)
+def test_malformed_where_points_at_the_column(expr: str, column: int, fragment: str) -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_where(expr)
+    message = str(info.value)
+    first, shown, caret = message.split("\n")
+    assert first.startswith(f"malformed --where at column {column}: ")
+    assert fragment in first
+    assert shown == f"  {expr}"
+    assert caret == "  " + " " * (column - 1) + "^"
+    assert info.value.exit_code == 2
+
+
+def test_fields_parse_and_print_back() -> None:
+    assert str(parse_field("metrics.`val acc`")) == "metrics.`val acc`"
+    assert str(parse_field("params.optimizer.lr")) == "params.optimizer.lr"
+    assert parse_field("name").key == "run_name"
+    with pytest.raises(UsageError, match="unknown run attribute"):
+        parse_field("bogus")
+
+
+def test_sort_several_keys_missing_last_both_ways() -> None:
+    runs = [*RUNS, rec("e", {"lr": "0.01", "opt": "sgd"}, {"acc": 0.95})]
+    by = [parse_sort("params.lr"), parse_sort("-metrics.acc")]
+    assert [r.name for r in sort_runs(runs, by)] == [
+        "c",
+        "e",
+        "b",
+        "a",
+        "d",
+    ]  # "auto" after numbers
+    desc = [r.name for r in sort_runs(runs, [parse_sort("-metrics.loss")])]
+    assert desc[:2] == ["a", "b"] and set(desc[2:]) == {"c", "d", "e"}  # NaN and missing last
+    asc = [r.name for r in sort_runs(runs, [parse_sort("metrics.loss asc")])]
+    assert asc[:2] == ["b", "a"]
+    assert sort_runs(runs, [parse_sort("metrics.acc desc")])[0].name == "e"
+
+
+def test_sort_key_errors() -> None:
+    with pytest.raises(UsageError, match="--sort needs a key"):
+        parse_sort("-")
+    with pytest.raises(UsageError, match="unknown run attribute"):
+        parse_sort("-speed")
+
+
+def test_unknown_metric_or_param_is_named() -> None:
+    node = parse_where("metrics.accuracy > 0.5")
+    with pytest.raises(NotFoundError, match=r"unknown metric 'accuracy' in --where.*acc, loss"):
+        check_known(node.fields(), RUNS, "--where")
+    with pytest.raises(NotFoundError, match="unknown param 'optimizer'"):
+        check_known([parse_field("params.optimizer")], RUNS, "--sort")
+    check_known([parse_field("tags.never_set")], RUNS, "--where")  # tags may be absent
+    check_known([parse_field("metrics.nope")], [], "--where")  # nothing to check against
