@@ -9,15 +9,11 @@ Rules that involve one section live on that section's model; rules across sectio
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationInfo,
@@ -27,7 +23,20 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from tuner.config._types import Duration, Number, RuleError, Scalar
+from tuner.config._base import _NAME, Objective, _Model
+from tuner.config._parameter import Parameter
+from tuner.config._sections import (
+    BudgetConfig,
+    DiagnosisConfig,
+    ExecutorConfig,
+    LineageConfig,
+    MetricPattern,
+    PrunerConfig,
+    ResourcesConfig,
+    SamplerConfig,
+    TrialConfig,
+)
+from tuner.config._types import RuleError
 
 __all__ = [
     "BudgetConfig",
@@ -43,305 +52,6 @@ __all__ = [
     "SamplerConfig",
     "TrialConfig",
 ]
-
-Goal = Literal["minimize", "maximize"]
-SamplerName = Literal["tpe", "gp", "random", "cmaes", "grid", "qmc", "nsga2"]
-PrunerName = Literal["median", "hyperband", "percentile", "none"]
-
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=True)
-
-
-class Objective(_Model):
-    """One metric to optimize and its direction."""
-
-    metric: str = Field(min_length=1, description="metric key, as logged by the trial")
-    goal: Goal = Field(description="minimize or maximize")
-
-
-class Parameter(_Model):
-    """One hyperparameter of the search space."""
-
-    type: Literal["float", "int", "categorical"] = Field(description="float, int or categorical")
-    low: Number = Field(default=None, description="lower bound (float, int), inclusive")
-    high: Number = Field(default=None, description="upper bound (float, int), inclusive")
-    log: bool = Field(default=False, description="sample on a log scale (needs low > 0)")
-    step: Number = Field(default=None, description="discretization step (float, int)")
-    choices: list[Scalar] | None = Field(
-        default=None, description="the values of a categorical parameter"
-    )
-    when: dict[str, Scalar | list[Scalar]] | None = Field(
-        default=None,
-        description="only sample this parameter when every named categorical parameter "
-        "has the given value (or one of the listed values)",
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> Parameter:
-        if self.type == "categorical":
-            for key in ("low", "high", "step"):
-                if getattr(self, key) is not None:
-                    raise RuleError(
-                        (key,), "is not allowed for type: categorical", getattr(self, key)
-                    )
-            if self.log:
-                raise RuleError(("log",), "is not allowed for type: categorical", self.log)
-            if self.choices is None:
-                raise RuleError(("choices",), "is required for type: categorical", show_value=False)
-            if not self.choices:
-                raise RuleError(("choices",), "must list at least one value", self.choices)
-            for i, choice in enumerate(self.choices):
-                # Optuna finds a choice with ==, so true and 1 (or 1 and 1.0) are one choice.
-                if any(choice == earlier for earlier in self.choices[:i]):
-                    raise RuleError(("choices", i), "repeats an earlier choice", choice)
-            return self
-        if self.choices is not None:
-            raise RuleError(
-                ("choices",), f"is only for type: categorical, not {self.type}", self.choices
-            )
-        if self.low is None:
-            raise RuleError(("low",), f"is required for type: {self.type}", show_value=False)
-        if self.high is None:
-            raise RuleError(("high",), f"is required for type: {self.type}", show_value=False)
-        if self.type == "int":
-            for key in ("low", "high", "step"):
-                value = getattr(self, key)
-                if value is not None and not float(value).is_integer():
-                    raise RuleError((key,), "must be an integer for type: int", value)
-                if value is not None:
-                    setattr(self, key, int(value))
-        if not self.low < self.high:
-            raise RuleError(("high",), f"must be > low ({self.low})", self.high)
-        if self.log and self.low <= 0:
-            raise RuleError(("low",), "must be > 0 when log: true", self.low)
-        if self.step is not None:
-            if self.step <= 0:
-                raise RuleError(("step",), "must be > 0", self.step)
-            if self.log and (self.type == "float" or self.step != 1):
-                raise RuleError(
-                    ("step",), f"cannot be combined with log: true for type: {self.type}", self.step
-                )
-            span = (self.high - self.low) / self.step
-            if abs(span - round(span)) > 1e-8 * max(1.0, abs(span)):
-                raise RuleError(
-                    ("high",),
-                    f"must be low + a whole number of steps ({self.low} + k * {self.step})",
-                    self.high,
-                )
-        if self.type == "float":
-            # After the checks, so messages show the values as written.
-            self.low, self.high = float(self.low), float(self.high)
-            self.step = None if self.step is None else float(self.step)
-        return self
-
-    @property
-    def conditional(self) -> bool:
-        return bool(self.when)
-
-    def grid_values(self) -> list[Any] | None:
-        """Every value this parameter can take, or None when it is continuous."""
-        if self.type == "categorical":
-            return list(self.choices or [])
-        step = self.step if self.step is not None else (1 if self.type == "int" else None)
-        if step is None:
-            return None
-        assert self.low is not None and self.high is not None
-        n = round((self.high - self.low) / step)
-        if self.type == "int":
-            return [int(self.low) + i * int(step) for i in range(n + 1)]
-        return [float(self.low + i * step) for i in range(n + 1)]
-
-
-def _no_bool(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise PydanticCustomError("int_type", "must be an integer")
-    return value
-
-
-#: An integer; YAML ``true`` is not 1 here.
-Int = Annotated[int, BeforeValidator(_no_bool)]
-
-
-class BudgetConfig(_Model):
-    """When the campaign stops."""
-
-    trials: Int = Field(ge=1, description="finished trials to reach (COMPLETE + PRUNED + FAIL)")
-    timeout: Duration = Field(default=None, description="stop starting trials after this long")
-    max_failures: Int = Field(
-        default=5, ge=1, description="stop the campaign once this many trials have failed"
-    )
-
-
-class TrialConfig(_Model):
-    """How each trial process is supervised."""
-
-    timeout: Duration = Field(default=None, description="kill a trial running longer than this")
-    retries: Int = Field(default=0, ge=0, description="re-runs of a failed trial, same params")
-    grace_period: Duration = Field(
-        default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
-    )
-
-
-class SamplerConfig(_Model):
-    """Which Optuna sampler proposes parameters."""
-
-    name: SamplerName = Field(default="tpe", description="tpe|gp|random|cmaes|grid|qmc|nsga2")
-    seed: Int | None = Field(default=None, description="seed for reproducible proposals")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="keyword arguments of the Optuna sampler class"
-    )
-
-    @field_validator("options")
-    @classmethod
-    def _no_seed(cls, options: dict[str, Any]) -> dict[str, Any]:
-        if "seed" in options:
-            raise RuleError(
-                ("seed",), "belongs in sampler.seed, not sampler.options", options["seed"]
-            )
-        return options
-
-
-class PrunerConfig(_Model):
-    """Which Optuna pruner stops unpromising trials from their intermediate values."""
-
-    name: PrunerName = Field(default="median", description="median|hyperband|percentile|none")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="keyword arguments of the Optuna pruner class"
-    )
-
-
-class ResourcesConfig(_Model):
-    """Device slots: which devices exist and how many each trial holds."""
-
-    kind: Literal["auto", "cpu", "gpu", "npu"] = Field(
-        default="auto", description="auto: CUDA GPUs, else Ascend NPUs, else CPU slots"
-    )
-    devices: Literal["auto"] | list[int | str] = Field(
-        default="auto", description="auto, or the device ids to use, e.g. [0, 1, 2, 3]"
-    )
-    per_trial: Int = Field(default=1, ge=1, description="devices each trial holds")
-    parallel: Int = Field(default=1, ge=1, description="trials running at once")
-
-    @field_validator("devices", mode="before")
-    @classmethod
-    def _devices(cls, value: Any) -> Any:
-        if value == "auto":
-            return value
-        if not isinstance(value, list):
-            raise PydanticCustomError("devices_type", "must be auto or a list of device ids")
-        if not value:
-            raise PydanticCustomError("devices_empty", "must list at least one device id")
-        seen: set[str] = set()
-        for i, item in enumerate(value):
-            if isinstance(item, bool) or not isinstance(item, int | str) or item == "":
-                raise RuleError((i,), "must be a device id (an integer or a name)", item)
-            if isinstance(item, int) and item < 0:
-                raise RuleError((i,), "must be >= 0", item)
-            if str(item) in seen:
-                raise RuleError((i,), "repeats an earlier device id", item)
-            seen.add(str(item))
-        return value
-
-    @model_validator(mode="after")
-    def _fits(self) -> ResourcesConfig:
-        if isinstance(self.devices, list) and self.parallel * self.per_trial > len(self.devices):
-            raise RuleError(
-                ("parallel",),
-                f"times per_trial ({self.per_trial}) must be <= the {len(self.devices)} "
-                "devices listed",
-                self.parallel,
-            )
-        return self
-
-
-class MetricPattern(_Model):
-    """A metric read from the trial's stdout/stderr lines."""
-
-    pattern: str = Field(
-        description="regex with one group, or a named group 'value' (and optionally 'step')"
-    )
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise PydanticCustomError(
-                "regex", "is not a valid regular expression ({reason})", {"reason": str(exc)}
-            ) from None
-        names = regex.groupindex
-        if "value" not in names and regex.groups != 1:
-            raise PydanticCustomError(
-                "regex_groups",
-                "must have exactly one group, or a named group 'value' (it has {n} groups)",
-                {"n": regex.groups},
-            )
-        return pattern
-
-    @property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern)
-
-
-class LineageConfig(_Model):
-    """Where trials are recorded (MLflow)."""
-
-    tracking_uri: str | None = Field(
-        default=None,
-        description="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
-        "sqlite:///mlflow.db in the current directory)",
-    )
-    experiment: str | None = Field(default=None, description="MLflow experiment (default: name)")
-
-
-class ExecutorConfig(_Model):
-    """Where trial processes run."""
-
-    name: Literal["local", "ray"] = Field(default="local", description="local or ray")
-    address: str | None = Field(default=None, description="Ray cluster address (ray only)")
-
-    @model_validator(mode="after")
-    def _address(self) -> ExecutorConfig:
-        if self.address is not None and self.name != "ray":
-            raise RuleError(("address",), "is only for name: ray", self.address)
-        return self
-
-
-class DiagnosisConfig(_Model):
-    """Loss-curve checks applied to intermediate values while trials run."""
-
-    early_stop: bool = Field(
-        default=True, description="stop a trial whose curve is diverging (NaN, explosion)"
-    )
-    checks: list[str] = Field(
-        default_factory=list,
-        description="ids of the lineage.diagnose checks to run on each finished trial "
-        "(default: all)",
-    )
-
-    @field_validator("checks")
-    @classmethod
-    def _known(cls, checks: list[str]) -> list[str]:
-        if not checks:
-            return checks
-        from lineage.diagnose import CHECKS
-
-        for i, check in enumerate(checks):
-            if check not in CHECKS:
-                from tuner.config._rules import suggest
-
-                raise RuleError(
-                    (i,),
-                    "must be a check id" + suggest(check, CHECKS) + f" ({', '.join(CHECKS)})",
-                    check,
-                )
-            if check in checks[:i]:
-                raise RuleError((i,), "repeats an earlier check", check)
-        return checks
 
 
 class CampaignConfig(_Model):

@@ -1,0 +1,213 @@
+"""The config sections below the top level: budget, trial, sampler, pruner, resources..."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from tuner.config._base import PrunerName, SamplerName, _Model
+from tuner.config._types import Duration, RuleError
+
+__all__ = [
+    "BudgetConfig",
+    "DiagnosisConfig",
+    "ExecutorConfig",
+    "LineageConfig",
+    "MetricPattern",
+    "PrunerConfig",
+    "ResourcesConfig",
+    "SamplerConfig",
+    "TrialConfig",
+]
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "must be an integer")
+    return value
+
+
+#: An integer; YAML ``true`` is not 1 here.
+Int = Annotated[int, BeforeValidator(_no_bool)]
+
+
+class BudgetConfig(_Model):
+    """When the campaign stops."""
+
+    trials: Int = Field(ge=1, description="finished trials to reach (COMPLETE + PRUNED + FAIL)")
+    timeout: Duration = Field(default=None, description="stop starting trials after this long")
+    max_failures: Int = Field(
+        default=5, ge=1, description="stop the campaign once this many trials have failed"
+    )
+
+
+class TrialConfig(_Model):
+    """How each trial process is supervised."""
+
+    timeout: Duration = Field(default=None, description="kill a trial running longer than this")
+    retries: Int = Field(default=0, ge=0, description="re-runs of a failed trial, same params")
+    grace_period: Duration = Field(
+        default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
+    )
+
+
+class SamplerConfig(_Model):
+    """Which Optuna sampler proposes parameters."""
+
+    name: SamplerName = Field(default="tpe", description="tpe|gp|random|cmaes|grid|qmc|nsga2")
+    seed: Int | None = Field(default=None, description="seed for reproducible proposals")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword arguments of the Optuna sampler class"
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _no_seed(cls, options: dict[str, Any]) -> dict[str, Any]:
+        if "seed" in options:
+            raise RuleError(
+                ("seed",), "belongs in sampler.seed, not sampler.options", options["seed"]
+            )
+        return options
+
+
+class PrunerConfig(_Model):
+    """Which Optuna pruner stops unpromising trials from their intermediate values."""
+
+    name: PrunerName = Field(default="median", description="median|hyperband|percentile|none")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword arguments of the Optuna pruner class"
+    )
+
+
+class ResourcesConfig(_Model):
+    """Device slots: which devices exist and how many each trial holds."""
+
+    kind: Literal["auto", "cpu", "gpu", "npu"] = Field(
+        default="auto", description="auto: CUDA GPUs, else Ascend NPUs, else CPU slots"
+    )
+    devices: Literal["auto"] | list[int | str] = Field(
+        default="auto", description="auto, or the device ids to use, e.g. [0, 1, 2, 3]"
+    )
+    per_trial: Int = Field(default=1, ge=1, description="devices each trial holds")
+    parallel: Int = Field(default=1, ge=1, description="trials running at once")
+
+    @field_validator("devices", mode="before")
+    @classmethod
+    def _devices(cls, value: Any) -> Any:
+        if value == "auto":
+            return value
+        if not isinstance(value, list):
+            raise PydanticCustomError("devices_type", "must be auto or a list of device ids")
+        if not value:
+            raise PydanticCustomError("devices_empty", "must list at least one device id")
+        seen: set[str] = set()
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, int | str) or item == "":
+                raise RuleError((i,), "must be a device id (an integer or a name)", item)
+            if isinstance(item, int) and item < 0:
+                raise RuleError((i,), "must be >= 0", item)
+            if str(item) in seen:
+                raise RuleError((i,), "repeats an earlier device id", item)
+            seen.add(str(item))
+        return value
+
+    @model_validator(mode="after")
+    def _fits(self) -> ResourcesConfig:
+        if isinstance(self.devices, list) and self.parallel * self.per_trial > len(self.devices):
+            raise RuleError(
+                ("parallel",),
+                f"times per_trial ({self.per_trial}) must be <= the {len(self.devices)} "
+                "devices listed",
+                self.parallel,
+            )
+        return self
+
+
+class MetricPattern(_Model):
+    """A metric read from the trial's stdout/stderr lines."""
+
+    pattern: str = Field(
+        description="regex with one group, or a named group 'value' (and optionally 'step')"
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise PydanticCustomError(
+                "regex", "is not a valid regular expression ({reason})", {"reason": str(exc)}
+            ) from None
+        names = regex.groupindex
+        if "value" not in names and regex.groups != 1:
+            raise PydanticCustomError(
+                "regex_groups",
+                "must have exactly one group, or a named group 'value' (it has {n} groups)",
+                {"n": regex.groups},
+            )
+        return pattern
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+
+class LineageConfig(_Model):
+    """Where trials are recorded (MLflow)."""
+
+    tracking_uri: str | None = Field(
+        default=None,
+        description="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
+        "sqlite:///mlflow.db in the current directory)",
+    )
+    experiment: str | None = Field(default=None, description="MLflow experiment (default: name)")
+
+
+class ExecutorConfig(_Model):
+    """Where trial processes run."""
+
+    name: Literal["local", "ray"] = Field(default="local", description="local or ray")
+    address: str | None = Field(default=None, description="Ray cluster address (ray only)")
+
+    @model_validator(mode="after")
+    def _address(self) -> ExecutorConfig:
+        if self.address is not None and self.name != "ray":
+            raise RuleError(("address",), "is only for name: ray", self.address)
+        return self
+
+
+class DiagnosisConfig(_Model):
+    """Loss-curve checks applied to intermediate values while trials run."""
+
+    early_stop: bool = Field(
+        default=True, description="stop a trial whose curve is diverging (NaN, explosion)"
+    )
+    checks: list[str] = Field(
+        default_factory=list,
+        description="ids of the lineage.diagnose checks to run on each finished trial "
+        "(default: all)",
+    )
+
+    @field_validator("checks")
+    @classmethod
+    def _known(cls, checks: list[str]) -> list[str]:
+        if not checks:
+            return checks
+        from lineage.diagnose import CHECKS
+
+        for i, check in enumerate(checks):
+            if check not in CHECKS:
+                from tuner.config._rules import suggest
+
+                raise RuleError(
+                    (i,),
+                    "must be a check id" + suggest(check, CHECKS) + f" ({', '.join(CHECKS)})",
+                    check,
+                )
+            if check in checks[:i]:
+                raise RuleError((i,), "repeats an earlier check", check)
+        return checks
