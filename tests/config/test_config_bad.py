@@ -487,8 +487,13 @@ def test_json_format_reports_the_error(
             "c.yaml: is empty; a campaign needs at least name, command, target, parameters and budget.",
         ),
         ("name: a\nname: b\n", "c.yaml: line 2: key 'name' appears twice (first on line 1)."),
+        (
+            'name: "a\ncommand: x\n',
+            "c.yaml: line 3, column 1: invalid YAML (while scanning a quoted scalar from line 1, "
+            "column 7, found unexpected end of stream).",
+        ),
     ],
-    ids=["yaml-syntax", "top-level-list", "empty", "duplicate-key"],
+    ids=["yaml-syntax", "top-level-list", "empty", "duplicate-key", "unclosed-quote"],
 )
 def test_bad_file(
     text: str, expected: str, write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]

@@ -301,6 +301,22 @@ def parse_config(
         raise _from_validation(where, exc, data) from None
 
 
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """``line L, column C: invalid YAML (what, since where it began)``."""
+    mark, begun = exc.problem_mark or exc.context_mark, exc.context_mark
+    parts = []
+    if exc.context:
+        context = exc.context
+        if begun is not None and mark is not None and begun.line != mark.line:
+            context += f" from line {begun.line + 1}, column {begun.column + 1}"
+        parts.append(context)
+    if exc.problem:
+        parts.append(exc.problem)
+    what = " ".join(", ".join(parts or ["invalid YAML"]).split())
+    at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    return f"{at}invalid YAML ({what})"
+
+
 def load_config(path: str | Path) -> CampaignConfig:
     """Read and validate the campaign at ``path``. Raises :class:`ConfigError` (exit code 2)."""
     where = str(path)
@@ -320,10 +336,7 @@ def load_config(path: str | Path) -> CampaignConfig:
     except _DuplicateKey as exc:
         raise ConfigError(f"{where}: {exc}.") from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
-        raise ConfigError(f"{where}: {at}invalid YAML ({problem}).") from None
+        raise ConfigError(f"{where}: {_yaml_problem(exc)}.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: invalid YAML ({' '.join(str(exc).split())}).") from None
     return parse_config(data, source=where, base_dir=file.resolve().parent)
