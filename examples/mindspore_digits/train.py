@@ -105,6 +105,8 @@ def resolve_params(argv: list[str] | None = None) -> tuple[dict[str, Any], argpa
     for key in DEFAULTS:
         if hasattr(args, key):
             params[key] = getattr(args, key)
+    if params["optimizer"] != "momentum":
+        params["momentum"] = None  # conditional: not a hyperparameter of this run
     errors = []
     if params["optimizer"] not in OPTIMIZERS:
         errors.append(f"optimizer must be one of {list(OPTIMIZERS)}, got {params['optimizer']!r}")
@@ -209,8 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             trial.report(cb.cur_epoch_num, val_accuracy=acc)  # a no-op outside the tuner
+
+        def on_train_epoch_end(self, run_context: Any) -> None:
+            # Here, not in on_eval_end: an evaluation has a RunContext of its own.
             if trial.should_prune():
-                print(f"pruned by the tuner after epoch {cb.cur_epoch_num}", flush=True)
+                epoch = run_context.original_args().cur_epoch_num
+                print(f"pruned by the tuner after epoch {epoch}", flush=True)
                 run_context.request_stop()
 
     callbacks: list[Callback] = [Report()]
