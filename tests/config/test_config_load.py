@@ -259,3 +259,21 @@ budget: {trials: 2}
     config = load_config(write_config(text))
     assert config.parameters["a"].high == 1.0
     assert config.parameters["b"].high == 2.0 and config.parameters["b"].low == 0.0
+
+
+def test_schema_flags_a_parameter_missing_its_range_or_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import jsonschema
+
+    assert main(["schema"]) == 0
+    validator = jsonschema.Draft202012Validator(json.loads(capsys.readouterr().out))
+    for bad in (
+        {"type": "float", "low": 0.0},
+        {"type": "categorical"},
+        {"type": "categorical", "choices": [1], "low": 0},
+        {"type": "int", "low": 0, "high": 3, "choices": [1]},
+    ):
+        data = base_config()
+        data["parameters"]["p"] = bad
+        assert list(validator.iter_errors(data)), bad

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from tuner.config._base import _Model
 from tuner.config._types import Number, RuleError, Scalar
@@ -14,6 +14,22 @@ __all__ = ["Parameter"]
 
 class Parameter(_Model):
     """One hyperparameter of the search space."""
+
+    # Lets an editor flag a float without bounds or a categorical without choices.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": {"properties": {"type": {"const": "categorical"}}},
+                    "then": {
+                        "required": ["choices"],
+                        "not": {"anyOf": [{"required": ["low"]}, {"required": ["high"]}]},
+                    },
+                    "else": {"required": ["low", "high"], "not": {"required": ["choices"]}},
+                }
+            ]
+        }
+    )
 
     type: Literal["float", "int", "categorical"] = Field(description="float, int or categorical")
     low: Number = Field(default=None, description="lower bound (float, int), inclusive")
