@@ -21,6 +21,7 @@ from pathlib import Path
 
 from lineage._errors import LineageError, StoreError
 from lineage._recording._writer import Batch, Point, TransientError, Writer
+from lineage._secrets import mask_uri
 
 log = logging.getLogger("lineage.recording")
 
@@ -42,6 +43,7 @@ class Recorder:
         self.tags: deque[tuple[str, str]] = deque()
         self.rejected: dict[str, tuple[str, str]] = {}
         self.last_error: BaseException | None = None
+        self.fatal: BaseException | None = None
         self.written_points = 0
         self._interval = interval
         self._high_water = high_water
@@ -65,18 +67,20 @@ class Recorder:
         """Block until everything logged before this call is stored; ``StoreError`` if not."""
         if not self._thread.is_alive():
             if self.points or self.params or self.tags or self._pending:
-                raise StoreError(
-                    f"run {self.run_id}: the writer thread has stopped; unsent records remain"
-                )
+                why = mask_uri(str(self.fatal)) if self.fatal else "the writer thread has stopped"
+                raise StoreError(f"run {self.run_id}: records not stored: {why}")
             return
         done = threading.Event()
         self._requests.append(done)
         self._wake.set()
-        if not done.wait(timeout):
+        finished = done.wait(timeout)
+        if self.fatal is not None:
+            raise StoreError(f"run {self.run_id}: records not stored: {mask_uri(str(self.fatal))}")
+        if not finished:
             err = self.last_error
             raise StoreError(
                 f"run {self.run_id}: records not stored after {timeout:g} s"
-                + (f" (last error: {type(err).__name__}: {err})" if err else "")
+                + (f" (last error: {type(err).__name__}: {mask_uri(str(err))})" if err else "")
             )
 
     def close(self, timeout: float | None = 60.0) -> None:
@@ -139,12 +143,14 @@ class Recorder:
                 result = self.writer.write(self.run_id, batch)
             except TransientError as exc:
                 self.last_error = exc
-                log.warning("lineage: run %s: store busy, will retry: %s", self.run_id, exc)
+                log.warning(
+                    "lineage: run %s: store busy, will retry: %s", self.run_id, mask_uri(str(exc))
+                )
                 return False
             except LineageError as exc:
-                # The run is gone or deleted: nothing later can succeed either.
-                self.last_error = exc
-                log.error("lineage: run %s: %s", self.run_id, exc)
+                # The run is gone or deleted: nothing later can succeed, so stop retrying.
+                self.last_error = self.fatal = exc
+                log.error("lineage: run %s: %s", self.run_id, mask_uri(str(exc)))
                 return False
             except Exception as exc:
                 self.last_error = exc
@@ -152,7 +158,7 @@ class Recorder:
                     "lineage: run %s: write failed, will retry: %s: %s",
                     self.run_id,
                     type(exc).__name__,
-                    exc,
+                    mask_uri(str(exc)),
                 )
                 return False
             self._pending = None
@@ -181,6 +187,10 @@ class Recorder:
                     self._requests.popleft().set()
                 if self._closing:
                     return
+            elif self.fatal is not None:
+                while self._requests:
+                    self._requests.popleft().set()  # flush() sees ``fatal`` and raises
+                return
             else:
                 backoff = min(max(backoff * 2, 0.1), 5.0)
                 time.sleep(0)  # let the training thread run between retries

@@ -204,3 +204,68 @@ def test_file_store_goes_through_mlflow_client(
     got = client.get_run(run.run_id)
     assert got.info.status == "FINISHED" and got.data.params == {"a.b": "1"}
     assert len(client.get_metric_history(run.run_id, "loss")) == 1500
+
+
+def test_no_secret_reaches_the_store(store_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scan every param and tag row written: argv, environment, config and URIs are masked."""
+    import sys
+
+    monkeypatch.setattr(
+        sys, "argv", ["train.py", "--db-password", "hunter2", "--store=postgresql://u:pgpass1@h/db"]
+    )
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-secret-9")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    config = {
+        "model": {"depth": 3},
+        "wandb": {"api_key": "wk-secret-7"},
+        "data_url": "s3://ak:sk-secret-5@bucket/x",
+    }
+    with lineage.start_run(
+        experiment="s", params=config, tags={"hf_token": "hf-secret-3"}, tracking_uri=store_uri
+    ) as run:
+        run.set_tags({"note": "see https://bob:pw-secret-2@host/x"})
+    got = MlflowClient(tracking_uri=store_uri).get_run(run.run_id)
+    blob = repr(got.data.params) + repr(got.data.tags)
+    for secret in (
+        "hunter2",
+        "pgpass1",
+        "tok-secret-9",
+        "wk-secret-7",
+        "sk-secret-5",
+        "hf-secret-3",
+        "pw-secret-2",
+    ):
+        assert secret not in blob, secret
+    assert got.data.params["model.depth"] == "3" and got.data.params["wandb.api_key"] == "****"
+    assert '"CUDA_VISIBLE_DEVICES":"0"' in got.data.tags["lineage.env"]
+    assert "--db-password" in got.data.tags["lineage.command"]
+
+
+def test_run_deleted_under_the_writer_fails_fast_and_spills_to_disk(
+    sqlite_uri: str, tmp_path: object
+) -> None:
+    import json
+    from pathlib import Path
+
+    from lineage._errors import StoreError
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    run = lineage.start_run(experiment="gone", tracking_uri=sqlite_uri, record_identity=False)
+    run.log_metric("loss", 1.0, step=0)
+    run.flush()
+    client.delete_run(run.run_id)
+    run.log_metric("loss", 0.5, step=1)
+    start = time.monotonic()
+    with pytest.raises(StoreError, match="is deleted"):
+        run.end()
+    assert time.monotonic() - start < 10
+    spilled = Path(str(tmp_path)) / f"lineage-unsent-{run.run_id}.jsonl"
+    rows = [json.loads(line) for line in spilled.read_text().splitlines()]
+    assert {
+        "type": "metric",
+        "key": "loss",
+        "value": 0.5,
+        "timestamp": rows[-1]["timestamp"],
+        "step": 1,
+    } in rows
+    assert lineage.active_run() is None
