@@ -425,6 +425,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "sampler.options.search_space.lr[1] must be within the parameter's [1e-05, 0.1], got 0.5.",
     ),
+    (
+        "sqlite-two-slashes",
+        {"storage": "sqlite://optuna.db"},
+        "storage must be sqlite:///relative/file.db or sqlite:////absolute/file.db (three slashes, then the path), got 'sqlite://optuna.db'.",
+    ),
+    (
+        "tracking-bare-db",
+        {"lineage": {"tracking_uri": "runs/mlflow.db"}},
+        "lineage.tracking_uri is a bare path, which MLflow reads as a file-store directory; for a SQLite file write sqlite:///runs/mlflow.db, got 'runs/mlflow.db'.",
+    ),
 ]
 
 

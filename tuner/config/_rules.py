@@ -30,12 +30,32 @@ def check_campaign(config: CampaignConfig) -> None:
     _check_placeholders(config)
     _check_sampler(config)
     _check_pruner(config)
-    if config.storage is not None and "://" not in config.storage:
+    _check_uris(config)
+
+
+def _check_uris(config: CampaignConfig) -> None:
+    storage, tracking = config.storage, config.lineage.tracking_uri
+    if storage is not None and "://" not in storage:
         raise RuleError(
             ("storage",),
             "must be an Optuna storage URL such as sqlite:///optuna.db or "
             "postgresql://user@host/db",
-            config.storage,
+            storage,
+        )
+    for path, uri in ((("storage",), storage), (("lineage", "tracking_uri"), tracking)):
+        if uri and uri.startswith("sqlite:") and not uri.startswith("sqlite:///"):
+            raise RuleError(
+                path,
+                "must be sqlite:///relative/file.db or sqlite:////absolute/file.db "
+                "(three slashes, then the path)",
+                uri,
+            )
+    if tracking and ":" not in tracking and tracking.endswith((".db", ".sqlite", ".sqlite3")):
+        raise RuleError(
+            ("lineage", "tracking_uri"),
+            f"is a bare path, which MLflow reads as a file-store directory; for a SQLite file "
+            f"write sqlite:///{tracking}",
+            tracking,
         )
 
 
