@@ -141,6 +141,15 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
         # Conditional parameters fall back to the independent sampler by design; say so in
         # the docs, not in a warning per trial.
         kwargs.setdefault("warn_independent_sampling", False)
+    if (
+        name == "tpe"
+        and kwargs.get("multivariate")
+        and any(p.when for p in config.parameters.values())
+    ):
+        # Multivariate TPE models one joint space; `group` splits it by which parameters a
+        # trial has, instead of dropping conditional ones to independent sampling (and logging
+        # a warning per trial).
+        kwargs.setdefault("group", True)
     if name == "tpe" and config.resources.parallel > 1:
         # Without it, parallel workers ask while others run and get near-duplicate proposals.
         kwargs.setdefault("constant_liar", True)

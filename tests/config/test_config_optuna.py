@@ -231,3 +231,20 @@ def test_fixed_trials_and_distributions() -> None:
     ]:
         with pytest.raises(ValueError, match=message):
             validate_params(config, bad)
+
+
+def test_multivariate_tpe_groups_conditional_parameters() -> None:
+    options = {"multivariate": True, "n_startup_trials": 2}
+    config = _config(sampler={"name": "tpe", "seed": 0, "options": options})
+    sampler = make_sampler(config)
+    assert sampler._group is True  # type: ignore[attr-defined]
+    study = optuna.create_study(sampler=sampler)
+    for i in range(6):
+        trial = study.ask()
+        values = sample_params(trial, config)
+        assert ("momentum" in values) == (values["optimizer"] == "sgd")
+        study.tell(trial, float(i))
+    unconditional = _config(
+        {"x": {"type": "float", "low": 0, "high": 1}}, sampler={"options": options}
+    )
+    assert make_sampler(unconditional)._group is False  # type: ignore[attr-defined]
