@@ -74,6 +74,16 @@ def test_sigterm_mid_logging_loses_nothing_and_ends_killed(
     assert proc.returncode == -signal.SIGTERM  # the parent still sees death by SIGTERM
 
 
+def test_sigterm_chains_to_the_programs_own_handler(sqlite_uri: str, tmp_path: Path) -> None:
+    progress = tmp_path / "progress"
+    proc = _start(sqlite_uri, "with-handler-slow", progress)
+    _wait_for_progress(proc, progress, 100)
+    proc.send_signal(signal.SIGTERM)
+    # The handler exits 0, but the run was ended by a signal: KILLED, not FINISHED.
+    _check(sqlite_uri, proc, progress, "KILLED")
+    assert proc.returncode == 0 and progress.with_suffix(".sig").read_text() == "handled"
+
+
 def test_sigint_ends_killed(sqlite_uri: str, tmp_path: Path) -> None:
     progress = tmp_path / "progress"
     proc = _start(sqlite_uri, "with-slow", progress)

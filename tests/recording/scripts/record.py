@@ -3,13 +3,14 @@
 Prints its run id, then logs one point per step and writes the last step whose log call
 returned to PROGRESS, so a test that kills it knows which points must be in the store.
 MODE: ``with-*`` uses the context manager, ``plain-*`` a plain call (atexit, excepthook and
-the signal handlers end the run); the suffix is ``exit``, ``raise`` or ``slow`` (sleeps 2 ms
+the signal handlers end the run); ``-handler-`` installs the script's own SIGTERM handler first; the suffix is ``exit``, ``raise`` or ``slow`` (sleeps 2 ms
 a step, for tests that send a signal).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -31,6 +32,14 @@ def train() -> None:
         if mode.endswith("slow"):
             time.sleep(0.002)
 
+
+if "handler" in mode:
+    # The program's own SIGTERM handler, installed before lineage's: it must still run.
+    def on_term(signum: int, frame: object) -> None:
+        progress.with_suffix(".sig").write_text("handled")
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
 
 if mode.startswith("plain"):
     run = lineage.start_run(experiment="scripts", params={"mode": mode}, tracking_uri=store)
