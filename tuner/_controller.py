@@ -152,6 +152,7 @@ class Controller:
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
         # Set by `tuner worker` (tuner._worker): heartbeats of the trials this process runs.
         self.heartbeat: Heartbeat | None = None
+        self._stale: list[Any] = []
 
     # ----- public --------------------------------------------------------------------------
 
@@ -249,8 +250,27 @@ class Controller:
                 pool_size=self.config.resources.parallel + 1,
             )
         parent = self.study.user_attrs.get("mlflow_parent_run_id")
+        # Trials with a fresh heartbeat belong to a live `tuner worker`: leave them alone.
+        running = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        live = (
+            live_trial_ids(url, self.config.study_name, default_timing()[1]) if running else set()
+        )
+        self._stale = [t for t in running if t._trial_id not in live]
+        dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
         self._recorder.start(
-            parent_run_id=parent, params=self._campaign_params(), tags=self._campaign_tags()
+            parent_run_id=parent,
+            params=self._campaign_params(),
+            tags=self._campaign_tags(),
+            reconcile=(
+                "interrupted: the controller died while the trial ran; re-run as another trial"
+                if dirty
+                else None
+            ),
+            used_runs={
+                str(t.user_attrs[LAUNCH_ATTR]["run_id"]): t.number
+                for t in self._stale
+                if (t.user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
+            },
         )
         if self._recorder.parent_run_id and self._recorder.parent_run_id != parent:
             self.study.set_user_attr("mlflow_parent_run_id", self._recorder.parent_run_id)
@@ -286,15 +306,9 @@ class Controller:
 
     def _recover(self, previous: Mapping[str, Any]) -> None:
         """End what a dead controller left: orphan process groups, RUNNING trials, runs."""
-        import optuna
 
         assert self.study is not None and self._recorder is not None
-        stale = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
-        # Trials with a fresh heartbeat belong to a live `tuner worker`: leave them alone.
-        live = live_trial_ids(
-            self.config.optuna_storage_url(), self.config.study_name, default_timing()[1]
-        )
-        stale = [t for t in stale if t._trial_id not in live]
+        stale = self._stale
         for frozen in stale:
             launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
             ended = 0
@@ -307,16 +321,6 @@ class Controller:
             )
             self._supersede(frozen.number, frozen._trial_id, reason, frozen.params, frozen)
             self._observer.message(f"trial {frozen.number}: {reason}")
-        if (stale or previous.get("clean_exit") is False) and not live:
-            from tuner._lineage import reconcile_runs
-
-            uri, exp, name = self.config.tracking_uri(), self.config.experiment, self.config.name
-            reason = "controller died while the trial ran; re-run as another trial"
-
-            def reconcile(_client: Any) -> None:
-                reconcile_runs(uri, exp, name, reason)
-
-            self._recorder.call(reconcile)
 
     def _supersede(
         self,

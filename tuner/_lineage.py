@@ -77,12 +77,16 @@ class LineageRecorder:
         parent_run_id: str | None,
         params: Mapping[str, Any],
         tags: Mapping[str, str],
+        reconcile: str | None = None,
+        used_runs: Mapping[str, int] | None = None,
         wait: bool = True,
     ) -> None:
         """Open the experiment and the parent run (reuse ``parent_run_id`` when it exists),
-        then fill the pool. With ``wait`` returns when the parent run exists."""
+        then fill the pool. With ``reconcile`` (a reason), first close what a dead controller
+        left (see `reconcile_runs`). With ``wait`` returns when the parent run exists."""
         self._thread.start()
-        self._jobs.put(lambda: self._open(parent_run_id, params, tags))
+        used = dict(used_runs or {})
+        self._jobs.put(lambda: self._open(parent_run_id, params, tags, reconcile, used))
         if wait:
             self.wait_ready()
 
@@ -230,7 +234,12 @@ class LineageRecorder:
             return None
 
     def _open(
-        self, parent_run_id: str | None, params: Mapping[str, Any], tags: Mapping[str, str]
+        self,
+        parent_run_id: str | None,
+        params: Mapping[str, Any],
+        tags: Mapping[str, str],
+        reconcile: str | None,
+        used: Mapping[str, int],
     ) -> None:
         try:
             from mlflow.tracking import MlflowClient
@@ -266,6 +275,13 @@ class LineageRecorder:
             self._start_error = exc
             self._ready.set()
             return
+        if reconcile is not None:
+            self._guard(
+                "reconcile",
+                lambda: reconcile_runs(
+                    self.tracking_uri, self.experiment_name, self.campaign, reconcile, used
+                ),
+            )
         self._ready.set()
         self._refill()
 
@@ -321,10 +337,16 @@ class LineageRecorder:
 
 
 def reconcile_runs(
-    tracking_uri: str, experiment: str, campaign: str, reason: str
+    tracking_uri: str,
+    experiment: str,
+    campaign: str,
+    reason: str,
+    used: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """After a controller died: delete reserved runs of ``campaign`` and end its trial runs
-    left RUNNING as KILLED with ``reason``. Returns counts ``{"deleted": n, "killed": n}``."""
+    left RUNNING as KILLED with ``reason``. ``used`` maps run ids that trials were launched
+    with to their trial numbers: such a run is a trial run even if the dead controller had
+    not tagged it yet. Returns counts ``{"deleted": n, "killed": n}``."""
     from mlflow.entities import RunTag
     from mlflow.tracking import MlflowClient
 
@@ -341,6 +363,12 @@ def reconcile_runs(
     now = time.time()
     for run in runs:
         kind = run.data.tags.get(RUN_TYPE)
+        number = (used or {}).get(run.info.run_id)
+        if number is not None and kind == "reserved":
+            client.set_tag(run.info.run_id, RUN_TYPE, "trial")
+            client.set_tag(run.info.run_id, "tuner.trial_number", str(number))
+            client.set_tag(run.info.run_id, "mlflow.runName", f"{campaign}-trial-{number}")
+            kind = "trial"
         if kind == "reserved":
             client.set_terminated(run.info.run_id, "KILLED")
             client.delete_run(run.info.run_id)

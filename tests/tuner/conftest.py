@@ -102,3 +102,17 @@ def tuner_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Complet
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``cli("status", path, ...)``: the tuner CLI in this process -> (exit code, out, err)."""
+    from tuner.cli import main
+
+    def call(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        rc = main(list(args))
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return call

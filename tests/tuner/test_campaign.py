@@ -295,35 +295,33 @@ def test_stdout_only_script_feeds_pruner_and_lineage(campaign, run_campaign, sql
     assert run.data.metrics["acc"] == 0.75
 
 
-def test_status_json_and_cli_exit_codes(campaign, tmp_path):
-    from tests.tuner.conftest import tuner_cli
-
+def test_status_json_and_cli_exit_codes(campaign, tmp_path, cli):
     campaign(budget={"trials": 2})
     cfg = str(tmp_path / "campaign.yaml")
-    missing = tuner_cli("status", cfg, "--format", "json", cwd=tmp_path)
-    assert missing.returncode == 2 and "no campaign 't'" in missing.stderr
-    done = tuner_cli("run", cfg, "--quiet", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    status = tuner_cli("status", cfg, "--format", "json", cwd=tmp_path)
-    assert status.returncode == 0, status.stderr
-    data = json.loads(status.stdout)
+    rc, _, err = cli("status", cfg, "--format", "json")
+    assert rc == 2 and "no campaign 't'" in err
+    rc, _, err = cli("run", cfg, "--quiet")
+    assert rc == 0, err
+    rc, out, err = cli("status", cfg, "--format", "json")
+    assert rc == 0, err
+    data = json.loads(out)
     assert data["trials"]["COMPLETE"] == 2 and data["trials"]["RUNNING"] == 0
     assert data["budget"] == {"trials": 2, "finished": 2}
     assert set(data["best"]) == {"number", "value", "params"}
     assert data["controller"]["alive"] is False and data["running"] == []
+    rc, out, _ = cli("status", cfg)
+    assert rc == 0 and "2/2 trials" in out
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\n")
-    out = tuner_cli("run", str(bad), cwd=tmp_path)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "optuna.db").with_name("x").exists()
+    rc, _, err = cli("run", str(bad))
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    rc, _, err = cli("resume", str(bad).replace("bad", "nothing"))
+    assert rc == 2 and "no such file" in err
 
 
-def test_max_failures_cli_one_line_exit_1(campaign, tmp_path):
-    from tests.tuner.conftest import tuner_cli
-
+def test_max_failures_cli_one_line_exit_1(campaign, tmp_path, cli):
     campaign("import sys; sys.exit(1)\n", budget={"trials": 5, "max_failures": 2})
-    out = tuner_cli("run", str(tmp_path / "campaign.yaml"), "--quiet", cwd=tmp_path)
-    assert out.returncode == 1
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "budget.max_failures=2" in lines[0], out.stderr
+    rc, _, err = cli("run", str(tmp_path / "campaign.yaml"), "--quiet")
+    assert rc == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "budget.max_failures=2" in lines[0], err
