@@ -134,9 +134,11 @@ class WorkerController(Controller):
         rdb: optuna.storages.RDBStorage,
         heartbeat: Heartbeat,
         lock: StudyLock,
+        requeued: list[tuple[int, int]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(config, storage=storage, importance=False, **kwargs)
+        self.requeued = requeued if requeued is not None else []
         tag = f"{config.name}.worker-{socket.gethostname()}-{os.getpid()}"
         self.campaign_dir = CampaignDir(config.base_dir, tag)
         self.heartbeat = heartbeat
@@ -155,7 +157,12 @@ class WorkerController(Controller):
 
     def _recover(self, previous: Mapping[str, Any]) -> None:
         assert self.study is not None
-        requeue_and_close(self.study, self._rdb, self._shared_lock, self._recorder)
+        moved = requeue_and_close(self.study, self._rdb, self._shared_lock, self._recorder)
+        for old, new in moved:
+            self._observer.message(
+                f"trial {old}: no heartbeat (its worker died); re-queued as trial {new}"
+            )
+        self.requeued.extend(moved)
 
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
         super()._finalize(rt, outcome)
@@ -168,10 +175,12 @@ def requeue_and_close(
     rdb: optuna.storages.RDBStorage,
     lock: StudyLock,
     recorder: LineageRecorder | None,
+    tracking_uri: str | None = None,
 ) -> list[tuple[int, int]]:
-    """`requeue_stale`, then end the MLflow runs of the stale trials (FAILED, with why)."""
+    """`requeue_stale`, then end the MLflow runs of the stale trials (FAILED, with why)
+    through ``recorder``, else straight through an MLflow client on ``tracking_uri``."""
     moved = requeue_stale(study, rdb, lock)
-    if not moved or recorder is None:
+    if not moved or (recorder is None and tracking_uri is None):
         return moved
     by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
     for old, new in moved:
@@ -181,16 +190,20 @@ def requeue_and_close(
         if not run_id:
             continue
         reason = str(frozen.system_attrs.get(STALE_ATTR, "stale")) if frozen else "stale"
-        recorder.trial_finished(
-            run_id,
-            status="FAILED",
-            tags={
-                "tuner.state": "FAIL",
-                "tuner.fail_reason": f"{reason} (as trial {new})",
-                "tuner.retried_as": str(new),
-            },
-            output_tail="",
-        )
+        tags = {
+            "tuner.state": "FAIL",
+            "tuner.fail_reason": f"{reason} (as trial {new})",
+            "tuner.retried_as": str(new),
+        }
+        if recorder is not None:
+            recorder.trial_finished(run_id, status="FAILED", tags=tags, output_tail="")
+            continue
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=tracking_uri)
+        for key, value in tags.items():
+            client.set_tag(run_id, key, value)
+        client.set_terminated(run_id, "FAILED")
     return moved
 
 
@@ -219,7 +232,8 @@ def run_worker(
     default_interval, default_grace = default_timing()
     interval = interval or default_interval
     grace = grace or max(default_grace, 3 * interval)
-    check_tracking_access(config.tracking_uri())
+    tracking = config.tracking_uri()
+    check_tracking_access(tracking)
     url = config.optuna_storage_url()
     if url.startswith("sqlite") and CampaignDir(config.base_dir, config.name).controller_alive():
         raise TunerError(
@@ -235,7 +249,7 @@ def run_worker(
 
     def on_beat() -> None:
         if study_box:
-            requeued.extend(requeue_stale(study_box[0], rdb, lock))
+            requeued.extend(requeue_and_close(study_box[0], rdb, lock, None, tracking))
 
     heartbeat = Heartbeat(rdb, on_beat=on_beat).start()
     rounds = 0
@@ -248,6 +262,7 @@ def run_worker(
                 rdb=rdb,
                 heartbeat=heartbeat,
                 lock=lock,
+                requeued=requeued,
                 observer=observer,
                 executor=executor_factory() if executor_factory else None,
             )
@@ -266,7 +281,7 @@ def run_worker(
                     )
                 # Others still run trials; stay to re-queue them if their worker dies.
                 time.sleep(interval)
-                requeued.extend(requeue_stale(study_box[0], rdb, lock))
+                requeued.extend(requeue_and_close(study_box[0], rdb, lock, None, tracking))
     finally:
         heartbeat.stop()
         lock.close()

@@ -134,5 +134,12 @@ def test_kill_9_of_a_worker_mid_trial_is_recovered_by_a_survivor(
     assert rerun[0].params == doomed.params
     counted = [t for t in trials if t not in stale]
     assert len(counted) == 4 and {t.state.name for t in counted} == {"COMPLETE"}
+    # The dead worker's MLflow run of that trial was ended, with the reason.
+    from mlflow.tracking import MlflowClient
+
+    run_id = stale[0].user_attrs["tuner.launch"]["run_id"]
+    run = MlflowClient(tracking_uri=mlflow_server.url).get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert "no heartbeat" in run.data.tags["tuner.fail_reason"]
     log = (tmp_path / "survivor.log").read_text()
     assert f"re-queued stale trials {doomed.number}->{rerun[0].number}" in log
