@@ -41,6 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"tuner {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
