@@ -19,9 +19,10 @@ examples:
   lineage importance -e mnist --target acc --goal maximize --top 0.2 --format json
   lineage importance -e mnist --target val_loss --goal minimize --where "params.optimizer = 'adam'" --log
 columns: importance is each parameter's share (they sum to 1) of the held-out error a random
-forest loses when that parameter is shuffled; ci is a 95% bootstrap interval; significant
-means the interval excludes zero; correlation is Spearman's (numeric parameters); best is the
-category with the best mean target, or the value in the best run.
+forest loses when that parameter is shuffled; ci is a 95% bootstrap interval; sig(nificant)
+means the interval excludes zero; rho is Spearman's correlation (numeric parameters); best is the
+category with the best mean target, or the value in the best run. type: num, log (numeric on
+a log scale) or cat(levels).
 exit codes: 0 ranked, 1 store failure, 2 bad input (unknown experiment/metric/param, fewer
 than 8 runs, constant target).
 """
@@ -35,6 +36,18 @@ def _fraction(text: str) -> float:
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], got {text!r}")
     return value
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return format_cell(value)
+
+
+def _kind(spec: Any) -> str:
+    if spec.kind == "categorical":
+        return f"cat({len(spec.categories)})"
+    return "log" if spec.log else "num"
 
 
 def register(subparsers: Any) -> None:
@@ -102,22 +115,29 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(result.to_dict(top_runs=args.runs_shown))
         return 0
+    if args.format == "csv":
+        print_csv(
+            ["param", "type", "importance", "ci_low", "ci_high", "significant", "spearman", "best"],
+            [
+                [p.name, p.spec.label, p.importance, p.ci[0], p.ci[1], p.significant,
+                 p.correlation, p.best]
+                for p in result.params
+            ],
+        )  # fmt: skip
+        return 0
     rows = [
         [
             p.name,
-            p.spec.label,
-            round(p.importance, 4),
-            f"[{p.ci[0]:.3f}, {p.ci[1]:.3f}]",
+            _kind(p.spec),
+            f"{p.importance:.3f}",
+            f"{p.ci[0]:.2f}-{p.ci[1]:.2f}",
             "yes" if p.significant else "no",
             "" if p.correlation is None else f"{p.correlation:+.2f}",
-            format_cell(p.best),
+            _short(p.best),
         ]
         for p in result.params
     ]
-    columns = ["param", "type", "importance", "95% ci", "significant", "spearman", "best"]
-    if args.format == "csv":
-        print_csv(columns, rows)
-        return 0
+    columns = ["param", "type", "importance", "95% CI", "sig", "rho", "best"]
     scope = f", best {args.top:g} of runs" if args.top else ""
     print_table(
         columns,
@@ -126,19 +146,20 @@ def run(args: argparse.Namespace) -> int:
         f"{result.n_runs} runs{scope})",
     )
     s = result.target_summary()
+    keys = ["min", "p25", "median", "p75", "max", "mean", "std"]
     print_table(
-        ["count", "min", "p25", "median", "p75", "max", "mean", "std"],
-        [[s["count"], s["min"], s["p25"], s["median"], s["p75"], s["max"], s["mean"], s["std"]]],
+        ["count", *keys],
+        [[s["count"], *(_short(s[k]) for k in keys)]],
         title=f"distribution of {result.target}",
     )
     top_rows = result.top_runs(args.runs_shown)
     if top_rows:
-        shown = [p.name for p in result.params[:6]]
+        shown = [p.name for p in result.params[:4]]
         print_table(
             ["#", "run", result.target, *shown],
             [
-                [r["rank"], r["run_name"] or r["run_id"][:8], r[result.target]]
-                + [r["params"].get(n) for n in shown]
+                [r["rank"], r["run_name"] or r["run_id"][:8], _short(r[result.target])]
+                + [_short(r["params"].get(n)) for n in shown]
                 for r in top_rows
             ],
             title=f"top {len(top_rows)} runs",

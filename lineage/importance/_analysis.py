@@ -13,7 +13,9 @@ from lineage.importance._base import ImportanceEvaluator
 from lineage.importance._result import ImportanceResult, ParamImportance
 from lineage.importance._types import (
     MISSING,
+    Column,
     ParamSpec,
+    as_numbers,
     category_labels,
     encode,
     infer_spec,
@@ -119,7 +121,7 @@ def get_param_importances(
             "nothing to explain"
         )
     names = _param_names(usable, params, where)
-    values = {n: [r[2].get(n) for r in usable] for n in names}
+    values: dict[str, Column] = {n: as_numbers([r[2].get(n) for r in usable]) for n in names}
     specs, dropped = _analysable(names, values)
     if not specs:
         raise UsageError(
@@ -198,7 +200,7 @@ def _param_names(
 
 
 def _analysable(
-    names: Iterable[str], values: dict[str, list[Any]]
+    names: Iterable[str], values: dict[str, Column]
 ) -> tuple[list[ParamSpec], dict[str, str]]:
     specs: list[ParamSpec] = []
     dropped: dict[str, str] = {}
@@ -230,7 +232,7 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def _best(spec: ParamSpec, column: list[Any], y: np.ndarray, goal: str, best_i: int) -> Any:
+def _best(spec: ParamSpec, column: Column, y: np.ndarray, goal: str, best_i: int) -> Any:
     if spec.kind == "numeric":
         value = numeric_values(ParamSpec(spec.name, "numeric"), [column[best_i]])[0]
         return None if np.isnan(value) else float(value)

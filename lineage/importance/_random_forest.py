@@ -53,7 +53,7 @@ class RandomForestImportance(ImportanceEvaluator):
         n_bootstrap: int = 24,
         n_repeats: int = 3,
         min_samples_leaf: int = 2,
-        max_fit_samples: int | None = 1000,
+        max_fit_samples: int | None = 800,
         confidence: float = 0.95,
         random_state: int | None = 0,
         n_jobs: int | None = None,

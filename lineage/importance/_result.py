@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lineage.importance._types import ParamSpec
+from lineage.importance._types import Column, ParamSpec
 
 __all__ = ["ImportanceResult", "ParamImportance"]
+
+
+def _plain(value: Any) -> Any:
+    """A parameter value as JSON shows it: None when missing, ints without a ``.0``."""
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if math.isnan(number):
+            return None
+        return int(number) if number.is_integer() and abs(number) < 2**53 else number
+    return value
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,7 @@ class ImportanceResult:
     dropped: dict[str, str] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
     analysis_run_id: str | None = None
-    values: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    values: dict[str, Column] = field(default_factory=dict, repr=False)
     target_values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     run_ids: list[str] = field(default_factory=list, repr=False)
     run_names: list[str] = field(default_factory=list, repr=False)
@@ -111,7 +122,7 @@ class ImportanceResult:
                     "run_id": self.run_ids[i] if self.run_ids else None,
                     "run_name": self.run_names[i] if self.run_names else None,
                     self.target: float(self.target_values[i]),
-                    "params": {n: self.values[n][i] for n in names if n in self.values},
+                    "params": {n: _plain(self.values[n][i]) for n in names if n in self.values},
                 }
             )
         return rows

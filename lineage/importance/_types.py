@@ -24,7 +24,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["MISSING", "EncodedParams", "ParamSpec", "encode", "infer_spec", "infer_specs"]
+__all__ = ["MISSING", "Column", "EncodedParams", "ParamSpec", "encode", "infer_spec", "infer_specs"]
+
+Column = Sequence[Any] | np.ndarray
+"""One parameter's values over the runs: raw values, or floats once parsed."""
 
 MISSING = "(missing)"
 """The category that stands for a run that did not have the parameter."""
@@ -91,15 +94,25 @@ def _parse_numbers(text: np.ndarray, missing: np.ndarray) -> np.ndarray | None:
     return numbers
 
 
-def _fast_numbers(values: Sequence[Any]) -> np.ndarray | None:
-    # The common case, every value a number or a numeric string, without building text arrays.
-    if any(type(v) is bool for v in values):
-        return None
-    try:
-        numbers = np.fromiter(map(float, values), dtype=float, count=len(values))
-    except (TypeError, ValueError):
-        return None
-    return numbers if not np.isinf(numbers).any() else None
+def _fast_numbers(values: Column) -> np.ndarray | None:
+    # The common case, every value a number, a numeric string or None, in one C-level pass.
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        numbers = values
+    else:
+        if bool in set(map(type, values)):
+            return None  # True/False are two labels, not 1.0 and 0.0
+        try:
+            numbers = np.array(values, dtype=float)
+        except (TypeError, ValueError):
+            return None
+    return numbers if numbers.ndim == 1 and not np.isinf(numbers).any() else None
+
+
+def as_numbers(values: Sequence[Any]) -> Column:
+    """``values`` as a float array (NaN for missing) when they are all numeric, else as
+    given: parse once, then every later step reads floats."""
+    numbers = _fast_numbers(values)
+    return numbers if numbers is not None and not np.isnan(numbers).all() else values
 
 
 def _spread_on_log(present: np.ndarray) -> bool:
@@ -110,9 +123,9 @@ def _spread_on_log(present: np.ndarray) -> bool:
     return bool(np.mean(present < present.max() / 10.0) >= LOG_SHARE_BELOW_TENTH)
 
 
-def infer_spec(name: str, values: Iterable[Any]) -> ParamSpec:
+def infer_spec(name: str, values: Iterable[Any] | np.ndarray) -> ParamSpec:
     """Infer one parameter's :class:`ParamSpec` from its raw values (strings, numbers, None)."""
-    values = values if isinstance(values, Sequence) else list(values)
+    values = values if isinstance(values, Sequence | np.ndarray) else list(values)
     numbers = _fast_numbers(values)
     if numbers is not None and not np.isnan(numbers).all():
         missing = np.isnan(numbers)
@@ -137,12 +150,12 @@ def infer_spec(name: str, values: Iterable[Any]) -> ParamSpec:
     return ParamSpec(name, "categorical", categories=tuple(ordered), n_missing=n_missing)
 
 
-def infer_specs(columns: Mapping[str, Sequence[Any]]) -> list[ParamSpec]:
+def infer_specs(columns: Mapping[str, Column]) -> list[ParamSpec]:
     """One :class:`ParamSpec` per column, in the mapping's order."""
     return [infer_spec(name, values) for name, values in columns.items()]
 
 
-def numeric_values(spec: ParamSpec, values: Sequence[Any]) -> np.ndarray:
+def numeric_values(spec: ParamSpec, values: Column) -> np.ndarray:
     """A numeric parameter's values as floats on its analysis scale, NaN where missing."""
     fast = _fast_numbers(values)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -167,14 +180,14 @@ def _to_float(text: str) -> float:
         return math.nan
 
 
-def category_labels(values: Sequence[Any]) -> np.ndarray:
+def category_labels(values: Column) -> np.ndarray:
     """Each value as the category label it is analysed under (``(missing)`` for none)."""
     text = _text(values).astype(object)
     text[_missing_mask(text.astype(str))] = MISSING
     return text
 
 
-def category_codes(spec: ParamSpec, values: Sequence[Any]) -> np.ndarray:
+def category_codes(spec: ParamSpec, values: Column) -> np.ndarray:
     """A categorical parameter's values as indices into ``spec.categories``."""
     index = {c: i for i, c in enumerate(spec.categories)}
     other = index.get(OTHER, len(spec.categories) - 1)
@@ -193,7 +206,7 @@ class EncodedParams:
     """Per parameter, which runs lack it (all False for an unconditional parameter)."""
 
 
-def encode(specs: Sequence[ParamSpec], columns: Mapping[str, Sequence[Any]]) -> EncodedParams:
+def encode(specs: Sequence[ParamSpec], columns: Mapping[str, Column]) -> EncodedParams:
     """Numeric columns as floats (NaN kept), categoricals as one-hot blocks (missing is a level).
 
     A two-level categorical becomes a single 0/1 column: its second column would say nothing

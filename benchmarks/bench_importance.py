@@ -1,0 +1,356 @@
+"""Importance accuracy and speed: ``lineage importance`` against Optuna's fANOVA and PED-ANOVA.
+
+For each known-truth case and seed, N runs are written into a fresh, genuine MLflow SQLite
+store (schema made by MLflow's migrations, rows in the shape plain ``mlflow.log_params`` /
+``log_metric`` leave, params as strings; one run read back with ``MlflowClient`` as a check).
+Then each method is called the way a user would call it, as a separate process, start-up
+included:
+
+- ``lineage``: ``python -m lineage.cli importance --target y --goal minimize --format json``;
+- ``fanova`` / ``ped_anova``: a process that reads the same runs with ``mlflow.search_runs``,
+  turns them into an Optuna study (the same type inference: log-scale floats, ints,
+  categoricals) and calls ``optuna.importance.get_param_importances`` with
+  ``FanovaImportanceEvaluator`` or ``PedAnovaImportanceEvaluator``.
+
+Scored like ``importance_truth.py``: ``order`` = relevant parameters in the true order,
+``dummies`` = every no-effect parameter below every relevant one. Times are the median wall
+seconds of one call and its CPU seconds (user + system, children included).
+
+Usage: ``python benchmarks/bench_importance.py [--runs 200] [--seeds 5] [--cases a,b]
+[--methods lineage,fanova,ped_anova] [--large]`` (``--large``: also time ``lineage`` on
+10,000 runs x 20 params).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+Spec = tuple[Any, ...]
+
+
+def _u(lo: float, hi: float) -> Spec:
+    return ("float", lo, hi, False)
+
+
+def _log(lo: float, hi: float) -> Spec:
+    return ("float", lo, hi, True)
+
+
+def _cat(*choices: str) -> Spec:
+    return ("cat", choices)
+
+
+def _int(lo: int, hi: int) -> Spec:
+    return ("int", lo, hi)
+
+
+Case = tuple[dict[str, Spec], Callable[[dict[str, Any], np.random.Generator], float], list[float]]
+
+LR_BOWL_SPACE = {
+    "lr": _log(1e-6, 1.0),
+    "optimizer": _cat("sgd", "momentum", "adam"),
+    "epochs": _int(1, 50),
+    "seed": _int(0, 10_000),
+    "dropout": _u(0.0, 0.5),
+    "activation": _cat("relu", "gelu", "tanh", "silu"),
+}
+
+
+def _lr_bowl(p: dict[str, Any], rng: np.random.Generator) -> float:
+    opt = {"sgd": 3.0, "momentum": 1.5, "adam": 0.0}[p["optimizer"]]
+    return (math.log10(p["lr"]) + 3) ** 2 + opt + 0.03 * p["epochs"]
+
+
+def _conditional(p: dict[str, Any], rng: np.random.Generator) -> float:
+    y = {"sgd": 2.0, "momentum": 0.0, "adam": 1.0}[p["optimizer"]]
+    if p["optimizer"] == "momentum":
+        y += 6.0 * (p["momentum"] - 0.5) ** 2
+    return y + 1.0 * p["wd"]
+
+
+# name -> (space, function, truth: higher = more important, 0 = no effect)
+CASES: dict[str, Case] = {
+    # the two cases of importance_truth.py, unchanged
+    "linear": (
+        {f"x{i}": _u(0, 1) for i in range(6)},
+        lambda p, r: 4 * p["x0"] + 2 * p["x1"] + p["x2"],
+        [16, 4, 1, 0, 0, 0],
+    ),
+    "lr_bowl": (LR_BOWL_SPACE, _lr_bowl, [3, 2, 1, 0, 0, 0]),
+    # pure interaction: no main effect at all
+    "interaction": (
+        {f"x{i}": _u(-1, 1) for i in range(5)},
+        lambda p, r: 3 * p["x0"] * p["x1"] + 0.5 * p["x2"],
+        [2, 2, 1, 0, 0],
+    ),
+    # momentum exists only when optimizer=momentum (a conditional parameter)
+    "conditional": (
+        {
+            "optimizer": _cat("sgd", "momentum", "adam"),
+            "momentum": _u(0.0, 1.0),
+            "wd": _u(0.0, 1.0),
+            "seed": _int(0, 10_000),
+            "dropout": _u(0.0, 0.5),
+        },
+        _conditional,
+        [3, 1, 2, 0, 0],
+    ),
+    # a quarter of the variance is noise; a 24-level label has no effect
+    "noisy": (
+        {
+            "lr": _log(1e-5, 1e-1),
+            "width": _int(16, 512),
+            "label": _cat(*(f"l{i}" for i in range(24))),
+            "seed": _int(0, 10_000),
+            "dropout": _u(0.0, 0.5),
+        },
+        lambda p, r: (math.log10(p["lr"]) + 3) ** 2 + p["width"] / 256 + 0.8 * float(r.normal()),
+        [2, 1, 0, 0, 0],
+    ),
+}
+
+
+def _drop(case: str, p: dict[str, Any]) -> list[str]:
+    if case == "conditional" and p["optimizer"] != "momentum":
+        return ["momentum"]
+    return []
+
+
+def _sample(space: dict[str, Spec], rng: np.random.Generator) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, spec in space.items():
+        if spec[0] == "cat":
+            out[name] = spec[1][rng.integers(len(spec[1]))]
+        elif spec[0] == "int":
+            out[name] = int(rng.integers(spec[1], spec[2] + 1))
+        elif spec[3]:
+            out[name] = float(math.exp(rng.uniform(math.log(spec[1]), math.log(spec[2]))))
+        else:
+            out[name] = float(rng.uniform(spec[1], spec[2]))
+    return out
+
+
+def build_store(path: Path, experiment: str, rows: list[tuple[dict[str, str], float]]) -> str:
+    """A migrated MLflow SQLite store with one finished run per ``(params, y)`` row."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{path}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment(
+        experiment, artifact_location=(path.parent / "mlruns").as_uri()
+    )
+    now = int(time.time() * 1000) - len(rows) * 1000
+    runs, params, metrics, latest, tags = [], [], [], [], []
+    for i, (p, y) in enumerate(rows):
+        run_id = uuid.uuid4().hex
+        start, end = now + i * 1000, now + i * 1000 + 500
+        art = f"{(path.parent / 'mlruns').as_uri()}/{run_id}/artifacts"
+        runs.append(
+            (run_id, f"run-{i}", "LOCAL", "train.py", "", "bench", "FINISHED", start, end, "",
+             "active", art, int(exp_id))
+        )  # fmt: skip
+        params.extend((k, v, run_id) for k, v in p.items())
+        metrics.append(("y", y, end, run_id, 0, 0))
+        latest.append(("y", y, end, 0, 0, run_id))
+        tags.append(("mlflow.runName", f"run-{i}", run_id))
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, "
+            "user_id, status, start_time, end_time, source_version, lifecycle_stage, "
+            "artifact_uri, experiment_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            runs,
+        )
+        db.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?,?,?)", params)
+        db.executemany(
+            "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
+            "VALUES (?,?,?,?,?,?)",
+            metrics,
+        )
+        db.executemany(
+            "INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
+            "VALUES (?,?,?,?,?,?)",
+            latest,
+        )
+        db.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?,?,?)", tags)
+    check = client.get_run(runs[-1][0])
+    assert check.data.params == rows[-1][0] and check.data.metrics == {"y": rows[-1][1]}
+    return uri
+
+
+def _case_rows(case: str, n: int, seed: int) -> list[tuple[dict[str, str], float]]:
+    space, fn, _ = CASES[case]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        p = _sample(space, rng)
+        y = float(fn(p, rng))
+        for name in _drop(case, p):
+            p.pop(name)
+        rows.append(({k: str(v) for k, v in p.items()}, y))
+    return rows
+
+
+# ---- the Optuna side, run in its own process --------------------------------------------
+
+
+def _optuna_worker(method: str, uri: str, experiment: str) -> int:
+    import mlflow
+    import optuna
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+    from optuna.importance import FanovaImportanceEvaluator, PedAnovaImportanceEvaluator
+
+    from lineage.importance import infer_spec
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    mlflow.set_tracking_uri(uri)
+    frame = mlflow.search_runs(experiment_names=[experiment])
+    names = [c[7:] for c in frame.columns if c.startswith("params.")]
+    dists: dict[str, Any] = {}
+    for name in names:
+        col = frame[f"params.{name}"]
+        spec = infer_spec(name, col.tolist())
+        present = col.dropna()
+        if spec.kind == "categorical":
+            dists[name] = CategoricalDistribution(sorted(set(present)))
+        elif all(float(v).is_integer() for v in present):
+            v = [int(float(x)) for x in present]
+            dists[name] = IntDistribution(min(v), max(v), log=spec.log)
+        else:
+            v = [float(x) for x in present]
+            dists[name] = FloatDistribution(min(v), max(v), log=spec.log)
+    study = optuna.create_study(direction="minimize")
+    for _, row in frame.iterrows():
+        params, used = {}, {}
+        for name, dist in dists.items():
+            raw = row[f"params.{name}"]
+            if raw is None or (isinstance(raw, float) and math.isnan(raw)):
+                continue
+            if isinstance(dist, CategoricalDistribution):
+                params[name] = raw
+            elif isinstance(dist, IntDistribution):
+                params[name] = int(float(raw))
+            else:
+                params[name] = float(raw)
+            used[name] = dist
+        study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=used, value=row["metrics.y"])
+        )
+    evaluator = (
+        FanovaImportanceEvaluator(seed=0) if method == "fanova" else PedAnovaImportanceEvaluator()
+    )
+    imp = optuna.importance.get_param_importances(study, evaluator=evaluator)
+    print(json.dumps({"params": [{"name": k, "importance": v} for k, v in imp.items()]}))
+    return 0
+
+
+# ---- scoring and timing ---------------------------------------------------------------
+
+
+def _score(ranked: list[dict[str, Any]], names: list[str], truth: list[float]) -> tuple[bool, bool]:
+    imp = {r["name"]: float(r["importance"]) for r in ranked}
+    est = [imp.get(n, 0.0) for n in names]
+    relevant = sorted([(t, e) for t, e in zip(truth, est, strict=True) if t > 0], reverse=True)
+    dummies = [e for t, e in zip(truth, est, strict=True) if t == 0]
+    order_ok = all(ea > eb for ta, ea in relevant for tb, eb in relevant if ta > tb)
+    dummies_last = not dummies or min(e for _, e in relevant) > max(dummies)
+    return order_ok, dummies_last
+
+
+def _command(method: str, uri: str, experiment: str) -> list[str]:
+    if method == "lineage":
+        return [sys.executable, "-m", "lineage.cli", "importance", "--tracking-uri", uri,
+                "--experiment", experiment, "--target", "y", "--goal", "minimize",
+                "--format", "json"]  # fmt: skip
+    return [sys.executable, __file__, "--optuna-worker", method, uri, experiment]
+
+
+def _timed_call(cmd: list[str]) -> tuple[dict[str, Any], float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[2:4]} failed: {proc.stderr.strip()[-400:]}")
+    return json.loads(proc.stdout), wall, cpu
+
+
+def _large(methods: list[str]) -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(10_000):
+        x = rng.uniform(0, 1, 20)
+        y = 5 * x[0] + 3 * x[1] ** 2 + math.sin(6 * x[2]) + 0.3 * rng.normal()
+        rows.append(({f"p{i:02d}": repr(float(v)) for i, v in enumerate(x)}, float(y)))
+    with tempfile.TemporaryDirectory() as d:
+        uri = build_store(Path(d) / "mlflow.db", "large", rows)
+        for method in methods:
+            out, wall, cpu = _timed_call(_command(method, uri, "large"))
+            top = ", ".join(p["name"] for p in out["params"][:3])
+            print(f"large      {method:10s} runs=10000 params=20 wall={wall:6.2f}s "
+                  f"cpu={cpu:6.2f}s top3={top}")  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--methods", default="lineage,fanova,ped_anova")
+    ap.add_argument("--large", action="store_true", help="also time 10,000 runs x 20 params")
+    ap.add_argument("--large-methods", default="lineage")
+    ap.add_argument("--optuna-worker", nargs=3, metavar=("METHOD", "URI", "EXPERIMENT"))
+    args = ap.parse_args()
+    if args.optuna_worker:
+        return _optuna_worker(*args.optuna_worker)
+    methods = args.methods.split(",")
+    print(f"{'case':10s} {'method':10s} {'order':>6s} {'dummies':>8s} {'wall s':>7s} {'cpu s':>6s}")
+    for case in filter(None, args.cases.split(",")):
+        space, _, truth = CASES[case]
+        tally = {m: [0, 0, [], []] for m in methods}
+        for seed in range(args.seeds):
+            with tempfile.TemporaryDirectory() as d:
+                uri = build_store(Path(d) / "mlflow.db", case, _case_rows(case, args.runs, seed))
+                for method in methods:  # interleaved, so machine load hits all alike
+                    out, wall, cpu = _timed_call(_command(method, uri, case))
+                    o, dl = _score(out["params"], list(space), truth)
+                    t = tally[method]
+                    t[0] += o
+                    t[1] += dl
+                    t[2].append(wall)  # type: ignore[union-attr]
+                    t[3].append(cpu)  # type: ignore[union-attr]
+        for method, (o, dl, walls, cpus) in tally.items():
+            print(
+                f"{case:10s} {method:10s} {o:>4d}/{args.seeds} {dl:>6d}/{args.seeds} "
+                f"{statistics.median(walls):7.2f} {statistics.median(cpus):6.2f}"  # type: ignore[arg-type]
+            )
+        sys.stdout.flush()
+    if args.large:
+        _large(args.large_methods.split(","))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
