@@ -593,7 +593,13 @@ class Controller:
         if outcome.stopped:
             return TrialState.FAIL, None, "stopped by the controller"
         if outcome.signal is not None:
-            return TrialState.FAIL, None, f"killed by signal {_signal_name(outcome.signal)}"
+            # The executor may say why (e.g. ray: the node or worker running it was lost).
+            last = _last_line(outcome.stderr_tail)
+            return (
+                TrialState.FAIL,
+                None,
+                f"killed by signal {_signal_name(outcome.signal)}" + (f": {last}" if last else ""),
+            )
         if outcome.exit_code != 0:
             last = _last_line(outcome.stderr_tail) or _last_line(outcome.stdout_tail)
             return (

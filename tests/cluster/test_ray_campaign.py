@@ -1,0 +1,107 @@
+"""A whole campaign (``executor: ray``) on the local Ray cluster: device ids per trial, lineage,
+and a trial whose Ray worker dies is failed with the reason and retried with its parameters."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+
+from tuner._controller import Controller
+from tuner.config import load_config
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+TRIAL = str(Path(__file__).with_name("_trial.py"))
+
+
+def _config(tmp_path: Path, sqlite_uri: str, address: str, **over: Any) -> Path:
+    out = tmp_path / "seen"
+    out.mkdir(exist_ok=True)
+    data: dict[str, Any] = {
+        "name": "ray-campaign",
+        "command": [sys.executable, TRIAL, "3", "0.1", str(out)],
+        "target": {"metric": "loss", "goal": "minimize"},
+        "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+        "budget": {"trials": 4, "max_failures": 3},
+        "trial": {"grace_period": 2, "retries": 1},
+        "sampler": {"name": "random", "seed": 5},
+        "pruner": {"name": "none"},
+        "resources": {"kind": "gpu", "per_trial": 1, "parallel": 2},
+        "executor": {"name": "ray", "address": address},
+        "diagnosis": {"early_stop": False},
+        "lineage": {"tracking_uri": sqlite_uri},
+        **over,
+    }
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_campaign_on_ray_gives_each_trial_its_own_gpu(
+    tmp_path: Path, sqlite_uri: str, ray_address: str
+) -> None:
+    config = load_config(_config(tmp_path, sqlite_uri, ray_address))
+    result = Controller(config, importance=False, handle_signals=False).run()
+    assert result.counts == {"COMPLETE": 4, "PRUNED": 0, "FAIL": 0}
+    seen = [json.loads(p.read_text()) for p in (tmp_path / "seen").glob("*.json")]
+    assert sorted(int(s["TUNER_TRIAL_NUMBER"]) for s in seen) == [0, 1, 2, 3]
+    assert {s["CUDA_VISIBLE_DEVICES"] for s in seen} <= {"0", "1"}
+    for a in seen:
+        for b in seen:
+            if a is not b and a["t0"] < b["t1"] and b["t0"] < a["t1"]:
+                assert a["CUDA_VISIBLE_DEVICES"] != b["CUDA_VISIBLE_DEVICES"]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    for s in seen:
+        run = client.get_run(s["MLFLOW_RUN_ID"])
+        assert run.info.status == "FINISHED"
+        assert "loss" in run.data.metrics  # intermediate reports reached the lineage store
+
+
+def test_a_trial_whose_ray_worker_dies_is_retried(
+    tmp_path: Path, sqlite_uri: str, ray_address: str
+) -> None:
+    path = _config(
+        tmp_path,
+        sqlite_uri,
+        ray_address,
+        command=[sys.executable, TRIAL, "40", "0.1", str(tmp_path / "seen")],
+        budget={"trials": 2, "max_failures": 3},
+        resources={"kind": "npu", "per_trial": 1, "parallel": 1},
+    )
+    config = load_config(path)
+    controller = Controller(config, importance=False, handle_signals=False)
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.update(result=controller.run()))
+    thread.start()
+    deadline = time.monotonic() + 120
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        for rt in list(controller.running.values()):
+            pid = rt.handle.process_info().get("pid")
+            if pid and rt.reported_steps:
+                victim = (rt.number, rt.params, int(pid))
+    assert victim is not None
+    number, params, child = victim
+    ray_worker = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(ray_worker, signal.SIGKILL)
+    thread.join(240)
+    assert not thread.is_alive() and box["result"].counts["COMPLETE"] == 2
+
+    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    failed = study.trials[number]
+    assert failed.state.name == "FAIL"
+    assert "lost (WorkerCrashedError)" in failed.user_attrs["fail_reason"]
+    retry = [t for t in study.trials if t.user_attrs.get("tuner.retry_of") == number]
+    assert len(retry) == 1 and retry[0].state.name == "COMPLETE" and retry[0].params == params
