@@ -21,8 +21,9 @@ check id                  reads
 ``hyperparameter_range``  params: learning rate, loss scale, init sigma/scheme, batch size,
                           momentum, weight decay, dropout
 ``weights_unchanged``     metrics ``weight_delta`` and/or ``weight_norm``
-``frozen_weights``        tag/param ``lineage.frozen_params`` (JSON list of names) and
-                          ``lineage.trainable_params`` (count), with the training loss
+``frozen_weights``        tag/param ``lineage.frozen_params``/``frozen_params`` (a count or
+                          a JSON list of names) and ``lineage.trainable_params``/
+                          ``trainable_params`` (a count), with the training loss
 ``gradient_vanishing``    metric ``grad_norm`` (global L2 norm of the gradients)
 ``gradient_exploding``    metric ``grad_norm``
 ========================  ==================================================================
@@ -33,7 +34,8 @@ one ``val_loss``/``eval_loss``/``validation_loss``/``dev_loss``, the test one ``
 accuracies likewise (``acc``, ``accuracy``, ``train_acc``, ``val_accuracy``,
 ``eval_acc``, ``test_accuracy``; values above 1.5 are read as percent). A recorder that
 wants the last four checks logs ``grad_norm``, ``weight_norm``, ``weight_delta`` per step or
-epoch and sets the tags ``lineage.frozen_params`` / ``lineage.trainable_params``.
+epoch and sets ``frozen_params`` / ``trainable_params`` (``lineage.mindspore`` records both
+as counts). MLflow stores +/-Inf as +/-1.797e308; they are read back as +/-Inf.
 
 Public functions: :func:`diagnose_histories` (plain data, no store), :func:`diagnose_run`
 (a run of a lineage store) and :func:`online_check` (runaway and divergence on the

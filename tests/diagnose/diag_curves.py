@@ -52,6 +52,16 @@ def healthy_run(rng: np.random.Generator, kind: str) -> tuple[dict[str, Points],
     elif kind == "converged_heavy_noise":
         first = noisy_decay(rng, n=100, tau=20, floor=0.03)
         loss = np.concatenate([first, 0.02 * np.exp(1.0 * rng.standard_normal(900))])
+    elif kind == "step_decay":
+        # lr divided by 10 at steps 200 and 350: the loss drops sharply twice
+        k = np.arange(500)
+        level = np.where(k < 200, 0.9, np.where(k < 350, 0.45, 0.3))
+        clean = level + (2.3 - 0.9) * np.exp(-k / 40)
+        loss = clean * np.exp(0.12 * rng.standard_normal(500))
+    elif kind == "regression_mse":
+        loss = noisy_decay(rng, start=4e4, floor=60.0, tau=60, noise=0.2)
+    elif kind == "negative_nll":
+        loss = noisy_decay(rng, start=80.0, floor=1.0, tau=60, noise=0.02) - 40.0
     elif kind == "short_epochs":
         loss = epoch_curve(0.9, 0.2, 12, rng)
     else:
@@ -62,7 +72,9 @@ def healthy_run(rng: np.random.Generator, kind: str) -> tuple[dict[str, Points],
     hist: dict[str, Points] = {"loss": pts(loss)}
     epochs = max(n // steps_per_epoch, 1)
     ep_steps = [(e + 1) * (n // epochs) - 1 for e in range(epochs)]
-    val_loss = epoch_curve(1.0, float(np.median(loss[-50:])) * 1.3, epochs, rng)
+    first, last = float(np.median(loss[:3])), float(np.median(loss[-50:]))
+    val_end = last * 1.3 if last > 0 else last * 0.9
+    val_loss = epoch_curve(val_end + 0.45 * (first - last), val_end, epochs, rng)
     val_acc = 1 - epoch_curve(0.7, 0.06, epochs, rng)
     train_acc = 1 - epoch_curve(0.7, 0.03, epochs, rng)
     hist["val_loss"] = pts(val_loss, ep_steps)
@@ -101,5 +113,8 @@ HEALTHY_KINDS = (
     "warmup_bump",
     "lr_restarts",
     "converged_heavy_noise",
+    "step_decay",
+    "regression_mse",
+    "negative_nll",
     "short_epochs",
 )

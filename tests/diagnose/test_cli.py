@@ -145,3 +145,17 @@ def test_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         main(argv)
     assert exc.value.code == 0
     assert "--experiment" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_diagnose_run_in_process(store: dict[str, str]) -> None:
+    from lineage import NotFoundError
+    from lineage.diagnose import diagnose_run
+    from lineage.store import open_store
+
+    assert diagnose_run(store["healthy"], tracking_uri=store["uri"]) == []
+    with open_store(store["uri"]) as st:
+        record = st.get_run(store["runaway"])
+        assert diagnose_run(record, store=st)[0].check == "loss_runaway"
+        with pytest.raises(NotFoundError):
+            diagnose_run("feedfacefeedface", store=st)
