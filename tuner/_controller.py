@@ -242,6 +242,10 @@ class Controller:
                 self.failures += 1
         if self._recorder is None:
             from tuner._lineage import LineageRecorder
+            from tuner._worker import check_tracking_access
+
+            # A server that refuses the credentials: one line (exit 2), before any trial.
+            check_tracking_access(self.config.tracking_uri())
 
             self._recorder = LineageRecorder(
                 self.config.tracking_uri(),
