@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lineage.diagnose import _names
 from lineage.diagnose._base import Check, Finding, RunData, Severity
+from lineage.diagnose._thresholds import Thresholds
 
 _LR_EXACT = (["lr"], ["learning", "rate"], ["learningrate"])
 _LR_NOT = frozenset(
@@ -133,6 +135,105 @@ def _leaf_is(*options: list[str]) -> Callable[[str], bool]:
     return lambda name: _leaf(name)[0] in options
 
 
+def _is_dropout(name: str) -> bool:
+    return "dropout" in _leaf(name)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """A numeric hyperparameter that must lie in ``[low, high]`` (``high_open``: ``high``
+    excluded); the bounds are read from the thresholds so they stay in one place."""
+
+    matches: Callable[[str], bool]
+    bounds: Callable[[Thresholds], tuple[float, float]]
+    high_open: bool
+    severity: Severity
+    causes: tuple[str, ...]
+    next_steps: tuple[str, ...]
+
+    def rule(self, t: Thresholds) -> str:
+        low, high = self.bounds(t)
+        return f"must lie in [{low:g}, {high:g}{')' if self.high_open else ']'}"
+
+    def holds(self, value: float, t: Thresholds) -> bool:
+        low, high = self.bounds(t)
+        return low <= value and (value < high if self.high_open else value <= high)
+
+
+_RANGES = (
+    _Range(
+        _is_loss_scale,
+        lambda t: (t.loss_scale_min, t.loss_scale_max),
+        False,
+        "warning",
+        (
+            "A loss scale below 1 shrinks float16 gradients until they underflow to zero; one "
+            "far above 2**24 overflows them to Inf.",
+        ),
+        (
+            "Use a dynamic loss scale (MindSpore DynamicLossScaleManager) or a fixed scale such "
+            "as 1024, and check for overflow steps.",
+        ),
+    ),
+    _Range(
+        _is_init_std,
+        lambda t: (t.init_std_min, t.init_std_max),
+        False,
+        "warning",
+        (
+            "Weights initialized too small make signals and gradients vanish through the "
+            "layers; too large, they explode.",
+        ),
+        (
+            "Use a scaled initialization (Xavier/Glorot, He/Kaiming, or a normal with sigma "
+            "about 0.01-0.02) matched to the activation.",
+        ),
+    ),
+    _Range(
+        _leaf_is(["momentum"], ["beta1"]),
+        lambda t: (0.0, 1.0),
+        True,
+        "error",
+        (
+            "Momentum of 1 or more accumulates gradients without decay, so updates grow until "
+            "the loss runs away.",
+        ),
+        ("Use a momentum such as 0.9 (beta1 0.9 for Adam).",),
+    ),
+    _Range(
+        _leaf_is(["weight", "decay"], ["wd"]),
+        lambda t: (0.0, t.weight_decay_max),
+        True,
+        "warning",
+        (
+            "Weight decay this strong pulls the weights to zero faster than the loss can train "
+            "them (or, negative, makes them grow).",
+        ),
+        ("Use a weight decay between 1e-5 and 0.1.",),
+    ),
+    _Range(
+        _is_dropout,
+        lambda t: (0.0, 1.0),
+        True,
+        "error",
+        ("A dropout rate of 1 drops every activation, so nothing reaches the output.",),
+        (
+            "Use a dropout rate such as 0.1-0.5 (MindSpore 1.x took keep_prob: check which one "
+            "the layer expects).",
+        ),
+    ),
+)
+_SYMMETRIC_CAUSES = (
+    "Weights initialized to one constant stay symmetric: every neuron of a layer learns the "
+    "same thing, so the model cannot learn.",
+)
+_SYMMETRIC_STEPS = (
+    "Use a random initialization (Xavier/Glorot, He/Kaiming, truncated normal); constants "
+    "are for biases only.",
+)
+_is_batch_size = _leaf_is(["batch", "size"], ["bs"], ["train", "batch", "size"])
+
+
 class HyperparameterRange(Check):
     """One finding per parameter outside its range; impossible values (lr <= 0, batch size
     < 1, momentum >= 1, dropout >= 1) are errors, unusual ones warnings."""
@@ -142,7 +243,6 @@ class HyperparameterRange(Check):
     next_steps = ("Check the hyperparameters against the reference script or paper of this model.",)
 
     def run(self, data: RunData) -> list[Finding]:
-        t = self.thresholds
         adaptive = any(
             any(a in value.lower() for a in _ADAPTIVE)
             for name, value in data.params.items()
@@ -152,53 +252,16 @@ class HyperparameterRange(Check):
         lr_seen: dict[float, Finding] = {}
         for name, raw in sorted(data.params.items(), key=lambda kv: (len(kv[0]), kv[0])):
             value = _float(raw)
-            if is_learning_rate(name) and value is not None and value in lr_seen:
-                # the same rate recorded twice (``lr`` by the script, ``optimizer.lr`` by a
-                # framework callback): one finding
-                lr_seen[value].evidence.setdefault("also", []).append(name)
-            elif is_learning_rate(name) and value is not None:
-                lr_finding = self._learning_rate(name, value, adaptive)
-                if lr_finding is not None:
-                    found.append(lr_finding)
-                    lr_seen[value] = lr_finding
-            elif _is_loss_scale(name) and value is not None:
-                if not t.loss_scale_min <= value <= t.loss_scale_max:
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "warning",
-                            f"is outside [{t.loss_scale_min:g}, {t.loss_scale_max:g}]",
-                            (t.loss_scale_min, t.loss_scale_max),
-                            (
-                                "A loss scale below 1 shrinks float16 gradients until they underflow "
-                                "to zero; one far above 2**24 overflows them to Inf.",
-                            ),
-                            (
-                                "Use a dynamic loss scale (MindSpore DynamicLossScaleManager) or a "
-                                "fixed scale such as 1024, and check for overflow steps.",
-                            ),
-                        )
-                    )
-            elif _is_init_std(name) and value is not None:
-                if not t.init_std_min <= value <= t.init_std_max:
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "warning",
-                            f"is outside [{t.init_std_min:g}, {t.init_std_max:g}]",
-                            (t.init_std_min, t.init_std_max),
-                            (
-                                "Weights initialized too small make signals and gradients vanish "
-                                "through the layers; too large, they explode.",
-                            ),
-                            (
-                                "Use a scaled initialization (Xavier/Glorot, He/Kaiming, or a normal "
-                                "with sigma about 0.01-0.02) matched to the activation.",
-                            ),
-                        )
-                    )
+            if is_learning_rate(name):
+                if value is None:
+                    continue
+                if value in lr_seen:
+                    # the same rate recorded twice (``lr`` by the script, ``optimizer.lr`` by a
+                    # framework callback): one finding
+                    lr_seen[value].evidence.setdefault("also", []).append(name)
+                elif (finding := self._learning_rate(name, value, adaptive)) is not None:
+                    found.append(finding)
+                    lr_seen[value] = finding
             elif _is_init_scheme(name) and raw.strip().lower() in _SYMMETRIC:
                 found.append(
                     self._out(
@@ -207,69 +270,28 @@ class HyperparameterRange(Check):
                         "warning",
                         "initializes every weight to the same value",
                         None,
-                        (
-                            "Weights initialized to one constant stay symmetric: every neuron of a "
-                            "layer learns the same thing, so the model cannot learn.",
-                        ),
-                        (
-                            "Use a random initialization (Xavier/Glorot, He/Kaiming, truncated "
-                            "normal); constants are for biases only.",
-                        ),
+                        _SYMMETRIC_CAUSES,
+                        _SYMMETRIC_STEPS,
                     )
                 )
-            elif _leaf_is(["batch", "size"], ["bs"], ["train", "batch", "size"])(name):
+            elif _is_batch_size(name):
                 found.extend(self._batch_size(name, raw, value))
-            elif _leaf_is(["momentum"], ["beta1"])(name) and value is not None:
-                if not 0 <= value < 1:
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "error",
-                            "must lie in [0, 1)",
-                            (0, 1),
-                            (
-                                "Momentum of 1 or more accumulates gradients without decay, so "
-                                "updates grow until the loss runs away.",
-                            ),
-                            ("Use a momentum such as 0.9 (beta1 0.9 for Adam).",),
-                        )
-                    )
-            elif _leaf_is(["weight", "decay"], ["wd"])(name) and value is not None:
-                if not 0 <= value < t.weight_decay_max:
-                    found.append(
-                        self._out(
-                            name,
-                            value,
-                            "warning",
-                            f"is outside [0, {t.weight_decay_max:g})",
-                            (0, t.weight_decay_max),
-                            (
-                                "Weight decay this strong pulls the weights to zero faster than the "
-                                "loss can train them (or, negative, makes them grow).",
-                            ),
-                            ("Use a weight decay between 1e-5 and 0.1.",),
-                        )
-                    )
-            elif "dropout" in _leaf(name)[0] and value is not None and not 0 <= value < 1:
-                found.append(
-                    self._out(
-                        name,
-                        value,
-                        "error",
-                        "must lie in [0, 1)",
-                        (0, 1),
-                        (
-                            "A dropout rate of 1 drops every activation, so nothing reaches the "
-                            "output.",
-                        ),
-                        (
-                            "Use a dropout rate such as 0.1-0.5 (MindSpore 1.x took keep_prob: "
-                            "check which one the layer expects).",
-                        ),
-                    )
-                )
+            elif value is not None:
+                found.extend(self._range(name, value))
         return found
+
+    def _range(self, name: str, value: float) -> list[Finding]:
+        t = self.thresholds
+        for r in _RANGES:
+            if r.matches(name):
+                if r.holds(value, t):
+                    return []
+                return [
+                    self._out(
+                        name, value, r.severity, r.rule(t), r.bounds(t), r.causes, r.next_steps
+                    )
+                ]
+        return []
 
     def _learning_rate(self, name: str, value: float, adaptive: bool) -> Finding | None:
         t = self.thresholds
