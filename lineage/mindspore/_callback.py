@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from typing import Any
 
 from mindspore.train import Callback
 
+from lineage.mindspore import _introspect as intro
 from lineage.mindspore._recorder import TrainingRecorder
 
 
@@ -21,6 +23,19 @@ def _find(cell: Any, *names: str) -> Any:
                 return value
         cell = getattr(cell, "network", None) or getattr(cell, "_backbone", None)
         seen += 1
+    return None
+
+
+def _calling_model(limit: int = 40) -> Any:
+    """The ``Model`` whose train/fit is running: cb_params carry neither it nor its amp level."""
+    from mindspore.train import Model
+
+    frame = inspect.currentframe()
+    while frame is not None and limit > 0:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Model):
+            return owner
+        frame, limit = frame.f_back, limit - 1
     return None
 
 
@@ -83,6 +98,7 @@ class LineageCallback(Callback):
             c for c in cb.get("list_callback") or () if hasattr(c, "latest_ckpt_file_name")
         ]
         params: dict[str, Any] = {"dataset_sink_mode": bool(cb.get("dataset_sink_mode", False))}
+        params.update(intro.model_params(_calling_model()))
         if cb.get("dataset_sink_mode") and cb.get("sink_size", -1) > 0:
             params["sink_size"] = cb.get("sink_size")
         self.recorder.global_step = int(cb.get("cur_step_num") or 0)

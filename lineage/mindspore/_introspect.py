@@ -279,7 +279,13 @@ def parameter_counts(network: Any, optimizer: Any) -> ParameterCounts:
 
 
 def amp_level(*networks: Any) -> str:
-    """The mixed-precision level applied to the (train) network, ``O0`` when none."""
+    """The mixed-precision level applied to the (train) network, ``O0`` when none.
+
+    ``auto_mixed_precision`` leaves ``_amp_level`` on the cell it converted; a plain
+    ``to_float(float16)`` (what ``Model(amp_level="O2")`` does on some paths) only marks the
+    cells, reported as ``fp16`` / ``bf16``.
+    """
+    marked = ""
     for net in networks:
         if net is None:
             continue
@@ -287,7 +293,32 @@ def amp_level(*networks: Any) -> str:
             level = getattr(cell, "_amp_level", "")
             if level:
                 return str(level)
-    return "O0"
+            kind = str(getattr(cell, "mixed_precision_type", None) or "")
+            if not marked and ("FP16" in kind or "BF16" in kind):
+                marked = "bf16" if "BF16" in kind else "fp16"
+    return marked or "O0"
+
+
+def model_params(model: Any) -> dict[str, Any]:
+    """What only the ``Model`` knows: amp and boost levels, metric names."""
+    if model is None:
+        return {}
+    out: dict[str, Any] = {}
+    level = getattr(model, "_amp_level", None)
+    if isinstance(level, str) and level:
+        out["amp_level"] = level
+    boost = getattr(model, "_boost_level", None)
+    if isinstance(boost, str) and boost:
+        out["boost_level"] = boost
+    kwargs = getattr(model, "_kwargs", None)
+    if isinstance(kwargs, dict):
+        for key in ("keep_batchnorm_fp32", "cast_model_type"):
+            if key in kwargs and (v := scalar(kwargs[key]) or str(kwargs[key])) is not None:
+                out[f"amp.{key}"] = v
+    metrics = getattr(model, "_metric_fns", None)
+    if isinstance(metrics, dict) and metrics:
+        out["eval_metrics"] = ",".join(sorted(str(k) for k in metrics))
+    return out
 
 
 def context_params(

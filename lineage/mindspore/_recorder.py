@@ -166,8 +166,8 @@ class TrainingRecorder:
             values.update(info.params())
         if batch_size is not None:
             values["batch_size"] = batch_size
+        values.update(params or {})  # what the caller knows better (e.g. the Model's amp level)
         self._batch_rows = values.get("batch_size")
-        values.update(params or {})
         self._log_params(values)
         self.run.set_tags(
             {

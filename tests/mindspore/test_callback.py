@@ -95,6 +95,7 @@ def test_fit_records_every_field(
         "mode": "graph",
         "parallel_mode": "stand_alone",
         "amp_level": "O0",
+        "eval_metrics": "accuracy",
         "seed": 123,
         "dataset_seed": 7,
         "dataset_sink_mode": False,
@@ -148,7 +149,7 @@ def test_frozen_weights_are_listed_with_their_reason(
     ms: ModuleType, make_data: Any, tiny_net: Any, sqlite_uri: str, read_run: Any
 ) -> None:
     from mindspore import nn
-    from mindspore.train import Model
+    from mindspore.train import FixedLossScaleManager, Model
 
     import lineage
     from lineage.mindspore import LineageCallback
@@ -157,9 +158,15 @@ def test_frozen_weights_are_listed_with_their_reason(
     net.fc1.weight.requires_grad = False  # frozen on purpose
     # and fc2.bias silently left out of the optimizer (the bug the check exists for)
     given = [p for p in net.trainable_params() if p.name != "fc2.bias"]
-    opt = nn.SGD(given, learning_rate=0.1)
+    opt = nn.SGD(given, learning_rate=0.1, loss_scale=128.0)
     before = {p.name: p.asnumpy().copy() for p in net.get_parameters()}
-    model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), opt)
+    model = Model(
+        net,
+        nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+        opt,
+        loss_scale_manager=FixedLossScaleManager(128.0, drop_overflow_update=False),
+        amp_level="O2",
+    )
     with lineage.start_run(experiment="ms-frozen", tracking_uri=sqlite_uri) as run:
         model.train(2, make_data(32, 16), callbacks=[LineageCallback(run)])
         assert run.status == "RUNNING"  # a run the callback was given is not ended by it
@@ -181,6 +188,11 @@ def test_frozen_weights_are_listed_with_their_reason(
     assert view.values["optimizer.lr"] == 0.1
     assert view.values["optimizer.momentum"] == 0.0
     assert view.values["optimizer.nesterov"] is False
+    # mixed precision and loss scaling, from the Model and its loss-scale manager
+    assert view.values["amp_level"] == "O2"
+    assert view.values["optimizer.loss_scale"] == 128.0
+    assert view.values["loss_scale.manager"] == "FixedLossScaleManager"
+    assert view.values["loss_scale.init"] == 128.0
 
 
 def _cosine(step: int, min_lr: float, max_lr: float, decay_steps: int) -> float:
