@@ -135,7 +135,7 @@ def _remote_artifacts(artifact_uri: str, tracking_uri: str, run_id: str) -> list
         return sorted(found)
     except Exception as exc:
         raise StoreError(
-            f"cannot list artifacts at {artifact_uri} for run {run_id}: {exc}"
+            f"cannot list artifacts at {artifact_uri} for run {run_id}: {' '.join(str(exc).split())}"
         ) from exc
 
 

@@ -42,10 +42,10 @@ class ClientRunStore(RunStore):
         except MlflowException as exc:
             if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
                 raise NotFoundError(f"{what} not found in {self.uri}") from exc
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            message = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreError(f"{what} on {self.uri} failed: {message}") from exc
         except OSError as exc:
-            raise StoreError(f"{what} on {self.uri} failed: {exc}") from exc
+            raise StoreError(f"{what} on {self.uri} failed: {' '.join(str(exc).split())}") from exc
 
     def experiments(self) -> list[Experiment]:
         from mlflow.entities import ViewType

@@ -147,7 +147,7 @@ def _connect_sqlite(uri: str) -> _Connection:
     try:
         raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {uri}: {exc}") from exc
+        raise StoreError(f"cannot open {uri}: {one_line(exc)}") from exc
     return _Connection(raw, postgres=False)
 
 
@@ -165,8 +165,13 @@ def _connect_postgres(uri: str) -> _Connection:
         raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         raw.read_only = True
     except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to {_mask(uri)}: {str(exc).strip()}") from exc
+        raise StoreError(f"cannot connect to {_mask(uri)}: {one_line(exc)}") from exc
     return _Connection(raw, postgres=True)
+
+
+def one_line(exc: BaseException) -> str:
+    """A driver's message, which may span lines, as one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _mask(uri: str) -> str:
@@ -194,7 +199,7 @@ class SqlRunStore(RunStore):
         try:
             present = self._db.columns()
         except Exception as exc:
-            raise StoreError(f"cannot read the schema of {self.uri}: {exc}") from exc
+            raise StoreError(f"cannot read the schema of {self.uri}: {one_line(exc)}") from exc
         missing = [
             f"{table}.{col}"
             for table, cols in REQUIRED_COLUMNS.items()
@@ -213,7 +218,7 @@ class SqlRunStore(RunStore):
         try:
             return self._db.rows(sql, args)
         except Exception as exc:
-            raise StoreError(f"query on {self.uri} failed: {exc}") from exc
+            raise StoreError(f"query on {self.uri} failed: {one_line(exc)}") from exc
 
     def experiments(self) -> list[Experiment]:
         with self._db.snapshot():
