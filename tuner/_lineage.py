@@ -21,7 +21,9 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from lineage._secrets import mask_argv, mask_value
 
@@ -63,6 +65,8 @@ class LineageRecorder:
         self._pool: queue.Queue[str] = queue.Queue()
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._client: Any = None
+        self._sql: Any = None  # lineage's direct SQL writer, when the store allows it
+        self._artifact_uris: dict[str, str] = {}
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._errors: dict[str, str] = {}
@@ -139,7 +143,13 @@ class LineageRecorder:
             tags[f"tuner.env.{name}"] = _value(mask_value(name, value))
         tags.update(extra_tags or {})
         param_items = {k: _value(v) for k, v in params.items()}
-        self._jobs.put(lambda: self._log(run_id, params=param_items, tags=tags))
+        name = tags["mlflow.runName"]
+
+        def job() -> None:
+            self._log(run_id, params=param_items, tags=tags)
+            self._guard("name", lambda: self._set_name(run_id, name))
+
+        self._jobs.put(job)
 
     def trial_metrics(self, run_id: str, points: Sequence[tuple[str, float, int, float]]) -> None:
         """``points``: ``(key, value, step, unix_time_s)``."""
@@ -245,6 +255,7 @@ class LineageRecorder:
             from mlflow.tracking import MlflowClient
 
             self._client = client = MlflowClient(tracking_uri=self.tracking_uri)
+            self._sql = _sql_writer(self.tracking_uri)
             exp = client.get_experiment_by_name(self.experiment_name)
             if exp is None:
                 self.experiment_id = client.create_experiment(self.experiment_name)
@@ -286,7 +297,7 @@ class LineageRecorder:
         self._refill()
 
     def _discard(self, run_id: str) -> None:
-        self._client.set_terminated(run_id, "KILLED")
+        self._set_status(run_id, "KILLED")
         self._client.delete_run(run_id)
 
     def _create_reserved(self) -> str:
@@ -298,7 +309,30 @@ class LineageRecorder:
                 "tuner.campaign": self.campaign,
             },
         )
+        self._artifact_uris[run.info.run_id] = run.info.artifact_uri
         return str(run.info.run_id)
+
+    def _set_name(self, run_id: str, name: str) -> None:
+        # MLflow keeps the run name in runs.name as well as in the mlflow.runName tag.
+        if self._sql is not None:
+            self._sql._statement("UPDATE runs SET name = ? WHERE run_uuid = ?", (name, run_id))
+        else:
+            self._client.update_run(run_id, name=name)
+
+    def _set_status(self, run_id: str, status: str) -> None:
+        if self._sql is not None:
+            self._sql.set_status(run_id, status, int(time.time() * 1000))
+        else:
+            self._client.set_terminated(run_id, status)
+
+    def _log_text(self, run_id: str, text: str, path: str) -> None:
+        local = _local_dir(self._artifact_uris.pop(run_id, ""))
+        if local is None:
+            self._client.log_text(run_id, text, path)
+            return
+        target = local / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
     def _refill(self) -> None:
         while self._pool.qsize() < self._pool_size:
@@ -315,25 +349,54 @@ class LineageRecorder:
         tags: Mapping[str, str] | None = None,
         metrics: Sequence[tuple[str, float, int, float]] = (),
     ) -> None:
+        if self._sql is not None:
+            from lineage._recording._writer import Batch
+
+            batch = Batch(
+                points=[(k, v, int(t * 1000), s) for k, v, s, t in metrics],
+                params=dict(params or {}),
+                tags=dict(tags or {}),
+            )
+            if batch:
+                self._guard("log", lambda: self._sql.write(run_id, batch))
+            return
         from mlflow.entities import Metric, Param, RunTag
 
         param_list = [Param(k, v) for k, v in (params or {}).items()]
         tag_list = [RunTag(k, v) for k, v in (tags or {}).items()]
         metric_list = [Metric(k, v, int(t * 1000), s) for k, v, s, t in metrics]
-        first = True
-        while first or metric_list or param_list or tag_list:
-            first = False
+        while metric_list or param_list or tag_list:
             chunk, metric_list = metric_list[:_MAX_BATCH], metric_list[_MAX_BATCH:]
             p, param_list = param_list[:100], param_list[100:]
             t, tag_list = tag_list[:100], tag_list[100:]
-            if not (chunk or p or t):
-                break
             self._guard(
                 "log",
                 lambda c=chunk, p=p, t=t: self._client.log_batch(  # type: ignore[misc]
                     run_id, metrics=c, params=p, tags=t
                 ),
             )
+
+
+def _sql_writer(uri: str) -> Any:
+    from lineage._uri import is_sql_uri
+
+    if not is_sql_uri(uri):
+        return None
+    try:
+        from lineage._recording._sql import SqlWriter
+
+        return SqlWriter(uri)
+    except Exception as exc:  # schema it does not know, driver missing: use MlflowClient
+        _log.info("tuner lineage: MlflowClient instead of direct SQL writes: %s", exc)
+        return None
+
+
+def _local_dir(artifact_uri: str) -> Path | None:
+    if artifact_uri.startswith("file://"):
+        return Path(urlparse(artifact_uri).path)
+    if artifact_uri and "://" not in artifact_uri and ":" not in artifact_uri[:3]:
+        return Path(artifact_uri)
+    return None
 
 
 def reconcile_runs(
