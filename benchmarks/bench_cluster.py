@@ -2,7 +2,8 @@
 
 1. The 40-trial workload (each trial sleeps 0.5 s, 2 at a time; ideal 10 s) through
    ``tuner run`` with ``executor: ray`` vs Ray Tune with OptunaSearch, on one local Ray
-   instance (2 CPUs). Efficiency = ideal / actual wall time.
+   instance (2 CPUs), with ``executor: local`` as the baseline. Efficiency = ideal / actual
+   wall time. Both tuner runs record every trial in MLflow (SQLite) and Optuna (SQLite).
 2. 4 workers x 250 trials on one study (no trial processes: the storage path alone), the
    tuner way (study lock + heartbeats, `tuner._heartbeat`) on PostgreSQL and on SQLite
    (WAL), and plain ``study.optimize`` from 4 processes on a default SQLite file (what
@@ -71,18 +72,24 @@ def bench_ray(tmp: Path) -> dict[str, Any]:
         "storage": f"sqlite:///{tmp / 'optuna.db'}",
         "lineage": {"tracking_uri": f"sqlite:///{tmp / 'mlflow.db'}"},
     }
-    (tmp / "c.yaml").write_text(yaml.safe_dump(cfg))
-    config = load_config(tmp / "c.yaml")
-    t0 = time.perf_counter()
-    result = Controller(config, importance=False, handle_signals=False).run()
-    wall = time.perf_counter() - t0
-    out["tuner_ray"] = {
-        "wall_s": round(wall, 2),
-        "efficiency": round(IDEAL / wall, 3),
-        "finished": result.finished,
-        "counts": result.counts,
-    }
-    print(f"tuner run (executor: ray): {wall:.1f} s, efficiency {IDEAL / wall:.2f}", flush=True)
+    for executor in ("local", "ray"):
+        cfg["name"] = f"bench-{executor}"
+        cfg["executor"] = {"name": executor}
+        (tmp / "c.yaml").write_text(yaml.safe_dump(cfg))
+        config = load_config(tmp / "c.yaml")
+        t0 = time.perf_counter()
+        result = Controller(config, importance=False, handle_signals=False).run()
+        wall = time.perf_counter() - t0
+        out[f"tuner_{executor}"] = {
+            "wall_s": round(wall, 2),
+            "efficiency": round(IDEAL / wall, 3),
+            "finished": result.finished,
+            "counts": result.counts,
+        }
+        print(
+            f"tuner run (executor: {executor}): {wall:.1f} s, efficiency {IDEAL / wall:.2f}",
+            flush=True,
+        )
 
     # --- Ray Tune + OptunaSearch ------------------------------------------------------------
     from ray import tune

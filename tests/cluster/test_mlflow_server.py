@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
+import yaml
 from _services import MlflowServer
 from conftest import ADMIN_PASSWORD
 
@@ -79,3 +84,44 @@ def test_lineage_records_into_the_server(
     assert got.data.metrics["loss"] == 0.25
     recorded = json.dumps([got.data.params, got.data.tags])
     assert ADMIN_PASSWORD not in recorded
+
+
+@pytest.mark.parametrize("command", ["worker", "run"])
+def test_cli_with_a_wrong_password_prints_one_line(
+    mlflow_server: MlflowServer, tmp_path: Path, command: str
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "auth",
+                "command": [sys.executable, "-c", "pass"],
+                "target": {"metric": "loss", "goal": "minimize"},
+                "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+                "budget": {"trials": 1},
+                "storage": f"sqlite:///{tmp_path / 'optuna.db'}",
+                "lineage": {"tracking_uri": mlflow_server.url},
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_USERNAME": "admin",
+        "MLFLOW_TRACKING_PASSWORD": "wrong-password-456",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", command, str(config), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert lines[0].startswith(f"tuner {command}: error: lineage.tracking_uri: ")
+    assert "rejected the credentials of user 'admin' (HTTP 401)" in lines[0]
+    assert "wrong-password-456" not in done.stderr + done.stdout
+    if command == "worker":
+        assert not (tmp_path / "optuna.db").exists()  # checked before anything started

@@ -145,7 +145,7 @@ class RayExecutor(Executor):
         }
         name = f"tuner-trial-{spec.number}-{spec.attempt}"
         gen = self._remote.options(name=name, **self._options()).remote(payload)
-        handle = _RayHandle(self._ray, spec, gen)
+        handle = _RayHandle(self._ray, spec, gen, f"{self.kind}x{self._per_trial}")
         self._handles = [h for h in self._handles if not h.finished] + [handle]
         return handle
 
@@ -176,8 +176,9 @@ class RayExecutor(Executor):
 
 
 class _RayHandle(TrialHandle):
-    def __init__(self, ray: Any, spec: TrialSpec, generator: Any) -> None:
+    def __init__(self, ray: Any, spec: TrialSpec, generator: Any, request: str) -> None:
         self._ray = ray
+        self._request = request
         self.spec = spec
         self.generator = generator
         self.devices: tuple[str, ...] = ()
@@ -286,6 +287,25 @@ class _RayHandle(TrialHandle):
 
     def process_info(self) -> Mapping[str, Any]:
         return dict(self._info)
+
+    @property
+    def slot(self) -> _RaySlot:
+        """What the controller records as the trial's device (Ray places the task later)."""
+        return _RaySlot(self)
+
+
+class _RaySlot:
+    def __init__(self, handle: _RayHandle) -> None:
+        self._handle = handle
+
+    @property
+    def label(self) -> str:
+        h = self._handle
+        if not h._info:
+            return f"ray:{h._request}"
+        kind = h._request.split("x", 1)[0]
+        where = h._info.get("node_ip") or h._info.get("host")
+        return f"ray:{kind}:{','.join(h.devices) or '-'}@{where}"
 
 
 # ----- on the node ---------------------------------------------------------------------------

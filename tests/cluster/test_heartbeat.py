@@ -1,0 +1,101 @@
+"""Budget admission, heartbeats and stale-trial re-queueing, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import optuna
+import pytest
+
+from tuner._heartbeat import (
+    RETRY_OF_ATTR,
+    STALE_ATTR,
+    Heartbeat,
+    StudyLock,
+    ask_within_budget,
+    counted_trials,
+    heartbeat_storage,
+    live_trial_ids,
+    requeue_stale,
+)
+
+WORKER = """
+import sys, optuna
+from tuner._heartbeat import Heartbeat, StudyLock, ask_within_budget, heartbeat_storage
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+url, budget = sys.argv[1], int(sys.argv[2])
+storage = heartbeat_storage(url, interval=1, grace=5)
+study = optuna.load_study(study_name="s", storage=optuna.storages.get_storage(storage))
+lock, hb = StudyLock(url, "s"), Heartbeat(storage).start()
+while (trial := ask_within_budget(study, budget, lock, hb)) is not None:
+    study.tell(trial, trial.suggest_float("x", 0, 1))
+    hb.remove(trial._trial_id)
+hb.stop()
+"""
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'optuna.db'}"
+    return str(request.getfixturevalue("pg_storage"))
+
+
+def _study(
+    url: str, interval: int = 1, grace: int = 2
+) -> tuple[optuna.Study, optuna.storages.RDBStorage]:
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = heartbeat_storage(url, interval=interval, grace=grace)
+    return optuna.create_study(study_name="s", storage=storage, load_if_exists=True), storage
+
+
+def test_processes_racing_for_the_budget_create_exactly_it(url: str) -> None:
+    study, _ = _study(url)
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, url, "12"]) for _ in range(3)]
+    assert [p.wait(120) for p in procs] == [0, 0, 0]
+    trials = study.get_trials()
+    assert len(trials) == 12 and {t.state.name for t in trials} == {"COMPLETE"}
+    assert counted_trials(study) == 12
+
+
+def test_a_stale_trial_is_requeued_once_with_its_params(url: str) -> None:
+    study, storage = _study(url)
+    lock = StudyLock(url, "s")
+    hb = Heartbeat(storage)
+    kept = ask_within_budget(study, 3, lock, hb)
+    lost = ask_within_budget(study, 3, lock, hb)
+    assert kept is not None and lost is not None
+    lost.suggest_float("x", 0, 1)
+    hb.remove(lost._trial_id)  # its worker "died": no more heartbeats
+    assert live_trial_ids(url, "s", 2) == {kept._trial_id, lost._trial_id}
+    deadline = time.monotonic() + 10
+    while lost._trial_id in live_trial_ids(url, "s", 2) and time.monotonic() < deadline:
+        hb.beat()
+        time.sleep(0.5)
+    assert live_trial_ids(url, "s", 2) == {kept._trial_id}
+    results: list[list[tuple[int, int]]] = []
+    racers = [
+        threading.Thread(
+            target=lambda: results.append(requeue_stale(study, storage, StudyLock(url, "s")))
+        )
+        for _ in range(3)
+    ]
+    for t in racers:
+        t.start()
+    for t in racers:
+        t.join()
+    moved = [m for r in results for m in r]
+    assert len(moved) == 1 and moved[0][0] == lost.number
+    old = study.trials[lost.number]
+    assert old.state.name == "FAIL" and "no heartbeat" in old.system_attrs[STALE_ATTR]
+    # The copy is taken before any new trial, whatever the count, with the same parameters.
+    again = ask_within_budget(study, 3, lock, hb)
+    assert again is not None and again.number == moved[0][1]
+    assert again.suggest_float("x", 0, 1) == old.params["x"]
+    assert study.trials[again.number].system_attrs[RETRY_OF_ATTR] == lost.number
+    assert counted_trials(study) == 2  # kept and the copy; the stale one does not count
+    assert ask_within_budget(study, 3, lock, hb) is not None
+    assert ask_within_budget(study, 3, lock, hb) is None
