@@ -83,16 +83,16 @@ class Recorder:
                 + (f" (last error: {type(err).__name__}: {mask_uri(str(err))})" if err else "")
             )
 
-    def close(self, timeout: float | None = 60.0) -> None:
-        """Flush, stop the thread, release the writer."""
+    def close(self, timeout: float | None = 60.0) -> bool:
+        """Flush and stop the thread. True when the thread has stopped, so the caller may use
+        the writer itself (and must close it)."""
         try:
             self.flush(timeout)
         finally:
             self._closing = True
             self._wake.set()
             self._thread.join(timeout=5.0)
-            if not self._thread.is_alive():
-                self.writer.close()
+        return not self._thread.is_alive()
 
     def unsent(self) -> Batch:
         """Everything not yet stored (for spilling to disk when the store stays unreachable)."""

@@ -210,13 +210,9 @@ class Run:
             raise
         finally:
             if self.owns_run:
-                try:
-                    self._client.get().set_terminated(self.run_id, status)
-                except Exception as exc:
-                    print(
-                        f"lineage: run {self.run_id}: could not set status {status}: {exc}",
-                        file=sys.stderr,
-                    )
+                self._set_status(status, int(time.time() * 1000))
+            if not self._recorder._thread.is_alive():
+                self._recorder.writer.close()
             self.status = status
 
     def __enter__(self) -> Run:
@@ -231,6 +227,19 @@ class Run:
         if exc_type is not None:
             self._note_exception(exc_type, exc)
         self.end(self._status_for(exc_type, exc))
+
+    def _set_status(self, status: str, end_time: int | None) -> None:
+        # Through the writer when it can (no MLflow import inside a signal handler), else MLflow.
+        try:
+            writer = self._recorder.writer
+            if self._recorder._thread.is_alive() or not writer.set_status(
+                self.run_id, status, end_time
+            ):
+                self._client.get().set_terminated(self.run_id, status, end_time)
+        except Exception as exc:
+            print(
+                f"lineage: run {self.run_id}: could not set status {status}: {exc}", file=sys.stderr
+            )
 
     # -- internals ---------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -407,7 +416,11 @@ def start_run(
                 raise UsageError(f"run {attach_id} is deleted; cannot record into it")
             if run_id is None:
                 owns = os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
-            if owns and existing.status != "RUNNING":
+            if (
+                owns
+                and existing.status != "RUNNING"
+                and (writer is None or not writer.set_status(attach_id, "RUNNING", None))
+            ):
                 client.get().update_run(attach_id, status="RUNNING")
             experiment_id = existing.experiment_id
             existing_params = existing.params

@@ -149,6 +149,44 @@ class SqlWriter(Writer):
                 self._conn.rollback()
         return RunInfo(str(row[0]), str(row[1]), str(row[2]), params, tags)
 
+    def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+        # MLflow's update_run_info: status always, end_time only when given, active runs only.
+        sets = "status = ?"
+        args: list[Any] = [status]
+        if end_time is not None:
+            sets += ", end_time = ?"
+            args.append(end_time)
+        self._statement(
+            f"UPDATE runs SET {sets} WHERE run_uuid = ? AND lifecycle_stage = 'active'",
+            (*args, run_id),
+        )
+        return True
+
+    def _statement(self, sql: str, args: tuple[Any, ...]) -> None:
+        deadline = time.monotonic() + _LOCK_RETRY_S
+        delay = 0.01
+        while True:
+            try:
+                if self._conn is None:
+                    self._connect()
+                cur = self._conn.cursor()
+                try:
+                    cur.execute(self._q(sql), args)
+                    if self._dialect == "postgresql":
+                        self._conn.commit()
+                    return
+                except BaseException as exc:
+                    if self._dialect == "postgresql":
+                        self._conn.rollback()
+                    if self._transient(exc):
+                        raise TransientError(str(exc)) from exc
+                    raise
+            except TransientError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 1.0)
+
     # -- writing ----------------------------------------------------------------------------
     def write(self, run_id: str, batch: Batch) -> WriteResult:
         deadline = time.monotonic() + _LOCK_RETRY_S

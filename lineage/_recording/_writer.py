@@ -76,6 +76,11 @@ class Writer(ABC):
     @abstractmethod
     def write(self, run_id: str, batch: Batch) -> WriteResult: ...
 
+    def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+        """Set the run's status (and end time, when given) as ``MlflowClient.update_run``
+        does; False when this writer cannot, and the caller should use the client."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Safe to call twice."""
 
