@@ -50,7 +50,8 @@ def query_from_args(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from lineage.query import search_runs
     from lineage.store import open_store
 
-    store = open_store(args.tracking_uri)
+    # The CLI is a short-lived process with no other SQLite connection: the cache is safe.
+    store = open_store(args.tracking_uri, cache=True)
     sort: list[str] = []
     for item in args.sort or ():
         sort.extend(_split_keys(item))

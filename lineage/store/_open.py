@@ -6,13 +6,15 @@ from lineage._uri import is_sql_uri, resolve_tracking_uri
 from lineage.store._base import RunStore
 
 
-def open_store(tracking_uri: str | None = None) -> RunStore:
+def open_store(tracking_uri: str | None = None, *, cache: bool = False) -> RunStore:
     """A :class:`RunStore` for ``tracking_uri`` (else ``$MLFLOW_TRACKING_URI``, else
     ``sqlite:///mlflow.db``).
 
     SQLite and PostgreSQL stores with a known MLflow schema are read with plain SQL and no
     ``import mlflow``; anything else (``file:``, ``http(s)://``, an unknown schema) goes
-    through ``MlflowClient``. Raises :class:`~lineage.NotFoundError` for a SQLite file that
+    through ``MlflowClient``. ``cache=True`` (short-lived processes such as the CLI only: see
+    ``lineage/store/_cache.py``) keeps a SQLite store's run table between processes, reused
+    only while SQLite's change counter says no one wrote since. Raises :class:`~lineage.NotFoundError` for a SQLite file that
     does not exist and :class:`~lineage.StoreError` for an unreachable database.
     """
     uri = resolve_tracking_uri(tracking_uri)
@@ -20,7 +22,7 @@ def open_store(tracking_uri: str | None = None) -> RunStore:
         from lineage.store._sql import SchemaMismatch, SqlRunStore
 
         try:
-            return SqlRunStore(uri)
+            return SqlRunStore(uri, cache=cache)
         except SchemaMismatch:
             pass
     from lineage.store._client import ClientRunStore

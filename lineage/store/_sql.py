@@ -185,10 +185,17 @@ def _mask(uri: str) -> str:
 class SqlRunStore(RunStore):
     """A :class:`RunStore` over an MLflow SQLite or PostgreSQL database."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, cache: bool = False) -> None:
         self.uri = _mask(uri)
         scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
         self._db = _connect_sqlite(uri) if scheme == "sqlite" else _connect_postgres(uri)
+        self._cache = None
+        if cache and scheme == "sqlite":
+            from lineage.store._cache import RunTableCache, cache_dir
+
+            directory = cache_dir()
+            if directory is not None:
+                self._cache = RunTableCache(sqlite_path(uri), directory)
         try:
             self._check_schema()
         except BaseException:
@@ -229,6 +236,24 @@ class SqlRunStore(RunStore):
         return [Experiment(str(i), str(n)) for i, n in rows]
 
     def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
+        if self._cache is None:
+            return self._read_runs(experiments)
+        # Read the header before and after the query, outside any transaction: the table is
+        # cached only if no write landed in between (same counter), so it is the snapshot.
+        key = self._cache.key()
+        rows = self._cache.load(key) if key is not None else None
+        if rows is None:
+            records = self._read_runs(None)
+            if key is not None and self._cache.key() == key:
+                self._cache.save(key, [_to_row(r) for r in records])
+        else:
+            records = [RunRecord(*row) for row in rows]
+        if experiments is None:
+            return records
+        wanted = {str(e) for e in experiments}
+        return [r for r in records if r.experiment_id in wanted]
+
+    def _read_runs(self, experiments: Sequence[str] | None) -> list[RunRecord]:
         where, args = _ACTIVE, []
         if experiments is not None:
             ids = [int(e) for e in experiments if str(e).lstrip("-").isdigit()]
@@ -412,3 +437,19 @@ def _assemble_folded(
             )
         )
     return out
+
+
+def _to_row(r: RunRecord) -> tuple[Any, ...]:
+    return (
+        r.run_id,
+        r.experiment_id,
+        r.experiment,
+        r.name,
+        r.status,
+        r.start_time,
+        r.end_time,
+        r.params,
+        r.metrics,
+        r.tags,
+        r.artifact_uri,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from _store_sample import Logged
@@ -114,14 +115,23 @@ def test_search_runs_same_answer_on_every_backend(store: RunStore) -> None:
     assert [r.name for r in got] == ["adam", "adam2", "sgd"]
 
 
-@pytest.mark.parametrize("kind", ["sql", "client"])
-def test_other_writers_are_visible_at_once(store_uri: str, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["sql", "sql-cached", "client"])
+def test_other_writers_are_visible_at_once(
+    store_uri: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("LINEAGE_CACHE_DIR", str(tmp_path / "cache"))
 
     client = MlflowClient(tracking_uri=store_uri)
     exp = client.create_experiment("live")
     first = client.create_run(exp, run_name="first", start_time=1_700_000_000_000).info.run_id
-    with open_store(store_uri) if kind == "sql" else ClientRunStore(store_uri) as store:
+    reader = {
+        "sql": lambda: open_store(store_uri),
+        "sql-cached": lambda: open_store(store_uri, cache=True),
+        "client": lambda: ClientRunStore(store_uri),
+    }[kind]
+    with reader() as store:
         assert [r.name for r in store.runs()] == ["first"]
         new = client.create_run(exp, run_name="late", start_time=1_800_000_000_000)
         rid = new.info.run_id
@@ -168,3 +178,24 @@ def test_ambiguous_prefix_is_a_usage_error(sqlite_uri: str) -> None:
             store.get_run("abcd")
         assert store.get_run("abcd2").run_id == "abcd" + "2" * 28
         store.close()
+
+
+def test_cached_table_is_reused_until_a_write(
+    sqlite_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("LINEAGE_CACHE_DIR", str(tmp_path / "cache"))
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    exp = client.create_experiment("c")
+    rid = client.create_run(exp, run_name="r").info.run_id
+    with open_store(sqlite_uri, cache=True) as store:
+        assert [r.run_id for r in store.runs()] == [rid]
+        files = list((tmp_path / "cache").iterdir())
+        assert len(files) == 1
+        stamp = files[0].stat().st_mtime_ns
+        assert [r.run_id for r in store.runs([exp])] == [rid]  # served from the cache
+        assert files[0].stat().st_mtime_ns == stamp
+        client.log_metric(rid, "loss", 0.5)
+        assert store.runs()[0].metrics == {"loss": 0.5}
+        assert files[0].stat().st_mtime_ns != stamp

@@ -1,0 +1,83 @@
+"""A run-table cache for SQLite stores, kept in step with MLflow by SQLite's own counter.
+
+SQLite (rollback-journal mode, MLflow's default) increments the *file change counter* in
+the database header on every committed write, whoever the writer is. A cached table is
+used only while that counter, and the file's identity (device, inode, size, mtime), are
+those it was built at; any add, update or delete by any process changes them, and the
+table is read afresh. WAL databases do not maintain the counter: they are never cached.
+
+Only for short-lived processes such as the CLI (``open_store(uri, cache=True)``): the
+header is read with a plain ``open``/``close``, and closing a file drops every POSIX lock
+the process holds on it, which would be unsafe while another SQLite connection of the same
+process were inside a write transaction. A CLI process has no such connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+Key = tuple[int, ...]
+
+
+def cache_dir() -> Path | None:
+    """``$LINEAGE_CACHE_DIR``, else ``$XDG_CACHE_HOME/lineage``, else ``~/.cache/lineage``;
+    ``None`` when ``LINEAGE_NO_CACHE`` is set."""
+    if os.environ.get("LINEAGE_NO_CACHE"):
+        return None
+    explicit = os.environ.get("LINEAGE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lineage"
+
+
+class RunTableCache:
+    """The cached run table of one SQLite database file."""
+
+    def __init__(self, db_path: str, directory: Path) -> None:
+        self.db_path = os.path.abspath(db_path)
+        digest = hashlib.sha1(self.db_path.encode()).hexdigest()[:20]
+        self.file = directory / f"runs-{digest}.marshal"
+
+    def key(self) -> Key | None:
+        """The database's current version, or ``None`` if it cannot be trusted (WAL mode)."""
+        try:
+            fd = os.open(self.db_path, os.O_RDONLY)
+            try:
+                header = os.read(fd, 100)
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            return None
+        if len(header) < 100 or header[18] != 1 or header[19] != 1:
+            return None  # not a rollback-journal database: the counter is not maintained
+        counter = int.from_bytes(header[24:28], "big")
+        cookie = int.from_bytes(header[40:44], "big")
+        return (FORMAT, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, counter, cookie)
+
+    def load(self, key: Key) -> list[Any] | None:
+        try:
+            data = self.file.read_bytes()
+            stored_key, rows = marshal.loads(data)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        return rows if tuple(stored_key) == key else None
+
+    def save(self, key: Key, rows: list[Any]) -> None:
+        try:
+            self.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".runs-")
+            with os.fdopen(fd, "wb") as out:
+                marshal.dump((key, rows), out)
+            os.replace(tmp, self.file)
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(tmp)
