@@ -1,0 +1,283 @@
+"""Unit tests: lifecycle, device slots, collectors, trial API, cached storage, /proc
+identities, campaign lock, and the controller's budget accounting with in-process trials."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from tuner._errors import BudgetExhausted, ConfigError, TunerError
+from tuner._state import IllegalTransition, TrialState
+
+
+def test_trial_state_transitions():
+    assert TrialState.WAITING.to(TrialState.RUNNING) is TrialState.RUNNING
+    assert TrialState.RUNNING.to(TrialState.PRUNED).mlflow_status == "KILLED"
+    assert TrialState.WAITING.can_become(TrialState.FAIL)
+    with pytest.raises(IllegalTransition, match="cannot move from COMPLETE to RUNNING"):
+        TrialState.COMPLETE.to(TrialState.RUNNING)
+    with pytest.raises(IllegalTransition, match="from WAITING to COMPLETE"):
+        TrialState.WAITING.to(TrialState.COMPLETE)
+    assert all(s.is_final for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
+
+
+def test_slots_and_device_environment(tmp_path, monkeypatch):
+    from tuner._devices import detect_devices, make_slots
+
+    slots = make_slots("gpu", [0, 1, 2, 3], 2, 2)
+    assert [s.devices for s in slots] == [("0", "1"), ("2", "3")]
+    assert slots[1].env() == {"CUDA_VISIBLE_DEVICES": "2,3"}
+    npu = make_slots("npu", ["4", "5"], 1, None)
+    assert npu[1].env() == {"ASCEND_RT_VISIBLE_DEVICES": "5", "DEVICE_ID": "0"}
+    cpu = make_slots("cpu", "auto", 1, 3)
+    assert len(cpu) == 3 and cpu[0].env() == {"CUDA_VISIBLE_DEVICES": ""}
+    with pytest.raises(ConfigError, match=r"resources.parallel must be <= 1 .* got 2"):
+        make_slots("gpu", [0, 1], 2, 2)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    smi = fake / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: a)'\necho 'GPU 1: NVIDIA H100 (UUID: b)'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    assert detect_devices() == ("gpu", ["0", "1"])
+    assert [s.devices for s in make_slots("gpu", "auto", 1, None)] == [("0",), ("1",)]
+
+
+class _Handle:
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+
+    def output_lines(self) -> list[str]:
+        out, self._lines = self._lines, []
+        return out
+
+
+def test_stdout_collector_steps_and_values():
+    import re
+
+    from tuner.collectors import StdoutCollector
+
+    c = StdoutCollector(
+        {
+            "loss": re.compile(r"epoch: (?P<step>\d+) step: \d+, loss is (?P<value>\S+)"),
+            "acc": re.compile(r"acc=([0-9.]+)"),
+        }
+    )
+    reports = c.collect(
+        _Handle(
+            [
+                "epoch: 1 step: 10, loss is 0.53",
+                "noise",
+                "acc=0.5 acc=0.6",
+                "epoch: 2 step: 10, loss is nan",
+            ]
+        )  # type: ignore[arg-type]
+    )
+    got = [(r.step, dict(r.metrics)) for r in reports]
+    assert got[0] == (1, {"loss": 0.53})
+    assert got[1:3] == [(0, {"acc": 0.5}), (1, {"acc": 0.6})]
+    assert got[3][0] == 2 and math.isnan(got[3][1]["loss"])
+    assert c.collect(_Handle(["acc=oops"])) == []  # type: ignore[arg-type]
+
+
+def test_trial_api_channel_and_flag(tmp_path, monkeypatch):
+    import importlib
+
+    from tuner.executors._local import _parse_report
+
+    trial = importlib.reload(importlib.import_module("tuner.trial"))
+    assert trial.params() == {} and not trial.should_prune() and not trial.is_tuning()
+    trial.report(0, loss=1.0)  # outside a campaign: nothing happens
+    monkeypatch.setenv("TUNER_PARAMS", json.dumps({"lr": 0.1, "opt": "sgd"}))
+    monkeypatch.setenv("TUNER_CHANNEL", str(tmp_path / "ch.jsonl"))
+    monkeypatch.setenv("TUNER_CONTROL", str(tmp_path / "stop"))
+    trial = importlib.reload(trial)
+    assert trial.params() == {"lr": 0.1, "opt": "sgd"} and trial.is_tuning()
+    trial.report(3, loss=0.5, acc=float("nan"))
+    with pytest.raises(TypeError, match="step must be an int"):
+        trial.report(1.5, loss=1.0)  # type: ignore[arg-type]
+    lines = (tmp_path / "ch.jsonl").read_bytes().splitlines()
+    report = _parse_report(lines[0])
+    assert report is not None and report.step == 3 and report.metrics["loss"] == 0.5
+    assert math.isnan(report.metrics["acc"])
+    assert _parse_report(b"{broken") is None
+    assert not trial.should_prune()
+    (tmp_path / "stop").touch()
+    assert trial.should_prune()
+    # Cheap enough for every step.
+    t0 = time.perf_counter()
+    for i in range(2000):
+        trial.report(i, loss=1.0)
+        trial.should_prune()
+    assert (time.perf_counter() - t0) / 2000 < 0.001
+
+
+def test_exclusive_cache_writes_through(tmp_path):
+    import optuna
+
+    from tuner._study import open_storage
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = optuna.create_study(
+        storage=open_storage(url, exclusive=True),
+        study_name="s",
+        sampler=optuna.samplers.TPESampler(seed=0, n_startup_trials=3),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=1),
+    )
+    study.enqueue_trial({"x": 0.5, "c": "b"}, user_attrs={"tuner.attempt": 2})
+    for i in range(12):
+        trial = study.ask()
+        x = trial.suggest_float("x", 0, 1)
+        trial.suggest_categorical("c", ["a", "b"])
+        trial.report(x, 0)
+        trial.set_user_attr("i", i)
+        if i == 5:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, x**2)
+    fresh = optuna.load_study(study_name="s", storage=url).get_trials()
+    cached = study.get_trials()
+    assert len(fresh) == 12
+    for a, b in zip(cached, fresh, strict=True):
+        assert (a.number, a.state, a.values, a.params) == (b.number, b.state, b.values, b.params)
+        assert a.user_attrs == b.user_attrs and a.intermediate_values == b.intermediate_values
+    assert fresh[0].params == {"x": 0.5, "c": "b"} and fresh[0].user_attrs["tuner.attempt"] == 2
+
+
+def test_proc_identity_and_group_end():
+    from tuner import _procs
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)",
+        ],
+        start_new_session=True,
+    )
+    try:
+        time.sleep(0.5)
+        info = _procs.identity(proc.pid)
+        assert info["pgid"] == proc.pid and _procs.is_alive(info)
+        assert len(_procs.group_members(info)) == 2  # the trial and its child
+        impostor = {**info, "start_ticks": info["start_ticks"] - 1_000_000}
+        assert not _procs.is_alive(impostor)
+        assert _procs.end_group({**info, "boot_id": "another-boot"}) == 0
+        assert _procs.end_group(info, grace=2) == 2
+        proc.wait(5)
+        assert _procs.group_members(info) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_campaign_lock(tmp_path):
+    from tuner._campaign import CampaignDir
+
+    one, two = CampaignDir(tmp_path, "c/x"), CampaignDir(tmp_path, "c/x")
+    assert not one.controller_alive()
+    one.acquire()
+    assert two.controller_alive()
+    with pytest.raises(TunerError, match=r"another controller is running this campaign \(pid"):
+        two.acquire()
+    one.release(clean=True)
+    assert not two.controller_alive() and two.acquire()["clean_exit"] is True
+    two.release(clean=False)
+
+
+class _NullRecorder:
+    experiment_id = "0"
+    parent_run_id = "p"
+
+    def __init__(self) -> None:
+        self.finished: list[tuple[str, str, dict[str, str]]] = []
+        self.errors: dict[str, str] = {}
+        self._n = 0
+
+    def start(self, **_: Any) -> None: ...
+
+    def reserve_run(self) -> str:
+        self._n += 1
+        return f"r{self._n}"
+
+    def trial_started(self, *_: Any, **__: Any) -> None: ...
+
+    def trial_metrics(self, *_: Any, **__: Any) -> None: ...
+
+    def trial_finished(self, run_id: str, *, status: str, tags: Any, output_tail: str) -> None:
+        self.finished.append((run_id, status, dict(tags)))
+
+    def latest_metrics(self, _run_id: str) -> dict[str, float]:
+        return {}
+
+    def call(self, _fn: Any) -> None: ...
+
+    def close(self, *_: Any, **__: Any) -> None: ...
+
+
+def _controller(campaign: Any, fn: Any, **over: Any) -> Any:
+    from tuner._controller import Controller
+    from tuner.executors._inprocess import InProcessExecutor
+
+    config = campaign(**over)
+    rec = _NullRecorder()
+    ctl = Controller(
+        config,
+        executor=InProcessExecutor(fn, slots=2),
+        recorder=rec,  # type: ignore[arg-type]
+        importance=False,
+        handle_signals=False,
+        poll_interval=0.0,
+    )
+    return ctl, rec, config
+
+
+def test_budget_is_exact_with_retries(campaign):
+    from tests.tuner.conftest import trials_of
+
+    def fn(spec: Any) -> Any:
+        if spec.number % 3 == 0 and spec.attempt == 1:
+            return [], 1
+        if spec.number % 5 == 4:
+            return [], 2  # fails every attempt
+        return [(0, {"loss": spec.params["x"]})], 0
+
+    ctl, rec, config = _controller(
+        campaign, fn, budget={"trials": 12, "max_failures": 50}, trial={"retries": 1}
+    )
+    result = ctl.run()
+    trials = trials_of(config)
+    counted = [t for t in trials if "tuner:stale" not in t.system_attrs]
+    assert len(counted) == 12 == result.finished
+    assert result.counts["FAIL"] == sum(t.state.name == "FAIL" for t in counted)
+    assert all(t.state.name in ("COMPLETE", "FAIL") for t in trials)
+    for t in trials:
+        if "tuner:stale" in t.system_attrs:  # a retried attempt: its copy has the same params
+            copy = next(c for c in trials if c.user_attrs.get("tuner.retry_of") == t.number)
+            assert copy.params == t.params and copy.user_attrs["tuner.attempt"] == 2
+    assert {s for _, s, _ in rec.finished} <= {"FINISHED", "FAILED"}
+    assert len(rec.finished) == len(trials)
+
+
+def test_max_failures_raises_after_cleanup(campaign):
+    from tests.tuner.conftest import trials_of
+
+    ctl, _, config = _controller(
+        campaign, lambda spec: ([], 1), budget={"trials": 10, "max_failures": 3}
+    )
+    with pytest.raises(BudgetExhausted, match=r"reached budget\.max_failures=3; last: trial"):
+        ctl.run()
+    states = [t.state.name for t in trials_of(config)]
+    # Trials that had already ended when the third failure was seen are recorded too.
+    assert "RUNNING" not in states and 3 <= states.count("FAIL") <= 4
+    assert not ctl.campaign_dir.controller_alive()
