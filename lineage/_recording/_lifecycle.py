@@ -11,6 +11,7 @@
   uncaught exception reached ``sys.excepthook``, KILLED after a signal, else FINISHED.
 
 Handlers are installed once, and only from the main thread (Python allows nothing else).
+A forked child forgets the parent's runs, so it cannot end or flush them.
 """
 
 from __future__ import annotations
@@ -51,6 +52,16 @@ def active() -> Run | None:
 def received_signal() -> int | None:
     sig = _state["signal"]
     return int(sig) if sig is not None else None
+
+
+def _forget_in_child() -> None:
+    # A forked child (data-loader workers, multiprocessing) shares the parent's run but not its
+    # writer thread: it must neither flush nor end the run when it exits.
+    _active.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _install() -> None:

@@ -119,11 +119,11 @@ class Run:
                 )
         new_types = False
         for key, text in texts.items():
-            if key in self._params:
-                continue
-            self._params[key] = text
-            self._recorder.params.append((key, text))
-            if key in types:
+            if key not in self._params:
+                self._params[key] = text
+                self._recorder.params.append((key, text))
+            # Also for a param the tuner already logged: the script knows its real type.
+            if key in types and self._types.get(key) != types[key]:
                 self._types[key] = types[key]
                 new_types = True
         if new_types:

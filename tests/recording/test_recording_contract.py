@@ -153,6 +153,11 @@ def test_attach_via_mlflow_run_id_leaves_status_to_its_owner(
     assert got.info.status == "RUNNING"  # the tuner sets the final status from the exit code
     assert got.data.tags["lineage.outcome"] == "FINISHED"
     assert got.data.params == {"lr": "0.1", "bs": "32"} and got.data.metrics == {"acc": 0.9}
+    # the script's types cover the param the tuner logged before it started
+    assert decode_params(got.data.params, types_tag_from_tags(got.data.tags)) == {
+        "lr": 0.1,
+        "bs": 32,
+    }
     assert got.info.run_name == "trial-0"
     monkeypatch.setenv("LINEAGE_END_ATTACHED_RUN", "1")
     with lineage.start_run() as run:
@@ -269,3 +274,27 @@ def test_run_deleted_under_the_writer_fails_fast_and_spills_to_disk(
         "step": 1,
     } in rows
     assert lineage.active_run() is None
+
+
+def test_forked_child_does_not_end_the_parents_run(sqlite_uri: str) -> None:
+    import os
+
+    with lineage.start_run(
+        experiment="fork", tracking_uri=sqlite_uri, record_identity=False
+    ) as run:
+        run.log_metric("loss", 1.0, step=0)
+        pid = os.fork()
+        if pid == 0:  # the child runs lineage's exit hook, as a worker that returns would
+            from lineage._recording import _lifecycle
+
+            try:
+                _lifecycle._at_exit()
+                os._exit(0 if lineage.active_run() is None else 3)
+            finally:
+                os._exit(4)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert MlflowClient(tracking_uri=sqlite_uri).get_run(run.run_id).info.status == "RUNNING"
+        run.log_metric("loss", 0.5, step=1)
+    got = MlflowClient(tracking_uri=sqlite_uri).get_run(run.run_id)
+    assert got.info.status == "FINISHED" and got.data.metrics == {"loss": 0.5}
