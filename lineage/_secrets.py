@@ -1,7 +1,9 @@
 """Masking of secrets wherever a command line, an environment or a configuration is recorded.
 
 Rule: a value is secret when its name (an environment variable, a ``--flag``, a config key)
-contains TOKEN, PASSWORD, PASSWD, SECRET, KEY or CREDENTIAL (case-insensitive), or when it is
+contains PASSWORD, PASSWD, SECRET, CREDENTIAL or PASSPHRASE, or has TOKEN, KEY or AUTH as a
+word (``HF_TOKEN``, ``api-key``, ``apiKey``, ``accessToken``, ``hftoken``; not
+``tokenizer``, ``max_tokens``, ``monkey`` or ``author``), case-insensitive; or when it is
 the password part of a URI (``scheme://user:password@host``). Secret values are replaced by
 ``MASK``; their names stay so that the record still says the setting was present.
 """
@@ -14,17 +16,38 @@ from typing import Any
 
 MASK = "****"
 
-_SECRET_NAME = re.compile(r"(TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
-# Names that contain KEY but are not secrets (keyboard, monkey, ...) are rare in training
-# configs; the few that matter in this field are listed so they stay readable.
-_NOT_SECRET = re.compile(r"^(KEYS?|SORT_KEY|PRIMARY_KEY|KEY_METRIC|MONKEY.*)$", re.IGNORECASE)
+# Always secret when they appear anywhere in a name (no benign word contains them).
+_SECRET_PART = re.compile(
+    r"(PASSWORD|PASSWD|SECRET|CREDENTIAL|PASSPHRASE|PRIVATE_?KEY)", re.IGNORECASE
+)
+# Secret as whole words only: TOKENIZER, MAX_TOKENS, MONKEY, AUTHOR are ordinary settings.
+_SECRET_WORDS = frozenset({"token", "key", "auth", "pwd", "authorization", "cookie"})
+_SECRET_SUFFIXES = ("token", "apikey", "accesskey", "secretkey", "authkey", "sshkey", "licensekey")
+# Names that contain KEY as a word but are not secrets, common in training configs.
+_NOT_SECRET = re.compile(
+    r"^(KEYS?|SORT_KEY|PRIMARY_KEY|KEY_METRIC|METRIC_KEY|MONITOR_KEY)$", re.IGNORECASE
+)
 _URI_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?=@)")
 
 
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
 def is_secret_name(name: str) -> bool:
-    """True when a variable, flag or key called ``name`` holds a secret."""
+    """True when a variable, flag or key called ``name`` holds a secret.
+
+    ``HF_TOKEN``, ``--api-key``, ``apiKey``, ``AWS_SECRET_ACCESS_KEY``, ``db.password`` and
+    ``AUTH`` are secret; ``tokenizer``, ``max_tokens``, ``author`` and ``sort_key`` are not.
+    """
     bare = name.lstrip("-").replace("-", "_")
-    return bool(_SECRET_NAME.search(bare)) and not _NOT_SECRET.match(bare)
+    if _NOT_SECRET.match(bare):
+        return False
+    if _SECRET_PART.search(bare):
+        return True
+    words = _words(bare)
+    return any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words)
 
 
 def mask_uri(text: str) -> str:

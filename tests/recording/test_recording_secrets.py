@@ -76,3 +76,47 @@ def test_identity_tags_carry_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
         MASK,
         f"--url=http://a:{MASK}@c",
     ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HF_TOKEN",
+        "--api-key",
+        "apiKey",
+        "AWS_SECRET_ACCESS_KEY",
+        "db.password",
+        "AUTH",
+        "accessToken",
+        "MLFLOW_TRACKING_TOKEN",
+        "wandb_api_key",
+        "client_secret",
+        "--auth-token",
+        "private_key",
+        "PASSWD",
+    ],
+)
+def test_secret_names(name: str) -> None:
+    from lineage._secrets import is_secret_name
+
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tokenizer",
+        "max_tokens",
+        "num_tokens",
+        "author",
+        "sort_key",
+        "monkey",
+        "keyboard_layout",
+        "key_metric",
+        "lr",
+    ],
+)
+def test_ordinary_settings_stay_readable(name: str) -> None:
+    from lineage._secrets import is_secret_name
+
+    assert not is_secret_name(name)
