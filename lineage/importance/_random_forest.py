@@ -95,6 +95,8 @@ class RandomForestImportance(ImportanceEvaluator):
             replicates = max(8, min(replicates, round(replicates * 2 * fit_size / n)))
         # Beyond a few thousand shuffled rows per parameter, more repeats only cost time.
         repeats = max(1, min(self.n_repeats, 3000 // max(1, min(n - 1, fit_size))))
+        missing = data.missing or [np.zeros(n, dtype=bool) for _ in data.groups]
+        children = _children(data) if data.missing else [[] for _ in data.groups]
         scores: list[np.ndarray] = []
         for _ in range(replicates):
             fit_idx = rng.integers(0, n, size=fit_size)
@@ -119,8 +121,9 @@ class RandomForestImportance(ImportanceEvaluator):
                     forest,
                     X[held_idx],
                     y[held_idx],
-                    data.groups,
-                    [m[held_idx] for m in data.missing] or [None] * len(data.groups),
+                    data,
+                    [lacks[held_idx] for lacks in missing],
+                    children,
                     repeats,
                     rng,
                 )
@@ -143,25 +146,76 @@ def _normal_quantile(p: float) -> float:
     return float(norm.ppf(p))
 
 
+def _children(data: EncodedParams) -> list[list[int]]:
+    """For each parameter, the conditional parameters whose presence it decides.
+
+    ``c`` is a child of ``j`` when, over all runs, whether ``c`` is set is a function of
+    ``j``'s value (momentum exists exactly when optimizer is momentum). Only parameters with
+    few distinct values qualify as parents: with one value per run, anything is a function.
+    """
+    n = data.X.shape[0]
+    out: list[list[int]] = [[] for _ in data.groups]
+    conditional = [c for c, lacks in enumerate(data.missing) if 0 < int(lacks.sum()) < n]
+    if not conditional:
+        return out
+    for j, group in enumerate(data.groups):
+        block = np.nan_to_num(data.X[:, group], nan=np.inf)
+        _, level = np.unique(block, axis=0, return_inverse=True)
+        level = level.ravel()
+        n_levels = int(level.max()) + 1
+        if n_levels < 2 or n_levels > min(32, n // 2):
+            continue
+        for c in conditional:
+            if c == j:
+                continue
+            lacks = data.missing[c].astype(float)
+            share = np.bincount(level, weights=lacks, minlength=n_levels)
+            count = np.bincount(level, minlength=n_levels)
+            frac = share[count > 0] / count[count > 0]
+            if np.all((frac == 0.0) | (frac == 1.0)):
+                out[j].append(c)
+    return out
+
+
 def _permutation_scores(
     forest: Any,
     X: np.ndarray,
     y: np.ndarray,
-    groups: list[np.ndarray],
-    missing: list[np.ndarray | None],
+    data: EncodedParams,
+    missing: list[np.ndarray],
+    children: list[list[int]],
     repeats: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
     m = X.shape[0]
+    groups = data.groups
     blocks = [X]
-    for group, lacks in zip(groups, missing, strict=True):
+    for j, group in enumerate(groups):
+        lacks = missing[j]
         # A conditional parameter is shuffled only among the runs that have it: whether it
         # applies at all is its parent's effect, and shuffling the gaps too would hand the
         # parent's importance to the child.
-        rows = np.arange(m) if lacks is None or (~lacks).sum() < 2 else np.flatnonzero(~lacks)
+        rows = np.flatnonzero(~lacks) if (~lacks).sum() >= 2 else np.arange(m)
         for _ in range(repeats):
+            perm = rng.permutation(rows)
             shuffled = X.copy()
-            shuffled[np.ix_(rows, group)] = X[np.ix_(rng.permutation(rows), group)]
+            shuffled[np.ix_(rows, group)] = X[np.ix_(perm, group)]
+            for c in children[j]:
+                # Shuffling a parent must also move where its children apply, or the model
+                # reads the parent back from the children's gaps. A child keeps its value
+                # where it still applies, is unset where it no longer does, and takes a
+                # value drawn from the runs that have it where it newly applies.
+                lacks_c = missing[c]
+                now_lacks = lacks_c.copy()
+                now_lacks[rows] = lacks_c[perm]
+                gone = now_lacks & ~lacks_c
+                new = ~now_lacks & lacks_c
+                have, lack = np.flatnonzero(~lacks_c), np.flatnonzero(lacks_c)
+                if gone.any() and len(lack):
+                    shuffled[np.ix_(np.flatnonzero(gone), groups[c])] = X[lack[0], groups[c]]
+                if new.any() and len(have):
+                    donors = rng.choice(have, size=int(new.sum()))
+                    shuffled[np.ix_(np.flatnonzero(new), groups[c])] = X[np.ix_(donors, groups[c])]
             blocks.append(shuffled)
     # One predict call over every shuffled copy: the trees are walked once.
     pred = forest.predict(np.vstack(blocks))

@@ -121,19 +121,20 @@ def save_scatter(result: ImportanceResult, name: str, path: Path) -> Path:
     ax.set_ylabel(result.target)
     p = next(p for p in result.params if p.name == name)
     if p.spec.kind == "numeric":
-        direction = "" if p.correlation is None else f"Spearman {p.correlation:+.2f}"
+        parts = [] if p.correlation is None else [f"Spearman {p.correlation:+.2f}"]
         if data.best_x is not None:
-            direction += f", best run at {data.best_x:.3g}"
+            parts.append(f"best run at {data.best_x:.4g}")
     else:
-        direction = "" if p.best is None else f"best mean: {p.best}"
+        parts = [] if p.best is None else [f"best mean: {p.best}"]
+    verdict = "significant" if p.significant else "no detectable effect"
     ax.set_title(
-        f"{name}: importance {p.importance:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}]"
-        f"{'' if p.significant else ' (n.s.)'}   {direction}",
+        f"{name}: importance {p.importance:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}], {verdict}\n"
+        + "   ".join(parts),
         fontsize=10,
         loc="left",
     )
     _tidy(ax)
-    ax.legend(loc="best", fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     return _save(fig, path)
 
 
@@ -159,18 +160,10 @@ def _draw_numeric(ax: Axes, data: ScatterData) -> None:
             linewidths=0.6,
             label="best run",
         )
-    ax.set_xlabel(f"{data.name}{' (log scale)' if data.log else ''}")
+    label = f"{data.name}{' (log scale)' if data.log else ''}"
     if data.n_missing:
-        ax.text(
-            0.99,
-            0.01,
-            f"{data.n_missing} runs without {data.name} not shown",
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=8,
-            color="#666666",
-        )
+        label += f"   ({data.n_missing} runs without {data.name} not shown)"
+    ax.set_xlabel(label)
 
 
 def _draw_categorical(ax: Axes, data: ScatterData) -> None:

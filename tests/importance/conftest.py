@@ -23,12 +23,12 @@ for i in range(48):
     opt = ["sgd", "adam", "momentum"][int(rng.integers(3))]
     seed = int(rng.integers(0, 1000))
     y = (math.log10(lr) + 2.5) ** 2 + {"sgd": 2.0, "adam": 0.0, "momentum": 1.0}[opt]
+    params = {"lr": lr, "optimizer": opt, "seed": seed, "batch_size": 32}
+    if opt == "momentum":
+        params["momentum"] = float(rng.uniform(0.5, 0.99))
     with mlflow.start_run(run_name=f"trial-{i}"):
-        mlflow.log_params({"lr": lr, "optimizer": opt, "seed": seed, "batch_size": 32})
-        if opt == "momentum":
-            mlflow.log_param("momentum", float(rng.uniform(0.5, 0.99)))
-        mlflow.log_metric("loss", y + 0.05 * float(rng.normal()))
-        mlflow.log_metric("flat", 1.0)
+        mlflow.log_params(params)
+        mlflow.log_metrics({"loss": y + 0.05 * float(rng.normal()), "flat": 1.0})
 mlflow.set_experiment("small")
 for i in range(5):
     with mlflow.start_run():
