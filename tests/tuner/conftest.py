@@ -49,18 +49,27 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture
-def campaign(tmp_path: Path, sqlite_uri: str) -> Callable[..., CampaignConfig]:
-    """``campaign(script, **overrides)``: write the trial script and the YAML, load it."""
-
+def _maker(tmp_path: Path, tracking_uri: str) -> Callable[..., CampaignConfig]:
     def make(script: str = API_SCRIPT, **overrides: Any) -> CampaignConfig:
         (tmp_path / "trial.py").write_text(textwrap.dedent(script))
-        data = _merge(BASE, {"lineage": {"tracking_uri": sqlite_uri}, **overrides})
+        data = _merge(BASE, {"lineage": {"tracking_uri": tracking_uri}, **overrides})
         path = tmp_path / "campaign.yaml"
         path.write_text(yaml.safe_dump(data))
         return load_config(path)
 
     return make
+
+
+@pytest.fixture
+def campaign(tmp_path: Path, sqlite_uri: str) -> Callable[..., CampaignConfig]:
+    """``campaign(script, **overrides)``: write the trial script and the YAML, load it."""
+    return _maker(tmp_path, sqlite_uri)
+
+
+@pytest.fixture
+def bare_campaign(tmp_path: Path) -> Callable[..., CampaignConfig]:
+    """As ``campaign``, for controllers given a fake recorder (no MLflow store is made)."""
+    return _maker(tmp_path, f"sqlite:///{tmp_path / 'unused-mlflow.db'}")
 
 
 @pytest.fixture

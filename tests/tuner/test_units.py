@@ -242,7 +242,7 @@ def _controller(campaign: Any, fn: Any, **over: Any) -> Any:
     return ctl, rec, config
 
 
-def test_budget_is_exact_with_retries(campaign):
+def test_budget_is_exact_with_retries(bare_campaign):
     from tests.tuner.conftest import trials_of
 
     def fn(spec: Any) -> Any:
@@ -253,7 +253,7 @@ def test_budget_is_exact_with_retries(campaign):
         return [(0, {"loss": spec.params["x"]})], 0
 
     ctl, rec, config = _controller(
-        campaign, fn, budget={"trials": 12, "max_failures": 50}, trial={"retries": 1}
+        bare_campaign, fn, budget={"trials": 12, "max_failures": 50}, trial={"retries": 1}
     )
     result = ctl.run()
     trials = trials_of(config)
@@ -269,11 +269,11 @@ def test_budget_is_exact_with_retries(campaign):
     assert len(rec.finished) == len(trials)
 
 
-def test_max_failures_raises_after_cleanup(campaign):
+def test_max_failures_raises_after_cleanup(bare_campaign):
     from tests.tuner.conftest import trials_of
 
     ctl, _, config = _controller(
-        campaign, lambda spec: ([], 1), budget={"trials": 10, "max_failures": 3}
+        bare_campaign, lambda spec: ([], 1), budget={"trials": 10, "max_failures": 3}
     )
     with pytest.raises(BudgetExhausted, match=r"reached budget\.max_failures=3; last: trial"):
         ctl.run()
