@@ -87,7 +87,7 @@ class SqlWriter(Writer):
     def _connect(self) -> None:
         if self._dialect == "sqlite":
             self._conn = sqlite3.connect(
-                sqlite_path(self._uri), timeout=5.0, isolation_level=None, check_same_thread=False
+                sqlite_path(self._uri), timeout=1.0, isolation_level=None, check_same_thread=False
             )
         else:
             import psycopg

@@ -298,3 +298,53 @@ def test_forked_child_does_not_end_the_parents_run(sqlite_uri: str) -> None:
         run.log_metric("loss", 0.5, step=1)
     got = MlflowClient(tracking_uri=sqlite_uri).get_run(run.run_id)
     assert got.info.status == "FINISHED" and got.data.metrics == {"loss": 0.5}
+
+
+def test_locked_sqlite_file_is_waited_out(sqlite_uri: str) -> None:
+    """Another process holding the write lock longer than SQLite's busy timeout (1 s)."""
+    import sqlite3
+
+    from lineage._recording._sql import sqlite_path
+
+    run = lineage.start_run(experiment="lock", tracking_uri=sqlite_uri, record_identity=False)
+    holder = sqlite3.connect(sqlite_path(sqlite_uri), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        for i in range(100):
+            run.log_metric("loss", float(i), step=i)
+        time.sleep(2.5)  # the writer hits "database is locked" and backs off meanwhile
+        stored = holder.execute(
+            "SELECT COUNT(*) FROM metrics WHERE run_uuid = ?", (run.run_id,)
+        ).fetchone()
+        assert stored == (0,)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    run.end()
+    assert len(MlflowClient(tracking_uri=sqlite_uri).get_metric_history(run.run_id, "loss")) == 100
+
+
+def test_unknown_schema_falls_back_to_mlflow_client(sqlite_uri: str) -> None:
+    import sqlite3
+
+    from lineage._recording._sql import sqlite_path
+
+    with sqlite3.connect(sqlite_path(sqlite_uri)) as conn:
+        conn.execute("ALTER TABLE metrics ADD COLUMN note VARCHAR(20)")
+    with lineage.start_run(
+        experiment="schema", tracking_uri=sqlite_uri, record_identity=False
+    ) as run:
+        assert run._recorder.writer.kind == "mlflow-client"
+        run.log_metrics({"a": 1.0, "b": math.nan}, step=3)
+    got = MlflowClient(tracking_uri=sqlite_uri).get_run(run.run_id)
+    assert got.data.metrics["a"] == 1.0 and math.isnan(got.data.metrics["b"])
+    assert got.info.status == "FINISHED"
+
+
+def test_import_lineage_does_not_import_mlflow() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, lineage; print('mlflow' in sys.modules, 'sqlalchemy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
