@@ -14,7 +14,7 @@ __all__ = ["ANALYSIS_RUN_TYPE", "RUN_TYPE_TAG", "analyze_experiment", "training_
 
 RUN_TYPE_TAG = "lineage.run_type"
 ANALYSIS_RUN_TYPE = "analysis"
-_NOT_TRAINING = frozenset({"analysis", "campaign"})
+_NOT_TRAINING = frozenset({"analysis", "campaign", "reserved"})
 
 
 def training_runs(runs: Iterable[Any]) -> tuple[list[Any], dict[str, int]]:

@@ -141,3 +141,26 @@ def test_cli_process_reads_sql_store_without_importing_mlflow(mlflow_uri: str) -
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("no mlflow")
     assert json.loads(proc.stdout)["params"][0]["name"] == "lr"
+
+
+@pytest.mark.postgres
+def test_postgres_store_and_log(capsys: pytest.CaptureFixture[str], postgres_uri: str) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=postgres_uri)
+    exp = client.create_experiment("pg")
+    for i in range(12):
+        run = client.create_run(exp, run_name=f"r{i}")
+        lr, opt = 10.0 ** (-1 - i % 4), ["sgd", "adam"][i % 2]
+        client.log_param(run.info.run_id, "lr", lr)
+        client.log_param(run.info.run_id, "opt", opt)
+        client.log_metric(run.info.run_id, "loss", abs(math.log10(lr) + 2.5) + (i % 2))
+        client.set_terminated(run.info.run_id)
+    args = ["importance", "-e", "pg", "--target", "loss", "--goal", "min", "--format", "json"]
+    rc = main([*args, "--log", "--tracking-uri", postgres_uri])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["n_runs"] == 12 and {p["name"] for p in doc["params"]} == {"lr", "opt"}
+    tags = client.get_run(doc["analysis_run_id"]).data.tags
+    assert tags["lineage.run_type"] == "analysis"
