@@ -8,6 +8,7 @@ from typing import Any
 
 from lineage._errors import NotFoundError, UsageError
 from lineage.query._fields import Field, parse_field, to_number
+from lineage.query._pushdown import to_prefilter
 from lineage.query._where import parse_where
 from lineage.store import RunRecord, RunStore
 
@@ -101,13 +102,31 @@ def search_runs(
     exp_ids: list[str] | None = None
     if experiments:
         exp_ids = [e.experiment_id for e in store.resolve_experiments(experiments)]
-    runs = store.runs(exp_ids)
-    if node is not None:
-        check_known(node.fields(), runs, "--where")
-    check_known((f for f, _ in sort_keys), runs, "--sort")
+    where_fields = list(node.fields()) if node is not None else []
+    sort_fields = [f for f, _ in sort_keys]
+    prefilter = to_prefilter(node) if node is not None else None
+    if prefilter is not None:
+        # Selective filters read only the runs that can match; keys are checked by index.
+        runs = store.candidates(exp_ids, prefilter)
+        if _missing(store, [*where_fields, *sort_fields], exp_ids):
+            everything = store.runs(exp_ids)  # only now: to name the known keys
+            check_known(where_fields, everything, "--where")
+            check_known(sort_fields, everything, "--sort")
+    else:
+        runs = store.runs(exp_ids)
+        check_known(where_fields, runs, "--where")
+        check_known(sort_fields, runs, "--sort")
     if node is not None:
         predicate = node.compile()
         runs = [run for run in runs if predicate(run)]
     if sort_keys:
         runs = sort_runs(runs, sort_keys)
     return runs if limit is None else runs[:limit]
+
+
+def _missing(store: RunStore, fields: Sequence[Field], exp_ids: list[str] | None) -> bool:
+    for kind in ("params", "metrics"):
+        keys = sorted({f.key for f in fields if f.kind == kind})
+        if keys and len(store.keys_present(kind, keys, exp_ids)) < len(keys):
+            return True
+    return False

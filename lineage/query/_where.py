@@ -109,19 +109,19 @@ class Compare(Node):
 
 
 def _test(field: Field, op: str, values: list[Any]) -> Callable[[Any], bool]:
-    kind = _value_kind(field)
+    kind = value_kind(field)
     if op in ("like", "ilike"):
         flags = re.IGNORECASE if op == "ilike" else 0
         regex = re.compile(_like_to_regex(str(values[0])), flags | re.DOTALL)
         return lambda v: regex.fullmatch(_text(v)) is not None
-    literals = [_coerce(field, kind, v) for v in values]
+    literals = [coerce_literal(field, kind, v) for v in values]
     if op == "in":
         tests = [_compare(kind, "=", lit) for lit in literals]
         return lambda v: any(t(v) for t in tests)
     return _compare(kind, op, literals[0])
 
 
-def _value_kind(field: Field) -> str:
+def value_kind(field: Field) -> str:
     if field.kind == "metrics" or field.key in NUMERIC_ATTRIBUTES:
         return "number"
     if field.key == "status":
@@ -129,7 +129,7 @@ def _value_kind(field: Field) -> str:
     return "text"  # params, tags, names and ids: numeric when both sides look numeric
 
 
-def _coerce(field: Field, kind: str, literal: Any) -> Any:
+def coerce_literal(field: Field, kind: str, literal: Any) -> Any:
     if kind == "status":
         return str(literal).upper()
     if kind != "number" or isinstance(literal, float):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from urllib.parse import unquote, urlparse
 
 from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage.store._prefilter import Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
 
 
@@ -54,6 +55,25 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def artifact_uri(self, run_id: str) -> str | None:
         """Where the run's artifacts live, as MLflow recorded it."""
+
+    def candidates(
+        self, experiments: Sequence[str] | None, prefilter: Prefilter | None
+    ) -> list[RunRecord]:
+        """Runs that may satisfy ``prefilter`` (a necessary condition, see
+        :mod:`lineage.store._prefilter`): a superset of those that do, in ``runs`` order.
+        Backends that cannot evaluate it return every run."""
+        return self.runs(experiments)
+
+    def keys_present(
+        self, kind: str, keys: Sequence[str], experiments: Sequence[str] | None
+    ) -> set[str]:
+        """Which of ``keys`` some active run of ``experiments`` has among its ``kind``
+        (params, metrics, tags). With no run selected at all, every key counts as present:
+        there is nothing to hold it against."""
+        runs = self.runs(experiments)
+        if not runs:
+            return set(keys)
+        return {k for k in keys if any(k in getattr(r, kind) for r in runs)}
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections. The store must not be used afterwards."""

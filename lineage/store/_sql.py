@@ -20,6 +20,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
+from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
 
 #: Tables and columns this module reads; present in every MLflow schema since 1.x.
@@ -49,6 +50,49 @@ _RUN_COLUMNS = (
 )
 _ACTIVE = "r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active'"
 _FROM = "runs r JOIN experiments e ON e.experiment_id = r.experiment_id"
+
+
+_KEY_TABLES = {"params": "params", "metrics": "latest_metrics", "tags": "tags"}
+_ATTR_COLUMNS = {"status": "r.status", "start_time": "r.start_time", "end_time": "r.end_time"}
+_SQL_OPS = frozenset({"=", "<", "<=", ">", ">="})
+
+
+def _scope(experiments: Sequence[str] | None) -> tuple[str | None, list[Any]]:
+    """The WHERE clause selecting active runs of ``experiments``; ``None`` if none can match."""
+    if experiments is None:
+        return _ACTIVE, []
+    ids = [int(e) for e in experiments if str(e).lstrip("-").isdigit()]
+    if not ids:
+        return None, []
+    return f"{_ACTIVE} AND r.experiment_id IN ({', '.join('?' * len(ids))})", list(ids)
+
+
+def _prefilter_sql(pf: Prefilter) -> tuple[str, list[Any]]:
+    if isinstance(pf, AllOf | AnyOf):
+        parts = [_prefilter_sql(item) for item in pf.items]
+        joiner = " AND " if isinstance(pf, AllOf) else " OR "
+        return "(" + joiner.join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
+    if isinstance(pf, AttrCondition):
+        column = _ATTR_COLUMNS[pf.column]
+        return _value_test(column, pf.op, pf.values)
+    table = _KEY_TABLES[pf.kind]
+    sql = f"EXISTS (SELECT 1 FROM {table} x WHERE x.run_uuid = r.run_uuid AND x.key = ?"
+    args: list[Any] = [pf.key]
+    if pf.op is not None:
+        test, test_args = _value_test("x.value", pf.op, pf.values)
+        sql += f" AND {test}"
+        args += test_args
+        if pf.kind == "metrics":
+            sql += " AND NOT x.is_nan"
+    return sql + ")", args
+
+
+def _value_test(column: str, op: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    if op == "in":
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+    if op not in _SQL_OPS:
+        raise ValueError(f"unsupported prefilter operator {op!r}")
+    return f"{column} {op} ?", [values[0]]
 
 
 class SchemaMismatch(StoreError):
@@ -253,14 +297,46 @@ class SqlRunStore(RunStore):
         wanted = {str(e) for e in experiments}
         return [r for r in records if r.experiment_id in wanted]
 
-    def _read_runs(self, experiments: Sequence[str] | None) -> list[RunRecord]:
-        where, args = _ACTIVE, []
-        if experiments is not None:
-            ids = [int(e) for e in experiments if str(e).lstrip("-").isdigit()]
-            if not ids:
-                return []
-            where += f" AND r.experiment_id IN ({', '.join('?' * len(ids))})"
-            args = ids
+    def candidates(
+        self, experiments: Sequence[str] | None, prefilter: Prefilter | None
+    ) -> list[RunRecord]:
+        if prefilter is None:
+            return self.runs(experiments)
+        return self._read_runs(experiments, prefilter)
+
+    def keys_present(
+        self, kind: str, keys: Sequence[str], experiments: Sequence[str] | None
+    ) -> set[str]:
+        table = _KEY_TABLES[kind]
+        scope, args = _scope(experiments)
+        if scope is None:
+            return set(keys)
+        present = set()
+        with self._db.snapshot():
+            # (key, run_uuid) is the primary key of each table: one index probe per key.
+            for key in keys:
+                if self._rows(
+                    f"SELECT 1 FROM {table} x JOIN runs r ON r.run_uuid = x.run_uuid "
+                    "JOIN experiments e ON e.experiment_id = r.experiment_id "
+                    f"WHERE x.key = ? AND {scope} LIMIT 1",
+                    [key, *args],
+                ):
+                    present.add(key)
+            if len(present) < len(set(keys)) and not self._rows(
+                f"SELECT 1 FROM {_FROM} WHERE {scope} LIMIT 1", args
+            ):
+                return set(keys)
+        return present
+
+    def _read_runs(
+        self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
+    ) -> list[RunRecord]:
+        where, args = _scope(experiments)
+        if where is None:
+            return []
+        if prefilter is not None:
+            extra, extra_args = _prefilter_sql(prefilter)
+            where, args = f"{where} AND {extra}", [*args, *extra_args]
         sub = f"SELECT r.run_uuid FROM {_FROM} WHERE {where}"
         metrics_sql = (
             f"SELECT run_uuid, key, value, is_nan FROM latest_metrics WHERE run_uuid IN ({sub})"
