@@ -199,3 +199,28 @@ def test_cached_table_is_reused_until_a_write(
         client.log_metric(rid, "loss", 0.5)
         assert store.runs()[0].metrics == {"loss": 0.5}
         assert files[0].stat().st_mtime_ns != stamp
+
+
+PUSHDOWN_CASES = [
+    "params.optimizer = 'adam'",
+    "params.optimizer in ('adam', 'momentum') and metrics.loss < 0.45",
+    "params.lr = 0.1",  # numeric literal: "0.1" and "1e-1" must both match
+    "params.lr < 0.005 or metrics.accuracy >= 0.9",
+    "params.lr < 0.005 or not metrics.accuracy >= 0.9",  # untranslatable branch
+    "metrics.loss > 0.25 and status = 'finished'",
+    "status in ('FAILED', 'killed')",
+    "tags.team = 'vision' and params.epochs != '10'",
+    "metrics.val_loss is not null",
+    "metrics.val_loss > 0",  # NaN never matches
+    "params.optimizer like 'adam%' and start_time >= 1700000001000",
+    "end_time < '2100-01-01' and params.`odd key/x` = '1'",
+]
+
+
+@pytest.mark.parametrize("where", PUSHDOWN_CASES)
+def test_pushed_down_filters_match_the_exact_filter(store: RunStore, where: str) -> None:
+    from lineage.query import parse_where
+
+    predicate = parse_where(where).compile()
+    expected = [r.run_id for r in store.runs() if predicate(r)]
+    assert [r.run_id for r in search_runs(store, where=where)] == expected

@@ -166,3 +166,34 @@ def test_unknown_metric_or_param_is_named() -> None:
         check_known([parse_field("params.optimizer")], RUNS, "--sort")
     check_known([parse_field("tags.never_set")], RUNS, "--where")  # tags may be absent
     check_known([parse_field("metrics.nope")], [], "--where")  # nothing to check against
+
+
+def test_prefilter_only_states_necessary_conditions() -> None:
+    from lineage.query._pushdown import to_prefilter
+    from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition
+
+    def pf(expr: str) -> object:
+        return to_prefilter(parse_where(expr))
+
+    assert pf("metrics.loss < 0.5") == KeyCondition("metrics", "loss", "<", (0.5,))
+    assert pf("params.opt in ('sgd', 'adam')") == KeyCondition(
+        "params", "opt", "in", ("sgd", "adam")
+    )
+    assert pf("params.lr = 0.1") == KeyCondition("params", "lr")  # "0.10" must still match
+    assert pf("params.lr = '1e-3'") == KeyCondition("params", "lr")
+    assert pf("status = 'failed'") == AttrCondition("status", "=", ("FAILED",))
+    assert pf("params.a = 'x' and not metrics.b > 1") == KeyCondition("params", "a", "=", ("x",))
+    assert pf("params.a = 'x' or metrics.b > 1") == AnyOf(
+        (KeyCondition("params", "a", "=", ("x",)), KeyCondition("metrics", "b", ">", (1.0,)))
+    )
+    assert pf("params.a = 'x' or metrics.b != 1") is None
+    assert pf("metrics.a > 1 and tags.t is not null") == AllOf(
+        (KeyCondition("metrics", "a", ">", (1.0,)), KeyCondition("tags", "t"))
+    )
+    for negative in (
+        "params.a != 'x'",
+        "tags.t is null",
+        "params.a not in ('x')",
+        "not status = 'X'",
+    ):
+        assert pf(negative) is None
