@@ -10,7 +10,8 @@ from typing import Any
 
 from lineage._errors import UsageError
 from lineage._fingerprint import DataFingerprint
-from lineage._recording._run import Run, active_run, start_run
+from lineage._recording._run import Run, active_run
+from lineage._recording._start import start_run
 
 __all__ = [
     "DataFingerprint",

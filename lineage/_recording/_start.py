@@ -1,0 +1,237 @@
+"""``start_run``: create a run or attach to an existing one, and pick its writer."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage._params import types_tag_from_tags
+from lineage._recording import _lifecycle
+from lineage._recording._run import Run
+from lineage._recording._writer import RunInfo, Writer
+from lineage._uri import resolve_tracking_uri
+
+
+def _experiment_id(client: Any, experiment: str | None) -> str:
+    from mlflow.exceptions import MlflowException
+
+    if experiment is None:
+        env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
+        if env_id:
+            if client.get_experiment(env_id) is None:
+                raise NotFoundError(f"MLFLOW_EXPERIMENT_ID names no experiment, got {env_id!r}")
+            return str(env_id)
+        experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        if found.lifecycle_stage != "active":
+            raise UsageError(
+                f"experiment {experiment!r} is deleted; restore it or choose another name"
+            )
+        return str(found.experiment_id)
+    try:
+        return str(client.create_experiment(experiment))
+    except MlflowException:
+        # Another process created it between our lookup and our insert.
+        again = client.get_experiment_by_name(experiment)
+        if again is None:
+            raise
+        return str(again.experiment_id)
+
+
+class LazyClient:
+    """An ``MlflowClient`` made on first use: attaching to a run on a SQL store needs none,
+    which spares a tuner trial the ~2 s ``import mlflow`` costs."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._client: Any = None
+
+    def get(self) -> Any:
+        if self._client is None:
+            from mlflow.exceptions import MlflowException
+            from mlflow.tracking import MlflowClient
+
+            try:
+                self._client = MlflowClient(tracking_uri=self.uri)
+            except MlflowException as exc:
+                raise StoreError(
+                    f"tracking store {_safe(self.uri)} cannot be opened: {exc}"
+                ) from exc
+        return self._client
+
+
+def _sql_writer(uri: str) -> Writer | None:
+    from lineage._uri import is_sql_uri
+
+    if not is_sql_uri(uri) or os.environ.get("LINEAGE_SQL_WRITER", "1") == "0":
+        return None
+    from lineage._recording._sql import SchemaMismatch, SqlWriter
+    from lineage._recording._writer import TransientError
+
+    try:
+        return SqlWriter(uri)
+    except (SchemaMismatch, TransientError) as exc:
+        import logging
+
+        logging.getLogger("lineage.recording").warning(
+            "lineage: writing through MlflowClient.log_batch instead of SQL: %s", _safe(str(exc))
+        )
+        return None
+
+
+def _read_run(writer: Writer | None, client: LazyClient, run_id: str) -> RunInfo | None:
+    from lineage._recording._sql import SqlWriter
+
+    if isinstance(writer, SqlWriter):
+        return writer.read_run(run_id)
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = client.get().get_run(run_id)
+    except MlflowException:
+        return None
+    return RunInfo(
+        experiment_id=str(run.info.experiment_id),
+        status=run.info.status,
+        lifecycle_stage=run.info.lifecycle_stage,
+        params=dict(run.data.params),
+        tags=dict(run.data.tags),
+    )
+
+
+def start_run(
+    experiment: str | None = None,
+    run_name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    data: Iterable[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None = None,
+    tracking_uri: str | None = None,
+    *,
+    run_id: str | None = None,
+    flush_interval: float | None = None,
+    record_identity: bool = True,
+) -> Run:
+    """Start recording a run; use as ``with lineage.start_run(...) as run:`` or keep the handle.
+
+    Attaches to ``run_id`` or, when unset, the run named by ``MLFLOW_RUN_ID`` (set by the
+    tuner); otherwise creates a run in ``experiment`` (created if missing; default
+    ``MLFLOW_EXPERIMENT_ID``, ``MLFLOW_EXPERIMENT_NAME``, then ``Default``). ``data`` lists
+    dataset files or folders (or maps names to them) to fingerprint. Identity tags (git, command
+    line, host, versions) are recorded unless ``record_identity=False``.
+    """
+    if _lifecycle.active() is not None:
+        raise UsageError(
+            f"a run is already active ({_lifecycle.active().run_id}); end it before starting another"  # type: ignore[union-attr]
+        )
+    uri = resolve_tracking_uri(tracking_uri)
+    client = LazyClient(uri)
+    writer = _sql_writer(uri)
+    owns = True
+    attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
+    start_tags: dict[str, str] = {}
+    if record_identity:
+        from lineage._identity import identity_tags
+
+        start_tags.update(identity_tags())
+    try:
+        if attach_id:
+            existing = _read_run(writer, client, attach_id)
+            if existing is None:
+                raise NotFoundError(
+                    f"{'run_id' if run_id else 'MLFLOW_RUN_ID'} names no run in {_safe(uri)}, got {attach_id!r}"
+                )
+            if existing.lifecycle_stage != "active":
+                raise UsageError(f"run {attach_id} is deleted; cannot record into it")
+            if run_id is None:
+                owns = os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
+            if (
+                owns
+                and existing.status != "RUNNING"
+                and (writer is None or not writer.set_status(attach_id, "RUNNING", None))
+            ):
+                client.get().update_run(attach_id, status="RUNNING")
+            experiment_id = existing.experiment_id
+            existing_params = existing.params
+            existing_types = _json_dict(types_tag_from_tags(existing.tags))
+            # Identity describes this process; keep the creator's mlflow.* source tags.
+            start_tags = {
+                k: v
+                for k, v in start_tags.items()
+                if not k.startswith("mlflow.") or k not in existing.tags
+            }
+            if run_name:
+                start_tags["mlflow.runName"] = run_name
+            run_id_ = attach_id
+        else:
+            from mlflow.exceptions import MlflowException
+
+            try:
+                experiment_id = _experiment_id(client.get(), experiment)
+                created = client.get().create_run(experiment_id, tags=start_tags, run_name=run_name)
+            except MlflowException as exc:
+                raise StoreError(f"tracking store {_safe(uri)} refused the run: {exc}") from exc
+            start_tags = {}
+            existing_params, existing_types = {}, {}
+            run_id_ = created.info.run_id
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    if writer is None:
+        from lineage._recording._client import ClientWriter
+
+        writer = ClientWriter(client.get())
+    interval = (
+        flush_interval
+        if flush_interval is not None
+        else float(os.environ.get("LINEAGE_FLUSH_INTERVAL", "0.5"))
+    )
+    run = Run(
+        client=client,
+        writer=writer,
+        run_id=run_id_,
+        experiment_id=experiment_id,
+        tracking_uri=uri,
+        owns_run=owns,
+        existing_params=existing_params,
+        existing_types=existing_types,
+        interval=interval,
+    )
+    _lifecycle.register(run)
+    try:
+        if start_tags:
+            run.set_tags(start_tags)
+        if tags:
+            run.set_tags(tags)
+        if params:
+            run.log_params(params)
+        if data:
+            items = data.items() if isinstance(data, Mapping) else ((None, p) for p in data)
+            for name, path in items:
+                run.log_dataset(path, name)
+    except BaseException as exc:
+        run._note_exception(type(exc), exc)
+        run._end_quietly("FAILED")
+        raise
+    return run
+
+
+def _safe(uri: str) -> str:
+    from lineage._secrets import mask_uri
+
+    return mask_uri(uri)
+
+
+def _json_dict(text: str | None) -> dict[str, str]:
+    import json
+
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
