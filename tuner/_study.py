@@ -23,8 +23,14 @@ from collections.abc import Container, Sequence
 from typing import Any
 
 import optuna
-from optuna.distributions import BaseDistribution
+from optuna.distributions import (
+    BaseDistribution,
+    check_distribution_compatibility,
+    distribution_to_json,
+)
 from optuna.storages import BaseStorage, RDBStorage
+from optuna.storages._rdb import models
+from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
@@ -69,6 +75,10 @@ class ExclusiveCachedStorage(BaseStorage):
         self._trials: dict[int, dict[int, FrozenTrial]] = {}  # study_id -> number -> trial
         self._where: dict[int, tuple[int, int]] = {}  # trial_id -> (study_id, number)
         self._directions: dict[int, list[StudyDirection]] = {}
+        self._dists: dict[int, dict[str, BaseDistribution]] = {}  # study_id -> name -> dist
+        # Params of a running trial are written in one transaction, before any other write
+        # to that trial and on `flush` (the controller flushes before starting the process).
+        self._pending: dict[int, list[tuple[str, float, BaseDistribution]]] = {}
 
     @property
     def backend(self) -> RDBStorage:
@@ -82,6 +92,7 @@ class ExclusiveCachedStorage(BaseStorage):
         study_id = self._backend.create_new_study(directions, study_name)
         with self._lock:
             self._trials[study_id] = {}
+            self._dists[study_id] = {}
         return study_id
 
     def delete_study(self, study_id: int) -> None:
@@ -123,10 +134,14 @@ class ExclusiveCachedStorage(BaseStorage):
         trials = self._trials.get(study_id)
         if trials is None:
             trials = {}
+            dists: dict[str, BaseDistribution] = {}
             for trial in self._backend.get_all_trials(study_id, deepcopy=False):
                 trials[trial.number] = trial
                 self._where[trial._trial_id] = (study_id, trial.number)
+                for name, dist in trial.distributions.items():
+                    dists.setdefault(name, dist)
             self._trials[study_id] = trials
+            self._dists[study_id] = dists
         return trials
 
     def _get(self, trial_id: int) -> FrozenTrial | None:
@@ -158,10 +173,23 @@ class ExclusiveCachedStorage(BaseStorage):
         distribution: BaseDistribution,
     ) -> None:
         with self._lock:
-            self._backend.set_trial_param(trial_id, param_name, param_value_internal, distribution)
             cached = self._get(trial_id)
             if cached is None:
+                self._backend.set_trial_param(
+                    trial_id, param_name, param_value_internal, distribution
+                )
                 return
+            self.check_trial_is_updatable(trial_id, cached.state)
+            study_id = self._where[trial_id][0]
+            previous = self._dists[study_id].get(param_name)
+            if previous is not None:
+                check_distribution_compatibility(previous, distribution)
+            if param_name in cached.params:
+                raise ValueError(f"param {param_name!r} of trial {cached.number} is already set")
+            self._pending.setdefault(trial_id, []).append(
+                (param_name, param_value_internal, distribution)
+            )
+            self._dists[study_id].setdefault(param_name, distribution)
             trial = copy.copy(cached)
             trial.params = {
                 **trial.params,
@@ -169,6 +197,27 @@ class ExclusiveCachedStorage(BaseStorage):
             }
             trial.distributions = {**trial.distributions, param_name: distribution}
             self._put(trial)
+
+    def flush(self, trial_id: int | None = None) -> None:
+        """Write the buffered params of ``trial_id`` (all trials when None)."""
+        with self._lock:
+            ids = [trial_id] if trial_id is not None else list(self._pending)
+            for tid in ids:
+                rows = self._pending.pop(tid, None)
+                if not rows:
+                    continue
+                with _create_scoped_session(self._backend.scoped_session, True) as session:
+                    session.add_all(
+                        [
+                            models.TrialParamModel(
+                                trial_id=tid,
+                                param_name=name,
+                                param_value=value,
+                                distribution_json=distribution_to_json(dist),
+                            )
+                            for name, value, dist in rows
+                        ]
+                    )
 
     def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
         with self._lock:
@@ -181,6 +230,7 @@ class ExclusiveCachedStorage(BaseStorage):
         self, trial_id: int, state: TrialState, values: Sequence[float] | None = None
     ) -> bool:
         with self._lock:
+            self.flush(trial_id)
             if not self._backend.set_trial_state_values(trial_id, state, values):
                 return False
             cached = self._get(trial_id)
@@ -202,6 +252,7 @@ class ExclusiveCachedStorage(BaseStorage):
         self, trial_id: int, step: int, intermediate_value: float
     ) -> None:
         with self._lock:
+            self.flush(trial_id)
             self._backend.set_trial_intermediate_value(trial_id, step, intermediate_value)
             cached = self._get(trial_id)
             if cached is None:
@@ -212,6 +263,7 @@ class ExclusiveCachedStorage(BaseStorage):
 
     def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
         with self._lock:
+            self.flush(trial_id)
             self._backend.set_trial_user_attr(trial_id, key, value)
             cached = self._get(trial_id)
             if cached is None:
@@ -222,6 +274,7 @@ class ExclusiveCachedStorage(BaseStorage):
 
     def set_trial_system_attr(self, trial_id: int, key: str, value: Any) -> None:
         with self._lock:
+            self.flush(trial_id)
             self._backend.set_trial_system_attr(trial_id, key, value)
             cached = self._get(trial_id)
             if cached is None:
@@ -251,4 +304,5 @@ class ExclusiveCachedStorage(BaseStorage):
         return copy.deepcopy(out) if deepcopy else out
 
     def remove_session(self) -> None:
+        self.flush()
         self._backend.remove_session()
