@@ -128,15 +128,20 @@ def write_json_list(objects: Iterable[dict[str, Any]]) -> None:
 
 
 def _finite(obj: dict[str, Any]) -> dict[str, Any]:
-    # NaN and Inf are not JSON: written as the strings "nan", "inf", "-inf". Only metrics and
-    # float attributes can hold them (params and tags are strings).
+    # NaN and Inf are not JSON: written as the strings "nan", "inf", "-inf". In a full run
+    # object only the metrics and the duration can hold them (params and tags are strings).
     isfinite = math.isfinite
-    for key, value in obj.items():
-        if type(value) is float:
-            if not isfinite(value):
-                obj[key] = str(value)
-        elif key == "metrics" and not all(map(isfinite, value.values())):
-            obj[key] = {k: v if isfinite(v) else str(v) for k, v in value.items()}
+    metrics = obj.get("metrics")
+    if type(metrics) is dict and not all(map(isfinite, metrics.values())):
+        obj["metrics"] = {k: v if isfinite(v) else str(v) for k, v in metrics.items()}
+    if "params" in obj:
+        duration = obj.get("duration")
+        if type(duration) is float and not isfinite(duration):
+            obj["duration"] = str(duration)
+        return obj
+    for key, value in obj.items():  # flat objects from --columns
+        if type(value) is float and not isfinite(value):
+            obj[key] = str(value)
     return obj
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from lineage._errors import NotFoundError, StoreError, UsageError
-from lineage.store._prefilter import Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
+
+if TYPE_CHECKING:
+    from lineage.store._prefilter import Prefilter
 
 
 class RunStore(abc.ABC):
