@@ -58,7 +58,8 @@ class LineageCallback(Callback):
 
     ``run``: a `lineage.Run` to record into; default the active run, else a new run in
     ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the callback ends
-    when training ends. See `TrainingRecorder` for the exact names.
+    when training ends. In data-parallel jobs only rank 0 records unless ``all_ranks=True``.
+    See `TrainingRecorder` for the exact names.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class LineageCallback(Callback):
         *,
         experiment: str | None = None,
         fingerprint_data: bool = True,
+        all_ranks: bool = False,
     ) -> None:
         super().__init__()
         self.recorder = TrainingRecorder(
@@ -77,6 +79,7 @@ class LineageCallback(Callback):
             log_every=log_every,
             checkpoints=False if checkpoints is True else checkpoints,
             fingerprint_data=fingerprint_data,
+            all_ranks=all_ranks,
         )
         self.checkpoints = checkpoints
         self._eval_started = 0.0

@@ -24,6 +24,7 @@ def record_training(
     log_every: int = 1,
     checkpoints: bool | str = False,
     fingerprint_data: bool = True,
+    all_ranks: bool = False,
 ) -> TrainingRecorder:
     """Start recording a hand-written training loop; returns the `TrainingRecorder`.
 
@@ -53,6 +54,7 @@ def record_training(
         log_every=log_every,
         checkpoints=checkpoints,
         fingerprint_data=fingerprint_data,
+        all_ranks=all_ranks,
     )
     rec.begin(
         network=network,

@@ -1,231 +1,46 @@
-"""Read hyperparameters out of live MindSpore objects (optimizer, loss, network, context).
+"""Read training facts out of live MindSpore objects: weights, precision, context, outputs.
 
-Everything here is read-only and tolerant: a third-party optimizer or loss that stores its
-arguments under other names yields fewer fields, never an exception.
+Everything here is read-only and tolerant: what cannot be read is left out, never raised.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, Tensor, nn
+from mindspore import Tensor
 
-# Constructor arguments that are not hyperparameters (or are recorded separately).
-_SKIP_ARGS = {"self", "params", "parameters", "learning_rate", "network", "kwargs", "args"}
-# Optimizer arguments that are implementation switches rather than hyperparameters.
-_SWITCHES = {"use_locking", "use_lazy", "use_offload", "use_fused_opt", "maximize"}
+from lineage.mindspore._lr import (
+    LrEvaluator,
+    LrInfo,
+    global_step,
+    learning_rates,
+    optimizer_params,
+)
+from lineage.mindspore._values import constructor_args, scalar
 
-
-def scalar(value: Any) -> Any:
-    """A JSON/MLflow friendly scalar for ``value``, or None when it is not one."""
-    if isinstance(value, bool | int | str) or value is None:
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, np.floating) and value.dtype.itemsize < 8:
-        # float32 0.05 is 0.05000000074505806 as a double; keep the value the user typed.
-        return scalar(float(str(value)))
-    if isinstance(value, np.generic):
-        return scalar(value.item())
-    if isinstance(value, Tensor | Parameter):
-        try:
-            arr = value.asnumpy()
-        except Exception:
-            return None
-        if arr.size == 1:
-            return scalar(arr.reshape(-1)[0])
-        return None
-    if isinstance(value, tuple | list) and 0 < len(value) <= 8:
-        items = [scalar(v) for v in value]
-        if all(i is not None and not isinstance(i, list) for i in items):
-            return list(items)
-    return None
-
-
-def constructor_args(obj: Any) -> dict[str, Any]:
-    """Constructor arguments of a MindSpore object, read back from the instance.
-
-    Optimizers decorated with ``opt_init_args_register`` keep them in ``init_args``; for
-    everything else the ``__init__`` signature names the attributes to look for.
-    """
-    out: dict[str, Any] = {}
-    registered = getattr(obj, "init_args", None)
-    if isinstance(registered, dict):
-        extra = registered.get("kwargs")
-        items = list(registered.items()) + (list(extra.items()) if isinstance(extra, dict) else [])
-        for name, value in items:
-            if name in _SKIP_ARGS:
-                continue
-            if isinstance(value, nn.Cell):
-                out[name] = type(value).__name__
-            elif (v := scalar(value)) is not None or value is None:
-                out[name] = v
-        return out
-    try:
-        sig = inspect.signature(type(obj).__init__)
-    except (TypeError, ValueError):
-        return out
-    for name, p in sig.parameters.items():
-        if name in _SKIP_ARGS or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        for attr in (name, f"_{name}"):
-            if attr in vars(obj) or hasattr(type(obj), attr):
-                value = getattr(obj, attr, None)
-                if isinstance(value, nn.Cell):
-                    out[name] = type(value).__name__
-                    break
-                v = scalar(value)
-                if v is not None:
-                    out[name] = v
-                    break
-    return out
-
-
-@dataclass
-class LrInfo:
-    """How an optimizer's learning rate is set.
-
-    ``kind`` is ``constant``, ``list`` (dynamic lr given as a sequence, one value per step)
-    or ``schedule`` (a ``LearningRateSchedule`` cell). ``groups`` holds one entry per
-    parameter group when the groups have their own learning rates.
-    """
-
-    kind: str
-    value: float | None = None
-    values: list[float] | None = None
-    schedule: Any = None
-    schedule_args: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def dynamic(self) -> bool:
-        return self.kind != "constant"
-
-    def describe(self) -> dict[str, Any]:
-        if self.kind == "constant":
-            return {"lr": self.value}
-        if self.kind == "list":
-            vals = self.values or []
-            return {
-                "lr": vals[0] if vals else None,
-                "lr_schedule": "list",
-                "lr_schedule.length": len(vals),
-                "lr_schedule.min": min(vals) if vals else None,
-                "lr_schedule.max": max(vals) if vals else None,
-                "lr_schedule.last": vals[-1] if vals else None,
-            }
-        out: dict[str, Any] = {"lr_schedule": type(self.schedule).__name__}
-        for key, value in self.schedule_args.items():
-            out[f"lr_schedule.{key}"] = value
-        return out
-
-
-def _lr_info(lr: Any) -> LrInfo:
-    # Inner wrappers of nn.Optimizer: _IteratorLearningRate (a list), _ConvertToCell (constant).
-    name = type(lr).__name__
-    if name == "_ConvertToCell":
-        return LrInfo("constant", value=scalar(lr.learning_rate))
-    if name == "_IteratorLearningRate":
-        values = [float(str(v)) for v in lr.learning_rate.asnumpy().reshape(-1)]
-        return LrInfo("list", values=values)
-    if isinstance(lr, nn.Cell):
-        return LrInfo("schedule", schedule=lr, schedule_args=constructor_args(lr))
-    value = scalar(lr)
-    return LrInfo("constant", value=float(value) if isinstance(value, int | float) else None)
-
-
-def learning_rates(optimizer: Any) -> list[LrInfo]:
-    """One `LrInfo` per parameter group with its own lr (a single entry otherwise)."""
-    lr = getattr(optimizer, "learning_rate", None)
-    if getattr(optimizer, "is_group_lr", False) and isinstance(lr, Iterable):
-        return [_lr_info(item) for item in lr]
-    return [_lr_info(lr)]
-
-
-class LrEvaluator:
-    """The learning rate an optimizer used at a given (0-based) step.
-
-    Schedules are evaluated through ``mindspore.jit`` so the same code works in graph and
-    PyNative mode; the first call compiles (~0.1-0.5 s), later ones take well under 1 ms.
-    """
-
-    def __init__(self, infos: list[LrInfo]) -> None:
-        self.infos = infos
-        self._compiled: dict[int, Callable[[Any], Any]] = {}
-        self.failed: str | None = None
-
-    @property
-    def dynamic(self) -> bool:
-        return any(i.dynamic for i in self.infos)
-
-    def at(self, step: int) -> list[float | None]:
-        return [self._value(i, info, step) for i, info in enumerate(self.infos)]
-
-    def _value(self, index: int, info: LrInfo, step: int) -> float | None:
-        if info.kind == "constant":
-            return info.value
-        if info.kind == "list":
-            vals = info.values or []
-            return vals[min(max(step, 0), len(vals) - 1)] if vals else None
-        if self.failed is not None:
-            return None
-        try:
-            fn = self._compiled.get(index)
-            if fn is None:
-                fn = ms.jit(info.schedule.construct)
-                self._compiled[index] = fn
-            out = fn(Tensor(np.array([max(step, 0)], dtype=np.int32)))
-            return float(out.asnumpy().reshape(-1)[0])
-        except Exception as exc:  # a schedule we cannot evaluate outside the graph
-            self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-            return None
-
-
-def global_step(optimizer: Any) -> int | None:
-    """The optimizer's own step counter (number of updates applied), if it has one."""
-    gs = getattr(optimizer, "global_step", None)
-    if gs is None:
-        return None
-    try:
-        return int(gs.asnumpy().reshape(-1)[0])
-    except Exception:
-        return None
-
-
-def optimizer_params(optimizer: Any) -> dict[str, Any]:
-    """``optimizer.*`` fields: class, every constructor hyperparameter, lr or lr schedule."""
-    out: dict[str, Any] = {"optimizer.name": type(optimizer).__name__}
-    args = constructor_args(optimizer)
-    for key, value in args.items():
-        if key in _SWITCHES:
-            continue
-        out[f"optimizer.{key}"] = value
-    if "loss_scale" not in args and hasattr(optimizer, "loss_scale"):
-        out["optimizer.loss_scale"] = scalar(optimizer.loss_scale)
-    infos = learning_rates(optimizer)
-    initial = getattr(optimizer, "init_learning_rate", None)
-    if len(infos) == 1 and infos[0].kind == "constant" and isinstance(initial, int | float):
-        infos[0].value = float(initial)  # as given, not read back from a float32 Parameter
-    if len(infos) == 1:
-        for key, value in infos[0].describe().items():
-            out[f"optimizer.{key}"] = value
-    else:
-        out["optimizer.lr_groups"] = len(infos)
-        for i, info in enumerate(infos):
-            for key, value in info.describe().items():
-                out[f"optimizer.group{i}.{key}"] = value
-    if getattr(optimizer, "is_group", False):
-        wd = getattr(optimizer, "group_weight_decay", None) or []
-        for i, value in enumerate(wd):
-            out[f"optimizer.group{i}.weight_decay"] = (
-                type(value).__name__ if isinstance(value, nn.Cell) else scalar(value)
-            )
-    return {k: v for k, v in out.items() if v is not None}
+__all__ = [
+    "LrEvaluator",
+    "LrInfo",
+    "ParameterCounts",
+    "amp_level",
+    "batch_rows",
+    "cell_params",
+    "constructor_args",
+    "context_params",
+    "global_step",
+    "learning_rates",
+    "loss_scale_params",
+    "loss_scale_value",
+    "loss_value",
+    "model_params",
+    "optimizer_params",
+    "parameter_counts",
+    "rank",
+    "scalar",
+]
 
 
 def cell_params(prefix: str, cell: Any) -> dict[str, Any]:
@@ -347,6 +162,20 @@ def context_params(
     if parallel_mode is not None:
         out["parallel_mode"] = str(parallel_mode)
     return {k: v for k, v in out.items() if v is not None}
+
+
+def rank() -> int | None:
+    """This process's rank in a distributed job, None when not distributed."""
+    from mindspore import context
+
+    try:
+        if context.get_auto_parallel_context("parallel_mode") == "stand_alone":
+            return None
+        from mindspore.communication import get_rank
+
+        return int(get_rank())
+    except Exception:  # communication not initialised: a single process
+        return None
 
 
 def loss_scale_params(manager: Any) -> dict[str, Any]:

@@ -51,6 +51,8 @@ class TrainingRecorder:
     (``lineage.active_run()``), else a new run started in ``experiment`` (attached to
     ``MLFLOW_RUN_ID`` under the tuner) that this recorder also ends. ``log_every``: log the
     per-step metrics every N steps. ``checkpoints``: False, True (every epoch) or ``"last"``.
+    In data-parallel training only rank 0 records (every call is a no-op on other ranks)
+    unless ``all_ranks=True``.
 
     Not thread-safe: drive it from the training loop's thread.
     """
@@ -63,6 +65,7 @@ class TrainingRecorder:
         log_every: int = 1,
         checkpoints: bool | str = False,
         fingerprint_data: bool = True,
+        all_ranks: bool = False,
     ) -> None:
         if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
             raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
@@ -73,6 +76,8 @@ class TrainingRecorder:
         self.log_every = log_every
         self.checkpoints = checkpoints
         self.fingerprint_data = fingerprint_data
+        self.all_ranks = all_ranks
+        self.disabled = False
         self.owns_run = False
         self.global_step = 0
         self.epoch = 0
@@ -143,6 +148,10 @@ class TrainingRecorder:
         params: Mapping[str, Any] | None = None,
     ) -> TrainingRecorder:
         """Record everything known before the first step. Returns ``self``."""
+        rank = intro.rank()
+        if not self.all_ranks and rank not in (None, 0):
+            self.disabled = True
+            return self
         self._acquire()
         self.network, self.optimizer = network, optimizer
         values: dict[str, Any] = {}
@@ -158,6 +167,7 @@ class TrainingRecorder:
         values["total_params"] = counts.total
         values["epochs"] = epochs
         values.update(intro.context_params(device_number, parallel_mode))
+        values["device.rank"] = rank
         values["amp_level"] = intro.amp_level(train_network, network)
         values.update(intro.loss_scale_params(loss_scale_manager))
         info = None
@@ -196,7 +206,7 @@ class TrainingRecorder:
 
     def describe_eval_dataset(self, dataset: Any) -> None:
         """Record the validation dataset (once)."""
-        if "val" in self._described or dataset is None:
+        if self.disabled or "val" in self._described or dataset is None:
             return
         self._log_params(self._describe(dataset, "val").params())
 
@@ -247,6 +257,8 @@ class TrainingRecorder:
         outputs (loss or (loss, overflow, loss_scale)). ``batch`` or ``rows`` count the samples
         for throughput (else the dataset's batch size). Extra ``metrics`` are logged as given.
         """
+        if self.disabled:
+            return
         now = time.perf_counter()
         new_step = self.global_step + 1 if step is None else int(step)
         done = max(new_step - self.global_step, 1)
@@ -297,6 +309,8 @@ class TrainingRecorder:
         no step ran since).
         """
         values: dict[str, float] = {}
+        if self.disabled:
+            return values
         for key, value in results.items():
             name = key
             if key == "eval_loss" and "loss" not in results:
@@ -314,6 +328,8 @@ class TrainingRecorder:
 
     def epoch_end(self, epoch: int | None = None, **metrics: float) -> dict[str, float]:
         """Close the current epoch: time, throughput, mean loss, and the given ``metrics``."""
+        if self.disabled:
+            return {}
         now = time.perf_counter()
         self.epoch = int(epoch) if epoch is not None else self.epoch + 1
         train_time = max(self._last_step_end - self._epoch_start, 1e-9)
@@ -337,10 +353,14 @@ class TrainingRecorder:
     # -- checkpoints -------------------------------------------------------------------------
     def log_checkpoint(self, path: str | os.PathLike[str]) -> None:
         """Upload a checkpoint file written by someone else (e.g. ``ModelCheckpoint``)."""
+        if self.disabled:
+            return
         self.run.log_artifact(Path(path), "checkpoints")
 
     def save_checkpoint(self) -> None:
         """Save the network's weights after the current epoch and upload them."""
+        if self.disabled:
+            return
         if self._tmp is None:
             self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
         path = self._tmp / "checkpoints" / f"{type(self.network).__name__}-{self.epoch}.ckpt"
