@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner import _procs
 from tuner._campaign import CampaignDir
-from tuner._errors import BudgetExhausted, TunerError
+from tuner._errors import BudgetExhausted, ConfigError, TunerError
 from tuner._heartbeat import (
     STALE_ATTR,
     Heartbeat,
@@ -206,7 +206,7 @@ class Controller:
                 self._recorder.close(parent_status, tags=self._summary_tags())
             self.campaign_dir.release(clean=clean)
         result = self._result()
-        if self._importance and self._stop_reason is None:
+        if self._importance and self._stop_reason is None and self.timings:
             result.importance = self._run_importance()
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
@@ -240,7 +240,7 @@ class Controller:
             raise TunerError(f"Optuna storage {url}: {exc}") from None
         have = [d.name.lower() for d in self.study.directions]
         if have != list(directions):
-            raise TunerError(
+            raise ConfigError(
                 f"Optuna storage {url}: study {self.config.study_name!r} exists with directions "
                 f"{have}, but the config asks for {list(directions)}; use another name"
             )
