@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 _installed = False
 _previous: dict[int, Any] = {}
 _active: list[Run] = []
-_state: dict[str, Any] = {"exc_type": None, "signal": None}
+_state: dict[str, Any] = {"exc_type": None}
 _prev_excepthook: Callable[..., Any] | None = None
 
 
@@ -47,11 +47,6 @@ def unregister(run: Run) -> None:
 
 def active() -> Run | None:
     return _active[-1] if _active else None
-
-
-def received_signal() -> int | None:
-    sig = _state["signal"]
-    return int(sig) if sig is not None else None
 
 
 def _forget_in_child() -> None:
@@ -96,7 +91,6 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     prev = _previous.get(signum, signal.SIG_DFL)
     if prev is signal.SIG_IGN:
         return
-    _state["signal"] = signum
     for run in list(_active):
         run._on_signal(signum)
     if callable(prev):
@@ -111,7 +105,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 def _at_exit() -> None:
     for run in list(reversed(_active)):
-        if _state["signal"] is not None or _state["exc_type"] in (KeyboardInterrupt,):
+        if run._signal is not None or _state["exc_type"] is KeyboardInterrupt:
             status = "KILLED"
         elif _state["exc_type"] is not None:
             status = "FAILED"
