@@ -68,11 +68,44 @@ def _lr_info(lr: Any) -> LrInfo:
     return LrInfo("constant", value=float(value) if isinstance(value, int | float) else None)
 
 
+def _groups(optimizer: Any) -> list[tuple[int, int]]:
+    """(first parameter index, parameter count) of each parameter group.
+
+    MindSpore keeps a grouped optimizer's lr and weight decay per parameter; consecutive
+    parameters with the same settings are one group (the user's groups, in order).
+    """
+    lr = getattr(optimizer, "learning_rate", None)
+    per_param_lr = (
+        [_lr_info(item).describe() for item in lr]
+        if getattr(optimizer, "is_group_lr", False) and isinstance(lr, Iterable)
+        else None
+    )
+    wd = list(getattr(optimizer, "group_weight_decay", None) or [])
+    n = len(per_param_lr) if per_param_lr is not None else len(wd)
+    if not getattr(optimizer, "is_group", False) or n == 0:
+        return [(0, max(n, 1))]
+
+    def key(i: int) -> tuple[Any, ...]:
+        lr_key = per_param_lr[i] if per_param_lr is not None else None
+        wd_val = wd[i] if i < len(wd) else None
+        wd_key = type(wd_val).__name__ if isinstance(wd_val, nn.Cell) else scalar(wd_val)
+        return (repr(lr_key), repr(wd_key))
+
+    groups: list[tuple[int, int]] = []
+    for i in range(n):
+        if groups and key(i) == key(groups[-1][0]):
+            groups[-1] = (groups[-1][0], groups[-1][1] + 1)
+        else:
+            groups.append((i, 1))
+    return groups
+
+
 def learning_rates(optimizer: Any) -> list[LrInfo]:
     """One `LrInfo` per parameter group with its own lr (a single entry otherwise)."""
     lr = getattr(optimizer, "learning_rate", None)
     if getattr(optimizer, "is_group_lr", False) and isinstance(lr, Iterable):
-        return [_lr_info(item) for item in lr]
+        per_param = list(lr)
+        return [_lr_info(per_param[first]) for first, _ in _groups(optimizer)]
     return [_lr_info(lr)]
 
 
@@ -140,18 +173,21 @@ def optimizer_params(optimizer: Any) -> dict[str, Any]:
     initial = getattr(optimizer, "init_learning_rate", None)
     if len(infos) == 1 and infos[0].kind == "constant" and isinstance(initial, int | float):
         infos[0].value = float(initial)  # as given, not read back from a float32 Parameter
+    groups = _groups(optimizer) if getattr(optimizer, "is_group", False) else []
+    if len(groups) > 1:
+        out["optimizer.groups"] = len(groups)
+        wd = list(getattr(optimizer, "group_weight_decay", None) or [])
+        for g, (first, count) in enumerate(groups):
+            out[f"optimizer.group{g}.params"] = count
+            if len(infos) == len(groups):
+                for key, value in infos[g].describe().items():
+                    out[f"optimizer.group{g}.{key}"] = value
+            if first < len(wd):
+                value = wd[first]
+                out[f"optimizer.group{g}.weight_decay"] = (
+                    type(value).__name__ if isinstance(value, nn.Cell) else scalar(value)
+                )
     if len(infos) == 1:
         for key, value in infos[0].describe().items():
             out[f"optimizer.{key}"] = value
-    else:
-        out["optimizer.lr_groups"] = len(infos)
-        for i, info in enumerate(infos):
-            for key, value in info.describe().items():
-                out[f"optimizer.group{i}.{key}"] = value
-    if getattr(optimizer, "is_group", False):
-        wd = getattr(optimizer, "group_weight_decay", None) or []
-        for i, value in enumerate(wd):
-            out[f"optimizer.group{i}.weight_decay"] = (
-                type(value).__name__ if isinstance(value, nn.Cell) else scalar(value)
-            )
     return {k: v for k, v in out.items() if v is not None}
