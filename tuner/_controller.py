@@ -313,7 +313,13 @@ class Controller:
         if kind == "auto":
             from tuner._devices import detect_devices
 
-            kind, _ = detect_devices(None if res.devices == "auto" else "gpu")
+            kind, _ = detect_devices(None)
+            if kind == "cpu" and res.devices != "auto":
+                raise ConfigError(
+                    "resources.devices lists device ids but resources.kind: auto found no GPU "
+                    f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
+                    f"{res.devices}"
+                )
         slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
         return LocalExecutor(slots, run_dir=self.campaign_dir.trials)
 
