@@ -55,6 +55,14 @@ def test_table_shows_ranking_distribution_and_top_runs(
     assert "batch_size (constant)" in out
 
 
+def test_csv_rows(capsys: pytest.CaptureFixture[str], mlflow_uri: str) -> None:
+    rc, out, _ = _run(capsys, mlflow_uri, *BOWL, "--format", "csv", "--params", "lr", "seed")
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == "param,type,importance,ci_low,ci_high,significant,spearman,best"
+    assert [line.split(",")[0] for line in lines[1:]] == ["lr", "seed"]
+
+
 def test_top_fraction(capsys: pytest.CaptureFixture[str], mlflow_uri: str) -> None:
     rc, out, _ = _run(capsys, mlflow_uri, *BOWL, "--top", "0.5", "--format", "json")
     assert rc == 0
