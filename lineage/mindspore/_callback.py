@@ -51,7 +51,8 @@ class LineageCallback(Callback):
     pipeline, device target and count, parallel mode, mixed-precision level, seeds.
     Per step: ``loss`` (every ``log_every`` steps, buffered by the recording API), ``lr``
     when it follows a schedule, ``loss_scale`` under dynamic loss scaling. Per epoch:
-    ``epoch_time``, ``train_time``, ``throughput`` (samples/s), ``train_loss``, and after
+    ``epoch_time``, ``train_time``, ``throughput`` (samples/s), ``train_loss``,
+    ``weight_norm`` and ``weight_delta`` (see ``weight_stats``), and after
     every evaluation ``val_<metric>`` (all of them, not only the last evaluation).
     ``checkpoints=True`` uploads a checkpoint per epoch (the files a ``ModelCheckpoint`` in
     the same callback list writes, else its own), ``"last"`` only the final weights.
@@ -71,6 +72,7 @@ class LineageCallback(Callback):
         experiment: str | None = None,
         fingerprint_data: bool = True,
         all_ranks: bool = False,
+        weight_stats: bool | None = None,
     ) -> None:
         super().__init__()
         self.recorder = TrainingRecorder(
@@ -80,6 +82,7 @@ class LineageCallback(Callback):
             checkpoints=False if checkpoints is True else checkpoints,
             fingerprint_data=fingerprint_data,
             all_ranks=all_ranks,
+            weight_stats=weight_stats,
         )
         self.checkpoints = checkpoints
         self._eval_started = 0.0

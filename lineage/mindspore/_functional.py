@@ -25,6 +25,7 @@ def record_training(
     checkpoints: bool | str = False,
     fingerprint_data: bool = True,
     all_ranks: bool = False,
+    weight_stats: bool | None = None,
 ) -> TrainingRecorder:
     """Start recording a hand-written training loop; returns the `TrainingRecorder`.
 
@@ -42,7 +43,7 @@ def record_training(
                 for x, y in train_ds.create_tuple_iterator():
                     loss, grads = grad_fn(x, y)
                     optimizer(grads)
-                    rec.step(loss, batch=x)
+                    rec.step(loss, batch=x, grads=grads)  # grads: optional, grad_norm
                 rec.epoch_end(val_accuracy=evaluate(net, val_ds))
 
     Leaving the ``with`` block ends the run (FAILED on an exception) when the recorder
@@ -55,6 +56,7 @@ def record_training(
         checkpoints=checkpoints,
         fingerprint_data=fingerprint_data,
         all_ranks=all_ranks,
+        weight_stats=weight_stats,
     )
     rec.begin(
         network=network,

@@ -13,10 +13,12 @@ params      optimizer.name, optimizer.lr | optimizer.lr_schedule(.*), optimizer.
 tags        frozen_params (count), lineage.framework.mindspore (version),
             lineage.data.{train,val}.{kind,path,fingerprint,samples}
 metrics     per global step: loss, lr (when the lr changes over steps; ``lr.group<i>`` for
-            other parameter groups), loss_scale (dynamic loss scaling);
+            other parameter groups), loss_scale (dynamic loss scaling), grad_norm (when the
+            loop passes its gradients);
             per epoch (step = epoch number, as ``tuner.trial.report`` uses): train_loss (mean
             of the epoch's logged losses), epoch_time, train_time, throughput (samples/s),
-            eval_time, val_<metric> for every evaluation (``val_loss`` from ``eval_loss``)
+            weight_norm, weight_delta, eval_time, val_<metric> for every evaluation
+            (``val_loss`` from ``eval_loss``)
 artifacts   frozen_params.json, model/network.txt, dataset/<role>_pipeline.json,
             lr_schedule.json (dynamic lr), checkpoints/*.ckpt (when asked)
 """
@@ -35,12 +37,33 @@ from types import TracebackType
 from typing import Any
 
 import mindspore as ms
+import numpy as np
 
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._dataset import DatasetInfo, describe_dataset
 
 _MAX_SCHEDULE_POINTS = 100_000
+_AUTO_WEIGHT_STATS = 50_000_000
+
+
+def _host(tensors: Any) -> list[np.ndarray]:
+    items = tensors if isinstance(tensors, list | tuple) else [tensors]
+    return [t.asnumpy() if hasattr(t, "asnumpy") else np.asarray(t) for t in items]
+
+
+def _snapshot(params: list[Any]) -> list[np.ndarray]:
+    return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in params]
+
+
+def _global_norm(arrays: list[np.ndarray]) -> float:
+    total = 0.0
+    for a in arrays:
+        flat = a.ravel().astype(np.float64, copy=False)
+        total += float(np.dot(flat, flat))
+    return float(np.sqrt(total))
+
+
 CHECKPOINT_MODES = (False, True, "last")
 
 
@@ -51,6 +74,9 @@ class TrainingRecorder:
     (``lineage.active_run()``), else a new run started in ``experiment`` (attached to
     ``MLFLOW_RUN_ID`` under the tuner) that this recorder also ends. ``log_every``: log the
     per-step metrics every N steps. ``checkpoints``: False, True (every epoch) or ``"last"``.
+    ``weight_stats``: log ``weight_norm`` and ``weight_delta`` (L2 norm of the trainable
+    weights and of their change since the previous epoch) at every epoch end; by default
+    on for models up to 50 million trainable weights (it keeps one host copy of them).
     In data-parallel training only rank 0 records (every call is a no-op on other ranks)
     unless ``all_ranks=True``.
 
@@ -66,6 +92,7 @@ class TrainingRecorder:
         checkpoints: bool | str = False,
         fingerprint_data: bool = True,
         all_ranks: bool = False,
+        weight_stats: bool | None = None,
     ) -> None:
         if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
             raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
@@ -76,6 +103,9 @@ class TrainingRecorder:
         self.log_every = log_every
         self.checkpoints = checkpoints
         self.fingerprint_data = fingerprint_data
+        self.weight_stats = weight_stats
+        self._weights: list[Any] | None = None
+        self._prev: list[np.ndarray] | None = None
         self.all_ranks = all_ranks
         self.disabled = False
         self.owns_run = False
@@ -189,6 +219,15 @@ class TrainingRecorder:
         self._artifact("model/network.txt", repr(network))
         if self._lr is not None and self._lr.dynamic:
             self._schedule_artifact(epochs, info.steps if info else None)
+        self._weights = [
+            p
+            for p in (getattr(optimizer, "parameters", None) or network.trainable_params())
+            if p.requires_grad
+        ]
+        enabled = self.weight_stats
+        if enabled is None:
+            enabled = counts.trainable <= _AUTO_WEIGHT_STATS
+        self._prev = _snapshot(self._weights) if enabled else None
         self._began = True
         self._reset_epoch(time.perf_counter())
         return self
@@ -249,13 +288,16 @@ class TrainingRecorder:
         batch: Any = None,
         rows: int | None = None,
         step: int | None = None,
+        grads: Any = None,
         **metrics: float,
     ) -> None:
         """Record one training step (or ``step - global_step`` steps in sink mode).
 
         ``loss``: the step's loss (a Tensor or a number); or ``outputs``: the train network's
         outputs (loss or (loss, overflow, loss_scale)). ``batch`` or ``rows`` count the samples
-        for throughput (else the dataset's batch size). Extra ``metrics`` are logged as given.
+        for throughput (else the dataset's batch size). ``grads`` (the gradients of a
+        ``value_and_grad`` loop) logs ``grad_norm``, their global L2 norm. Extra ``metrics``
+        are logged as given.
         """
         if self.disabled:
             return
@@ -290,6 +332,8 @@ class TrainingRecorder:
             for i, lr in enumerate(self._lr.at(index)):
                 if lr is not None:
                     values["lr" if i == 0 else f"lr.group{i}"] = lr
+        if grads is not None:
+            values["grad_norm"] = _global_norm(_host(grads))
         values.update({k: float(v) for k, v in metrics.items()})
         if values:
             self.run.log_metrics(values, step=self.global_step)
@@ -343,6 +387,13 @@ class TrainingRecorder:
             values["steps_per_second"] = self._steps_in_epoch / train_time
         if self._loss_n:
             values["train_loss"] = self._loss_sum / self._loss_n
+        if self._prev is not None and self._weights:
+            now_w = _snapshot(self._weights)
+            values["weight_norm"] = _global_norm(now_w)
+            values["weight_delta"] = _global_norm(
+                [a - b for a, b in zip(now_w, self._prev, strict=True)]
+            )
+            self._prev = now_w
         values.update({k: float(v) for k, v in metrics.items()})
         self.run.log_metrics(values, step=self.epoch)
         if self.checkpoints is True:

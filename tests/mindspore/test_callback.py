@@ -181,6 +181,8 @@ def test_frozen_weights_are_listed_with_their_reason(
         {"name": "fc2.bias", "shape": [4], "size": 4, "reason": "not given to the optimizer"},
     ]
     assert view.tags["frozen_params"] == "2"
+    # weight_delta covers the trained weights only: what moved between epochs
+    assert all(d > 0 for _, d in view.series("weight_delta"))
     assert view.values["frozen_params"] == 52
     assert view.values["trainable_params"] == 30
     assert view.values["total_params"] == 82

@@ -34,10 +34,11 @@ def test_value_and_grad_loop_records_steps_epochs_and_checkpoints(
     def train_step(x: Any, y: Any) -> Any:
         loss, grads = grad_fn(x, y)
         opt(grads)
-        return loss
+        return loss, grads
 
     data, val = make_data(64, 16), make_data(24, 24, seed=3)
     seen: list[float] = []
+    norms: list[float] = []
     with (
         lineage.start_run(experiment="ms-functional", tracking_uri=sqlite_uri) as run,
         record_training(
@@ -46,9 +47,10 @@ def test_value_and_grad_loop_records_steps_epochs_and_checkpoints(
     ):
         for epoch in range(2):
             for x, y in data.create_tuple_iterator():
-                loss = train_step(x, y)
+                loss, grads = train_step(x, y)
                 seen.append(float(loss.asnumpy()))
-                rec.step(loss, batch=x)
+                norms.append(float(np.sqrt(sum(np.sum(g.asnumpy() ** 2) for g in grads))))
+                rec.step(loss, batch=x, grads=grads)
             rec.epoch_end(val_accuracy=0.5 + epoch / 10)
     view = read_run(sqlite_uri, run.run_id)
 
@@ -65,6 +67,11 @@ def test_value_and_grad_loop_records_steps_epochs_and_checkpoints(
     assert [x for _, x in view.series("loss")] == pytest.approx(seen, rel=1e-6)
     assert [x for _, x in view.series("lr")] == pytest.approx(lrs)  # read from the optimizer
     assert view.series("val_accuracy") == [(1, 0.5), (2, 0.6)]
+    assert [x for _, x in view.series("grad_norm")] == pytest.approx(norms, rel=1e-5)
+    final = np.sqrt(sum(np.sum(p.asnumpy() ** 2) for p in net.trainable_params()))
+    assert [s for s, _ in view.series("weight_norm")] == [1, 2]
+    assert view.series("weight_norm")[-1][1] == pytest.approx(float(final), rel=1e-5)
+    assert all(d > 0 for _, d in view.series("weight_delta"))
     for (_, thr), (_, secs) in zip(
         view.series("throughput"), view.series("train_time"), strict=True
     ):
