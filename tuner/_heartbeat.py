@@ -166,8 +166,10 @@ class StudyLock:
             import sqlalchemy
 
             if self._engine is None:
+                # One pooled connection, kept: a new PostgreSQL session per trial would cost
+                # more than the lock itself.
                 self._engine = sqlalchemy.create_engine(
-                    self._url, poolclass=sqlalchemy.pool.NullPool
+                    self._url, pool_size=1, max_overflow=0, pool_pre_ping=True
                 )
             with self._engine.connect() as conn:
                 if self._kind == "mysql":

@@ -95,8 +95,17 @@ def launch_ray(
         "--object-store-memory=200000000",
     ]  # fmt: skip
     log = open(Path(temp_dir) / "head.log", "wb")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen(argv, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        argv, env=ray_env(), start_new_session=True, stdout=log, stderr=subprocess.STDOUT
+    )
     return RayCluster(f"127.0.0.1:{port}", temp_dir, proc, [])
+
+
+def ray_env() -> dict[str, str]:
+    """The environment of test clusters and their drivers. Ray >= 2.5x turns token auth on as
+    soon as ``~/.ray/auth_token`` exists (any earlier local ``ray.init()`` writes it), and a
+    driver then needs the token; a throwaway cluster on 127.0.0.1 goes without."""
+    return {**os.environ, "RAY_AUTH_MODE": "disabled"}
 
 
 def start_ray(**kwargs: Any) -> RayCluster:

@@ -54,9 +54,12 @@ def _launched(
             tmp_path_factory.mktemp("mlflow-server"),
             auth_admin_password=ADMIN_PASSWORD,
         )
+    patch = pytest.MonkeyPatch()
     if _needed(request, "ray_cluster") or _needed(request, "ray_address"):
         services["ray"] = launch_ray(num_cpus=2, num_gpus=2, resources='{"NPU": 2}')
+        patch.setenv("RAY_AUTH_MODE", "disabled")  # this process is the clusters' driver
     yield services
+    patch.undo()
     import ray
 
     if ray.is_initialized():
