@@ -31,6 +31,8 @@ class RunStore(abc.ABC):
       (ambiguous: :class:`~lineage.UsageError`); both exit 2.
     - ``metric_history`` returns the points of one metric ordered by step then timestamp;
       an unknown metric or run raises :class:`~lineage.NotFoundError`.
+    - ``candidates`` may narrow ``runs`` by a prefilter (a necessary condition) and
+      ``keys_present`` answers which keys exist; both have correct, slower defaults here.
     - An unreachable or broken store raises :class:`~lineage.StoreError`.
     - A store object may be used from one thread at a time; open one per thread. Any number of
       processes may read the same store while others write it.

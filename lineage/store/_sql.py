@@ -2,8 +2,9 @@
 
 MLflow's own ``search_runs`` builds ORM objects for every param, metric and tag of every run;
 reading the same rows with plain SQL is an order of magnitude faster and needs no
-``import mlflow``. Nothing is cached between calls, so other writers are always visible.
-The schema is checked when the store opens; a store whose tables do not look like MLflow's
+``import mlflow``. Each call reads afresh, so other writers are always visible (the optional
+run-table cache of ``_cache.py`` is checked against SQLite's change counter first). A
+selective ``--where`` arrives as a prefilter and becomes ``EXISTS`` clauses. The schema is checked when the store opens; a store whose tables do not look like MLflow's
 raises :class:`SchemaMismatch` and ``open_store`` falls back to ``MlflowClient``.
 """
 
@@ -11,38 +12,25 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, cast
-from urllib.parse import quote, unquote, urlsplit
+from collections.abc import Sequence
+from typing import Any
 
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
+from lineage.store._sql_db import (
+    REQUIRED_COLUMNS,
+    SchemaMismatch,
+    connect_postgres,
+    connect_sqlite,
+    mask,
+    one_line,
+    sqlite_path,
+)
+from lineage.store._sql_rows import assemble, assemble_folded, to_row
 
-#: Tables and columns this module reads; present in every MLflow schema since 1.x.
-REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
-    "experiments": frozenset({"experiment_id", "name", "lifecycle_stage"}),
-    "runs": frozenset(
-        {
-            "run_uuid",
-            "name",
-            "status",
-            "start_time",
-            "end_time",
-            "lifecycle_stage",
-            "artifact_uri",
-            "experiment_id",
-        }
-    ),
-    "params": frozenset({"key", "value", "run_uuid"}),
-    "tags": frozenset({"key", "value", "run_uuid"}),
-    "latest_metrics": frozenset({"key", "value", "is_nan", "step", "timestamp", "run_uuid"}),
-    "metrics": frozenset({"key", "value", "is_nan", "step", "timestamp", "run_uuid"}),
-}
+__all__ = ["REQUIRED_COLUMNS", "SchemaMismatch", "SqlRunStore", "sqlite_path"]
 
 _RUN_COLUMNS = (
     "r.run_uuid, r.experiment_id, e.name, r.name, r.status, r.start_time, r.end_time, "
@@ -95,144 +83,20 @@ def _value_test(column: str, op: str, values: Sequence[Any]) -> tuple[str, list[
     return f"{column} {op} ?", [values[0]]
 
 
-class SchemaMismatch(StoreError):
-    """The database is reachable but its tables are not an MLflow schema this module knows."""
-
-
-class _Connection:
-    """A DB-API connection plus what differs between SQLite and PostgreSQL."""
-
-    def __init__(self, raw: Any, *, postgres: bool) -> None:
-        self.raw = raw
-        self.postgres = postgres
-        #: The aggregate folding key/value rows into one JSON object, if the database has one.
-        self.json_agg = "json_object_agg" if postgres else self._sqlite_json()
-
-    def _sqlite_json(self) -> str | None:
-        try:
-            self.raw.execute("SELECT json_group_object('k', 'v')").fetchall()
-        except Exception:
-            return None  # SQLite built without JSON1 (before 3.38 it was optional)
-        return "json_group_object"
-
-    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        if self.postgres:
-            sql = sql.replace("?", "%s")
-        cur = self.raw.cursor()
-        try:
-            cur.execute(sql, tuple(args))
-            return list(cur.fetchall())
-        finally:
-            cur.close()
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        # One read transaction per call: every statement in it sees the same committed state,
-        # and nothing is held between calls, so the next call sees other writers' changes.
-        if self.postgres:
-            try:
-                yield
-            finally:
-                self.raw.rollback()
-            return
-        self.raw.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self.raw.execute("COMMIT")
-
-    def columns(self) -> dict[str, set[str]]:
-        found: dict[str, set[str]] = defaultdict(set)
-        if self.postgres:
-            for table, column in self.rows(
-                "SELECT table_name, column_name FROM information_schema.columns "
-                "WHERE table_schema = current_schema()"
-            ):
-                found[str(table)].add(str(column))
-        else:
-            tables = [
-                r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
-            ]
-            for table in tables:
-                if table in REQUIRED_COLUMNS:
-                    for row in self.rows(f'PRAGMA table_info("{table}")'):
-                        found[table].add(str(row[1]))
-        if self.postgres:
-            self.raw.rollback()
-        return found
-
-    def close(self) -> None:
-        self.raw.close()
-
-
-def sqlite_path(uri: str) -> str:
-    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URI."""
-    rest = uri.split(":", 1)[1]
-    if not rest.startswith("//"):
-        raise UsageError(f"tracking URI {uri!r} must look like sqlite:///path/to/mlflow.db")
-    path = unquote(rest[2:].split("?", 1)[0])
-    if path.startswith("/"):
-        path = path[1:]  # sqlite:///x.db -> x.db ; sqlite:////abs/x.db -> /abs/x.db
-    if not path or path == ":memory:":
-        raise UsageError(f"tracking URI {uri!r} names no database file")
-    return path
-
-
-def _connect_sqlite(uri: str) -> _Connection:
-    import sqlite3
-
-    path = sqlite_path(uri)
-    if not os.path.isfile(path):
-        raise NotFoundError(
-            f"no MLflow store at {uri}: file {os.path.abspath(path)} does not exist "
-            "(set --tracking-uri or MLFLOW_TRACKING_URI)"
-        )
-    target = f"file:{quote(os.path.abspath(path))}?mode=ro"
-    try:
-        raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {uri}: {one_line(exc)}") from exc
-    return _Connection(raw, postgres=False)
-
-
-def _connect_postgres(uri: str) -> _Connection:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise StoreError(
-            f"reading {uri} needs psycopg 3: pip install 'lineage-tuner[postgres]'"
-        ) from exc
-    parts = urlsplit(uri)
-    conninfo = parts._replace(scheme="postgresql").geturl()
-    try:
-        raw = psycopg.connect(conninfo, autocommit=False, connect_timeout=10)
-        raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        raw.read_only = True
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to {_mask(uri)}: {one_line(exc)}") from exc
-    return _Connection(raw, postgres=True)
-
-
-def one_line(exc: BaseException) -> str:
-    """A driver's message, which may span lines, as one line."""
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _mask(uri: str) -> str:
-    parts = urlsplit(uri)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return parts._replace(netloc=netloc).geturl()
-    return uri
+def _folded_sql(table: str, alias: str, agg: str = "json_group_object") -> str:
+    return (
+        f"coalesce((SELECT {agg}({alias}.key, {alias}.value) FROM {table} {alias} "
+        f"WHERE {alias}.run_uuid = r.run_uuid), '{{}}')"
+    )
 
 
 class SqlRunStore(RunStore):
     """A :class:`RunStore` over an MLflow SQLite or PostgreSQL database."""
 
     def __init__(self, uri: str, *, cache: bool = False) -> None:
-        self.uri = _mask(uri)
+        self.uri = mask(uri)
         scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
-        self._db = _connect_sqlite(uri) if scheme == "sqlite" else _connect_postgres(uri)
+        self._db = connect_sqlite(uri) if scheme == "sqlite" else connect_postgres(uri)
         self._cache = None
         if cache and scheme == "sqlite":
             from lineage.store._cache import RunTableCache, cache_dir
@@ -289,7 +153,7 @@ class SqlRunStore(RunStore):
         if rows is None:
             records = self._read_runs(None)
             if key is not None and self._cache.key() == key:
-                self._cache.save(key, [_to_row(r) for r in records])
+                self._cache.save(key, [to_row(r) for r in records])
         else:
             records = [RunRecord(*row) for row in rows]
         if experiments is None:
@@ -356,7 +220,7 @@ class SqlRunStore(RunStore):
                 heads = [tuple(row) for row in json.loads(doc)]
                 heads.sort(key=lambda h: h[0])
                 heads.sort(key=lambda h: -(h[5] or 0))
-                return _assemble_folded(heads, self._rows(metrics_sql, args))
+                return assemble_folded(heads, self._rows(metrics_sql, args))
             if self._db.json_agg:
                 # Params and tags folded into one JSON object per run by PostgreSQL (psycopg
                 # parses it): 20x fewer rows to move.
@@ -366,7 +230,7 @@ class SqlRunStore(RunStore):
                     f"FROM {_FROM} WHERE {where} {order}",
                     args,
                 )
-                return _assemble_folded(heads, self._rows(metrics_sql, args))
+                return assemble_folded(heads, self._rows(metrics_sql, args))
             heads = self._rows(f"SELECT {_RUN_COLUMNS} FROM {_FROM} WHERE {where} {order}", args)
             params = self._rows(
                 f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({sub})", args
@@ -375,7 +239,7 @@ class SqlRunStore(RunStore):
             tags = self._rows(
                 f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({sub})", args
             )
-        return _assemble(heads, params, metrics, tags)
+        return assemble(heads, params, metrics, tags)
 
     def _find(self, run_id: str) -> tuple[Any, ...]:
         ref = check_run_ref(run_id)
@@ -409,7 +273,7 @@ class SqlRunStore(RunStore):
                 "SELECT run_uuid, key, value, is_nan FROM latest_metrics WHERE run_uuid = ?", rid
             )
             tags = self._rows("SELECT run_uuid, key, value FROM tags WHERE run_uuid = ?", rid)
-        return _assemble([head], params, metrics, tags)[0]
+        return assemble([head], params, metrics, tags)[0]
 
     def metric_histories(self, run_id: str) -> dict[str, list[MetricPoint]]:
         with self._db.snapshot():
@@ -430,102 +294,3 @@ class SqlRunStore(RunStore):
     def artifact_uri(self, run_id: str) -> str | None:
         with self._db.snapshot():
             return self._find(run_id)[7]
-
-
-def _assemble(
-    heads: list[tuple[Any, ...]],
-    params: list[tuple[Any, ...]],
-    metrics: list[tuple[Any, ...]],
-    tags: list[tuple[Any, ...]],
-) -> list[RunRecord]:
-    by_params: dict[str, dict[str, str]] = defaultdict(dict)
-    for run, key, value in params:
-        by_params[run][key] = value
-    by_metrics = _latest(metrics)
-    by_tags: dict[str, dict[str, str]] = defaultdict(dict)
-    for run, key, value in tags:
-        by_tags[run][key] = "" if value is None else value
-    out = []
-    for run_id, exp_id, exp_name, name, status, start, end, art in heads:
-        run_tags = by_tags.get(run_id, {})
-        out.append(
-            RunRecord(
-                run_id=run_id,
-                experiment_id=str(exp_id),
-                experiment=exp_name,
-                name=name or run_tags.get("mlflow.runName", ""),
-                status=status or "",
-                start_time=start,
-                end_time=end,
-                params=by_params.get(run_id, {}),
-                metrics=by_metrics.get(run_id, {}),
-                tags=run_tags,
-                artifact_uri=art,
-            )
-        )
-    return out
-
-
-def _folded_sql(table: str, alias: str, agg: str = "json_group_object") -> str:
-    return (
-        f"coalesce((SELECT {agg}({alias}.key, {alias}.value) FROM {table} {alias} "
-        f"WHERE {alias}.run_uuid = r.run_uuid), '{{}}')"
-    )
-
-
-def _latest(metrics: list[tuple[Any, ...]]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = defaultdict(dict)
-    nan = math.nan
-    for run, key, value, is_nan in metrics:
-        out[run][key] = nan if is_nan else value
-    return out
-
-
-def _folded(value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    obj = json.loads(value) if isinstance(value, str | bytes) else value
-    if None in obj.values():  # a NULL tag value; MLflow reads it back as ""
-        return {k: "" if v is None else v for k, v in obj.items()}
-    return cast(dict[str, str], obj)
-
-
-def _assemble_folded(
-    heads: list[tuple[Any, ...]], metrics: list[tuple[Any, ...]]
-) -> list[RunRecord]:
-    by_metrics = _latest(metrics)
-    out = []
-    for run_id, exp_id, exp_name, name, status, start, end, art, params, tags in heads:
-        run_tags = _folded(tags)
-        out.append(
-            RunRecord(
-                run_id,
-                str(exp_id),
-                exp_name,
-                name or run_tags.get("mlflow.runName", ""),
-                status or "",
-                start,
-                end,
-                _folded(params),
-                by_metrics.get(run_id) or {},
-                run_tags,
-                art,
-            )
-        )
-    return out
-
-
-def _to_row(r: RunRecord) -> tuple[Any, ...]:
-    return (
-        r.run_id,
-        r.experiment_id,
-        r.experiment,
-        r.name,
-        r.status,
-        r.start_time,
-        r.end_time,
-        r.params,
-        r.metrics,
-        r.tags,
-        r.artifact_uri,
-    )
