@@ -144,8 +144,12 @@ class SqlWriter(Writer):
             params = {k: v for k, v in cur.fetchall()}
             cur.execute(q('SELECT "key", value FROM tags WHERE run_uuid = ?'), (run_id,))
             tags = {k: v for k, v in cur.fetchall()}
+        except Exception as exc:
+            from lineage._secrets import mask_uri
+
+            raise StoreError(f"cannot read run {run_id}: {mask_uri(str(exc))}") from exc
         finally:
-            if self._dialect == "postgresql":
+            if self._dialect == "postgresql" and self._conn is not None:
                 self._conn.rollback()
         return RunInfo(str(row[0]), str(row[1]), str(row[2]), params, tags)
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage._errors import LineageError, NotFoundError, StoreError, UsageError
 from lineage._params import types_tag_from_tags
 from lineage._recording import _lifecycle
 from lineage._recording._run import Run
@@ -51,35 +51,49 @@ class LazyClient:
 
     def get(self) -> Any:
         if self._client is None:
-            from mlflow.exceptions import MlflowException
             from mlflow.tracking import MlflowClient
 
             try:
                 self._client = MlflowClient(tracking_uri=self.uri)
-            except MlflowException as exc:
+            except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
                 raise StoreError(
-                    f"tracking store {_safe(self.uri)} cannot be opened: {exc}"
+                    f"tracking store {_safe(self.uri)} cannot be opened: {_one_line(exc)}"
                 ) from exc
         return self._client
 
 
-def _sql_writer(uri: str) -> Writer | None:
+def _sql_writer(uri: str, *, warn: bool) -> Writer | None:
+    """A writer straight into MLflow's tables, or None where MLflow's client must be used
+    (not a SQL store, a schema this version does not know, or a SQLite file MLflow has not
+    created yet: ``start_run`` asks again once the client has made and migrated it)."""
     from lineage._uri import is_sql_uri
 
     if not is_sql_uri(uri) or os.environ.get("LINEAGE_SQL_WRITER", "1") == "0":
         return None
-    from lineage._recording._sql import SchemaMismatch, SqlWriter
+    from lineage._recording._sql import SchemaMismatch, SqlWriter, sqlite_path
     from lineage._recording._writer import TransientError
 
     try:
+        if uri.lower().startswith("sqlite") and not os.path.exists(sqlite_path(uri)):
+            return None  # never create an empty file in MLflow's place
         return SqlWriter(uri)
-    except (SchemaMismatch, TransientError) as exc:
-        import logging
+    except SchemaMismatch as exc:
+        if warn:
+            import logging
 
-        logging.getLogger("lineage.recording").warning(
-            "lineage: writing through MlflowClient.log_batch instead of SQL: %s", _safe(str(exc))
-        )
+            logging.getLogger("lineage.recording").warning(
+                "lineage: writing through MlflowClient.log_batch instead of SQL: %s",
+                _safe(str(exc)),
+            )
         return None
+    except (TransientError, OSError, ImportError) as exc:
+        raise StoreError(f"tracking store {_safe(uri)} cannot be opened: {_one_line(exc)}") from exc
+    except Exception as exc:  # sqlite3 / psycopg errors
+        raise StoreError(f"tracking store {_safe(uri)} cannot be opened: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return _safe(" ".join(str(exc).split()))
 
 
 def _read_run(writer: Writer | None, client: LazyClient, run_id: str) -> RunInfo | None:
@@ -128,9 +142,11 @@ def start_run(
         )
     uri = resolve_tracking_uri(tracking_uri)
     client = LazyClient(uri)
-    writer = _sql_writer(uri)
     owns = True
     attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
+    # Attaching reads the run through SQL (no MLflow import); creating goes through MLflow,
+    # which also creates and migrates a new store, and the SQL writer is opened after it.
+    writer = _sql_writer(uri, warn=True) if attach_id else None
     start_tags: dict[str, str] = {}
     if record_identity:
         from lineage._identity import identity_tags
@@ -166,13 +182,15 @@ def start_run(
                 start_tags["mlflow.runName"] = run_name
             run_id_ = attach_id
         else:
-            from mlflow.exceptions import MlflowException
-
             try:
                 experiment_id = _experiment_id(client.get(), experiment)
                 created = client.get().create_run(experiment_id, tags=start_tags, run_name=run_name)
-            except MlflowException as exc:
-                raise StoreError(f"tracking store {_safe(uri)} refused the run: {exc}") from exc
+            except LineageError:
+                raise
+            except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
+                raise StoreError(
+                    f"tracking store {_safe(uri)} refused the run: {_one_line(exc)}"
+                ) from exc
             start_tags = {}
             existing_params, existing_types = {}, {}
             run_id_ = created.info.run_id
@@ -180,6 +198,8 @@ def start_run(
         if writer is not None:
             writer.close()
         raise
+    if writer is None and not attach_id:
+        writer = _sql_writer(uri, warn=True)
     if writer is None:
         from lineage._recording._client import ClientWriter
 

@@ -348,3 +348,24 @@ def test_import_lineage_does_not_import_mlflow() -> None:
     code = "import sys, lineage; print('mlflow' in sys.modules, 'sqlalchemy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_first_run_on_a_new_sqlite_file_uses_the_sql_writer(tmp_path: object) -> None:
+    from pathlib import Path
+
+    uri = f"sqlite:///{Path(str(tmp_path)) / 'new' / 'mlflow.db'}"
+    (Path(str(tmp_path)) / "new").mkdir()
+    with lineage.start_run(experiment="fresh", tracking_uri=uri, record_identity=False) as run:
+        assert run._recorder.writer.kind == "sql:sqlite"
+        run.log_metric("loss", 1.0)
+    assert MlflowClient(tracking_uri=uri).get_run(run.run_id).data.metrics == {"loss": 1.0}
+
+
+def test_unreachable_store_is_one_clear_line() -> None:
+    from lineage._errors import StoreError
+
+    with pytest.raises(StoreError) as info:
+        lineage.start_run(tracking_uri="postgresql://u:pw-x@127.0.0.1:1/db", record_identity=False)
+    message = str(info.value)
+    assert "\n" not in message and "pw-x" not in message and "cannot be opened" in message
+    assert lineage.active_run() is None
