@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import sys
 from typing import Any, TextIO
 
 from lineage._errors import LineageError, UsageError
-from lineage.cli._cmd_runs import _finite, add_query_arguments, query_from_args
+from lineage.cli._cmd_runs import add_query_arguments, query_from_args, write_json_list
 from lineage.cli._common import add_common
 
 ORDER = 40
@@ -66,8 +65,7 @@ def _write_text(out: TextIO, fmt: str, headers: list[str], table: list[Any], run
         for row in table:
             writer.writerow([_cell(v) for v in row])
     else:
-        json.dump([_finite(run_to_dict(r)) for r in runs], out, indent=1, default=str)
-        out.write("\n")
+        write_json_list((run_to_dict(r) for r in runs), out)
 
 
 def _cell(value: Any) -> Any:

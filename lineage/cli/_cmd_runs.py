@@ -8,7 +8,7 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from lineage.cli._common import add_common, print_csv, print_table
 
@@ -120,11 +120,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_json_list(objects: Iterable[dict[str, Any]]) -> None:
+def write_json_list(objects: Iterable[dict[str, Any]], out: TextIO | None = None) -> None:
     """A JSON list, one object per line: valid JSON, and fast (C encoder, one write)."""
     encode = json.JSONEncoder(default=str).encode
     lines = [encode(_finite(obj)) for obj in objects]
-    sys.stdout.write("[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n")
+    (out or sys.stdout).write("[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n")
 
 
 def _finite(obj: dict[str, Any]) -> dict[str, Any]:
