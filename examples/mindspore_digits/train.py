@@ -76,6 +76,20 @@ DEFAULTS: dict[str, Any] = {
     "mode": "graph",
 }
 OPTIMIZERS = ("sgd", "momentum", "adam")
+_TYPES = {
+    "lr": float,
+    "momentum": float,
+    "batch_size": int,
+    "hidden": int,
+    "epochs": int,
+    "train_size": int,
+    "seed": int,
+}
+_CHOICES = {
+    "optimizer": OPTIMIZERS,
+    "device_target": ("CPU", "GPU", "Ascend"),
+    "mode": ("graph", "pynative"),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,15 +125,21 @@ def resolve_params(argv: list[str] | None = None) -> tuple[dict[str, Any], argpa
     if params["optimizer"] != "momentum":
         params["momentum"] = None  # conditional: not a hyperparameter of this run
     errors = []
-    if params["optimizer"] not in OPTIMIZERS:
-        errors.append(f"optimizer must be one of {list(OPTIMIZERS)}, got {params['optimizer']!r}")
-    if not float(params["lr"]) > 0:
+    for key, kind in _TYPES.items():
+        if params[key] is None:
+            continue
+        try:
+            params[key] = kind(params[key])
+        except (TypeError, ValueError):
+            errors.append(f"{key} must be a {kind.__name__}, got {params[key]!r}")
+    for key, allowed in _CHOICES.items():
+        if params[key] not in allowed:
+            errors.append(f"{key} must be one of {list(allowed)}, got {params[key]!r}")
+    if isinstance(params["lr"], float) and not params["lr"] > 0:
         errors.append(f"lr must be > 0, got {params['lr']!r}")
-    for key in ("batch_size", "hidden", "epochs"):
-        if int(params[key]) < 1:
+    for key in ("batch_size", "hidden", "epochs", "train_size"):
+        if isinstance(params[key], int) and params[key] < 1:
             errors.append(f"{key} must be >= 1, got {params[key]!r}")
-    if params["train_size"] is not None and int(params["train_size"]) < 1:
-        errors.append(f"train_size must be >= 1, got {params['train_size']!r}")
     if errors:
         print(f"train.py: {'; '.join(errors)}", file=sys.stderr)
         raise SystemExit(2)
