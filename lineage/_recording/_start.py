@@ -144,9 +144,10 @@ def start_run(
     client = LazyClient(uri)
     owns = True
     attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
-    # Attaching reads the run through SQL (no MLflow import); creating goes through MLflow,
-    # which also creates and migrates a new store, and the SQL writer is opened after it.
-    writer = _sql_writer(uri, warn=True) if attach_id else None
+    # Attaching reads the run through SQL (no MLflow import). Creating goes through MLflow,
+    # which also creates and migrates a new store; the SQL writer is then opened again. Opening
+    # it first also fails fast on an unreachable server (MLflow retries for about a minute).
+    writer = _sql_writer(uri, warn=attach_id is not None)
     start_tags: dict[str, str] = {}
     if record_identity:
         from lineage._identity import identity_tags
