@@ -91,6 +91,13 @@ class RunningTrial:
 
 
 @dataclass
+class _Prepared:
+    trial: optuna.Trial
+    spec: TrialSpec
+    seconds: float
+
+
+@dataclass
 class CampaignResult:
     """What a finished (or stopped) campaign reached."""
 
@@ -162,6 +169,7 @@ class Controller:
         # Set by `tuner worker` (tuner._worker): heartbeats of the trials this process runs.
         self.heartbeat: Heartbeat | None = None
         self._stale: list[Any] = []
+        self._prepared: list[_Prepared] = []
 
     # ----- public --------------------------------------------------------------------------
 
@@ -325,11 +333,18 @@ class Controller:
 
     def _recover(self, previous: Mapping[str, Any]) -> None:
         """End what a dead controller left: orphan process groups, RUNNING trials, runs."""
+        import optuna
 
         assert self.study is not None and self._recorder is not None
         stale = self._stale
         for frozen in stale:
             launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
+            if not launch:
+                # Asked for (params chosen) but its process was never started.
+                self.study._storage.set_trial_state_values(
+                    frozen._trial_id, optuna.trial.TrialState.WAITING
+                )
+                continue
             ended = 0
             if launch.get("host") == self._host and launch.get("pid"):
                 ended = _procs.end_group(launch, grace=float(self.config.trial.grace_period or 5))
@@ -381,20 +396,43 @@ class Controller:
             )
             return
         while True:
-            for number in list(self.running):
-                self._service(self.running[number])
+            ended = []
+            for rt in list(self.running.values()):
+                outcome = self._collect(rt)
+                if outcome is not None:
+                    ended.append((rt, outcome))
+            # A prepared trial takes a freed slot before the bookkeeping of the ended ones.
+            while ended and self._prepared and not self._launch_closed and executor.free_slots():
+                self._start(self._prepared.pop(0))
+            for rt, outcome in ended:
+                t0 = time.perf_counter()
+                self._finalize(rt, outcome)
+                if self.timings:
+                    self.timings[-1] += time.perf_counter() - t0
             if self._stop_reason is not None:
+                self._discard_prepared(f"interrupted: {self._stop_reason}")
                 self._stop_all(self._stop_reason)
                 return
             if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
                 self._launch_closed = "budget.timeout reached: no new trials are started"
                 self._observer.message(self._launch_closed)
+            if self._launch_closed:
+                self._discard_prepared(f"not started: {self._launch_closed}")
             exhausted = False
             while not self._launch_closed and executor.free_slots() > 0:
-                if not self._launch_one():
+                prepared = self._prepared.pop(0) if self._prepared else self._prepare()
+                if prepared is None:
                     exhausted = True
                     break
+                self._start(prepared)
+            if not exhausted and not self._launch_closed and not self._prepared and self.running:
+                # Ask for the next trial while the slots are busy: a freed slot then only
+                # waits for the process to start.
+                prepared = self._prepare()
+                if prepared is not None:
+                    self._prepared.append(prepared)
             if not self.running and (exhausted or self._launch_closed):
+                self._discard_prepared("not started: the campaign ended")
                 return
             self._notify()
             executor.wait(self._poll)
@@ -405,15 +443,16 @@ class Controller:
         assert self.study is not None
         return len(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
 
-    def _launch_one(self) -> bool:
+    def _prepare(self) -> _Prepared | None:
+        """Ask Optuna for the next trial and build its spec (no process yet); None when the
+        budget is reached."""
         from tuner._space import sample_params
 
-        assert self.study is not None and self._executor is not None
-        assert self._recorder is not None
+        assert self.study is not None and self._recorder is not None
         t0 = time.perf_counter()
         trial = ask_within_budget(self.study, self.budget, self._lock, self.heartbeat)
         if trial is None:
-            return False
+            return None
         params = sample_params(trial, self.config)
         attempt = int(trial.user_attrs.get(ATTEMPT_ATTR, 1))
         run_id = self._recorder.reserve_run()
@@ -424,12 +463,11 @@ class Controller:
             "MLFLOW_RUN_ID": run_id,
             **self.config.env,
         }
-        argv = self.config.render_command(params)
         spec = TrialSpec(
             number=trial.number,
             attempt=attempt,
             params=params,
-            argv=argv,
+            argv=self.config.render_command(params),
             env=env,
             workdir=str(self.config.workdir) if self.config.workdir else None,
             timeout=self.config.trial.timeout,
@@ -439,39 +477,61 @@ class Controller:
         flush = getattr(self.study._storage, "flush", None)
         if flush is not None:  # the params are in the database before the process starts
             flush(trial._trial_id)
+        return _Prepared(trial, spec, time.perf_counter() - t0)
+
+    def _start(self, prepared: _Prepared) -> None:
+        assert self._executor is not None and self._recorder is not None
+        t0 = time.perf_counter()
+        trial, spec = prepared.trial, prepared.spec
+        run_id = spec.run_id or ""
         handle = self._executor.submit(spec)
         device = _device_label(handle)
         collectors: list[Collector] = [TrialApiCollector()]
         if self._patterns:
             collectors.append(StdoutCollector(self._patterns))
         collectors.append(MlflowRunCollector(self._recorder.latest_metrics))
-        rt = RunningTrial(trial, handle, params, attempt, run_id, collectors, device)
+        params = dict(spec.params)
+        rt = RunningTrial(trial, handle, params, spec.attempt, run_id, collectors, device)
         self.running[trial.number] = rt
         launch = {
             **handle.process_info(),
             "host": self._host,
             "device": device,
             "run_id": run_id,
-            "attempt": attempt,
+            "attempt": spec.attempt,
             "started": handle.started_at,
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
         self._recorder.trial_started(
             run_id,
             number=trial.number,
-            attempt=attempt,
+            attempt=spec.attempt,
             params=params,
-            argv=argv,
+            argv=spec.argv,
             env=self.config.env,
             device=device,
             sampler=self._sampler_name,
             extra_tags={"tuner.campaign": self.config.name},
         )
-        self.timings.append(time.perf_counter() - t0)
-        return True
+        self.timings.append(prepared.seconds + time.perf_counter() - t0)
 
-    def _service(self, rt: RunningTrial) -> None:
-        """Collect a trial's news; prune or diagnose; finalize it when it has ended."""
+    def _discard_prepared(self, reason: str) -> None:
+        """Trials asked for but never started go back to WAITING (same params; the next
+        controller takes them first); their reserved runs are freed."""
+        import optuna
+
+        assert self.study is not None and self._recorder is not None
+        del reason  # nothing ran, so there is nothing to explain in the records
+        while self._prepared:
+            prepared = self._prepared.pop(0)
+            self.study._storage.set_trial_state_values(
+                prepared.trial._trial_id, optuna.trial.TrialState.WAITING
+            )
+            if prepared.spec.run_id:
+                self._recorder.release_run(prepared.spec.run_id)
+
+    def _collect(self, rt: RunningTrial) -> TrialOutcome | None:
+        """Take a trial's news (reports, pruning, diagnosis); its outcome once it ended."""
         reports: list[Report] = []
         for collector in rt.collectors:
             reports.extend(collector.collect(rt.handle))
@@ -482,11 +542,7 @@ class Controller:
                 reports.extend(collector.collect(rt.handle))
         if reports:
             self._absorb(rt, reports)
-        if outcome is not None:
-            t0 = time.perf_counter()
-            self._finalize(rt, outcome)
-            if self.timings:
-                self.timings[-1] += time.perf_counter() - t0
+        return outcome
 
     def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
         assert self._recorder is not None and self.study is not None
@@ -633,7 +689,11 @@ class Controller:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def _terminate_and_mark(self, reason: str) -> None:
-        if not self.running or self.study is None:
+        if self.study is None:
+            return
+        if self._prepared and self._recorder is not None:
+            self._discard_prepared(reason)
+        if not self.running:
             return
         for rt in self.running.values():
             rt.handle.terminate()

@@ -114,6 +114,10 @@ class LineageRecorder:
         self._jobs.put(self._refill)
         return run_id
 
+    def release_run(self, run_id: str) -> None:
+        """A reserved run that no trial will use: ended and deleted."""
+        self._jobs.put(lambda: self._guard("delete", lambda: self._discard(run_id)))
+
     def trial_started(
         self,
         run_id: str,

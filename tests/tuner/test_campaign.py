@@ -180,7 +180,9 @@ def test_failures_timeouts_nan_missing_count_and_max_failures_stops(
     trials = trials_of(config)
     assert "RUNNING" not in _by_state(trials)
     reasons = {
-        t.params["mode"]: t.user_attrs["fail_reason"] for t in trials if t.state.name == "FAIL"
+        t.params["mode"]: t.user_attrs["fail_reason"]
+        for t in trials
+        if t.state.name == "FAIL" and "tuner:stale" not in t.system_attrs
     }
     assert reasons["timeout"] == "timeout: ran longer than trial.timeout=0.5s"
     assert reasons["nan"] == "target metric 'loss' is nan"

@@ -77,7 +77,9 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
     assert controller.wait(30) == 130
     assert not any(_alive(p) for p in first)
     trials = trials_of(config)
-    assert sorted(t.state.name for t in trials) == ["FAIL", "FAIL", "WAITING", "WAITING"]
+    states = [t.state.name for t in trials]
+    # Two stopped and re-queued; the next trial may have been asked for already (WAITING).
+    assert states.count("FAIL") == 2 and states.count("WAITING") in (2, 3)
     for t in trials:
         if t.state.name == "FAIL":
             assert t.user_attrs["fail_reason"] == "interrupted: the controller received SIGTERM"
@@ -93,8 +95,10 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
     rc, out, _ = cli("status", "campaign.yaml", "--format", "json")
     status = json.loads(out)
     assert status["controller"]["alive"] is False and status["stale"] is True
-    assert status["trials"]["RUNNING"] == 2
-    assert {r["device"] for r in status["running"]} <= {"cpu#0", "cpu#1"}
+    # Two trial processes, and possibly the next trial already asked for (not started).
+    launched = [r for r in status["running"] if r["launched"]]
+    assert len(launched) == 2 and status["trials"]["RUNNING"] in (2, 3)
+    assert {r["device"] for r in launched} == {"cpu#0", "cpu#1"}
     assert all(r["elapsed_s"] >= 0 for r in status["running"])
 
     # 3. resume: orphans ended, stale trials failed and re-run with the same params.

@@ -75,7 +75,8 @@ def collect(config: Any) -> dict[str, Any]:
             running.append(
                 {
                     "number": t.number,
-                    "attempt": launch.get("attempt", 1),
+                    "launched": bool(launch),
+                    "attempt": launch.get("attempt", t.user_attrs.get("tuner.attempt", 1)),
                     "device": launch.get("device"),
                     "host": launch.get("host"),
                     "elapsed_s": round(now - float(started), 1),
