@@ -49,11 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
     for flag, value in (("--heartbeat", args.heartbeat), ("--stale-after", args.stale_after)):
         if value is not None and value < 1:
-            raise ConfigError(f"tuner worker: {flag} must be >= 1 second, got {value}")
+            raise ConfigError(f"{flag} must be >= 1 second, got {value}")
     if args.heartbeat and args.stale_after and args.stale_after <= args.heartbeat:
         raise ConfigError(
-            f"tuner worker: --stale-after must be > --heartbeat ({args.heartbeat}), "
-            f"got {args.stale_after}"
+            f"--stale-after must be > --heartbeat ({args.heartbeat}), got {args.stale_after}"
         )
     config = load_config(args.config)
 
