@@ -1,5 +1,6 @@
-"""``lineage runs`` (on SQLite, with its run-table cache, and on PostgreSQL) stays right while another process adds, updates and deletes runs (the
-CLI keeps a run-table cache for SQLite stores; it must never serve a stale answer)."""
+"""``lineage runs`` stays right while another process adds, updates and deletes runs, on
+SQLite (where the CLI keeps a run-table cache that must never serve a stale answer) and on
+PostgreSQL."""
 
 from __future__ import annotations
 
