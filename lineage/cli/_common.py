@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -64,4 +65,7 @@ def print_table(
         table.add_column(col, overflow="fold")
     for row in rows:
         table.add_row(*(format_cell(v) for v in row))
-    Console(soft_wrap=False).print(table)
+    # Piped output (a file, a pager, a test) has no terminal width: print wide rather than fold
+    # every cell into an unreadable 80-column grid. COLUMNS still wins when set.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
+    Console(soft_wrap=False, width=width).print(table)
