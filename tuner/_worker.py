@@ -241,9 +241,10 @@ def run_worker(
             "campaign and caches its study in memory; start every controller of a shared "
             "campaign with `tuner worker` (or use a PostgreSQL storage)"
         )
-    rdb = heartbeat_storage(url, interval=interval, grace=grace)
-    storage = optuna.storages.get_storage(rdb)
     lock = StudyLock(url, config.study_name)
+    with lock.hold():  # Optuna creates its tables on first use: racing workers would collide
+        rdb = heartbeat_storage(url, interval=interval, grace=grace)
+    storage = optuna.storages.get_storage(rdb)
     study_box: list[optuna.Study] = []
     requeued: list[tuple[int, int]] = []
 
