@@ -7,10 +7,11 @@
    ``subprocess.run`` on the same kind of storage.
 2. Controller time per trial at 1,000 trials, TPE, Optuna RDB storage on SQLite: the median
    of ask + suggest + launch bookkeeping + tell, with instant in-process trials; vs stock
-   Optuna ``ask`` + ``suggest_*`` + ``tell`` on a fresh SQLite storage. MLflow writes happen in
-   the controller's background thread and are measured separately (background ms per trial).
+   Optuna ``ask`` + ``suggest_*`` + ``tell`` on a fresh SQLite storage, the two interleaved in
+   blocks of 100 trials. MLflow writes happen in the controller's background thread and are
+   measured separately (background ms per trial).
 
-Run: ``python benchmarks/bench_tuner.py [--trials 1000] [--stock-trials 1000] [--json]``.
+Run: ``python benchmarks/bench_tuner.py [--trials 1000] [--json]``.
 Imports (mlflow, optuna) are done before any clock starts; each measurement uses a fresh
 temporary directory.
 """
@@ -153,8 +154,21 @@ class _NullRecorder:
     def close(self, *_: Any, **__: Any) -> None: ...
 
 
-def controller_per_trial(trials: int) -> dict[str, Any]:
+def _summary(ms: list[float]) -> dict[str, Any]:
+    return {
+        "median_ms": statistics.median(ms),
+        "p90_ms": sorted(ms)[int(len(ms) * 0.9)],
+        "last100_median_ms": statistics.median(ms[-100:]),
+    }
+
+
+def per_trial(trials: int, block: int = 100) -> dict[str, Any]:
+    """Both at once, in alternating blocks of ``block`` trials, so that a change of machine
+    load hits both alike: the controller continues its campaign (``tuner run`` on an existing
+    study) with a budget raised by ``block``; stock Optuna asks and tells ``block`` more."""
     import math
+
+    import optuna
 
     from tuner._controller import Controller
     from tuner.executors._inprocess import InProcessExecutor
@@ -163,51 +177,37 @@ def controller_per_trial(trials: int) -> dict[str, Any]:
         p = spec.params
         return [(0, {"value": (p["x"] - 1) ** 2 + math.log(p["y"]) ** 2 / 10 + p["n"]})], 0
 
+    ours: list[float] = []
+    stock: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        config = _config(Path(tmp), budget={"trials": trials, "max_failures": 5})
-        controller = Controller(
-            config,
-            executor=InProcessExecutor(objective, slots=1),
-            recorder=_NullRecorder(),  # type: ignore[arg-type]
-            importance=False,
-            handle_signals=False,
-            poll_interval=0.0,
-        )
-        t0 = time.perf_counter()
-        controller.run()
-        wall = time.perf_counter() - t0
-    ms = [t * 1000 for t in controller.timings]
-    return {
-        "median_ms": statistics.median(ms),
-        "p90_ms": sorted(ms)[int(len(ms) * 0.9)],
-        "last100_median_ms": statistics.median(ms[-100:]),
-        "wall_s": wall,
-    }
-
-
-def stock_per_trial(trials: int) -> dict[str, Any]:
-    import optuna
-
-    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
         study = optuna.create_study(
-            storage=f"sqlite:///{Path(tmp) / 'optuna.db'}",
-            sampler=optuna.samplers.TPESampler(seed=1),
+            storage=f"sqlite:///{work / 'stock.db'}", sampler=optuna.samplers.TPESampler(seed=1)
         )
-        ms = []
-        for _ in range(trials):
-            t0 = time.perf_counter()
-            trial = study.ask()
-            x = trial.suggest_float("x", -5, 5)
-            y = trial.suggest_float("y", 1e-4, 1.0, log=True)
-            n = trial.suggest_int("n", 1, 8)
-            trial.suggest_categorical("opt", ["sgd", "adam", "momentum"])
-            study.tell(trial, (x - 1) ** 2 + y + n)
-            ms.append((time.perf_counter() - t0) * 1000)
-    return {
-        "median_ms": statistics.median(ms),
-        "p90_ms": sorted(ms)[int(len(ms) * 0.9)],
-        "last100_median_ms": statistics.median(ms[-100:]),
-    }
+        done = 0
+        while done < trials:
+            done = min(trials, done + block)
+            config = _config(work, budget={"trials": done, "max_failures": 5})
+            controller = Controller(
+                config,
+                executor=InProcessExecutor(objective, slots=1),
+                recorder=_NullRecorder(),  # type: ignore[arg-type]
+                importance=False,
+                handle_signals=False,
+                poll_interval=0.0,
+            )
+            controller.run()
+            ours.extend(t * 1000 for t in controller.timings)
+            for _ in range(done - len(stock)):
+                t0 = time.perf_counter()
+                trial = study.ask()
+                x = trial.suggest_float("x", -5, 5)
+                y = trial.suggest_float("y", 1e-4, 1.0, log=True)
+                n = trial.suggest_int("n", 1, 8)
+                trial.suggest_categorical("opt", ["sgd", "adam", "momentum"])
+                study.tell(trial, (x - 1) ** 2 + math.log(y) ** 2 / 10 + n)
+                stock.append((time.perf_counter() - t0) * 1000)
+    return {"tuner_controller": _summary(ours), "stock_optuna_ask_tell": _summary(stock)}
 
 
 def lineage_background(trials: int = 40) -> dict[str, Any]:
@@ -244,7 +244,6 @@ def lineage_background(trials: int = 40) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=1000, help="trials for the per-trial benchmark")
-    ap.add_argument("--stock-trials", type=int, default=1000)
     ap.add_argument("--efficiency-trials", type=int, default=40)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -261,12 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         "tuner": efficiency_tuner(args.efficiency_trials, start),
         "optuna_optimize_n_jobs_2": efficiency_optuna(args.efficiency_trials, start),
     }
-    out["per_trial"] = {
-        "trials": args.trials,
-        "tuner_controller": controller_per_trial(args.trials),
-        "stock_optuna_ask_tell": stock_per_trial(args.stock_trials),
-        "stock_trials": args.stock_trials,
-    }
+    out["per_trial"] = {"trials": args.trials, **per_trial(args.trials)}
     out["lineage_background"] = lineage_background()
     out["load_avg_1m_end"] = os.getloadavg()[0]
     if args.json:
