@@ -110,6 +110,4 @@ def make_slots(
             f"got {parallel}"
         )
     count = parallel or possible
-    return [
-        Slot(i, kind, tuple(ids[i * per_trial : (i + 1) * per_trial])) for i in range(count)
-    ]
+    return [Slot(i, kind, tuple(ids[i * per_trial : (i + 1) * per_trial])) for i in range(count)]
