@@ -796,6 +796,9 @@ class Controller:
                 goal=self.config.target.goal,
                 tracking_uri=self.config.tracking_uri(),
                 where=f"tags.`tuner.campaign` = '{self.config.name}'",
+                # The tuned hyperparameters only: a trial's own lineage (optimizer.*, seeds,
+                # dataset sizes recorded by callbacks) would otherwise compete with them.
+                params=list(self.config.parameters),
                 log=True,
             )
         except Exception as exc:
