@@ -6,20 +6,51 @@ query, importance and diagnosis APIs back the ``lineage`` CLI.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from lineage._errors import LineageError, NotFoundError, QuerySyntaxError, StoreError, UsageError
-from lineage._recording import (
-    DataFingerprint,
-    Run,
-    active_run,
-    end_run,
-    log_dataset,
-    log_metric,
-    log_metrics,
-    log_params,
-    set_tags,
-    start_run,
-)
 from lineage._uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
+
+if TYPE_CHECKING:
+    from lineage._recording import (
+        DataFingerprint,
+        Run,
+        active_run,
+        end_run,
+        log_dataset,
+        log_metric,
+        log_metrics,
+        log_params,
+        set_tags,
+        start_run,
+    )
+
+# The recording API loads on first use: the CLIs import ``lineage`` for its errors and
+# store, and should not pay for the recorder's threads, signals and fingerprinting at start-up.
+_RECORDING = frozenset(
+    {
+        "DataFingerprint",
+        "Run",
+        "active_run",
+        "end_run",
+        "log_dataset",
+        "log_metric",
+        "log_metrics",
+        "log_params",
+        "set_tags",
+        "start_run",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RECORDING:
+        value = getattr(importlib.import_module("lineage._recording"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'lineage' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
