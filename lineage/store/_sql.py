@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage._secrets import mask_uri
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
@@ -120,6 +121,13 @@ class SqlRunStore(RunStore):
             for table, cols in REQUIRED_COLUMNS.items()
             for col in sorted(cols - present.get(table, set()))
         ]
+        if present and not ({"runs", "experiments"} & set(present)):
+            # Someone else's database (an Optuna study, say): falling back to MlflowClient
+            # would run MLflow's migrations and write its tables into it.
+            raise UsageError(
+                f"{mask_uri(self.uri)} is not an MLflow tracking store "
+                f"(it has tables {', '.join(sorted(present)[:5])}, but no runs or experiments)"
+            )
         if missing:
             raise SchemaMismatch(
                 f"{self.uri} is not an MLflow schema this reader knows "

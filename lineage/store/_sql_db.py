@@ -93,6 +93,7 @@ class Connection:
                 r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
             ]
             for table in tables:
+                found.setdefault(table, set())  # list every table: a foreign database shows
                 if table in REQUIRED_COLUMNS:
                     for row in self.rows(f'PRAGMA table_info("{table}")'):
                         found[table].add(str(row[1]))

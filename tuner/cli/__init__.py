@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # MLflow logs at INFO (schema creation, migrations) into the campaign's own output.
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -43,6 +46,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        # The contract is one line and an exit code, never a traceback: an error no layer
+        # below turned into a TunerError still gets one (set LINEAGE_DEBUG=1 for the trace).
+        if os.environ.get("LINEAGE_DEBUG"):
+            raise
+        print(f"tuner {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    from lineage._secrets import mask_uri
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return mask_uri(f"{type(exc).__name__}: {text}")[:500]
 
 
 if __name__ == "__main__":  # pragma: no cover
