@@ -15,6 +15,7 @@ may see:
 from __future__ import annotations
 
 import glob
+import os
 import re
 import shutil
 import subprocess
@@ -55,17 +56,33 @@ def _run(argv: Sequence[str]) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
+def _allowed(found: list[str], variable: str) -> list[str]:
+    """The devices this controller was given: under Slurm, a shared node or a wrapper that
+    set ``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES``, trials must stay inside
+    that set (the ids are physical, as each trial's runtime reads them afresh)."""
+    given = os.environ.get(variable)
+    if given is None:
+        return found
+    listed = [d.strip() for d in given.split(",") if d.strip()]
+    if not all(d.isdigit() for d in listed):
+        return found  # UUIDs or MIG names: no index to intersect with
+    return [d for d in listed if d in found]
+
+
 def _cuda_devices() -> list[str]:
-    return [m.group(1) for m in re.finditer(r"^GPU (\d+):", _run(["nvidia-smi", "-L"]), re.M)]
+    out = _run(["nvidia-smi", "-L"])
+    return _allowed(
+        [m.group(1) for m in re.finditer(r"^GPU (\d+):", out, re.M)], "CUDA_VISIBLE_DEVICES"
+    )
 
 
 def _ascend_devices() -> list[str]:
     out = _run(["npu-smi", "info", "-l"])
     ids = re.findall(r"NPU ID\s*:\s*(\d+)", out)
-    if ids:
-        return ids
-    nodes = (re.fullmatch(r"/dev/davinci(\d+)", p) for p in glob.glob("/dev/davinci*"))
-    return sorted((m.group(1) for m in nodes if m), key=int)
+    if not ids:
+        nodes = (re.fullmatch(r"/dev/davinci(\d+)", p) for p in glob.glob("/dev/davinci*"))
+        ids = sorted((m.group(1) for m in nodes if m), key=int)
+    return _allowed(ids, "ASCEND_RT_VISIBLE_DEVICES")
 
 
 def detect_devices(kind: str | None = None) -> tuple[str, list[str]]:
