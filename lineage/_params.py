@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lineage._errors import UsageError
-from lineage._secrets import MASK, is_secret_name, mask_uri
+from lineage._secrets import MASK, is_secret_name, mask_nested, mask_uri
 
 TYPES_TAG = "lineage.param_types"
 MAX_KEY_LENGTH = 250  # MLflow's MAX_ENTITY_KEY_LENGTH
@@ -99,9 +99,9 @@ def encode(key: str, value: Any) -> tuple[str, str]:
     elif isinstance(value, str):
         text, kind = mask_uri(value), "str"
     elif isinstance(value, list | tuple):
-        text, kind = json.dumps(_jsonable(value), allow_nan=True), "list"
+        text, kind = json.dumps(mask_nested(_jsonable(value)), allow_nan=True), "list"
     elif isinstance(value, Mapping):  # an empty mapping (non-empty ones are flattened)
-        text, kind = json.dumps(_jsonable(value)), "dict"
+        text, kind = json.dumps(mask_nested(_jsonable(value))), "dict"
     else:
         text, kind = mask_uri(str(value)), "str"
     if len(text) > MAX_PARAM_VALUE_LENGTH:

@@ -4,14 +4,20 @@ Rule: a value is secret when its name (an environment variable, a ``--flag``, a 
 contains PASSWORD, PASSWD, SECRET, CREDENTIAL or PASSPHRASE, or has TOKEN, KEY or AUTH as a
 word (``HF_TOKEN``, ``api-key``, ``apiKey``, ``accessToken``, ``hftoken``; not
 ``tokenizer``, ``max_tokens``, ``monkey`` or ``author``), case-insensitive; or when it is
-the password part of a URI (``scheme://user:password@host``). Secret values are replaced by
-``MASK``; their names stay so that the record still says the setting was present.
+the password part of a URI (``scheme://user:password@host``, a password holding ``@``
+included), or the value of a secret-named URL query parameter (``?token=...``,
+``&api_key=...``). Secret values are replaced by ``MASK``; their names stay so that the record
+still says the setting was present. Free text (a trial's output) is scrubbed with
+:func:`scrub_text`, which also replaces every known secret value literally.
+
+The short flag ``-p VALUE`` is not treated as secret: ``-p`` is a port, a path or a prefix in
+most tools, and masking it would hide ordinary settings.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 MASK = "****"
@@ -27,7 +33,15 @@ _SECRET_SUFFIXES = ("token", "apikey", "accesskey", "secretkey", "authkey", "ssh
 _NOT_SECRET = re.compile(
     r"^(KEYS?|SORT_KEY|PRIMARY_KEY|KEY_METRIC|METRIC_KEY|MONITOR_KEY)$", re.IGNORECASE
 )
-_URI_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?=@)")
+# The password runs up to the LAST ``@`` of the authority (``user:p@ss@host``): the ``@`` that
+# ends it is followed by no other ``@`` before whitespace or the path/query/fragment.
+_URI_PASSWORD = re.compile(
+    r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^\s]+?)(?=@(?![^\s/?#]*@))"
+)
+# ``?name=value`` / ``&name=value`` / ``;name=value`` in a URL; the name decides.
+_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.\-]+)=)(?P<value>[^&#;\s\"'<>]*)")
+#: Known secret values shorter than this are not replaced in free text (too many false hits).
+MIN_SECRET_LENGTH = 4
 
 
 def _words(name: str) -> list[str]:
@@ -51,27 +65,47 @@ def is_secret_name(name: str) -> bool:
 
 
 def mask_uri(text: str) -> str:
-    """Replace the password of every ``scheme://user:password@host`` inside ``text``."""
-    return _URI_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+    """Replace the password of every ``scheme://user:password@host`` inside ``text`` and the
+    value of every secret-named query parameter (``?token=...``, ``&api_key=...``)."""
+    text = _URI_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+    if "=" not in text:
+        return text
+    return _QUERY_PARAM.sub(
+        lambda m: (
+            m.group("head") + MASK
+            if m.group("value") and is_secret_name(m.group("name"))
+            else m.group(0)
+        ),
+        text,
+    )
+
+
+def mask_nested(value: Any) -> Any:
+    """``value`` with secrets masked at any depth: mappings by key name, lists item by item,
+    strings by :func:`mask_uri`."""
+    if isinstance(value, Mapping):
+        return mask_mapping(value)
+    if isinstance(value, list):
+        return [mask_nested(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(mask_nested(v) for v in value)
+    if isinstance(value, str):
+        return mask_uri(value)
+    return value
 
 
 def mask_value(name: str, value: Any) -> Any:
     """Mask ``value`` if ``name`` is secret; otherwise mask URI passwords inside strings."""
     if is_secret_name(name):
         return MASK
-    if isinstance(value, str):
-        return mask_uri(value)
-    return value
+    return mask_nested(value)
 
 
 def mask_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``values`` (nested mappings included) with secret values masked."""
     out: dict[str, Any] = {}
     for name, value in values.items():
-        if isinstance(value, Mapping) and not is_secret_name(str(name)):
-            out[name] = mask_mapping(value)
-        else:
-            out[name] = mask_value(str(name), value)
+        out[name] = mask_value(str(name), value)
     return out
 
 
@@ -99,3 +133,40 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
         else:
             out.append(mask_uri(arg))
     return out
+
+
+def secret_values(argv: Sequence[str] = (), env: Mapping[str, Any] | None = None) -> frozenset[str]:
+    """The secret values a command line and an environment hold (for :func:`scrub_text`):
+    values of secret-named variables, ``--secret-flag VALUE``/``--secret-flag=VALUE`` and
+    ``SECRET_NAME=VALUE`` arguments."""
+    found: set[str] = set()
+    for name, value in (env or {}).items():
+        if isinstance(value, str) and is_secret_name(str(name)):
+            found.add(value)
+    take_next = False
+    for arg in argv:
+        if take_next:
+            found.add(arg)
+            take_next = False
+        elif arg.startswith("-") and "=" in arg:
+            flag, _, value = arg.partition("=")
+            if is_secret_name(flag):
+                found.add(value)
+        elif arg.startswith("-") and is_secret_name(arg):
+            take_next = True
+        elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", arg):
+            name, _, value = arg.partition("=")
+            if is_secret_name(name):
+                found.add(value)
+    return frozenset(v for v in found if len(v) >= MIN_SECRET_LENGTH)
+
+
+def scrub_text(text: str, secrets: Iterable[str]) -> str:
+    """Free text (a process's output) with URI passwords, secret query parameters and every
+    known secret value (non-empty, at least ``MIN_SECRET_LENGTH`` characters) masked."""
+    text = mask_uri(text)
+    for secret in sorted(
+        {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True
+    ):
+        text = text.replace(secret, MASK)
+    return text

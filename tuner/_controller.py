@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import socket
 import threading
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lineage._secrets import scrub_text, secret_values
 from tuner import _procs
 from tuner._campaign import CampaignDir
 from tuner._errors import BudgetExhausted, ConfigError, TunerError
@@ -84,6 +86,9 @@ class RunningTrial:
     reported_steps: set[int] = field(default_factory=set)
     prune_reason: str | None = None
     last_check: float = 0.0
+    #: Secret values the attempt received (argv flags, env); masked out of its output and
+    #: fail reason before they are recorded.
+    secrets: frozenset[str] = frozenset()
 
     @property
     def number(self) -> int:
@@ -492,6 +497,7 @@ class Controller:
         collectors.append(MlflowRunCollector(self._recorder.latest_metrics))
         params = dict(spec.params)
         rt = RunningTrial(trial, handle, params, spec.attempt, run_id, collectors, device)
+        rt.secrets = secret_values(spec.argv, {**os.environ, **spec.env})
         self.running[trial.number] = rt
         launch = {
             **handle.process_info(),
@@ -599,6 +605,8 @@ class Controller:
         assert self.study is not None and self._recorder is not None
         self.running.pop(rt.number, None)
         state, values, reason = self._judge(rt, outcome)
+        if reason:
+            reason = scrub_text(reason, rt.secrets)
         rt.state = rt.state.to(state)
         storage, trial_id = self.study._storage, rt.trial._trial_id
         tags = {
@@ -658,7 +666,7 @@ class Controller:
                 rt.run_id,
                 status=state.mlflow_status,
                 tags=tags,
-                output_tail=_tail_text(outcome),
+                output_tail=scrub_text(_tail_text(outcome), rt.secrets),
             )
         self._notify(force=True)
 
@@ -712,7 +720,7 @@ class Controller:
                     rt.run_id,
                     status="KILLED",
                     tags={"tuner.state": "FAIL", "tuner.fail_reason": reason},
-                    output_tail=_tail_text(outcome) if outcome else "",
+                    output_tail=scrub_text(_tail_text(outcome), rt.secrets) if outcome else "",
                 )
 
     # ----- reporting -----------------------------------------------------------------------

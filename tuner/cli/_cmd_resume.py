@@ -22,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from lineage._secrets import mask_uri
     from tuner._errors import ConfigError
     from tuner.cli._cmd_run import execute
     from tuner.cli._cmd_status import study_exists
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if not study_exists(config):
         raise ConfigError(
-            f"{args.config}: no campaign {config.name!r} in {config.optuna_storage_url()} "
+            f"{args.config}: no campaign {config.name!r} in {mask_uri(config.optuna_storage_url())} "
             "to resume; start it with `tuner run`"
         )
     return execute(config, quiet=args.quiet, resume=True)

@@ -45,6 +45,7 @@ def study_exists(config: Any) -> bool:
 
 def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
+    from lineage._secrets import mask_uri
     from tuner._campaign import CampaignDir
     from tuner._controller import LAUNCH_ATTR, best_of
     from tuner._errors import ConfigError
@@ -53,7 +54,7 @@ def collect(config: Any) -> dict[str, Any]:
     if not study_exists(config):
         raise ConfigError(
             f"{config.source_path or config.name}: no campaign {config.name!r} in "
-            f"{config.optuna_storage_url()} yet; start it with `tuner run`"
+            f"{mask_uri(config.optuna_storage_url())} yet; start it with `tuner run`"
         )
     import optuna
 

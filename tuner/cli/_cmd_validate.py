@@ -53,8 +53,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(config: CampaignConfig) -> dict[str, Any]:
+    """What ``--format json`` prints; secrets (env values, secret flags, URI passwords) masked."""
+    from lineage._secrets import mask_argv, mask_mapping, mask_uri
     from tuner._space import sampling_order
 
+    dumped = mask_mapping(config.model_dump(mode="json"))
+    if isinstance(dumped.get("command"), list):
+        dumped["command"] = mask_argv([str(a) for a in config.command])
     return {
         "valid": True,
         "file": str(config.source_path),
@@ -63,10 +68,10 @@ def summary(config: CampaignConfig) -> dict[str, Any]:
         "experiment": config.experiment,
         "directions": config.directions,
         "metrics": config.metric_names,
-        "tracking_uri": config.tracking_uri(),
-        "storage": config.optuna_storage_url(),
+        "tracking_uri": mask_uri(config.tracking_uri()),
+        "storage": mask_uri(config.optuna_storage_url()),
         "sampling_order": sampling_order(config),
-        "config": config.model_dump(mode="json"),
+        "config": dumped,
     }
 
 
@@ -91,6 +96,7 @@ def _duration(seconds: float | None) -> str:
 
 
 def _print_table(config: CampaignConfig) -> None:
+    from lineage._secrets import mask_argv, mask_mapping, mask_uri
     from lineage.cli._common import print_table
 
     b, t, s, r = config.budget, config.trial, config.sampler, config.resources
@@ -98,13 +104,13 @@ def _print_table(config: CampaignConfig) -> None:
     devices = r.devices if r.devices == "auto" else ",".join(str(d) for d in r.devices)
     sampler = s.name + (f" (seed {s.seed})" if s.seed is not None else "")
     if s.options:
-        sampler += " " + json.dumps(s.options, default=str)
+        sampler += " " + json.dumps(mask_mapping(s.options), default=str)
     pruner: str = config.pruner.name
     if config.pruner.options:
-        pruner += " " + json.dumps(config.pruner.options, default=str)
+        pruner += " " + json.dumps(mask_mapping(config.pruner.options), default=str)
     rows = [
         ("name", config.name),
-        ("command", shlex.join(config.command)),
+        ("command", shlex.join(mask_argv(list(config.command)))),
         ("workdir", str(config.workdir)),
         ("objective", goals),
         (
@@ -123,8 +129,8 @@ def _print_table(config: CampaignConfig) -> None:
             f"kind {r.kind}, devices {devices}, {r.per_trial} per trial, {r.parallel} in parallel "
             f"({config.executor.name} executor)",
         ),
-        ("lineage", f"{config.tracking_uri()} (experiment {config.experiment})"),
-        ("storage", config.optuna_storage_url()),
+        ("lineage", f"{mask_uri(config.tracking_uri())} (experiment {config.experiment})"),
+        ("storage", mask_uri(config.optuna_storage_url())),
     ]
     if config.metrics:
         rows.append(("stdout metrics", ", ".join(config.metrics)))
