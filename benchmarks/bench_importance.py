@@ -27,7 +27,6 @@ import argparse
 import json
 import math
 import resource
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _mlflow_bulk import bulk_insert
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,25 +170,7 @@ def build_store(path: Path, experiment: str, rows: list[tuple[dict[str, str], fl
         metrics.append(("y", y, end, run_id, 0, 0))
         latest.append(("y", y, end, 0, 0, run_id))
         tags.append(("mlflow.runName", f"run-{i}", run_id))
-    with sqlite3.connect(path) as db:
-        db.executemany(
-            "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, "
-            "user_id, status, start_time, end_time, source_version, lifecycle_stage, "
-            "artifact_uri, experiment_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            runs,
-        )
-        db.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?,?,?)", params)
-        db.executemany(
-            "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
-            "VALUES (?,?,?,?,?,?)",
-            metrics,
-        )
-        db.executemany(
-            "INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
-            "VALUES (?,?,?,?,?,?)",
-            latest,
-        )
-        db.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?,?,?)", tags)
+    bulk_insert(path, runs=runs, params=params, metrics=metrics, latest=latest, tags=tags)
     check = client.get_run(runs[-1][0])
     assert check.data.params == rows[-1][0] and check.data.metrics == {"y": rows[-1][1]}
     return uri

@@ -20,13 +20,14 @@ import os
 import random
 import resource
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
+
+from _mlflow_bulk import bulk_insert
 
 ROOT = Path(__file__).resolve().parents[1]
 WHERE = "params.optimizer = 'adam' and metrics.val_loss < 0.5"
@@ -99,25 +100,7 @@ def build_store(path: Path, n_runs: int, seed: int = 0) -> None:
                 ("mlflow.source.type", "LOCAL", run_id),
             ]
         )
-    with sqlite3.connect(tmp) as db:
-        db.executemany(
-            "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, "
-            "user_id, status, start_time, end_time, source_version, lifecycle_stage, "
-            "artifact_uri, experiment_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            runs,
-        )
-        db.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?,?,?)", params)
-        db.executemany(
-            "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
-            "VALUES (?,?,?,?,?,?)",
-            metrics,
-        )
-        db.executemany(
-            "INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
-            "VALUES (?,?,?,?,?,?)",
-            latest,
-        )
-        db.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?,?,?)", tags)
+    bulk_insert(tmp, runs=runs, params=params, metrics=metrics, latest=latest, tags=tags)
     # MLflow must read the bulk rows back exactly as if it had written them.
     check = client.get_run(runs[-1][0])
     assert check.data.params == dict((k, v) for k, v, r in params if r == runs[-1][0])
