@@ -98,6 +98,9 @@ def efficiency_optuna(trials: int, start: float) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp:
         storage = f"sqlite:///{Path(tmp) / 'optuna.db'}"
+        # The clock starts before the study is created, as the tuner's covers opening its
+        # storage and creating its study.
+        t0 = time.perf_counter()
         study = optuna.create_study(
             storage=storage, sampler=optuna.samplers.TPESampler(seed=1, constant_liar=True)
         )
@@ -115,7 +118,6 @@ def efficiency_optuna(trials: int, start: float) -> dict[str, Any]:
             )
             return float(out.stdout.split()[-1])
 
-        t0 = time.perf_counter()
         study.optimize(objective, n_trials=trials, n_jobs=2)
         wall = time.perf_counter() - t0
     ideal = trials / 2 * (0.5 + start)
@@ -256,6 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     start = interpreter_start()
     out: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0]}
     out["interpreter_start_s"] = start
+    # One untimed 2-trial campaign each first: both sides are then timed with their libraries
+    # imported (Python's one-time module loading is not scheduling). The tuner's timed region
+    # still includes opening its stores, creating the study and the MLflow parent run, which
+    # the Optuna side does before its clock starts.
+    efficiency_tuner(2, start)
+    efficiency_optuna(2, start)
     out["efficiency"] = {
         "tuner": efficiency_tuner(args.efficiency_trials, start),
         "optuna_optimize_n_jobs_2": efficiency_optuna(args.efficiency_trials, start),
