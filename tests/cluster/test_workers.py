@@ -115,9 +115,12 @@ def test_kill_9_of_a_worker_mid_trial_is_recovered_by_a_survivor(
     while time.monotonic() < deadline and not running:
         time.sleep(0.5)
         try:
-            running = _study(pg_storage).get_trials(states=(optuna.trial.TrialState.RUNNING,))
+            held = _study(pg_storage).get_trials(states=(optuna.trial.TrialState.RUNNING,))
         except KeyError:  # the study does not exist yet
             continue
+        # Only a trial whose process was launched: a worker also holds one asked for ahead of
+        # a free slot, RUNNING in Optuna but not started yet.
+        running = [t for t in held if "tuner.launch" in t.user_attrs]
     assert running, (tmp_path / "victim.log").read_text()[-3000:]
     doomed = running[0]
     victim.send_signal(signal.SIGKILL)
@@ -141,7 +144,10 @@ def test_kill_9_of_a_worker_mid_trial_is_recovered_by_a_survivor(
     # The dead worker's MLflow run of that trial was ended, with the reason.
     from mlflow.tracking import MlflowClient
 
-    run_id = stale[0].user_attrs["tuner.launch"]["run_id"]
+    # The trial seen running was launched; another one the victim held may only have been
+    # asked for ahead of a free slot (RUNNING in Optuna, never started, so no launch record).
+    seen = next(t for t in stale if t.number == doomed.number)
+    run_id = seen.user_attrs["tuner.launch"]["run_id"]
     run = MlflowClient(tracking_uri=mlflow_server.url).get_run(run_id)
     assert run.info.status == "FAILED"
     assert "no heartbeat" in run.data.tags["tuner.fail_reason"]
