@@ -149,17 +149,7 @@ def _draw_numeric(ax: Axes, data: ScatterData) -> None:
         tx, ty = data.trend
         ax.plot(tx, ty, color="#333333", linewidth=1.4, label="median by bin")
     if data.best_x is not None:
-        ax.scatter(
-            [data.best_x],
-            [data.best_y],
-            marker="*",
-            s=180,
-            color=BEST,
-            zorder=5,
-            edgecolors="white",
-            linewidths=0.6,
-            label="best run",
-        )
+        _mark_best(ax, data.best_x, data.best_y)
     label = f"{data.name}{' (log scale)' if data.log else ''}"
     if data.n_missing:
         label += f"   ({data.n_missing} runs without {data.name} not shown)"
@@ -193,17 +183,7 @@ def _draw_categorical(ax: Axes, data: ScatterData) -> None:
         zorder=3,
     )
     if data.best_code is not None:
-        ax.scatter(
-            [data.best_code],
-            [data.best_y],
-            marker="*",
-            s=180,
-            color=BEST,
-            zorder=5,
-            edgecolors="white",
-            linewidths=0.6,
-            label="best run",
-        )
+        _mark_best(ax, data.best_code, data.best_y)
     labels = [f"{c}\n(n={len(g)})" for c, g in zip(data.categories, groups, strict=True)]
     ax.set_xticks(positions, labels=labels, fontsize=8.5)
     ax.set_xlabel(data.name)
@@ -231,3 +211,17 @@ def save_target_distribution(result: ImportanceResult, path: Path) -> Path:
     _tidy(ax)
     ax.legend(fontsize=8.5, frameon=False)
     return _save(fig, path)
+
+
+def _mark_best(ax: Any, x: Any, y: Any) -> None:
+    ax.scatter(
+        [x],
+        [y],
+        marker="*",
+        s=180,
+        color=BEST,
+        zorder=5,
+        edgecolors="white",
+        linewidths=0.6,
+        label="best run",
+    )
