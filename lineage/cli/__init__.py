@@ -4,7 +4,8 @@ Each subcommand lives in its own module ``lineage/cli/_cmd_<name>.py`` that defi
 ``register(subparsers)``; the parser it adds sets ``handler=<callable(args) -> int>``.
 Modules are discovered here, so a new command is one new file. They must import heavy
 libraries (mlflow, sklearn, matplotlib) inside their handler, not at module level, so that
-``lineage --help`` and the fast query paths start quickly.
+``lineage --help`` and the fast query paths start quickly. A call that names its command
+(``lineage runs ...``) loads only that command's module.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
 
@@ -21,14 +21,26 @@ from lineage._errors import LineageError
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    """The subcommands, from the ``_cmd_<name>.py`` files beside this one."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return sorted(
+        f[len("_cmd_") : -len(".py")]
+        for f in os.listdir(here)
+        if f.startswith("_cmd_") and f.endswith(".py")
+    )
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``command`` (one of :func:`command_names`), a parser holding
+    that subcommand only, which spares loading the others."""
     parser = argparse.ArgumentParser(
         prog="lineage",
         description="Hyperparameter lineage over MLflow: runs, show, diff, importance, diagnose.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("_cmd_"))
-    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
+    names = [command] if command is not None else command_names()
+    modules = [importlib.import_module(f"{__name__}._cmd_{name}") for name in names]
     for module in sorted(modules, key=lambda m: getattr(m, "ORDER", 100)):
         module.register(subparsers)
     return parser
@@ -39,8 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # retries with backoff (minutes); the user's own settings win.
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    named = argv[0] if argv and argv[0] in command_names() else None
+    args = build_parser(named).parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except LineageError as exc:

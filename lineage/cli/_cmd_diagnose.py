@@ -4,7 +4,6 @@ overfitting, unreasonable hyperparameters...) and say what to try next."""
 from __future__ import annotations
 
 import argparse
-import textwrap
 from typing import Any
 
 from lineage._errors import UsageError
@@ -124,6 +123,8 @@ def _window(evidence: dict[str, Any]) -> str:
 
 
 def _print_report(results: list[tuple[Any, list[Any]]]) -> None:
+    import textwrap
+
     from rich.console import Console
     from rich.table import Table
 

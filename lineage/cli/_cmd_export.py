@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from typing import Any, TextIO
@@ -60,6 +59,8 @@ def _write_text(out: TextIO, fmt: str, headers: list[str], table: list[Any], run
     from lineage.query._table import run_to_dict
 
     if fmt == "csv":
+        import csv
+
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(headers)
         for row in table:

@@ -7,7 +7,6 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any, TextIO
 
 from lineage.cli._common import add_common, print_csv, print_table
@@ -122,8 +121,13 @@ def run(args: argparse.Namespace) -> int:
 
 def write_json_list(objects: Iterable[dict[str, Any]], out: TextIO | None = None) -> None:
     """A JSON list, one object per line: valid JSON, and fast (C encoder, one write)."""
-    encode = json.JSONEncoder(default=str).encode
-    lines = [encode(_finite(obj)) for obj in objects]
+    encode = json.JSONEncoder(default=str, allow_nan=False).encode
+    lines = []
+    for obj in objects:
+        try:
+            lines.append(encode(obj))
+        except ValueError:  # NaN or an infinity somewhere: rare, so checked only then
+            lines.append(encode(_finite(obj)))
     (out or sys.stdout).write("[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n")
 
 
@@ -180,4 +184,6 @@ def short_headers(fields: Sequence[Any]) -> list[str]:
 def format_time(ms: int | None) -> str:
     if ms is None:
         return ""
+    from datetime import datetime
+
     return datetime.fromtimestamp(ms / 1000.0).strftime("%Y-%m-%d %H:%M:%S")

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage._errors import LineageError, UsageError
 from lineage.cli._common import add_common
+
+if TYPE_CHECKING:
+    import subprocess
 
 ORDER = 90
 
@@ -46,6 +44,8 @@ def register(subparsers: Any) -> None:
 
 def server_command(uri: str, host: str, port: int, artifact_root: str | None) -> list[str]:
     """The ``mlflow server`` command line for a tracking URI."""
+    from pathlib import Path
+
     from lineage._uri import is_sql_uri
 
     scheme = uri.split(":", 1)[0].lower()
@@ -81,6 +81,8 @@ def server_command(uri: str, host: str, port: int, artifact_root: str | None) ->
 
 
 def _port_free(host: str, port: int) -> bool:
+    import socket
+
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         try:
             sock.bind((host, port))
@@ -100,6 +102,9 @@ def _answers(url: str) -> bool:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+    import subprocess
+
     if proc.poll() is not None:
         return
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
@@ -115,6 +120,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: every command module loads for each `lineage` call.
+    import signal
+    import subprocess
+    import time
+
     from lineage._uri import resolve_tracking_uri
 
     uri = resolve_tracking_uri(args.tracking_uri)

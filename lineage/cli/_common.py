@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -40,6 +39,8 @@ def print_json(obj: Any) -> None:
 
 
 def print_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    import csv
+
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:

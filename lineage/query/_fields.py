@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lineage._errors import UsageError
 from lineage.store import RunRecord
@@ -36,8 +35,7 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     """``kind`` is ``params``, ``metrics``, ``tags`` or ``attributes``; ``key`` the name."""
 
     kind: str

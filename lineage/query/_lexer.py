@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lineage._errors import QuerySyntaxError
 
@@ -14,8 +14,7 @@ _FIELD_PREFIXES = frozenset(
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/:")
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """``kind``: ``field`` (value = (prefix|None, key)), ``string``, ``number``, ``op``,
     ``kw`` (lower-cased keyword), ``(``, ``)``, ``,`` or ``end``."""
 

@@ -25,8 +25,6 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, cast
 
 from lineage._errors import QuerySyntaxError, UsageError
@@ -45,7 +43,23 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {
 
 
 class Node:
-    """A parsed expression: ``fields()`` it reads, ``compile()`` into a predicate."""
+    """A parsed expression: ``fields()`` it reads, ``compile()`` into a predicate.
+
+    Plain classes, not dataclasses: see ``lineage/store/_records.py``."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        values = ", ".join(repr(getattr(self, name)) for name in self._fields)
+        return f"{type(self).__name__}({values})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._fields)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def fields(self) -> Iterator[Field]:
         raise NotImplementedError
@@ -54,10 +68,13 @@ class Node:
         raise NotImplementedError
 
 
-@dataclass
 class BoolOp(Node):
-    op: str  # "and" | "or"
-    items: list[Node]
+    _fields = ("op", "items")
+    __slots__ = _fields
+
+    def __init__(self, op: str, items: list[Node]) -> None:
+        self.op = op  # "and" | "or"
+        self.items = items
 
     def fields(self) -> Iterator[Field]:
         for item in self.items:
@@ -70,9 +87,12 @@ class BoolOp(Node):
         return lambda run: any(p(run) for p in preds)
 
 
-@dataclass
 class Not(Node):
-    item: Node
+    _fields = ("item",)
+    __slots__ = _fields
+
+    def __init__(self, item: Node) -> None:
+        self.item = item
 
     def fields(self) -> Iterator[Field]:
         yield from self.item.fields()
@@ -82,12 +102,15 @@ class Not(Node):
         return lambda run: not pred(run)
 
 
-@dataclass
 class Compare(Node):
-    field: Field
-    op: str  # = != < <= > >= in like ilike null
-    values: list[Any]
-    negate: bool = False  # for in / like / null
+    _fields = ("field", "op", "values", "negate")
+    __slots__ = _fields
+
+    def __init__(self, field: Field, op: str, values: list[Any], negate: bool = False) -> None:
+        self.field = field
+        self.op = op  # = != < <= > >= in like ilike null
+        self.values = values
+        self.negate = negate  # for in / like / null
 
     def fields(self) -> Iterator[Field]:
         yield self.field
@@ -139,6 +162,8 @@ def coerce_literal(field: Field, kind: str, literal: Any) -> Any:
         return number
     if field.key in ("start_time", "end_time"):
         try:
+            from datetime import datetime
+
             return datetime.fromisoformat(str(literal)).timestamp() * 1000.0
         except ValueError:
             pass

@@ -15,36 +15,36 @@ process were inside a write transaction. A CLI process has no such connection.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import marshal
 import os
-import tempfile
-from pathlib import Path
+import zlib
 from typing import Any
 
-FORMAT = 1
-Key = tuple[int, ...]
+FORMAT = 2
+Key = tuple[Any, ...]
 
 
-def cache_dir() -> Path | None:
+def cache_dir() -> str | None:
     """``$LINEAGE_CACHE_DIR``, else ``$XDG_CACHE_HOME/lineage``, else ``~/.cache/lineage``;
     ``None`` when ``LINEAGE_NO_CACHE`` is set."""
     if os.environ.get("LINEAGE_NO_CACHE"):
         return None
     explicit = os.environ.get("LINEAGE_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "lineage"
+    return os.path.join(base, "lineage")
 
 
 class RunTableCache:
     """The cached run table of one SQLite database file."""
 
-    def __init__(self, db_path: str, directory: Path) -> None:
+    def __init__(self, db_path: str, directory: str) -> None:
         self.db_path = os.path.abspath(db_path)
-        digest = hashlib.sha1(self.db_path.encode()).hexdigest()[:20]
-        self.file = directory / f"runs-{digest}.marshal"
+        # The name only spreads files apart; the key, which holds the path, decides reuse.
+        data = self.db_path.encode()
+        self.directory = directory
+        self.file = os.path.join(directory, f"runs-{zlib.crc32(data):08x}{zlib.adler32(data):08x}")
 
     def key(self) -> Key | None:
         """The database's current version, or ``None`` if it cannot be trusted (WAL mode)."""
@@ -61,23 +61,34 @@ class RunTableCache:
             return None  # not a rollback-journal database: the counter is not maintained
         counter = int.from_bytes(header[24:28], "big")
         cookie = int.from_bytes(header[40:44], "big")
-        return (FORMAT, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, counter, cookie)
+        return (
+            FORMAT,
+            self.db_path,
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            counter,
+            cookie,
+        )
 
-    def load(self, key: Key) -> list[Any] | None:
+    def load(self, key: Key) -> Any:
+        """What :meth:`save` stored at ``key``, or ``None``."""
         try:
-            data = self.file.read_bytes()
-            stored_key, rows = marshal.loads(data)
+            with open(self.file, "rb") as f:
+                stored_key, value = marshal.load(f)
         except (OSError, EOFError, ValueError, TypeError):
             return None
-        return rows if tuple(stored_key) == key else None
+        return value if tuple(stored_key) == key else None
 
-    def save(self, key: Key, rows: list[Any]) -> None:
+    def save(self, key: Key, value: Any) -> None:
+        """Store ``value`` (marshal-able) at ``key``, atomically; errors are ignored."""
+        tmp = f"{self.file}.{os.getpid()}.tmp"
         try:
-            self.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".runs-")
-            with os.fdopen(fd, "wb") as out:
-                marshal.dump((key, rows), out)
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            with open(tmp, "xb") as out:
+                marshal.dump((key, value), out)
             os.replace(tmp, self.file)
         except (OSError, ValueError):
-            with contextlib.suppress(OSError, UnboundLocalError):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)

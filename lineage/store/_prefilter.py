@@ -2,18 +2,20 @@
 
 A prefilter is a *necessary* condition: a run that fails it cannot match the caller's
 filter, but a store may ignore it (or any part of it) and return more runs; the caller
-still applies its exact filter. The SQL store turns it into ``EXISTS`` clauses, so a
+still applies its exact filter. The SQL store turns it into ``IN (SELECT ...)`` clauses, so a
 selective ``--where`` reads only the runs that can match.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+# NamedTuples, not dataclasses, here and in the other modules a `lineage runs` call loads:
+# importing ``dataclasses`` (it imports ``inspect``) and building each class costs that
+# command ~20 ms of its start-up.
 
 
-@dataclass(frozen=True, slots=True)
-class KeyCondition:
+class KeyCondition(NamedTuple):
     """The run has ``key`` among its ``kind`` (params, metrics, tags); with ``op``, its value
     also satisfies ``value op values[0]`` (``in``: equals one of ``values``). Metric values
     are numbers; param and tag values are compared as exact text (``=``/``in`` only)."""
@@ -24,8 +26,7 @@ class KeyCondition:
     values: tuple[Any, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class AttrCondition:
+class AttrCondition(NamedTuple):
     """``column`` (status, start_time, end_time) ``op`` ``values``; statuses upper-case,
     times in milliseconds."""
 
@@ -34,13 +35,11 @@ class AttrCondition:
     values: tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class AllOf:
+class AllOf(NamedTuple):
     items: tuple[Prefilter, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class AnyOf:
+class AnyOf(NamedTuple):
     items: tuple[Prefilter, ...]
 
 

@@ -4,13 +4,12 @@ MLflow's own ``search_runs`` builds ORM objects for every param, metric and tag 
 reading the same rows with plain SQL is an order of magnitude faster and needs no
 ``import mlflow``. Each call reads afresh, so other writers are always visible (the optional
 run-table cache of ``_cache.py`` is checked against SQLite's change counter first). A
-selective ``--where`` arrives as a prefilter and becomes ``EXISTS`` clauses. The schema is checked when the store opens; a store whose tables do not look like MLflow's
+selective ``--where`` arrives as a prefilter and becomes ``IN (SELECT ...)`` clauses. The schema is checked when the store opens; a store whose tables do not look like MLflow's
 raises :class:`SchemaMismatch` and ``open_store`` falls back to ``MlflowClient``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -29,7 +28,7 @@ from lineage.store._sql_db import (
     one_line,
     sqlite_path,
 )
-from lineage.store._sql_rows import assemble, assemble_folded, to_row
+from lineage.store._sql_rows import assemble, assemble_folded, assemble_json
 
 __all__ = ["REQUIRED_COLUMNS", "SchemaMismatch", "SqlRunStore", "sqlite_path"]
 
@@ -64,8 +63,10 @@ def _prefilter_sql(pf: Prefilter) -> tuple[str, list[Any]]:
     if isinstance(pf, AttrCondition):
         column = _ATTR_COLUMNS[pf.column]
         return _value_test(column, pf.op, pf.values)
+    # An uncorrelated ``IN (SELECT ...)``: SQLite walks the (key, run_uuid) primary key once
+    # and probes runs by id, 2x faster than a correlated EXISTS probing every run.
     table = _KEY_TABLES[pf.kind]
-    sql = f"EXISTS (SELECT 1 FROM {table} x WHERE x.run_uuid = r.run_uuid AND x.key = ?"
+    sql = f"r.run_uuid IN (SELECT x.run_uuid FROM {table} x WHERE x.key = ?"
     args: list[Any] = [pf.key]
     if pf.op is not None:
         test, test_args = _value_test("x.value", pf.op, pf.values)
@@ -152,18 +153,19 @@ class SqlRunStore(RunStore):
         return [Experiment(str(i), str(n)) for i, n in rows]
 
     def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
-        if self._cache is None:
+        if self._cache is None or not self._db.json_agg:
             return self._read_runs(experiments)
         # Read the header before and after the query, outside any transaction: the table is
         # cached only if no write landed in between (same counter), so it is the snapshot.
+        # What is cached is what SQLite returned (one JSON text, a few rows): saving and
+        # loading it costs a few milliseconds, where marshalled records cost ~100.
         key = self._cache.key()
-        rows = self._cache.load(key) if key is not None else None
-        if rows is None:
-            records = self._read_runs(None)
+        raw = self._cache.load(key) if key is not None else None
+        if raw is None:
+            raw = self._read_json(None)
             if key is not None and self._cache.key() == key:
-                self._cache.save(key, [to_row(r) for r in records])
-        else:
-            records = [RunRecord(*row) for row in rows]
+                self._cache.save(key, raw)
+        records = assemble_json(*raw)
         if experiments is None:
             return records
         wanted = {str(e) for e in experiments}
@@ -203,6 +205,8 @@ class SqlRunStore(RunStore):
     def _read_runs(
         self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
     ) -> list[RunRecord]:
+        if not self._db.postgres and self._db.json_agg:
+            return assemble_json(*self._read_json(experiments, prefilter))
         where, args = _scope(experiments)
         if where is None:
             return []
@@ -215,20 +219,6 @@ class SqlRunStore(RunStore):
         )
         order = "ORDER BY r.start_time DESC, r.run_uuid"
         with self._db.snapshot():
-            if not self._db.postgres and self._db.json_agg:
-                # The whole table as one JSON document built by SQLite: one C-level parse
-                # instead of ~20 Python objects per param/tag row. Metrics stay rows (SQLite's
-                # JSON would round their floats to 15 digits).
-                doc = self._rows(
-                    "SELECT json_group_array(json_array("
-                    f"{_RUN_COLUMNS}, json({_folded_sql('params', 'p')}), "
-                    f"json({_folded_sql('tags', 't')}))) FROM {_FROM} WHERE {where}",
-                    args,
-                )[0][0]
-                heads = [tuple(row) for row in json.loads(doc)]
-                heads.sort(key=lambda h: h[0])
-                heads.sort(key=lambda h: -(h[5] or 0))
-                return assemble_folded(heads, self._rows(metrics_sql, args))
             if self._db.json_agg:
                 # Params and tags folded into one JSON object per run by PostgreSQL (psycopg
                 # parses it): 20x fewer rows to move.
@@ -248,6 +238,43 @@ class SqlRunStore(RunStore):
                 f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({sub})", args
             )
         return assemble(heads, params, metrics, tags)
+
+    def _read_json(
+        self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
+    ) -> tuple[str, list[tuple[Any, ...]]]:
+        """SQLite only: the runs as one JSON document built by SQLite in one statement (one
+        C-level parse instead of ~20 Python objects per row), and the exact values of huge
+        metrics. Each run is an array of the run columns, then params, tags and metrics
+        objects. A metric value is printed with 17 significant digits and embedded as a JSON
+        number (SQLite keeps a number's text; its own rendering of a float rounds to 15
+        digits); NaN is null. SQLite's printf is exact only below ~1e105, so values from
+        1e100 up (MLflow stores an infinity as the largest float) are the text "big", and
+        their exact values come from a second read in the same snapshot."""
+        where, args = _scope(experiments)
+        if where is None:
+            return "[]", []
+        if prefilter is not None:
+            extra, extra_args = _prefilter_sql(prefilter)
+            where, args = f"{where} AND {extra}", [*args, *extra_args]
+        metrics = (
+            "coalesce((SELECT json_group_object(m.key, CASE WHEN m.is_nan THEN NULL "
+            "WHEN abs(m.value) < 1e100 THEN json(printf('%!.17g', m.value)) "
+            "ELSE 'big' END) FROM latest_metrics m "
+            "WHERE m.run_uuid = r.run_uuid), '{}')"
+        )
+        with self._db.snapshot():
+            doc = self._rows(
+                "SELECT json_group_array(json_array("
+                f"{_RUN_COLUMNS}, json({_folded_sql('params', 'p')}), "
+                f"json({_folded_sql('tags', 't')}), json({metrics}))) "
+                f"FROM {_FROM} WHERE {where}",
+                args,
+            )[0][0]
+            big = self._rows(
+                "SELECT run_uuid, key, value FROM latest_metrics "
+                "WHERE abs(value) >= 1e100 AND NOT is_nan"
+            )
+        return str(doc), big
 
     def _find(self, run_id: str) -> tuple[Any, ...]:
         ref = check_run_ref(run_id)

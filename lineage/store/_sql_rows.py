@@ -86,17 +86,36 @@ def assemble_folded(
     return out
 
 
-def to_row(r: RunRecord) -> tuple[Any, ...]:
-    return (
-        r.run_id,
-        r.experiment_id,
-        r.experiment,
-        r.name,
-        r.status,
-        r.start_time,
-        r.end_time,
-        r.params,
-        r.metrics,
-        r.tags,
-        r.artifact_uri,
-    )
+def assemble_json(doc: str, big: list[tuple[Any, ...]]) -> list[RunRecord]:
+    """Records from what ``SqlRunStore._read_json`` read, newest first."""
+    exact = {(run, key): value for run, key, value in big}
+    heads = json.loads(doc)
+    heads.sort(key=lambda h: h[0])
+    heads.sort(key=lambda h: -(h[5] or 0))  # newest first, ties by id
+    nan = math.nan
+    out = []
+    for run_id, exp_id, exp_name, name, status, start, end, art, params, tags, metrics in heads:
+        if None in tags.values():  # a NULL tag value; MLflow reads it back as ""
+            tags = {k: "" if v is None else v for k, v in tags.items()}
+        values = metrics.values()
+        if None in values or "big" in values:
+            metrics = {
+                k: nan if v is None else exact[run_id, k] if v == "big" else v
+                for k, v in metrics.items()
+            }
+        out.append(
+            RunRecord(
+                run_id,
+                str(exp_id),
+                exp_name,
+                name or tags.get("mlflow.runName", ""),
+                status or "",
+                start,
+                end,
+                params,
+                metrics,
+                tags,
+                art,
+            )
+        )
+    return out

@@ -224,3 +224,36 @@ def test_pushed_down_filters_match_the_exact_filter(store: RunStore, where: str)
     predicate = parse_where(where).compile()
     expected = [r.run_id for r in store.runs() if predicate(r)]
     assert [r.run_id for r in search_runs(store, where=where)] == expected
+
+
+def test_metric_values_read_exactly_including_extremes(sqlite_uri: str) -> None:
+    """Floats keep all 17 digits; MLflow's clamped infinities, NaN, and a true Inf that a
+    foreign writer put in the SQLite file all read as MlflowClient reads them."""
+    import sqlite3
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    rid = client.create_run(client.create_experiment("x")).info.run_id
+    values = {
+        "tiny": 4.081455840411847e-05,
+        "sum": 0.1 + 0.2,
+        "one": 1.0,
+        "huge": 1.4628471007768097e200,  # SQLite's printf gets this one wrong
+        "neg": -2.5e300,
+    }
+    for key, value in values.items():
+        client.log_metric(rid, key, value)
+    client.log_metric(rid, "up", math.inf)  # MLflow stores +-1.7976931348623157e308
+    client.log_metric(rid, "nan", math.nan)
+    client.log_metric(rid, "raw_inf", 0.0)
+    with sqlite3.connect(sqlite_uri.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE latest_metrics SET value = 9e999 WHERE key = 'raw_inf'")
+    with open_store(sqlite_uri) as store:
+        got = store.runs()[0].metrics
+        assert {k: got[k] for k in values} == values
+        assert got["up"] == MlflowClient(tracking_uri=sqlite_uri).get_run(rid).data.metrics["up"]
+        assert math.isnan(got["nan"]) and got["raw_inf"] == math.inf
+        single = store.get_run(rid).metrics  # read row by row, no JSON
+        assert math.isnan(single.pop("nan")) and got.pop("nan") != 0
+        assert got == single
