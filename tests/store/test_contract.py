@@ -257,3 +257,57 @@ def test_metric_values_read_exactly_including_extremes(sqlite_uri: str) -> None:
         single = store.get_run(rid).metrics  # read row by row, no JSON
         assert math.isnan(single.pop("nan")) and got.pop("nan") != 0
         assert got == single
+
+
+def _as_cli_json(runs: list) -> list:  # type: ignore[type-arg]
+    """What `lineage runs --format json` prints for ``runs`` on the general path, parsed."""
+    import io
+    import json
+
+    from lineage.cli._cmd_runs import write_json_list
+    from lineage.query._table import run_to_dict
+
+    buf = io.StringIO()
+    write_json_list((run_to_dict(r) for r in runs), buf)
+    return list(json.loads(buf.getvalue()))
+
+
+def test_runs_rendered_by_sqlite_equal_the_general_path(sample: Logged) -> None:
+    import json
+
+    with open_store(sample.uri) as store:
+        rendered = store.runs_json(None, None)
+        if not isinstance(store, SqlRunStore) or store._db.postgres:
+            assert rendered is None  # PostgreSQL takes the general path
+            return
+        assert rendered is not None
+        assert [json.loads(t) for t in rendered] == _as_cli_json(store.runs())
+        only_b = store.runs_json([sample.exp_b], 5) or []
+        assert [json.loads(t) for t in only_b] == _as_cli_json(store.runs([sample.exp_b]))
+        assert len(store.runs_json(None, 2) or []) == 2
+
+
+def test_rendered_runs_cover_odd_rows_and_defer_huge_values(sqlite_uri: str) -> None:
+    import json
+    import sqlite3
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    exp = client.create_experiment("odd")
+    running = client.create_run(exp).info.run_id  # no end time, generated name
+    client.log_param(running, "näme", 'ünïcode "quoted"\n')
+    client.log_metric(running, "m", 0.1 + 0.2)
+    client.log_metric(running, "n", math.nan)
+    unnamed = client.create_run(exp, run_name="x").info.run_id
+    client.set_terminated(unnamed)
+    with sqlite3.connect(sqlite_uri.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE runs SET name = '' WHERE run_uuid = ?", (unnamed,))
+        db.execute("INSERT INTO tags (key, value, run_uuid) VALUES ('nul', NULL, ?)", (unnamed,))
+    with open_store(sqlite_uri) as store:
+        rendered = store.runs_json(None, None)
+        assert rendered is not None
+        assert [json.loads(t) for t in rendered] == _as_cli_json(store.runs())
+    client.log_metric(unnamed, "huge", 1.4628471007768097e200)
+    with open_store(sqlite_uri) as store:
+        assert store.runs_json(None, None) is None  # SQLite's printf is inexact up there
