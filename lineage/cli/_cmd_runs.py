@@ -106,8 +106,12 @@ def run(args: argparse.Namespace) -> int:
     if plain and _write_rendered(args):
         return 0
     store, runs = query_from_args(args)
-    store.close()
-    fields = select_columns(runs, args.columns) if (args.columns or args.format != "json") else []
+    try:
+        fields = select_columns(runs, args.columns) if args.columns or args.format != "json" else []
+        if args.columns:
+            _check_columns(store, args.experiment, fields)
+    finally:
+        store.close()
     if args.format == "json":
         write_json_list(run_to_dict(r, fields or None) for r in runs)
         return 0
@@ -120,6 +124,20 @@ def run(args: argparse.Namespace) -> int:
     title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
     print_table(short_headers(fields), display, title=title)
     return 0
+
+
+def _check_columns(store: Any, experiments: list[str] | None, fields: Sequence[Any]) -> None:
+    """A param or metric in --columns that no selected run has is a typo: exit 2, as in
+    --where and --sort. Checked over every selected run, not only the ones shown."""
+    from lineage.query._search import check_known
+
+    exp_ids = None
+    if experiments:
+        exp_ids = [e.experiment_id for e in store.resolve_experiments(experiments)]
+    for kind in ("params", "metrics"):
+        keys = sorted({f.key for f in fields if f.kind == kind})
+        if keys and len(store.keys_present(kind, keys, exp_ids)) < len(keys):
+            check_known(fields, store.runs(exp_ids), "--columns")
 
 
 def _write_rendered(args: argparse.Namespace) -> bool:

@@ -21,6 +21,8 @@ CASES = [
     (["runs", "--sort=-metrics.f1"], "unknown metric 'f1' in --sort"),
     (["runs", "--where", "params.optimiser = 'sgd'"], "unknown param 'optimiser'"),
     (["runs", "--columns", "bogus"], "unknown run attribute 'bogus'"),
+    (["runs", "--columns", "metrics.nope", "--limit", "1"], "unknown metric 'nope' in --columns"),
+    (["runs", "--columns", "run_id,params.lrr", "--format", "csv"], "unknown param 'lrr'"),
     (["runs", "--limit", "-1"], "limit must be >= 0"),
     (["export", "--format", "parquet"], "--format parquet writes a binary file"),
 ]
