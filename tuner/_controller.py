@@ -406,8 +406,17 @@ class Controller:
                 outcome = self._collect(rt)
                 if outcome is not None:
                     ended.append((rt, outcome))
-            # A prepared trial takes a freed slot before the bookkeeping of the ended ones.
-            while ended and self._prepared and not self._launch_closed and executor.free_slots():
+            # A prepared trial takes a freed slot before the bookkeeping of the ended ones,
+            # unless their failing could spend the failure budget (it would start only to be
+            # killed).
+            ahead = self.failures + len(ended) < self.config.budget.max_failures
+            while (
+                ended
+                and ahead
+                and self._prepared
+                and not self._launch_closed
+                and executor.free_slots()
+            ):
                 self._start(self._prepared.pop(0))
             for rt, outcome in ended:
                 t0 = time.perf_counter()

@@ -322,8 +322,15 @@ def test_status_json_and_cli_exit_codes(campaign, tmp_path, cli):
 
 
 def test_max_failures_cli_one_line_exit_1(campaign, tmp_path, cli):
-    campaign("import sys; sys.exit(1)\n", budget={"trials": 5, "max_failures": 2})
+    config = campaign(
+        "import sys; sys.exit(1)\n",
+        budget={"trials": 5, "max_failures": 2},
+        resources={"kind": "cpu", "parallel": 1},
+    )
     rc, _, err = cli("run", str(tmp_path / "campaign.yaml"), "--quiet")
     assert rc == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "budget.max_failures=2" in lines[0], err
+    # The trial asked for ahead was not started only to be killed when the budget ran out.
+    launched = [t for t in trials_of(config) if "tuner.launch" in t.user_attrs]
+    assert len(launched) == 2, [(t.number, t.state.name) for t in trials_of(config)]
