@@ -21,7 +21,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lineage._secrets import scrub_text, secret_values
@@ -46,9 +45,12 @@ from tuner._outcome import (
     best_of,
     judge,
 )
+from tuner._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner._state import TrialState
+from tuner._summary import campaign_params, campaign_tags, run_importance, summary_tags
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
-from tuner.executors._base import Executor, Report, TrialHandle, TrialOutcome, TrialSpec
+from tuner.executors._base import Executor, Report, TrialOutcome, TrialSpec
+from tuner.executors._factory import default_executor
 
 if TYPE_CHECKING:
     import optuna
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
     from tuner._lineage import LineageRecorder
     from tuner.config import CampaignConfig
 
-__all__ = ["CampaignResult", "Controller", "Observer", "RunningTrial"]
+__all__ = ["CampaignResult", "Controller", "Observer", "RunningTrial"]  # re-exported
 
 LAUNCH_ATTR = "tuner.launch"
 ATTEMPT_ATTR = "tuner.attempt"
@@ -67,63 +69,6 @@ FAILED_ATTEMPT = "tuner:failed_attempt"
 
 class _Interrupted(BaseException):
     """SIGTERM/SIGHUP to the controller: stop like Ctrl-C."""
-
-
-@dataclass
-class RunningTrial:
-    """One attempt in flight, as the controller tracks it."""
-
-    trial: optuna.Trial
-    handle: TrialHandle
-    params: dict[str, Any]
-    attempt: int
-    run_id: str | None
-    collectors: list[Collector]
-    device: str
-    state: TrialState = TrialState.RUNNING
-    latest: dict[str, float] = field(default_factory=dict)
-    history: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
-    reported_steps: set[int] = field(default_factory=set)
-    prune_reason: str | None = None
-    last_check: float = 0.0
-    #: Secret values the attempt received (argv flags, env); masked out of its output and
-    #: fail reason before they are recorded.
-    secrets: frozenset[str] = frozenset()
-
-    @property
-    def number(self) -> int:
-        return int(self.trial.number)
-
-
-@dataclass
-class _Prepared:
-    trial: optuna.Trial
-    spec: TrialSpec
-    seconds: float
-
-
-@dataclass
-class CampaignResult:
-    """What a finished (or stopped) campaign reached."""
-
-    counts: dict[str, int]
-    finished: int
-    budget: int
-    best: dict[str, Any] | None
-    stop_reason: str | None = None
-    parent_run_id: str | None = None
-    importance: str | None = None
-    lineage_errors: dict[str, str] = field(default_factory=dict)
-
-
-class Observer:
-    """Receives progress; the CLI's live view implements it. Called from the controller thread."""
-
-    def update(self, controller: Controller) -> None:
-        """The state changed (throttled by the controller to a few calls a second)."""
-
-    def message(self, text: str) -> None:
-        """A one-line event worth showing (a failure, a stop)."""
 
 
 class Controller:
@@ -174,7 +119,7 @@ class Controller:
         # Set by `tuner worker` (tuner._worker): heartbeats of the trials this process runs.
         self.heartbeat: Heartbeat | None = None
         self._stale: list[Any] = []
-        self._prepared: list[_Prepared] = []
+        self._prepared: list[Prepared] = []
 
     # ----- public --------------------------------------------------------------------------
 
@@ -216,11 +161,16 @@ class Controller:
             if self._executor is not None:
                 self._executor.shutdown()
             if self._recorder is not None:
-                self._recorder.close(parent_status, tags=self._summary_tags())
+                self._recorder.close(
+                    parent_status,
+                    tags=summary_tags(
+                        self.counts, self.best(), self._stop_reason or self._launch_closed
+                    ),
+                )
             self.campaign_dir.release(clean=clean)
         result = self._result()
         if self._importance and self._stop_reason is None and self.timings:
-            result.importance = self._run_importance()
+            result.importance = run_importance(self.config, self.counts["COMPLETE"])
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
         return result
@@ -285,8 +235,8 @@ class Controller:
         dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
         self._recorder.start(
             parent_run_id=parent,
-            params=self._campaign_params(),
-            tags=self._campaign_tags(),
+            params=campaign_params(self.config),
+            tags=campaign_tags(self.config),
             reconcile=(
                 "interrupted: the controller died while the trial ran; re-run as another trial"
                 if dirty
@@ -301,40 +251,9 @@ class Controller:
         if self._recorder.parent_run_id and self._recorder.parent_run_id != parent:
             self.study.set_user_attr("mlflow_parent_run_id", self._recorder.parent_run_id)
         if self._executor is None:
-            self._executor = self._default_executor()
+            self._executor = default_executor(self.config, self.campaign_dir.trials)
         if self.config.diagnosis.early_stop:
             self._online_check = _load_online_check()
-
-    def _default_executor(self) -> Executor:
-        if self.config.executor.name == "ray":
-            try:
-                from tuner.executors._ray import RayExecutor
-            except ImportError as exc:
-                raise TunerError(f"executor.name: ray is not available here: {exc}") from None
-            res = self.config.resources
-            return RayExecutor(
-                address=self.config.executor.address,
-                kind=res.kind,
-                per_trial=res.per_trial,
-                parallel=res.parallel,
-            )
-        from tuner._devices import make_slots
-        from tuner.executors._local import LocalExecutor
-
-        res = self.config.resources
-        kind: str = res.kind
-        if kind == "auto":
-            from tuner._devices import detect_devices
-
-            kind, _ = detect_devices(None)
-            if kind == "cpu" and res.devices != "auto":
-                raise ConfigError(
-                    "resources.devices lists device ids but resources.kind: auto found no GPU "
-                    f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
-                    f"{res.devices}"
-                )
-        slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
-        return LocalExecutor(slots, run_dir=self.campaign_dir.trials)
 
     def _recover(self, previous: Mapping[str, Any]) -> None:
         """End what a dead controller left: orphan process groups, RUNNING trials, runs."""
@@ -457,7 +376,7 @@ class Controller:
         assert self.study is not None
         return len(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
 
-    def _prepare(self) -> _Prepared | None:
+    def _prepare(self) -> Prepared | None:
         """Ask Optuna for the next trial and build its spec (no process yet); None when the
         budget is reached."""
         from tuner._space import sample_params
@@ -491,9 +410,9 @@ class Controller:
         flush = getattr(self.study._storage, "flush", None)
         if flush is not None:  # the params are in the database before the process starts
             flush(trial._trial_id)
-        return _Prepared(trial, spec, time.perf_counter() - t0)
+        return Prepared(trial, spec, time.perf_counter() - t0)
 
-    def _start(self, prepared: _Prepared) -> None:
+    def _start(self, prepared: Prepared) -> None:
         assert self._executor is not None and self._recorder is not None
         t0 = time.perf_counter()
         trial, spec = prepared.trial, prepared.spec
@@ -755,73 +674,3 @@ class Controller:
             parent_run_id=self._recorder.parent_run_id if self._recorder else None,
             lineage_errors=self._recorder.errors if self._recorder else {},
         )
-
-    def _campaign_params(self) -> dict[str, Any]:
-        c = self.config
-        out: dict[str, Any] = {
-            "budget.trials": c.budget.trials,
-            "budget.max_failures": c.budget.max_failures,
-            "trial.retries": c.trial.retries,
-            "sampler": c.sampler.name,
-            "pruner": c.pruner.name,
-            "target": f"{c.target.metric}:{c.target.goal}",
-            "resources.parallel": c.resources.parallel,
-            "resources.kind": c.resources.kind,
-        }
-        for name, param in c.parameters.items():
-            out[f"space.{name}"] = json.dumps(
-                param.model_dump(exclude_none=True, exclude_defaults=True), default=str
-            )
-        return out
-
-    def _campaign_tags(self) -> dict[str, str]:
-        from lineage._secrets import mask_argv, mask_uri
-
-        c = self.config
-        return {
-            "tuner.study": c.study_name,
-            "tuner.storage": mask_uri(c.optuna_storage_url()),
-            "tuner.command": " ".join(mask_argv(list(c.command))),
-            "tuner.config_path": str(c.source_path or ""),
-        }
-
-    def _summary_tags(self) -> dict[str, str]:
-        tags = {f"tuner.count.{k}": str(v) for k, v in self.counts.items()}
-        best = self.best()
-        if best is not None:
-            tags["tuner.best.number"] = str(best["number"])
-            tags["tuner.best.value"] = repr(best["value"])
-        if self._stop_reason or self._launch_closed:
-            tags["tuner.stop_reason"] = str(self._stop_reason or self._launch_closed)
-        return tags
-
-    def _run_importance(self) -> str:
-        from lineage.importance import MIN_RUNS
-
-        complete = self.counts["COMPLETE"]
-        if complete < MIN_RUNS:
-            return (
-                f"importance: {complete} completed trial(s); at least {MIN_RUNS} are needed "
-                "to rank parameters"
-            )
-        try:
-            from lineage.importance import analyze_experiment
-
-            result = analyze_experiment(
-                self.config.experiment,
-                target=self.config.target.metric,
-                goal=self.config.target.goal,
-                tracking_uri=self.config.tracking_uri(),
-                where=f"tags.`tuner.campaign` = '{self.config.name}'",
-                # The tuned hyperparameters only: a trial's own lineage (optimizer.*, seeds,
-                # dataset sizes recorded by callbacks) would otherwise compete with them.
-                params=list(self.config.parameters),
-                log=True,
-            )
-        except Exception as exc:
-            return f"importance: not computed ({type(exc).__name__}: {exc})"
-        names = ", ".join(
-            f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in result.params[:5]
-        )
-        run = result.analysis_run_id
-        return f"importance: {names or 'computed'}" + (f" (analysis run {run})" if run else "")

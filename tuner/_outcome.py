@@ -13,7 +13,7 @@ from tuner.executors._base import TrialHandle, TrialOutcome
 if TYPE_CHECKING:
     import optuna
 
-    from tuner._controller import RunningTrial
+    from tuner._running import RunningTrial
     from tuner.config import CampaignConfig
 
 __all__ = ["best_of", "judge"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from tuner._controller import Observer
+from tuner._running import Observer
 
 if TYPE_CHECKING:
     from tuner._controller import Controller

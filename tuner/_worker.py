@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage._secrets import mask_uri
 from tuner._campaign import CampaignDir
-from tuner._controller import LAUNCH_ATTR, Controller, Observer, RunningTrial
+from tuner._controller import LAUNCH_ATTR, Controller
 from tuner._errors import TunerError
 from tuner._heartbeat import (
     STALE_ATTR,
@@ -33,6 +33,7 @@ from tuner._heartbeat import (
     heartbeat_storage,
     requeue_stale,
 )
+from tuner._running import Observer, RunningTrial
 from tuner.executors._base import Executor, TrialOutcome
 
 if TYPE_CHECKING:

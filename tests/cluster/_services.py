@@ -24,6 +24,7 @@ from typing import Any
 
 BIN = Path(sys.executable).parent
 PG_BASE = "postgresql://postgres@127.0.0.1:5432"
+ADMIN_PASSWORD = "cluster-tests-admin-pw"
 
 
 def pg_exec(sql: str) -> None:

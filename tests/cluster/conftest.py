@@ -23,6 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _services import (
+    ADMIN_PASSWORD,
     PG_BASE,
     MlflowServer,
     RayCluster,
@@ -30,8 +31,6 @@ from _services import (
     launch_ray,
     pg_exec,
 )
-
-ADMIN_PASSWORD = "cluster-tests-admin-pw"
 
 
 def _needed(request: pytest.FixtureRequest, name: str) -> bool:

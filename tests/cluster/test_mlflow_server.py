@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _services import MlflowServer
-from conftest import ADMIN_PASSWORD
+from _services import ADMIN_PASSWORD, MlflowServer
 
 from tuner._worker import CredentialsError, check_tracking_access
 

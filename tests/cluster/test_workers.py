@@ -15,8 +15,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from _services import MlflowServer
-from conftest import ADMIN_PASSWORD
+from _services import ADMIN_PASSWORD, MlflowServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 TRIAL = str(Path(__file__).with_name("_trial.py"))

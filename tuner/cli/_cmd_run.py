@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(config: Any, *, quiet: bool, resume: bool) -> int:
     """Shared by `tuner run` and `tuner resume`."""
-    from tuner._controller import Controller, Observer
+    from tuner._controller import Controller
+    from tuner._running import Observer
 
     observer: Any = Observer()
     if not quiet:

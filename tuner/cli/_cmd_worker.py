@@ -42,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from tuner._controller import Observer
     from tuner._errors import ConfigError
+    from tuner._running import Observer
     from tuner._worker import run_worker
     from tuner.config import load_config
 

@@ -1,0 +1,76 @@
+"""What the controller tracks per trial, what a campaign returns, and who watches it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tuner._state import TrialState
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner._controller import Controller
+    from tuner.collectors import Collector
+    from tuner.executors._base import TrialHandle, TrialSpec
+
+__all__ = ["CampaignResult", "Observer", "Prepared", "RunningTrial"]
+
+
+@dataclass
+class RunningTrial:
+    """One attempt in flight, as the controller tracks it."""
+
+    trial: optuna.Trial
+    handle: TrialHandle
+    params: dict[str, Any]
+    attempt: int
+    run_id: str | None
+    collectors: list[Collector]
+    device: str
+    state: TrialState = TrialState.RUNNING
+    latest: dict[str, float] = field(default_factory=dict)
+    history: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
+    reported_steps: set[int] = field(default_factory=set)
+    prune_reason: str | None = None
+    last_check: float = 0.0
+    #: Secret values the attempt received (argv flags, env); masked out of its output and
+    #: fail reason before they are recorded.
+    secrets: frozenset[str] = frozenset()
+
+    @property
+    def number(self) -> int:
+        return int(self.trial.number)
+
+
+@dataclass
+class Prepared:
+    """A trial asked for (parameters fixed, run reserved) but not started yet."""
+
+    trial: optuna.Trial
+    spec: TrialSpec
+    seconds: float
+
+
+@dataclass
+class CampaignResult:
+    """What a finished (or stopped) campaign reached."""
+
+    counts: dict[str, int]
+    finished: int
+    budget: int
+    best: dict[str, Any] | None
+    stop_reason: str | None = None
+    parent_run_id: str | None = None
+    importance: str | None = None
+    lineage_errors: dict[str, str] = field(default_factory=dict)
+
+
+class Observer:
+    """Receives progress; the CLI's live view implements it. Called from the controller thread."""
+
+    def update(self, controller: Controller) -> None:
+        """The state changed (throttled by the controller to a few calls a second)."""
+
+    def message(self, text: str) -> None:
+        """A one-line event worth showing (a failure, a stop)."""

@@ -1,0 +1,48 @@
+"""Building the executor a campaign config asks for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tuner._errors import ConfigError, TunerError
+from tuner.executors._base import Executor
+
+if TYPE_CHECKING:
+    from tuner.config import CampaignConfig
+
+__all__ = ["default_executor"]
+
+
+def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
+    """The executor ``config.executor`` and ``config.resources`` describe: Ray, or local
+    device slots (``auto`` detects GPUs and NPUs), its trial folders under ``trials_dir``."""
+    if config.executor.name == "ray":
+        try:
+            from tuner.executors._ray import RayExecutor
+        except ImportError as exc:
+            raise TunerError(f"executor.name: ray is not available here: {exc}") from None
+        res = config.resources
+        return RayExecutor(
+            address=config.executor.address,
+            kind=res.kind,
+            per_trial=res.per_trial,
+            parallel=res.parallel,
+        )
+    from tuner._devices import make_slots
+    from tuner.executors._local import LocalExecutor
+
+    res = config.resources
+    kind: str = res.kind
+    if kind == "auto":
+        from tuner._devices import detect_devices
+
+        kind, _ = detect_devices(None)
+        if kind == "cpu" and res.devices != "auto":
+            raise ConfigError(
+                "resources.devices lists device ids but resources.kind: auto found no GPU "
+                f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
+                f"{res.devices}"
+            )
+    slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
+    return LocalExecutor(slots, run_dir=trials_dir)
