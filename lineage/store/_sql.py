@@ -312,11 +312,14 @@ class SqlRunStore(RunStore):
                 f"FROM {_FROM} WHERE {where}",
                 args,
             )[0][0]
-            big = self._rows(
-                "SELECT run_uuid, key, value FROM latest_metrics "
-                "WHERE abs(value) >= 1e100 AND NOT is_nan"
-            )
-        return str(doc), big
+            doc = str(doc)
+            big: list[tuple[Any, ...]] = []
+            if '"big"' in doc:  # rare: spare every other query a scan of latest_metrics
+                big = self._rows(
+                    "SELECT run_uuid, key, value FROM latest_metrics "
+                    "WHERE abs(value) >= 1e100 AND NOT is_nan"
+                )
+        return doc, big
 
     def _find(self, run_id: str) -> tuple[Any, ...]:
         ref = check_run_ref(run_id)
