@@ -23,7 +23,8 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from lineage._errors import NotFoundError, StoreError
@@ -47,6 +48,7 @@ KNOWN_COLUMNS: dict[str, frozenset[str]] = {
 _RUN_COLUMNS = frozenset({"run_uuid", "lifecycle_stage", "name"})
 
 _LOCK_RETRY_S = 120.0
+T = TypeVar("T")
 
 
 class SchemaMismatch(Exception):
@@ -166,45 +168,41 @@ class SqlWriter(Writer):
         )
         return True
 
-    def _statement(self, sql: str, args: tuple[Any, ...]) -> None:
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` (connecting first if needed), again with jittered backoff while the
+        database is locked or busy, for up to ``_LOCK_RETRY_S``."""
         deadline = time.monotonic() + _LOCK_RETRY_S
         delay = 0.01
         while True:
             try:
                 if self._conn is None:
                     self._connect()
-                cur = self._conn.cursor()
-                try:
-                    cur.execute(self._q(sql), args)
-                    if self._dialect == "postgresql":
-                        self._conn.commit()
-                    return
-                except BaseException as exc:
-                    if self._dialect == "postgresql":
-                        self._conn.rollback()
-                    if self._transient(exc):
-                        raise TransientError(str(exc)) from exc
-                    raise
+                return attempt()
             except TransientError:
                 if time.monotonic() > deadline:
                     raise
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 1.0)
 
+    def _statement(self, sql: str, args: tuple[Any, ...]) -> None:
+        def once() -> None:
+            cur = self._conn.cursor()
+            try:
+                cur.execute(self._q(sql), args)
+                if self._dialect == "postgresql":
+                    self._conn.commit()
+            except BaseException as exc:
+                if self._dialect == "postgresql":
+                    self._conn.rollback()
+                if self._transient(exc):
+                    raise TransientError(str(exc)) from exc
+                raise
+
+        self._retrying(once)
+
     # -- writing ----------------------------------------------------------------------------
     def write(self, run_id: str, batch: Batch) -> WriteResult:
-        deadline = time.monotonic() + _LOCK_RETRY_S
-        delay = 0.01
-        while True:
-            try:
-                if self._conn is None:
-                    self._connect()
-                return self._write_once(run_id, batch)
-            except TransientError:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 1.0)
+        return self._retrying(lambda: self._write_once(run_id, batch))
 
     def _transient(self, exc: BaseException) -> bool:
         if self._dialect == "sqlite":
