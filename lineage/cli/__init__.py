@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from lineage._cli_run import run_handler
 from lineage._errors import LineageError
 
 __all__ = ["build_parser", "main"]
@@ -54,30 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     named = argv[0] if argv and argv[0] in command_names() else None
     args = build_parser(named).parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except LineageError as exc:
-        print(f"lineage {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"lineage {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:
-        # The contract is one line and an exit code, never a traceback: an error no layer
-        # below turned into a LineageError still gets one (set LINEAGE_DEBUG=1 for the trace).
-        if os.environ.get("LINEAGE_DEBUG"):
-            raise
-        print(f"lineage {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-
-
-def _one_line(exc: BaseException) -> str:
-    from lineage._secrets import mask_uri
-
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return mask_uri(f"{type(exc).__name__}: {text}")[:500]
+    return run_handler("lineage", args, (LineageError,))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
+from lineage._cli_run import run_handler
 from lineage._errors import LineageError
 from tuner._errors import TunerError
 
@@ -36,30 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except (TunerError, LineageError) as exc:
-        print(f"tuner {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"tuner {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:
-        # The contract is one line and an exit code, never a traceback: an error no layer
-        # below turned into a TunerError still gets one (set LINEAGE_DEBUG=1 for the trace).
-        if os.environ.get("LINEAGE_DEBUG"):
-            raise
-        print(f"tuner {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-
-
-def _one_line(exc: BaseException) -> str:
-    from lineage._secrets import mask_uri
-
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return mask_uri(f"{type(exc).__name__}: {text}")[:500]
+    return run_handler("tuner", args, (TunerError, LineageError))
 
 
 if __name__ == "__main__":  # pragma: no cover

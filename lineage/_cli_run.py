@@ -1,0 +1,40 @@
+"""How the ``lineage`` and ``tuner`` CLIs run a parsed command: one line and an exit code for
+every error, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["one_line", "run_handler"]
+
+
+def run_handler(prog: str, args: argparse.Namespace, errors: tuple[type[Exception], ...]) -> int:
+    """``args.handler(args)``; an error of ``errors`` (which carry ``exit_code``) prints
+    ``<prog> <command>: error: ...`` and returns its code, Ctrl-C 130, a closed pipe 0."""
+    try:
+        return int(args.handler(args) or 0)
+    except errors as exc:
+        print(f"{prog} {args.command}: error: {exc}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 1))
+    except KeyboardInterrupt:
+        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        # An error no layer below turned into one of ``errors`` still gets one line
+        # (set LINEAGE_DEBUG=1 for the trace).
+        if os.environ.get("LINEAGE_DEBUG"):
+            raise
+        print(f"{prog} {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """An unexpected error as one masked line: its type and message, at most 500 chars."""
+    from lineage._secrets import mask_uri
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return mask_uri(f"{type(exc).__name__}: {text}")[:500]
