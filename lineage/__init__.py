@@ -6,13 +6,13 @@ query, importance and diagnosis APIs back the ``lineage`` CLI.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from lineage._errors import LineageError, NotFoundError, QuerySyntaxError, StoreError, UsageError
 from lineage._uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from lineage._recording import (
         DataFingerprint,
         Run,
@@ -46,7 +46,9 @@ _RECORDING = frozenset(
 
 def __getattr__(name: str) -> Any:
     if name in _RECORDING:
-        value = getattr(importlib.import_module("lineage._recording"), name)
+        from importlib import import_module
+
+        value = getattr(import_module("lineage._recording"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'lineage' has no attribute {name!r}")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMATS = ("table", "json", "csv")
 
@@ -34,6 +36,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def print_json(obj: Any) -> None:
+    import json
+
     json.dump(_jsonable(obj), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 from lineage._errors import UsageError
+from lineage._values import Value
 from lineage.store import RunRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Run attributes usable in ``--where``, ``--sort`` and ``--columns``.
 ATTRIBUTES: dict[str, Callable[[RunRecord], Any]] = {
@@ -35,11 +39,14 @@ _KINDS = {
 }
 
 
-class Field(NamedTuple):
+class Field(Value):
     """``kind`` is ``params``, ``metrics``, ``tags`` or ``attributes``; ``key`` the name."""
 
-    kind: str
-    key: str
+    __slots__ = ("key", "kind")
+
+    def __init__(self, kind: str, key: str) -> None:
+        self.kind = kind
+        self.key = key
 
     def __str__(self) -> str:
         key = self.key

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from lineage._errors import QuerySyntaxError
+from lineage._values import Value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 KEYWORDS = frozenset({"and", "or", "not", "in", "like", "ilike", "is", "null"})
 OPERATORS = ("<=", ">=", "!=", "<>", "==", "=", "<", ">")
@@ -14,14 +17,18 @@ _FIELD_PREFIXES = frozenset(
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/:")
 
 
-class Token(NamedTuple):
+class Token(Value):
     """``kind``: ``field`` (value = (prefix|None, key)), ``string``, ``number``, ``op``,
-    ``kw`` (lower-cased keyword), ``(``, ``)``, ``,`` or ``end``."""
+    ``kw`` (lower-cased keyword), ``(``, ``)``, ``,`` or ``end``; ``pos``: 0-based offset
+    into the expression."""
 
-    kind: str
-    value: object
-    pos: int  # 0-based offset into the expression
-    text: str
+    __slots__ = ("kind", "pos", "text", "value")
+
+    def __init__(self, kind: str, value: Any, pos: int, text: str) -> None:
+        self.kind = kind
+        self.value = value
+        self.pos = pos
+        self.text = text
 
 
 def syntax_error(expr: str, pos: int, message: str) -> QuerySyntaxError:

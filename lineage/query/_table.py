@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from lineage._errors import UsageError
 from lineage.query._fields import ATTRIBUTES, Field, parse_field
 from lineage.store import RunRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Attribute columns of a full export, in order.
 EXPORT_ATTRIBUTES = (

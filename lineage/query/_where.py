@@ -25,12 +25,15 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, cast
 
 from lineage._errors import QuerySyntaxError, UsageError
 from lineage.query._fields import NUMERIC_ATTRIBUTES, Field, make_field, to_number
 from lineage.query._lexer import Token, syntax_error, tokenize
 from lineage.store import RunRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Predicate = Callable[[RunRecord], bool]
 
@@ -288,7 +291,7 @@ class _Parser:
         if tok.kind != "field":
             raise self.error("expected a key such as params.lr, metrics.loss or status")
         self.take()
-        prefix, key = cast(tuple[str | None, str], tok.value)
+        prefix, key = tok.value
         try:
             field = make_field(prefix, key)
         except UsageError as exc:

@@ -18,10 +18,14 @@ import contextlib
 import marshal
 import os
 import zlib
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Key = tuple[Any, ...]
 
 FORMAT = 2
-Key = tuple[Any, ...]
 
 
 def cache_dir() -> str | None:

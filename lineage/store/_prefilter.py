@@ -3,44 +3,60 @@
 A prefilter is a *necessary* condition: a run that fails it cannot match the caller's
 filter, but a store may ignore it (or any part of it) and return more runs; the caller
 still applies its exact filter. The SQL store turns it into ``IN (SELECT ...)`` clauses, so a
-selective ``--where`` reads only the runs that can match.
+selective ``--where`` reads only the runs that can match. The same classes also state a
+filter exactly (``lineage.query._pushdown.exact_prefilter``), for a store that answers the
+whole query itself (``RunStore.runs_json``).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from lineage._values import Value
 
-# NamedTuples, not dataclasses, here and in the other modules a `lineage runs` call loads:
-# importing ``dataclasses`` (it imports ``inspect``) and building each class costs that
-# command ~20 ms of its start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class KeyCondition(NamedTuple):
+class KeyCondition(Value):
     """The run has ``key`` among its ``kind`` (params, metrics, tags); with ``op``, its value
     also satisfies ``value op values[0]`` (``in``: equals one of ``values``). Metric values
     are numbers; param and tag values are compared as exact text (``=``/``in`` only)."""
 
-    kind: str
-    key: str
-    op: str | None = None
-    values: tuple[Any, ...] = ()
+    __slots__ = ("key", "kind", "op", "values")
+
+    def __init__(
+        self, kind: str, key: str, op: str | None = None, values: tuple[Any, ...] = ()
+    ) -> None:
+        self.kind = kind
+        self.key = key
+        self.op = op
+        self.values = values
 
 
-class AttrCondition(NamedTuple):
+class AttrCondition(Value):
     """``column`` (status, start_time, end_time) ``op`` ``values``; statuses upper-case,
     times in milliseconds."""
 
-    column: str
-    op: str
-    values: tuple[Any, ...]
+    __slots__ = ("column", "op", "values")
+
+    def __init__(self, column: str, op: str, values: tuple[Any, ...]) -> None:
+        self.column = column
+        self.op = op
+        self.values = values
 
 
-class AllOf(NamedTuple):
-    items: tuple[Prefilter, ...]
+class AllOf(Value):
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[Prefilter, ...]) -> None:
+        self.items = items
 
 
-class AnyOf(NamedTuple):
-    items: tuple[Prefilter, ...]
+class AnyOf(Value):
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[Prefilter, ...]) -> None:
+        self.items = items
 
 
 Prefilter = KeyCondition | AttrCondition | AllOf | AnyOf

@@ -1,31 +1,35 @@
 """The plain values a :class:`~lineage.store.RunStore` hands out.
 
-Plain classes rather than dataclasses: ``lineage runs`` loads this module on every call, and
-``import dataclasses`` (which imports ``inspect``) plus building each class would cost that
-command ~20 ms of its ~80 ms.
+Plain classes (see :mod:`lineage._values`): ``lineage runs`` loads this module on every call.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from lineage._values import Value
 
 
-class Experiment(NamedTuple):
+class Experiment(Value):
     """An active MLflow experiment."""
 
-    experiment_id: str
-    name: str
+    __slots__ = ("experiment_id", "name")
+
+    def __init__(self, experiment_id: str, name: str) -> None:
+        self.experiment_id = experiment_id
+        self.name = name
 
 
-class MetricPoint(NamedTuple):
+class MetricPoint(Value):
     """One logged value of a metric. ``timestamp`` is in milliseconds since the epoch."""
 
-    step: int
-    value: float
-    timestamp: int
+    __slots__ = ("step", "timestamp", "value")
+
+    def __init__(self, step: int, value: float, timestamp: int) -> None:
+        self.step = step
+        self.value = value
+        self.timestamp = timestamp
 
 
-class RunRecord:
+class RunRecord(Value):
     """One MLflow run, flattened: everything a query, a diff or an analysis needs.
 
     Treat it as read-only. ``params`` are MLflow's raw strings; ``metrics`` hold each
@@ -34,20 +38,19 @@ class RunRecord:
     unfinished.
     """
 
-    _fields = (
-        "run_id",
-        "experiment_id",
-        "experiment",
-        "name",
-        "status",
-        "start_time",
-        "end_time",
-        "params",
-        "metrics",
-        "tags",
+    __slots__ = (
         "artifact_uri",
+        "end_time",
+        "experiment",
+        "experiment_id",
+        "metrics",
+        "name",
+        "params",
+        "run_id",
+        "start_time",
+        "status",
+        "tags",
     )
-    __slots__ = _fields
 
     def __init__(
         self,
@@ -75,19 +78,7 @@ class RunRecord:
         self.tags: dict[str, str] = {} if tags is None else tags
         self.artifact_uri = artifact_uri
 
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunRecord):
-            return NotImplemented
-        return self._values() == other._values()
-
     __hash__ = None  # type: ignore[assignment]  # mutable dicts inside, like a dataclass
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
-        return f"RunRecord({fields})"
 
     @property
     def duration(self) -> float | None:

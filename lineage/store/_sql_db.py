@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from collections.abc import Sequence
 
 from lineage._errors import NotFoundError, StoreError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Tables and columns this module reads; present in every MLflow schema since 1.x.
 REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
@@ -64,21 +65,11 @@ class Connection:
         finally:
             cur.close()
 
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        # One read transaction per call: every statement in it sees the same committed state,
-        # and nothing is held between calls, so the next call sees other writers' changes.
-        if self.postgres:
-            try:
-                yield
-            finally:
-                self.raw.rollback()
-            return
-        self.raw.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self.raw.execute("COMMIT")
+    def snapshot(self) -> _Snapshot:
+        """``with db.snapshot():`` one read transaction: every statement in it sees the same
+        committed state, and nothing is held between calls, so the next call sees other
+        writers' changes."""
+        return _Snapshot(self)
 
     def columns(self) -> dict[str, set[str]]:
         found: dict[str, set[str]] = defaultdict(set)
@@ -105,12 +96,34 @@ class Connection:
         self.raw.close()
 
 
+class _Snapshot:
+    # A class, not @contextmanager: ``import contextlib`` is one more module on the query path.
+    __slots__ = ("db",)
+
+    def __init__(self, db: Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        if not self.db.postgres:
+            self.db.raw.execute("BEGIN")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.db.postgres:
+            self.db.raw.rollback()
+        else:
+            self.db.raw.execute("COMMIT")
+
+
 def sqlite_path(uri: str) -> str:
     """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URI."""
     rest = uri.split(":", 1)[1]
     if not rest.startswith("//"):
         raise UsageError(f"tracking URI {uri!r} must look like sqlite:///path/to/mlflow.db")
-    path = unquote(rest[2:].split("?", 1)[0])
+    path = rest[2:].split("?", 1)[0]
+    if "%" in path:
+        from urllib.parse import unquote
+
+        path = unquote(path)
     if path.startswith("/"):
         path = path[1:]  # sqlite:///x.db -> x.db ; sqlite:////abs/x.db -> /abs/x.db
     if not path or path == ":memory:":
@@ -127,7 +140,7 @@ def connect_sqlite(uri: str) -> Connection:
             f"no MLflow store at {uri}: file {os.path.abspath(path)} does not exist "
             "(set --tracking-uri or MLFLOW_TRACKING_URI)"
         )
-    target = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    target = f"file:{uri_path(os.path.abspath(path))}?mode=ro"
     try:
         raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
     except sqlite3.Error as exc:
@@ -145,6 +158,8 @@ def connect_postgres(uri: str) -> Connection:
         raise StoreError(
             f"reading {uri} needs psycopg 3: pip install 'lineage-tuner[postgres]'"
         ) from exc
+    from urllib.parse import urlsplit
+
     parts = urlsplit(uri)
     conninfo = parts._replace(scheme="postgresql").geturl()
     try:
@@ -161,7 +176,20 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def uri_path(path: str) -> str:
+    """``path`` escaped for a ``file:`` URI (urllib.parse is imported only when needed)."""
+    if path.isascii() and not any(c in path for c in "%?# "):
+        return path
+    from urllib.parse import quote
+
+    return quote(path)
+
+
 def mask(uri: str) -> str:
+    if "@" not in uri:
+        return uri  # no credentials (spares `import urllib.parse` on the query path)
+    from urllib.parse import urlsplit
+
     parts = urlsplit(uri)
     if parts.password:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")

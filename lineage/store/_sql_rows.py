@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from typing import Any, cast
 
 from lineage.store._records import RunRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def assemble(
@@ -58,7 +61,7 @@ def _folded(value: Any) -> dict[str, str]:
     obj = json.loads(value) if isinstance(value, str | bytes) else value
     if None in obj.values():  # a NULL tag value; MLflow reads it back as ""
         return {k: "" if v is None else v for k, v in obj.items()}
-    return cast(dict[str, str], obj)
+    return obj
 
 
 def assemble_folded(

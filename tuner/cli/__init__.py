@@ -13,7 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from lineage._cli_run import run_handler
+from lineage._cli_run import Parser, run_handler
 from lineage._errors import LineageError
 from tuner._errors import TunerError
 
@@ -21,7 +21,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tuner", description="Config-driven hyperparameter tuning campaigns (Optuna)."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
