@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
 
 from lineage.cli._common import add_common, print_csv, print_table
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 ORDER = 10
 
@@ -44,20 +46,35 @@ def add_query_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", "-n", type=int, default=None, help="at most this many runs")
 
 
-def query_from_args(args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    """Open the store and run the query the arguments describe."""
-    from lineage.query import search_runs
+def open_cli_store(args: argparse.Namespace) -> Any:
+    """The store ``--tracking-uri`` names, as a command reads it."""
     from lineage.store import open_store
 
     # The CLI is a short-lived process with no other SQLite connection: the cache is safe.
-    store = open_store(args.tracking_uri, cache=True)
-    sort: list[str] = []
-    for item in args.sort or ():
-        sort.extend(_split_keys(item))
+    return open_store(args.tracking_uri, cache=True)
+
+
+def query_from_args(args: argparse.Namespace, store: Any = None) -> tuple[Any, list[Any]]:
+    """Run the query the arguments describe on ``store`` (opened from them if not given)."""
+    from lineage.query import search_runs
+
+    if store is None:
+        store = open_cli_store(args)
     runs = search_runs(
-        store, experiments=args.experiment, where=args.where, sort=sort, limit=args.limit
+        store,
+        experiments=args.experiment,
+        where=args.where,
+        sort=_sort_keys(args.sort),
+        limit=args.limit,
     )
     return store, runs
+
+
+def _sort_keys(items: Sequence[str] | None) -> list[str]:
+    sort: list[str] = []
+    for item in items or ():
+        sort.extend(_split_keys(item))
+    return sort
 
 
 def _split_keys(text: str) -> list[str]:
@@ -100,13 +117,13 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query._table import rows, run_to_dict, select_columns
-
-    plain = args.format == "json" and not (args.where or args.sort or args.columns)
-    if plain and _write_rendered(args):
-        return 0
-    store, runs = query_from_args(args)
+    store = open_cli_store(args)
     try:
+        if args.format == "json" and not args.columns and _write_rendered(store, args):
+            return 0
+        from lineage.query._table import rows, run_to_dict, select_columns
+
+        store, runs = query_from_args(args, store)
         fields = select_columns(runs, args.columns) if args.columns or args.format != "json" else []
         if args.columns:
             _check_columns(store, args.experiment, fields)
@@ -140,18 +157,19 @@ def _check_columns(store: Any, experiments: list[str] | None, fields: Sequence[A
             check_known(fields, store.runs(exp_ids), "--columns")
 
 
-def _write_rendered(args: argparse.Namespace) -> bool:
-    """The plain run list, rendered by the store itself where it can (SQLite: 2x faster
-    than building and encoding 10,000 run objects in Python); False where it cannot."""
-    from lineage.store import open_store
+def _write_rendered(store: Any, args: argparse.Namespace) -> bool:
+    """The run list rendered by the store itself where it can answer the query exactly
+    (SQLite: filters of metric comparisons and text equality, numeric sorts): 2-3x faster
+    than building, filtering and encoding run objects in Python. False where it cannot."""
+    from lineage.query._search import search_runs_json
 
-    if args.limit is not None and args.limit < 0:
-        return False  # the general path explains the error
-    with open_store(args.tracking_uri, cache=True) as store:
-        exp_ids = None
-        if args.experiment:
-            exp_ids = [e.experiment_id for e in store.resolve_experiments(args.experiment)]
-        objects = store.runs_json(exp_ids, args.limit)
+    objects = search_runs_json(
+        store,
+        experiments=args.experiment,
+        where=args.where,
+        sort=_sort_keys(args.sort),
+        limit=args.limit,
+    )
     if objects is None:
         return False
     sys.stdout.write("[\n" + ",\n".join(objects) + "\n]\n" if objects else "[]\n")
@@ -160,6 +178,8 @@ def _write_rendered(args: argparse.Namespace) -> bool:
 
 def write_json_list(objects: Iterable[dict[str, Any]], out: TextIO | None = None) -> None:
     """A JSON list, one object per line: valid JSON, and fast (C encoder, one write)."""
+    import json
+
     encode = json.JSONEncoder(default=str, allow_nan=False).encode
     lines = []
     for obj in objects:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from lineage.query._fields import ATTRIBUTES, Field, parse_field, to_number
 from lineage.query._goal import metric_goal
-from lineage.query._search import parse_sort, search_runs, sort_runs
+from lineage.query._search import parse_sort, search_runs, search_runs_json, sort_runs
 from lineage.query._where import Node, parse_where
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "parse_sort",
     "parse_where",
     "search_runs",
+    "search_runs_json",
     "sort_runs",
     "to_number",
 ]

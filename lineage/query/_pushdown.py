@@ -1,9 +1,14 @@
-"""Derive from a ``--where`` tree a necessary condition the store can test in SQL.
+"""Derive from a ``--where`` tree a condition the store can test in SQL.
 
 Only positive tests translate (a run without the key fails them): ``=``, ``<``..., ``in``,
 ``like`` and ``is not null``. Negative ones (``!=``, ``not ...``, ``is null``) pass runs that
-lack the key, so they, and ``or`` over anything untranslatable, give no condition. The exact
-filter always runs afterwards; this only decides which runs are worth reading.
+lack the key, so they, and ``or`` over anything untranslatable, give no condition.
+
+:func:`to_prefilter` states a *necessary* condition: the exact filter always runs afterwards,
+this only decides which runs are worth reading. :func:`exact_prefilter` states the filter
+itself, where SQL gives the same answer as :meth:`Node.compile` for every run (metric
+comparisons, text equality, presence, status and times), so a store may answer the whole
+query on its own.
 """
 
 from __future__ import annotations
@@ -17,44 +22,63 @@ _NUMERIC_OPS = frozenset({"=", "<", "<=", ">", ">=", "in"})
 
 def to_prefilter(node: Node) -> Prefilter | None:
     """A necessary condition for ``node``, or ``None`` when none can be stated."""
+    return _translate(node, exact=False)
+
+
+def exact_prefilter(node: Node) -> Prefilter | None:
+    """A condition the runs satisfy exactly when they satisfy ``node``, or ``None``."""
+    return _translate(node, exact=True)
+
+
+def _translate(node: Node, *, exact: bool) -> Prefilter | None:
     if isinstance(node, BoolOp):
-        items = [to_prefilter(item) for item in node.items]
+        items = [_translate(item, exact=exact) for item in node.items]
         kept = tuple(item for item in items if item is not None)
-        if node.op == "and":
-            return None if not kept else kept[0] if len(kept) == 1 else AllOf(kept)
-        return AnyOf(kept) if kept and len(kept) == len(items) else None
+        if len(kept) < len(items) and (exact or node.op == "or"):
+            return None
+        if not kept:
+            return None
+        if len(kept) == 1:
+            return kept[0]
+        return AllOf(kept) if node.op == "and" else AnyOf(kept)
     if isinstance(node, Compare):
-        return _compare(node)
+        condition, is_exact = _compare(node)
+        return condition if is_exact or not exact else None
     return None  # not ...
 
 
-def _compare(node: Compare) -> Prefilter | None:
+def _compare(node: Compare) -> tuple[Prefilter | None, bool]:
+    """The condition for one comparison, and whether it is the comparison itself."""
     field, op = node.field, node.op
     if op == "null":
-        return KeyCondition(field.kind, field.key) if node.negate and _keyed(node) else None
+        if node.negate and _keyed(node):  # is not null: the key is there (NaN included)
+            return KeyCondition(field.kind, field.key), True
+        return None, False
     if node.negate or op == "!=":
-        return None
+        return None, False
     if field.kind == "metrics":
         if op in _NUMERIC_OPS:
             kind = value_kind(field)
             values = tuple(float(coerce_literal(field, kind, v)) for v in node.values)
-            return KeyCondition("metrics", field.key, op, values)
-        return KeyCondition("metrics", field.key)
+            # SQL compares the stored doubles and skips NaN, as Python's float tests do.
+            return KeyCondition("metrics", field.key, op, values), True
+        return KeyCondition("metrics", field.key), False
     if field.kind in ("params", "tags"):
         # Text equality is exact in SQL; a numeric literal may equal "0.10" or "1e-1", so
-        # only the key's presence is required then.
+        # only the key's presence is required then. A NULL tag value reads back as "", which
+        # SQL's `value = ''` would miss.
         if op in ("=", "in") and all(
-            isinstance(v, str) and to_number(v) is None for v in node.values
+            isinstance(v, str) and to_number(v) is None and v != "" for v in node.values
         ):
-            return KeyCondition(field.kind, field.key, op, tuple(node.values))
-        return KeyCondition(field.kind, field.key)
+            return KeyCondition(field.kind, field.key, op, tuple(node.values)), True
+        return KeyCondition(field.kind, field.key), False
     if field.key == "status" and op in ("=", "in"):
-        return AttrCondition("status", op, tuple(str(v).upper() for v in node.values))
+        return AttrCondition("status", op, tuple(str(v).upper() for v in node.values)), True
     if field.key in ("start_time", "end_time") and op in _NUMERIC_OPS:
         kind = value_kind(field)
         values = tuple(float(coerce_literal(field, kind, v)) for v in node.values)
-        return AttrCondition(field.key, op, values)
-    return None
+        return AttrCondition(field.key, op, values), True
+    return None, False
 
 
 def _keyed(node: Compare) -> bool:

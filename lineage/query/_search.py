@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from lineage._errors import NotFoundError, UsageError
-from lineage.query._fields import Field, parse_field, to_number
-from lineage.query._pushdown import to_prefilter
+from lineage.query._fields import NUMERIC_ATTRIBUTES, Field, parse_field, to_number
+from lineage.query._pushdown import exact_prefilter, to_prefilter
 from lineage.query._where import parse_where
 from lineage.store import RunRecord, RunStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def parse_sort(spec: str) -> tuple[Field, bool]:
@@ -122,6 +125,46 @@ def search_runs(
     if sort_keys:
         runs = sort_runs(runs, sort_keys)
     return runs if limit is None else runs[:limit]
+
+
+def search_runs_json(
+    store: RunStore,
+    *,
+    experiments: Sequence[str] | None = None,
+    where: str | None = None,
+    sort: Sequence[str] = (),
+    limit: int | None = None,
+) -> list[str] | None:
+    """The runs :func:`search_runs` returns, in its order, each rendered by the store as the
+    JSON object of ``run_to_dict``; ``None`` where the store cannot answer this query
+    exactly on its own (then use :func:`search_runs`).
+
+    The store can when ``where`` translates into SQL exactly (metric comparisons, text
+    equality of params and tags, presence, status, times; any and/or of those), every sort
+    key is a number (a metric, ``start_time``, ``end_time`` or ``duration``), and every key
+    named exists. Errors are the ones :func:`search_runs` raises.
+    """
+    if limit is not None and limit < 0:
+        return None
+    node = parse_where(where) if where and where.strip() else None
+    prefilter = None
+    if node is not None:
+        prefilter = exact_prefilter(node)
+        if prefilter is None:
+            return None
+    sort_keys = [parse_sort(s) for s in sort]
+    order = []
+    for field, descending in sort_keys:
+        if field.kind != "metrics" and field.key not in NUMERIC_ATTRIBUTES:
+            return None  # text sorts mix numbers and words: the general path orders them
+        order.append((field.kind, field.key, descending))
+    exp_ids: list[str] | None = None
+    if experiments:
+        exp_ids = [e.experiment_id for e in store.resolve_experiments(experiments)]
+    named = [*(node.fields() if node is not None else ()), *(f for f, _ in sort_keys)]
+    if _missing(store, named, exp_ids):
+        return None  # the general path names the unknown key
+    return store.runs_json(exp_ids, limit, prefilter, order)
 
 
 def _missing(store: RunStore, fields: Sequence[Field], exp_ids: list[str] | None) -> bool:

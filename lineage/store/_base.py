@@ -5,12 +5,11 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
 
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.store._records import Experiment, MetricPoint, RunRecord
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lineage.store._prefilter import Prefilter
 
@@ -80,12 +79,24 @@ class RunStore(abc.ABC):
             return set(keys)
         return {k for k in keys if any(k in getattr(r, kind) for r in runs)}
 
-    def runs_json(self, experiments: Sequence[str] | None, limit: int | None) -> list[str] | None:
-        """The runs of :meth:`runs`, newest first, at most ``limit``, each already rendered
-        as the JSON object of ``lineage.query._table.run_to_dict`` (same keys and values;
-        spacing and float digits may differ), or ``None`` where the backend cannot render
-        them itself. Lets ``lineage runs --format json`` skip building Python objects."""
-        del experiments, limit
+    def runs_json(
+        self,
+        experiments: Sequence[str] | None,
+        limit: int | None,
+        where: Prefilter | None = None,
+        order: Sequence[tuple[str, str, bool]] = (),
+    ) -> list[str] | None:
+        """The runs of :meth:`runs` that satisfy ``where`` (an *exact* condition, see
+        ``lineage.query._pushdown.exact_prefilter``), sorted by ``order`` then newest first,
+        at most ``limit``, each already rendered as the JSON object of
+        ``lineage.query._table.run_to_dict`` (same keys and values; spacing and float digits
+        may differ); ``None`` where the backend cannot render them itself.
+
+        ``order`` holds ``(kind, key, descending)`` with kind ``metrics`` or ``attributes``
+        (``start_time``, ``end_time``, ``duration``): numbers, sorted as
+        ``lineage.query.sort_runs`` does, missing values and NaN last either way. Lets
+        ``lineage runs --format json`` skip building Python objects."""
+        del experiments, limit, where, order
         return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
@@ -145,6 +156,8 @@ class RunStore(abc.ABC):
 
 
 def _local_path(uri: str) -> str | None:
+    from urllib.parse import unquote, urlparse
+
     parsed = urlparse(uri)
     if parsed.scheme == "file":
         return unquote(parsed.path)

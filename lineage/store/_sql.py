@@ -4,20 +4,21 @@ MLflow's own ``search_runs`` builds ORM objects for every param, metric and tag 
 reading the same rows with plain SQL is an order of magnitude faster and needs no
 ``import mlflow``. Each call reads afresh, so other writers are always visible (the optional
 run-table cache of ``_cache.py`` is checked against SQLite's change counter first). A
-selective ``--where`` arrives as a prefilter and becomes ``IN (SELECT ...)`` clauses. The schema is checked when the store opens; a store whose tables do not look like MLflow's
-raises :class:`SchemaMismatch` and ``open_store`` falls back to ``MlflowClient``.
+selective ``--where`` arrives as a prefilter and becomes ``IN (SELECT ...)`` clauses; on
+SQLite a query it states exactly can be rendered as JSON by SQLite itself (``runs_json``).
+The SQL text lives in ``_sql_text.py``. The schema is checked when the store opens; a store
+whose tables do not look like MLflow's raises :class:`SchemaMismatch` and ``open_store``
+falls back to ``MlflowClient``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from lineage._errors import NotFoundError, StoreError, UsageError
-from lineage._secrets import mask_uri
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
-from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, Prefilter
+from lineage.store._prefilter import Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
 from lineage.store._sql_db import (
     REQUIRED_COLUMNS,
@@ -28,68 +29,23 @@ from lineage.store._sql_db import (
     one_line,
     sqlite_path,
 )
-from lineage.store._sql_rows import assemble, assemble_folded, assemble_json
+from lineage.store._sql_text import (
+    ACTIVE,
+    FROM,
+    KEY_TABLES,
+    RUN_COLUMNS,
+    folded_sql,
+    prefilter_sql,
+    rendered_runs_sql,
+    run_document_sql,
+    scope_sql,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["REQUIRED_COLUMNS", "SchemaMismatch", "SqlRunStore", "sqlite_path"]
-
-_RUN_COLUMNS = (
-    "r.run_uuid, r.experiment_id, e.name, r.name, r.status, r.start_time, r.end_time, "
-    "r.artifact_uri"
-)
-_ACTIVE = "r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active'"
-_FROM = "runs r JOIN experiments e ON e.experiment_id = r.experiment_id"
-
-
-_KEY_TABLES = {"params": "params", "metrics": "latest_metrics", "tags": "tags"}
-_ATTR_COLUMNS = {"status": "r.status", "start_time": "r.start_time", "end_time": "r.end_time"}
-_SQL_OPS = frozenset({"=", "<", "<=", ">", ">="})
-
-
-def _scope(experiments: Sequence[str] | None) -> tuple[str | None, list[Any]]:
-    """The WHERE clause selecting active runs of ``experiments``; ``None`` if none can match."""
-    if experiments is None:
-        return _ACTIVE, []
-    ids = [int(e) for e in experiments if str(e).lstrip("-").isdigit()]
-    if not ids:
-        return None, []
-    return f"{_ACTIVE} AND r.experiment_id IN ({', '.join('?' * len(ids))})", list(ids)
-
-
-def _prefilter_sql(pf: Prefilter) -> tuple[str, list[Any]]:
-    if isinstance(pf, AllOf | AnyOf):
-        parts = [_prefilter_sql(item) for item in pf.items]
-        joiner = " AND " if isinstance(pf, AllOf) else " OR "
-        return "(" + joiner.join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
-    if isinstance(pf, AttrCondition):
-        column = _ATTR_COLUMNS[pf.column]
-        return _value_test(column, pf.op, pf.values)
-    # An uncorrelated ``IN (SELECT ...)``: SQLite walks the (key, run_uuid) primary key once
-    # and probes runs by id, 2x faster than a correlated EXISTS probing every run.
-    table = _KEY_TABLES[pf.kind]
-    sql = f"r.run_uuid IN (SELECT x.run_uuid FROM {table} x WHERE x.key = ?"
-    args: list[Any] = [pf.key]
-    if pf.op is not None:
-        test, test_args = _value_test("x.value", pf.op, pf.values)
-        sql += f" AND {test}"
-        args += test_args
-        if pf.kind == "metrics":
-            sql += " AND NOT x.is_nan"
-    return sql + ")", args
-
-
-def _value_test(column: str, op: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-    if op == "in":
-        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
-    if op not in _SQL_OPS:
-        raise ValueError(f"unsupported prefilter operator {op!r}")
-    return f"{column} {op} ?", [values[0]]
-
-
-def _folded_sql(table: str, alias: str, agg: str = "json_group_object") -> str:
-    return (
-        f"coalesce((SELECT {agg}({alias}.key, {alias}.value) FROM {table} {alias} "
-        f"WHERE {alias}.run_uuid = r.run_uuid), '{{}}')"
-    )
 
 
 class SqlRunStore(RunStore):
@@ -99,13 +55,8 @@ class SqlRunStore(RunStore):
         self.uri = mask(uri)
         scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
         self._db = connect_sqlite(uri) if scheme == "sqlite" else connect_postgres(uri)
-        self._cache = None
-        if cache and scheme == "sqlite":
-            from lineage.store._cache import RunTableCache, cache_dir
-
-            directory = cache_dir()
-            if directory is not None:
-                self._cache = RunTableCache(sqlite_path(uri), directory)
+        # The run-table cache is set up on the first full read (``runs``), not here.
+        self._cache_file = sqlite_path(uri) if cache and scheme == "sqlite" else None
         try:
             self._check_schema()
         except BaseException:
@@ -125,6 +76,8 @@ class SqlRunStore(RunStore):
         if present and not ({"runs", "experiments"} & set(present)):
             # Someone else's database (an Optuna study, say): falling back to MlflowClient
             # would run MLflow's migrations and write its tables into it.
+            from lineage._secrets import mask_uri
+
             raise UsageError(
                 f"{mask_uri(self.uri)} is not an MLflow tracking store "
                 f"(it has tables {', '.join(sorted(present)[:5])}, but no runs or experiments)"
@@ -153,18 +106,27 @@ class SqlRunStore(RunStore):
         return [Experiment(str(i), str(n)) for i, n in rows]
 
     def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
-        if self._cache is None or not self._db.json_agg:
+        cache = None
+        if self._cache_file is not None and self._db.json_agg:
+            from lineage.store._cache import RunTableCache, cache_dir
+
+            directory = cache_dir()
+            if directory is not None:
+                cache = RunTableCache(self._cache_file, directory)
+        if cache is None:
             return self._read_runs(experiments)
         # Read the header before and after the query, outside any transaction: the table is
         # cached only if no write landed in between (same counter), so it is the snapshot.
         # What is cached is what SQLite returned (one JSON text, a few rows): saving and
         # loading it costs a few milliseconds, where marshalled records cost ~100.
-        key = self._cache.key()
-        raw = self._cache.load(key) if key is not None else None
+        key = cache.key()
+        raw = cache.load(key) if key is not None else None
         if raw is None:
             raw = self._read_json(None)
-            if key is not None and self._cache.key() == key:
-                self._cache.save(key, raw)
+            if key is not None and cache.key() == key:
+                cache.save(key, raw)
+        from lineage.store._sql_rows import assemble_json
+
         records = assemble_json(*raw)
         if experiments is None:
             return records
@@ -181,8 +143,8 @@ class SqlRunStore(RunStore):
     def keys_present(
         self, kind: str, keys: Sequence[str], experiments: Sequence[str] | None
     ) -> set[str]:
-        table = _KEY_TABLES[kind]
-        scope, args = _scope(experiments)
+        table = KEY_TABLES[kind]
+        scope, args = scope_sql(experiments)
         if scope is None:
             return set(keys)
         present = set()
@@ -197,7 +159,7 @@ class SqlRunStore(RunStore):
                 ):
                     present.add(key)
             if len(present) < len(set(keys)) and not self._rows(
-                f"SELECT 1 FROM {_FROM} WHERE {scope} LIMIT 1", args
+                f"SELECT 1 FROM {FROM} WHERE {scope} LIMIT 1", args
             ):
                 return set(keys)
         return present
@@ -205,15 +167,17 @@ class SqlRunStore(RunStore):
     def _read_runs(
         self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
     ) -> list[RunRecord]:
+        from lineage.store._sql_rows import assemble, assemble_folded, assemble_json
+
         if not self._db.postgres and self._db.json_agg:
             return assemble_json(*self._read_json(experiments, prefilter))
-        where, args = _scope(experiments)
+        where, args = scope_sql(experiments)
         if where is None:
             return []
         if prefilter is not None:
-            extra, extra_args = _prefilter_sql(prefilter)
+            extra, extra_args = prefilter_sql(prefilter)
             where, args = f"{where} AND {extra}", [*args, *extra_args]
-        sub = f"SELECT r.run_uuid FROM {_FROM} WHERE {where}"
+        sub = f"SELECT r.run_uuid FROM {FROM} WHERE {where}"
         metrics_sql = (
             f"SELECT run_uuid, key, value, is_nan FROM latest_metrics WHERE run_uuid IN ({sub})"
         )
@@ -223,13 +187,13 @@ class SqlRunStore(RunStore):
                 # Params and tags folded into one JSON object per run by PostgreSQL (psycopg
                 # parses it): 20x fewer rows to move.
                 heads = self._rows(
-                    f"SELECT {_RUN_COLUMNS}, {_folded_sql('params', 'p', 'json_object_agg')}, "
-                    f"{_folded_sql('tags', 't', 'json_object_agg')} "
-                    f"FROM {_FROM} WHERE {where} {order}",
+                    f"SELECT {RUN_COLUMNS}, {folded_sql('params', 'p', 'json_object_agg')}, "
+                    f"{folded_sql('tags', 't', 'json_object_agg')} "
+                    f"FROM {FROM} WHERE {where} {order}",
                     args,
                 )
                 return assemble_folded(heads, self._rows(metrics_sql, args))
-            heads = self._rows(f"SELECT {_RUN_COLUMNS} FROM {_FROM} WHERE {where} {order}", args)
+            heads = self._rows(f"SELECT {RUN_COLUMNS} FROM {FROM} WHERE {where} {order}", args)
             params = self._rows(
                 f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({sub})", args
             )
@@ -239,47 +203,29 @@ class SqlRunStore(RunStore):
             )
         return assemble(heads, params, metrics, tags)
 
-    def runs_json(self, experiments: Sequence[str] | None, limit: int | None) -> list[str] | None:
-        # SQLite renders each run's output object; floats as in ``_read_json``. Huge metric
-        # values (printf is inexact there) and databases without JSON1 take the general path.
+    def runs_json(
+        self,
+        experiments: Sequence[str] | None,
+        limit: int | None,
+        where: Prefilter | None = None,
+        order: Sequence[tuple[str, str, bool]] = (),
+    ) -> list[str] | None:
+        # SQLite renders each run's output object; floats as in ``_read_json``. Selected runs
+        # with huge metric values and databases without JSON1 take the general path.
         if self._db.postgres or not self._db.json_agg:
             return None
-        where, args = _scope(experiments)
-        if where is None:
+        scope, args = scope_sql(experiments)
+        if scope is None:
             return []
-        metrics = (
-            "coalesce((SELECT json_group_object(m.key, CASE WHEN m.is_nan THEN 'nan' "
-            "ELSE json(printf('%!.17g', m.value)) END) FROM latest_metrics m "
-            "WHERE m.run_uuid = r.run_uuid), '{}')"
-        )
-        tags = (
-            "coalesce((SELECT json_group_object(t.key, coalesce(t.value, '')) FROM tags t "
-            "WHERE t.run_uuid = r.run_uuid), '{}')"
-        )
-        run_name = (
-            "coalesce(nullif(r.name, ''), (SELECT coalesce(t.value, '') FROM tags t "
-            "WHERE t.run_uuid = r.run_uuid AND t.key = 'mlflow.runName'), '')"
-        )
-        sql = (
-            "SELECT json_object('run_id', r.run_uuid, "
-            "'experiment_id', CAST(r.experiment_id AS TEXT), 'experiment', e.name, "
-            f"'run_name', {run_name}, 'status', coalesce(r.status, ''), "
-            "'start_time', r.start_time, 'end_time', r.end_time, 'duration', "
-            "CASE WHEN r.start_time IS NULL OR r.end_time IS NULL THEN NULL "
-            "ELSE (r.end_time - r.start_time) / 1000.0 END, "
-            f"'params', json({_folded_sql('params', 'p')}), 'metrics', json({metrics}), "
-            f"'tags', json({tags})) "
-            f"FROM {_FROM} WHERE {where} "
-            "ORDER BY coalesce(r.start_time, 0) DESC, r.run_uuid"
-        )
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        if where is not None:
+            extra, extra_args = prefilter_sql(where)
+            scope, args = f"{scope} AND {extra}", [*args, *extra_args]
+        sql, order_args = rendered_runs_sql(scope, order, limit)
         with self._db.snapshot():
-            if self._rows(
-                "SELECT 1 FROM latest_metrics WHERE abs(value) >= 1e100 AND NOT is_nan LIMIT 1"
-            ):
-                return None
-            return [row[0] for row in self._rows(sql, args)]
+            rows = self._rows(sql, [*args, *order_args])
+        if any(row[1] for row in rows):
+            return None
+        return [row[0] for row in rows]
 
     def _read_json(
         self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
@@ -292,26 +238,14 @@ class SqlRunStore(RunStore):
         digits); NaN is null. SQLite's printf is exact only below ~1e105, so values from
         1e100 up (MLflow stores an infinity as the largest float) are the text "big", and
         their exact values come from a second read in the same snapshot."""
-        where, args = _scope(experiments)
+        where, args = scope_sql(experiments)
         if where is None:
             return "[]", []
         if prefilter is not None:
-            extra, extra_args = _prefilter_sql(prefilter)
+            extra, extra_args = prefilter_sql(prefilter)
             where, args = f"{where} AND {extra}", [*args, *extra_args]
-        metrics = (
-            "coalesce((SELECT json_group_object(m.key, CASE WHEN m.is_nan THEN NULL "
-            "WHEN abs(m.value) < 1e100 THEN json(printf('%!.17g', m.value)) "
-            "ELSE 'big' END) FROM latest_metrics m "
-            "WHERE m.run_uuid = r.run_uuid), '{}')"
-        )
         with self._db.snapshot():
-            doc = self._rows(
-                "SELECT json_group_array(json_array("
-                f"{_RUN_COLUMNS}, json({_folded_sql('params', 'p')}), "
-                f"json({_folded_sql('tags', 't')}), json({metrics}))) "
-                f"FROM {_FROM} WHERE {where}",
-                args,
-            )[0][0]
+            doc = self._rows(run_document_sql(where), args)[0][0]
             doc = str(doc)
             big: list[tuple[Any, ...]] = []
             if '"big"' in doc:  # rare: spare every other query a scan of latest_metrics
@@ -323,12 +257,12 @@ class SqlRunStore(RunStore):
 
     def _find(self, run_id: str) -> tuple[Any, ...]:
         ref = check_run_ref(run_id)
-        cols = f"{_RUN_COLUMNS}, r.lifecycle_stage, e.lifecycle_stage"
-        rows = self._rows(f"SELECT {cols} FROM {_FROM} WHERE r.run_uuid = ?", [ref])
+        cols = f"{RUN_COLUMNS}, r.lifecycle_stage, e.lifecycle_stage"
+        rows = self._rows(f"SELECT {cols} FROM {FROM} WHERE r.run_uuid = ?", [ref])
         if not rows and len(ref) >= MIN_PREFIX:
             rows = self._rows(
-                f"SELECT {cols} FROM {_FROM} WHERE substr(r.run_uuid, 1, ?) = ? "
-                f"AND {_ACTIVE} ORDER BY r.run_uuid LIMIT 6",
+                f"SELECT {cols} FROM {FROM} WHERE substr(r.run_uuid, 1, ?) = ? "
+                f"AND {ACTIVE} ORDER BY r.run_uuid LIMIT 6",
                 [len(ref), ref],
             )
             if len(rows) > 1:
@@ -353,6 +287,8 @@ class SqlRunStore(RunStore):
                 "SELECT run_uuid, key, value, is_nan FROM latest_metrics WHERE run_uuid = ?", rid
             )
             tags = self._rows("SELECT run_uuid, key, value FROM tags WHERE run_uuid = ?", rid)
+        from lineage.store._sql_rows import assemble
+
         return assemble([head], params, metrics, tags)[0]
 
     def metric_histories(self, run_id: str) -> dict[str, list[MetricPoint]]:

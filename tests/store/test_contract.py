@@ -287,6 +287,71 @@ def test_runs_rendered_by_sqlite_equal_the_general_path(sample: Logged) -> None:
         assert len(store.runs_json(None, 2) or []) == 2
 
 
+RENDERED_QUERIES = [
+    ("params.optimizer = 'adam'", [], None, None),
+    ("metrics.loss < 0.35", ["-metrics.accuracy"], None, None),
+    ("metrics.accuracy >= 0.85 or params.optimizer = 'sgd'", ["metrics.loss"], None, None),
+    ("tags.team = 'vision' and status = 'failed'", [], None, None),
+    ("status in ('finished', 'FAILED')", ["-duration", "metrics.loss"], None, 3),
+    ("metrics.val_loss is not null", [], None, None),
+    ("metrics.val_loss < 1", [], None, None),  # NaN compares false
+    ("start_time > 1700000001000", ["end_time"], None, None),
+    ("params.optimizer in ('adam', 'momentum') and metrics.loss > 0.1", [], None, None),
+    ("metrics.accuracy = 0.9", [], ["alpha"], None),
+    (None, ["metrics.val_loss"], None, None),  # NaN and missing last, ties by default order
+    (None, ["-metrics.val_loss", "-start_time"], None, None),
+    (None, ["-metrics.accuracy"], ["alpha", "beta"], 2),
+]
+
+
+@pytest.mark.parametrize(("where", "sort", "experiments", "limit"), RENDERED_QUERIES)
+def test_queries_rendered_by_sqlite_equal_the_general_path(
+    sample: Logged,
+    where: str | None,
+    sort: list[str],
+    experiments: list[str] | None,
+    limit: int | None,
+) -> None:
+    import json
+
+    from lineage.query import search_runs_json
+
+    query = {"experiments": experiments, "where": where, "sort": sort, "limit": limit}
+    with open_store(sample.uri) as store:
+        rendered = search_runs_json(store, **query)  # type: ignore[arg-type]
+        expected = _as_cli_json(search_runs(store, **query))  # type: ignore[arg-type]
+        if store._db.postgres:  # type: ignore[attr-defined]
+            assert rendered is None
+            return
+    assert rendered is not None
+    assert [json.loads(t) for t in rendered] == expected
+    assert expected or where == "metrics.val_loss < 1"  # each query selects something
+
+
+@pytest.mark.parametrize(
+    ("where", "sort"),
+    [
+        ("params.lr > 0.005", []),  # numeric-looking params compare as numbers
+        ("params.optimizer like 'ad%'", []),
+        ("not status = 'FAILED'", []),
+        ("metrics.loss != 0.3", []),
+        ("metrics.loss < 1 and run_name = 'sgd'", []),
+        ("tags.team = ''", []),  # a NULL tag value reads back as ""
+        (None, ["params.lr"]),  # mixes numbers and words
+        (None, ["run_name"]),
+        ("metrics.nope > 1", []),  # the general path names the unknown metric
+        (None, ["-metrics.nope"]),
+    ],
+)
+def test_queries_sqlite_cannot_answer_exactly_take_the_general_path(
+    sample: Logged, where: str | None, sort: list[str]
+) -> None:
+    from lineage.query import search_runs_json
+
+    with open_store(sample.uri) as store:
+        assert search_runs_json(store, where=where, sort=sort) is None
+
+
 def test_rendered_runs_cover_odd_rows_and_defer_huge_values(sqlite_uri: str) -> None:
     import json
     import sqlite3

@@ -197,3 +197,34 @@ def test_prefilter_only_states_necessary_conditions() -> None:
         "not status = 'X'",
     ):
         assert pf(negative) is None
+
+
+def test_exact_prefilter_only_where_sql_gives_the_same_answer() -> None:
+    from lineage.query._pushdown import exact_prefilter
+    from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition
+
+    def ex(expr: str) -> object:
+        return exact_prefilter(parse_where(expr))
+
+    assert ex("metrics.loss < 0.5 and params.opt = 'sgd'") == AllOf(
+        (KeyCondition("metrics", "loss", "<", (0.5,)), KeyCondition("params", "opt", "=", ("sgd",)))
+    )
+    assert ex("status = 'failed' or metrics.acc is not null") == AnyOf(
+        (AttrCondition("status", "=", ("FAILED",)), KeyCondition("metrics", "acc"))
+    )
+    assert ex("start_time >= 5") == AttrCondition("start_time", ">=", (5.0,))
+    for inexact in (
+        "params.lr = 0.1",  # "0.10" equals it too
+        "params.lr > '0.1'",
+        "params.opt like 's%'",
+        "tags.t = ''",  # a NULL tag value reads back as ""
+        "metrics.loss < 1 and not params.opt = 'x'",  # a necessary part only
+        "metrics.loss < 1 and run_name = 'a'",
+        "duration > 3",
+        "metrics.loss != 1",
+    ):
+        assert ex(inexact) is None, inexact
+    # The necessary condition still narrows where the exact one gives up.
+    from lineage.query._pushdown import to_prefilter
+
+    assert to_prefilter(parse_where("tags.t = ''")) == KeyCondition("tags", "t")
