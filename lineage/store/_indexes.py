@@ -23,19 +23,9 @@ from collections.abc import Sequence
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage._secrets import mask_uri
 from lineage._uri import resolve_tracking_uri
+from lineage.store._sql_text import INDEXES
 
 __all__ = ["INDEXES", "IndexState", "drop_indexes", "ensure_indexes", "index_states"]
-
-#: name -> (table, columns). The names are ours, prefixed, so ``--drop`` never touches
-#: MLflow's own indexes.
-INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "lineage_params_key_value": ("params", ("key", "value", "run_uuid")),
-    "lineage_latest_metrics_key_value": (
-        "latest_metrics",
-        ("key", "value", "is_nan", "run_uuid"),
-    ),
-    "lineage_tags_key_value": ("tags", ("key", "value", "run_uuid")),
-}
 
 
 class IndexState:

@@ -32,6 +32,7 @@ from lineage.store._sql_db import (
 from lineage.store._sql_text import (
     ACTIVE,
     FROM,
+    INDEXES,
     KEY_TABLES,
     RUN_COLUMNS,
     folded_sql,
@@ -57,6 +58,7 @@ class SqlRunStore(RunStore):
         self._db = connect_sqlite(uri) if scheme == "sqlite" else connect_postgres(uri)
         # The run-table cache is set up on the first full read (``runs``), not here.
         self._cache_file = sqlite_path(uri) if cache and scheme == "sqlite" else None
+        self._indexed: frozenset[str] | None = None
         try:
             self._check_schema()
         except BaseException:
@@ -90,6 +92,20 @@ class SqlRunStore(RunStore):
 
     def close(self) -> None:
         self._db.close()
+
+    def _value_indexed(self) -> frozenset[str]:
+        """The tables whose values ``lineage index`` indexed (PostgreSQL: all, its planner
+        decides)."""
+        if self._indexed is None:
+            if self._db.postgres:
+                self._indexed = frozenset(KEY_TABLES.values())
+            else:
+                names = ", ".join(f"'{name}'" for name in INDEXES)
+                rows = self._rows(
+                    f"SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name IN ({names})"
+                )
+                self._indexed = frozenset(str(r[0]) for r in rows)
+        return self._indexed
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
@@ -175,7 +191,7 @@ class SqlRunStore(RunStore):
         if where is None:
             return []
         if prefilter is not None:
-            extra, extra_args = prefilter_sql(prefilter)
+            extra, extra_args = prefilter_sql(prefilter, self._value_indexed())
             where, args = f"{where} AND {extra}", [*args, *extra_args]
         sub = f"SELECT r.run_uuid FROM {FROM} WHERE {where}"
         metrics_sql = (
@@ -218,7 +234,7 @@ class SqlRunStore(RunStore):
         if scope is None:
             return []
         if where is not None:
-            extra, extra_args = prefilter_sql(where)
+            extra, extra_args = prefilter_sql(where, self._value_indexed())
             scope, args = f"{scope} AND {extra}", [*args, *extra_args]
         sql, order_args = rendered_runs_sql(scope, order, limit)
         with self._db.snapshot():
@@ -242,7 +258,7 @@ class SqlRunStore(RunStore):
         if where is None:
             return "[]", []
         if prefilter is not None:
-            extra, extra_args = prefilter_sql(prefilter)
+            extra, extra_args = prefilter_sql(prefilter, self._value_indexed())
             where, args = f"{where} AND {extra}", [*args, *extra_args]
         with self._db.snapshot():
             doc = self._rows(run_document_sql(where), args)[0][0]

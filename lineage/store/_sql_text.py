@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, Prefilter
+from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,6 +20,17 @@ FROM = "runs r JOIN experiments e ON e.experiment_id = r.experiment_id"
 
 
 KEY_TABLES = {"params": "params", "metrics": "latest_metrics", "tags": "tags"}
+#: What ``lineage index`` adds, name -> (table, columns). The names are ours, prefixed, so
+#: ``--drop`` never touches MLflow's own indexes.
+INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "lineage_params_key_value": ("params", ("key", "value", "run_uuid")),
+    "lineage_latest_metrics_key_value": (
+        "latest_metrics",
+        ("key", "value", "is_nan", "run_uuid"),
+    ),
+    "lineage_tags_key_value": ("tags", ("key", "value", "run_uuid")),
+}
+
 _ATTR_COLUMNS = {"status": "r.status", "start_time": "r.start_time", "end_time": "r.end_time"}
 _SQL_OPS = frozenset({"=", "<", "<=", ">", ">="})
 #: Sortable run attributes (numbers) as SQL expressions.
@@ -41,9 +52,28 @@ def scope_sql(experiments: Sequence[str] | None) -> tuple[str | None, list[Any]]
     return f"{ACTIVE} AND r.experiment_id IN ({', '.join('?' * len(ids))})", list(ids)
 
 
-def prefilter_sql(pf: Prefilter) -> tuple[str, list[Any]]:
+def prefilter_sql(
+    pf: Prefilter, indexed: frozenset[str] = frozenset(KEY_TABLES.values())
+) -> tuple[str, list[Any]]:
+    """``pf`` as a condition on ``r``. ``indexed``: the tables whose values are indexed
+    (``lineage index``; on PostgreSQL the planner chooses, so all)."""
     if isinstance(pf, AllOf | AnyOf):
-        parts = [prefilter_sql(item) for item in pf.items]
+        parts = []
+        for i, item in enumerate(pf.items):
+            # An unindexed key condition costs a pass over every row of its key when it is
+            # an IN (SELECT ...) list. In an AND, the first one drives and the others are
+            # checked per candidate run through the (key, run_uuid) primary key: at 10,000
+            # runs that is ~30% less SQL time.
+            if (
+                isinstance(pf, AllOf)
+                and i > 0
+                and isinstance(item, KeyCondition)
+                and KEY_TABLES[item.kind] not in indexed
+                and isinstance(pf.items[0], KeyCondition)
+            ):
+                parts.append(_key_sql(item, exists=True))
+            else:
+                parts.append(prefilter_sql(item, indexed))
         joiner = " AND " if isinstance(pf, AllOf) else " OR "
         return "(" + joiner.join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
     if isinstance(pf, AttrCondition):
@@ -51,8 +81,15 @@ def prefilter_sql(pf: Prefilter) -> tuple[str, list[Any]]:
         return _value_test(column, pf.op, pf.values)
     # An uncorrelated ``IN (SELECT ...)``: SQLite walks the (key, run_uuid) primary key once
     # and probes runs by id, 2x faster than a correlated EXISTS probing every run.
+    return _key_sql(pf, exists=False)
+
+
+def _key_sql(pf: KeyCondition, *, exists: bool) -> tuple[str, list[Any]]:
     table = KEY_TABLES[pf.kind]
-    sql = f"r.run_uuid IN (SELECT x.run_uuid FROM {table} x WHERE x.key = ?"
+    if exists:
+        sql = f"EXISTS (SELECT 1 FROM {table} x WHERE x.key = ? AND x.run_uuid = r.run_uuid"
+    else:
+        sql = f"r.run_uuid IN (SELECT x.run_uuid FROM {table} x WHERE x.key = ?"
     args: list[Any] = [pf.key]
     if pf.op is not None:
         test, test_args = _value_test("x.value", pf.op, pf.values)

@@ -328,6 +328,17 @@ def test_queries_rendered_by_sqlite_equal_the_general_path(
     assert expected or where == "metrics.val_loss < 1"  # each query selects something
 
 
+@pytest.mark.parametrize("where", sorted({q[0] for q in RENDERED_QUERIES if q[0]}))
+def test_prefiltered_queries_equal_the_filter_over_every_run(sample: Logged, where: str) -> None:
+    """The SQL prefilter (IN lists, per-run EXISTS probes) loses no run the filter keeps."""
+    from lineage.query import parse_where
+
+    with open_store(sample.uri) as store:
+        found = [r.run_id for r in search_runs(store, where=where)]
+        keep = parse_where(where).compile()
+        assert found == [r.run_id for r in store.runs() if keep(r)]
+
+
 @pytest.mark.parametrize(
     ("where", "sort"),
     [

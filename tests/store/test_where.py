@@ -228,3 +228,16 @@ def test_exact_prefilter_only_where_sql_gives_the_same_answer() -> None:
     from lineage.query._pushdown import to_prefilter
 
     assert to_prefilter(parse_where("tags.t = ''")) == KeyCondition("tags", "t")
+
+
+def test_unindexed_and_conditions_after_the_first_are_probed_per_run() -> None:
+    from lineage.query._pushdown import exact_prefilter
+    from lineage.store._sql_text import prefilter_sql
+
+    pf = exact_prefilter(parse_where("metrics.a < 1 and params.b = 'x' and status = 'FINISHED'"))
+    assert pf is not None
+    plain, args = prefilter_sql(pf, frozenset())
+    assert plain.count("IN (SELECT") == 1 and plain.count("EXISTS (SELECT") == 1
+    assert args == ["a", 1.0, "b", "x", "FINISHED"]
+    indexed, same_args = prefilter_sql(pf, frozenset({"params", "latest_metrics", "tags"}))
+    assert indexed.count("IN (SELECT") == 2 and "EXISTS" not in indexed and same_args == args
