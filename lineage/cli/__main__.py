@@ -1,5 +1,3 @@
-import sys
+from lineage.cli import console
 
-from lineage.cli import main
-
-sys.exit(main())
+console()

@@ -143,3 +143,34 @@ def test_fast_path_never_imports_mlflow(plain_store: PlainStore) -> None:
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(plain_store: PlainStore) -> None:
+    """`lineage runs | head -1`: the console script exits quietly when its pipe closes."""
+    import os
+    import subprocess
+
+    from _cli_helpers import CACHE_DIR
+
+    env = {**os.environ, "LINEAGE_CACHE_DIR": CACHE_DIR}
+    for fmt in ("csv", "json"):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "lineage.cli",
+                "runs",
+                "--tracking-uri",
+                plain_store.uri,
+                "--format",
+                fmt,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before the command writes a byte
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, err
+        assert err == "", err
