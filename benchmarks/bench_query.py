@@ -11,13 +11,18 @@ reading runs back with ``MlflowClient``). Then times, in one process run:
   for);
 - ``lineage runs --format json`` as a subprocess (interpreter start-up included), same two,
   right after a write (cold: no run-table cache) and with the cache valid (warm);
-- the library call ``lineage.query.search_runs(open_store(uri), ...)``, in this process.
+- the library call ``lineage.query.search_runs(open_store(uri), ...)``, in this process;
+- the filtered query once more, on a copy of the store after ``lineage index`` (covering
+  indexes inside the database, which SQLite keeps current on every write): MLflow and this
+  project each read that same indexed store.
+
+The CLI is the ``lineage`` console script beside this interpreter, as a user runs it.
 
 ``lineage`` is byte-compiled first, as ``pip install`` does: this machine sets
 PYTHONDONTWRITEBYTECODE, under which an editable install recompiles every module on every
 call (+25 ms a call).
 
-Usage: ``python benchmarks/bench_query.py [--runs 10000] [--repeat 3] [--rebuild]``
+Usage: ``python benchmarks/bench_query.py [--runs 10000] [--repeat 7] [--rebuild]``
 """
 
 from __future__ import annotations
@@ -136,15 +141,42 @@ def _timed(fn, repeat: int, before=None) -> tuple[float, float, object]:  # type
     return statistics.median(walls), statistics.median(cpus), result
 
 
+def _interleaved(sides, repeat: int):  # type: ignore[no-untyped-def]
+    """``{name: (fn, before)}`` timed in ``repeat`` rounds of one call each, in turn:
+    ``{name: (median wall, median CPU, last result)}``."""
+    walls: dict[str, list[float]] = {name: [] for name in sides}
+    cpus: dict[str, list[float]] = {name: [] for name in sides}
+    results: dict[str, object] = {}
+    for _ in range(repeat):
+        for name, (fn, before) in sides.items():
+            if before is not None:
+                before()
+            c0, t0 = _cpu(), time.perf_counter()
+            results[name] = fn()
+            walls[name].append(time.perf_counter() - t0)
+            cpus[name].append(_cpu() - c0)
+    return {
+        name: (statistics.median(walls[name]), statistics.median(cpus[name]), results[name])
+        for name in sides
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=3, help="lineage timings: median of N")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=7,
+        help="rounds: lineage timings, and mlflow's filtered query in a warm process, are "
+        "medians of N interleaved calls",
+    )
     ap.add_argument(
         "--mlflow-repeat",
         type=int,
         default=3,
-        help="mlflow timings of the filtered query: median of N (the full table: once, ~8 s)",
+        help="mlflow from a fresh interpreter: median of N (its full table in a warm process: "
+        "once, ~8 s)",
     )
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--cache", default=str(ROOT / ".bench"))
@@ -157,8 +189,69 @@ def main() -> int:
         t0 = time.perf_counter()
         build_store(db, args.runs)
         print(f"built {db} ({args.runs} runs) in {time.perf_counter() - t0:.1f} s")
-    uri = f"sqlite:///{db}"
+    indexed = cache / f"query_{args.runs}_indexed.db"
+    if args.rebuild or not indexed.exists() or indexed.stat().st_mtime < db.stat().st_mtime:
+        shutil.copyfile(db, indexed)
+        t0 = time.perf_counter()
+        _lineage_cli("index", "--tracking-uri", f"sqlite:///{indexed}")
+        print(f"lineage index on a copy: {time.perf_counter() - t0:.2f} s")
 
+    compileall.compile_dir(ROOT / "lineage", quiet=1)
+    results = [
+        *_measure(f"sqlite:///{db}", args, cache),
+        *_measure_filtered_indexed(indexed, args, cache),
+    ]
+
+    load = os.getloadavg()
+    print(f"\nstore: {args.runs} runs x {len(PARAMS)} params x {len(METRICS)} metrics, {db}")
+    print(f'filtered query: --where "{WHERE}" --sort=-metrics.accuracy')
+    print(f"CLI: {' '.join(_cli_prefix())} (the console script pip installs)")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} (wall clock suffers")
+    print("under load; CPU seconds, this process plus children, are shown beside it)\n")
+    head = f"{'query':<30} {'runs':>5}  {'what':<41} {'wall s':>8} {'cpu s':>7}"
+    print(f"{head} {'vs warm':>8} {'vs fresh':>8}")
+    for label, n, ml, fresh, cold, warm, lib_t in results:
+        rows = [
+            ("mlflow.search_runs, warm process", ml),
+            ("mlflow.search_runs, fresh interpreter", fresh),
+            ("lineage runs --format json (cold)", cold),
+            ("lineage runs --format json (warm)", warm),
+            ("search_runs(open_store(uri)), in process", lib_t),
+        ]
+        for i, (what, (wall, cpu, _)) in enumerate(rows):
+            vs_warm = "" if i < 2 else f"{ml[0] / wall:.1f}x"
+            vs_fresh = "" if i < 2 else f"{fresh[0] / wall:.1f}x"
+            print(
+                f"{label if i == 0 else '':<30} {n if i == 0 else '':>5}  {what:<41} "
+                f"{wall:>8.3f} {cpu:>7.3f} {vs_warm:>8} {vs_fresh:>8}"
+            )
+    print("\ncold: no run-table cache (first query after a write); warm: cache valid.")
+    print("indexed: the same store after `lineage index` (covering indexes SQLite keeps current).")
+    for name, pick, base in (
+        ("CLI (cold and warm) vs mlflow in a fresh interpreter", (4, 5), 3),
+        ("CLI (cold and warm) vs mlflow in a warm process", (4, 5), 2),
+        ("library call vs mlflow in a warm process", (6,), 2),
+    ):
+        for scope, chosen in (
+            ("plain store", [r for r in results if "indexed" not in r[0]]),
+            ("indexed store", [r for r in results if "filtered" not in r[0] or "indexed" in r[0]]),
+        ):
+            ok = all(r[i][0] <= r[base][0] / 10 and r[i][0] < 0.5 for r in chosen for i in pick)
+            print(f"target <= 1/10 and < 0.5 s, {name}, {scope}: {'met' if ok else 'NOT met'}")
+    return 0
+
+
+def _cli_prefix() -> list[str]:
+    script = Path(sys.executable).with_name("lineage")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "lineage.cli"]
+
+
+def _lineage_cli(*args: str) -> bytes:
+    return subprocess.run([*_cli_prefix(), *args], capture_output=True, check=True).stdout
+
+
+def _measure(uri: str, args: argparse.Namespace, cache: Path, only_filtered: bool = False):  # type: ignore[no-untyped-def]
+    """Each query against mlflow (warm process, fresh interpreter), the CLI and the library."""
     import mlflow
 
     mlflow.set_tracking_uri(uri)
@@ -172,8 +265,7 @@ def main() -> int:
             experiment_ids=exp_ids, filter_string=WHERE, order_by=[ORDER], max_results=100_000
         )
 
-    compileall.compile_dir(ROOT / "lineage", quiet=1)
-    cli = [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", uri, "--format", "json"]
+    cli = [*_cli_prefix(), "runs", "--tracking-uri", uri, "--format", "json"]
     cli_q = [*cli, "--where", WHERE, "--sort=-metrics.accuracy"]
     cache_dir = cache / "run-cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LINEAGE_CACHE_DIR": str(cache_dir)}
@@ -215,19 +307,30 @@ def main() -> int:
         "filtered + sorted": f"filter_string={WHERE!r}, order_by=[{ORDER!r}], max_results=100_000",
     }
 
-    ml_full()  # warm MLflow's engine and imports once, as a long-lived process would have
+    # Warm MLflow's engine and imports once, as a long-lived process would have.
+    (ml_query if only_filtered else ml_full)()
     results = []
-    for label, ml_fn, cmd, kw in (
+    queries = [
         ("full table", ml_full, cli, {}),
         ("filtered + sorted", ml_query, cli_q, {"where": WHERE, "sort": ["-metrics.accuracy"]}),
-    ):
-        ml_repeat = 1 if label == "full table" else args.mlflow_repeat
-        ml = _timed(ml_fn, ml_repeat)
-        fresh = _timed(ml_fresh(fresh_calls[label]), ml_repeat)
-        cold = _timed(run_cli(cmd), args.repeat, before=drop_cache)
-        run_cli(cmd)()  # leave the cache built
-        warm = _timed(run_cli(cmd), args.repeat)
-        lib_t = _timed(lib(**kw), args.repeat)
+    ]
+    for label, ml_fn, cmd, kw in queries[1:] if only_filtered else queries:
+        full = label == "full table"
+        fresh = _timed(ml_fresh(fresh_calls[label]), args.mlflow_repeat)
+        # Interleaved rounds (mlflow, CLI cold, CLI warm, library), so that the machine's
+        # drift in speed, up to 2x over minutes here, falls on every column alike.
+        ml = _timed(ml_fn, 1) if full else None
+        sides = {
+            "cold": (run_cli(cmd), drop_cache),
+            "warm": (run_cli(cmd), None),
+            "lib": (lib(**kw), None),
+        }
+        if not full:
+            sides = {"ml": (ml_fn, None), **sides}
+        run_cli(cmd)()  # one untimed call: the files in the page cache, as for the others
+        timed = _interleaved(sides, args.repeat)
+        ml = ml if full else timed["ml"]
+        cold, warm, lib_t = timed["cold"], timed["warm"], timed["lib"]
         cold = (cold[0], cold[1], json.loads(cold[2]))  # type: ignore[arg-type]
         warm = (warm[0], warm[1], json.loads(warm[2]))  # type: ignore[arg-type]
         df, js, recs = ml[2], warm[2], lib_t[2]
@@ -236,38 +339,13 @@ def main() -> int:
         if label != "full table":
             assert list(df["run_id"]) == [r["run_id"] for r in js], "order differs from mlflow"  # type: ignore[index]
         results.append((label, n, ml, fresh, cold, warm, lib_t))
+    return results
 
-    load = os.getloadavg()
-    print(f"\nstore: {args.runs} runs x {len(PARAMS)} params x {len(METRICS)} metrics, {uri}")
-    print(f'filtered query: --where "{WHERE}" --sort=-metrics.accuracy')
-    print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} (wall clock suffers")
-    print("under load; CPU seconds, this process plus children, are shown beside it)\n")
-    head = f"{'query':<18} {'runs':>5}  {'what':<38} {'wall s':>8} {'cpu s':>7}"
-    print(f"{head} {'vs warm':>8} {'vs fresh':>8}")
-    for label, n, ml, fresh, cold, warm, lib_t in results:
-        rows = [
-            ("mlflow.search_runs, warm process", ml),
-            ("mlflow.search_runs, fresh interpreter", fresh),
-            ("lineage runs --format json (cold)", cold),
-            ("lineage runs --format json (warm)", warm),
-            ("search_runs(open_store(uri)), in process", lib_t),
-        ]
-        for i, (what, (wall, cpu, _)) in enumerate(rows):
-            vs_warm = "" if i < 2 else f"{ml[0] / wall:.1f}x"
-            vs_fresh = "" if i < 2 else f"{fresh[0] / wall:.1f}x"
-            print(
-                f"{label if i == 0 else '':<18} {n if i == 0 else '':>5}  {what:<38} "
-                f"{wall:>8.3f} {cpu:>7.3f} {vs_warm:>8} {vs_fresh:>8}"
-            )
-    print("\ncold: no run-table cache (first query after a write); warm: cache valid.")
-    for name, pick, base in (
-        ("CLI (cold and warm) vs mlflow in a fresh interpreter", (4, 5), 3),
-        ("CLI (cold and warm) vs mlflow in a warm process", (4, 5), 2),
-        ("library call vs mlflow in a warm process", (6,), 2),
-    ):
-        ok = all(r[i][0] <= r[base][0] / 10 and r[i][0] < 0.5 for r in results for i in pick)
-        print(f"target <= 1/10 and < 0.5 s, {name}: {'met' if ok else 'NOT met'}")
-    return 0
+
+def _measure_filtered_indexed(indexed: Path, args: argparse.Namespace, cache: Path):  # type: ignore[no-untyped-def]
+    """The filtered query again, on the copy that ``lineage index`` indexed (MLflow too)."""
+    results = _measure(f"sqlite:///{indexed}", args, cache, only_filtered=True)
+    return [(f"{label}, indexed", *rest) for label, *rest in results]
 
 
 if __name__ == "__main__":
