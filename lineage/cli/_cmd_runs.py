@@ -60,21 +60,15 @@ def query_from_args(args: argparse.Namespace, store: Any = None) -> tuple[Any, l
 
     if store is None:
         store = open_cli_store(args)
-    runs = search_runs(
-        store,
-        experiments=args.experiment,
-        where=args.where,
-        sort=_sort_keys(args.sort),
-        limit=args.limit,
-    )
-    return store, runs
+    return store, search_runs(store, **_query(args))
 
 
-def _sort_keys(items: Sequence[str] | None) -> list[str]:
+def _query(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of ``search_runs`` (and ``search_runs_json``) the CLI's give."""
     sort: list[str] = []
-    for item in items or ():
+    for item in args.sort or ():
         sort.extend(_split_keys(item))
-    return sort
+    return {"experiments": args.experiment, "where": args.where, "sort": sort, "limit": args.limit}
 
 
 def _split_keys(text: str) -> list[str]:
@@ -163,13 +157,7 @@ def _write_rendered(store: Any, args: argparse.Namespace) -> bool:
     than building, filtering and encoding run objects in Python. False where it cannot."""
     from lineage.query._search import search_runs_json
 
-    objects = search_runs_json(
-        store,
-        experiments=args.experiment,
-        where=args.where,
-        sort=_sort_keys(args.sort),
-        limit=args.limit,
-    )
+    objects = search_runs_json(store, **_query(args))
     if objects is None:
         return False
     sys.stdout.write("[\n" + ",\n".join(objects) + "\n]\n" if objects else "[]\n")
