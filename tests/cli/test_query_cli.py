@@ -145,6 +145,29 @@ def test_fast_path_never_imports_mlflow(plain_store: PlainStore) -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_a_filtered_query_loads_no_heavy_module(plain_store: PlainStore) -> None:
+    """Start-up weight, checked without a clock: the modules `lineage runs --where ...` must
+    not import (each costs ~1-5 ms of a ~60 ms call)."""
+    heavy = ["typing", "dataclasses", "inspect", "shutil", "urllib.parse", "contextlib",
+             "json", "mlflow", "pandas", "rich"]  # fmt: skip
+    args = ["runs", "--tracking-uri", plain_store.uri, "--format", "json",
+            "--where", "params.optimizer = 'adam' and metrics.loss < 1",
+            "--sort=-metrics.accuracy"]  # fmt: skip
+    code = (
+        "import io, sys\n"
+        "from lineage.cli import main\n"
+        "out, sys.stdout = sys.stdout, io.StringIO()\n"
+        f"rc = main({args!r})\n"
+        "text, sys.stdout = sys.stdout.getvalue(), out\n"
+        "assert rc == 0 and text.count('run_id') == 2, text\n"
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == ""
+
+
 def test_a_reader_that_leaves_early_gets_no_traceback(plain_store: PlainStore) -> None:
     """`lineage runs | head -1`: the console script exits quietly when its pipe closes."""
     import os

@@ -121,9 +121,14 @@ def test_kill_9_of_a_worker_mid_trial_is_recovered_by_a_survivor(
         # a free slot, RUNNING in Optuna but not started yet.
         running = [t for t in held if "tuner.launch" in t.user_attrs]
     assert running, (tmp_path / "victim.log").read_text()[-3000:]
-    doomed = running[0]
     victim.send_signal(signal.SIGKILL)
     victim.wait()
+    # What the victim held when it died, read after its death: the trial seen running may
+    # have ended between that look and the kill (a loaded machine), and another started.
+    held = _study(pg_storage).get_trials(states=(optuna.trial.TrialState.RUNNING,))
+    launched = [t for t in held if "tuner.launch" in t.user_attrs]
+    assert launched, (tmp_path / "victim.log").read_text()[-3000:]
+    doomed = launched[0]
     survivor = _worker(config, mlflow_credentials, tmp_path / "survivor.log")
     assert survivor.wait(240) == 0, (tmp_path / "survivor.log").read_text()[-3000:]
 
