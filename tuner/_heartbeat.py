@@ -74,13 +74,13 @@ def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages
     """
     import optuna
 
-    from tuner._study import _sqlite_pragmas
+    from tuner._study import _sqlite_pragmas, create_rdb
 
     is_sqlite = url.startswith("sqlite")
     kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = optuna.storages.RDBStorage(
+        storage = create_rdb(
             url,
             engine_kwargs=kwargs,
             heartbeat_interval=max(1, int(interval)),

@@ -35,7 +35,29 @@ from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["ExclusiveCachedStorage", "open_storage"]
+__all__ = ["ExclusiveCachedStorage", "create_rdb", "open_storage"]
+
+
+def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
+    """``RDBStorage(url, **kwargs)``, surviving a race to create Optuna's tables.
+
+    The first client of an empty database creates the tables. Two clients doing so at once
+    (a worker starting while `tuner status` or a notebook's ``load_study`` opens the same
+    database) make one of them fail with "already exists" or a duplicate key on PostgreSQL's
+    catalog; by then the other has created them, so a second attempt finds them."""
+    import time
+
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+    for attempt in range(5):
+        try:
+            return RDBStorage(url, **kwargs)
+        except (IntegrityError, OperationalError, ProgrammingError) as exc:
+            text = str(exc).lower()
+            if attempt == 4 or not ("already exists" in text or "duplicate key" in text):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -51,7 +73,7 @@ def open_storage(url: str, *, exclusive: bool) -> BaseStorage:
     engine_kwargs: dict[str, Any] = {}
     if is_sqlite:
         engine_kwargs["connect_args"] = {"timeout": 60}
-    rdb = RDBStorage(url, engine_kwargs=engine_kwargs)
+    rdb = create_rdb(url, engine_kwargs=engine_kwargs)
     if is_sqlite:
         from sqlalchemy import event
 

@@ -33,11 +33,12 @@ def study_exists(config: Any) -> bool:
             return False
     import optuna
 
+    from tuner._study import create_rdb
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        names = {
-            s.study_name for s in optuna.get_all_study_summaries(url, include_best_trial=False)
-        }
+        summaries = optuna.get_all_study_summaries(create_rdb(url), include_best_trial=False)
+        names = {s.study_name for s in summaries}
     except Exception:
         return False
     return bool(config.study_name in names)
@@ -58,7 +59,10 @@ def collect(config: Any) -> dict[str, Any]:
         )
     import optuna
 
-    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    from tuner._study import create_rdb
+
+    storage = create_rdb(config.optuna_storage_url())
+    study = optuna.load_study(study_name=config.study_name, storage=storage)
     trials = study.get_trials(deepcopy=False)
     states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "RUNNING": 0, "WAITING": 0}
     counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
