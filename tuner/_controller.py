@@ -14,17 +14,15 @@ trial does not).
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lineage._secrets import scrub_text, secret_values
-from tuner import _procs
 from tuner._campaign import CampaignDir
 from tuner._errors import BudgetExhausted, ConfigError, TunerError
 from tuner._heartbeat import (
@@ -36,20 +34,21 @@ from tuner._heartbeat import (
     default_timing,
     live_trial_ids,
 )
+from tuner._intake import MetricIntake
 from tuner._outcome import (
     _device_label,
-    _finding_text,
     _load_online_check,
     _signal_name,
     _tail_text,
     best_of,
     judge,
 )
+from tuner._recovery import ATTEMPT_ATTR, FAIL_ATTR, LAUNCH_ATTR, recover_stale, supersede
 from tuner._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner._state import TrialState
 from tuner._summary import campaign_params, campaign_tags, run_importance, summary_tags
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
-from tuner.executors._base import Executor, Report, TrialOutcome, TrialSpec
+from tuner.executors._base import Executor, TrialOutcome, TrialSpec
 from tuner.executors._factory import default_executor
 
 if TYPE_CHECKING:
@@ -60,9 +59,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CampaignResult", "Controller", "Observer", "RunningTrial"]  # re-exported
 
-LAUNCH_ATTR = "tuner.launch"
-ATTEMPT_ATTR = "tuner.attempt"
-FAIL_ATTR = "fail_reason"
 PRUNE_ATTR = "prune_reason"
 FAILED_ATTEMPT = "tuner:failed_attempt"
 
@@ -114,7 +110,6 @@ class Controller:
         self._sampler_name = config.sampler.name
         self._host = socket.gethostname()
         self._patterns = {name: m.regex for name, m in config.metrics.items()}
-        self._online_check: Callable[..., Any] | None = None
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
         # Set by `tuner worker` (tuner._worker): heartbeats of the trials this process runs.
         self.heartbeat: Heartbeat | None = None
@@ -252,56 +247,15 @@ class Controller:
             self.study.set_user_attr("mlflow_parent_run_id", self._recorder.parent_run_id)
         if self._executor is None:
             self._executor = default_executor(self.config, self.campaign_dir.trials)
-        if self.config.diagnosis.early_stop:
-            self._online_check = _load_online_check()
+        online_check = _load_online_check() if self.config.diagnosis.early_stop else None
+        self._intake = MetricIntake(self.config, self._recorder, online_check)
 
     def _recover(self, previous: Mapping[str, Any]) -> None:
         """End what a dead controller left: orphan process groups, RUNNING trials, runs."""
-        import optuna
-
-        assert self.study is not None and self._recorder is not None
-        stale = self._stale
-        for frozen in stale:
-            launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
-            if not launch:
-                # Asked for (params chosen) but its process was never started.
-                self.study._storage.set_trial_state_values(
-                    frozen._trial_id, optuna.trial.TrialState.WAITING
-                )
-                continue
-            ended = 0
-            if launch.get("host") == self._host and launch.get("pid"):
-                ended = _procs.end_group(launch, grace=float(self.config.trial.grace_period or 5))
-            reason = (
-                "interrupted: its controller died (found RUNNING by the next controller"
-                + (f", {ended} orphan process(es) ended" if ended else "")
-                + "); re-run with the same parameters"
-            )
-            self._supersede(frozen.number, frozen._trial_id, reason, frozen.params, frozen)
-            self._observer.message(f"trial {frozen.number}: {reason}")
-
-    def _supersede(
-        self,
-        number: int,
-        trial_id: int,
-        reason: str,
-        params: Mapping[str, Any],
-        frozen: optuna.trial.FrozenTrial,
-    ) -> None:
-        """Mark an interrupted trial FAIL (superseded) and queue a copy with its params."""
-        import optuna
-
+        del previous
         assert self.study is not None
-        storage = self.study._storage
-        storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
-        storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
-        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
-        attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
-        self.study.enqueue_trial(
-            dict(params),
-            user_attrs={ATTEMPT_ATTR: attempt, "tuner.rerun_of": number},
-            skip_if_exists=False,
-        )
+        grace = float(self.config.trial.grace_period or 5)
+        recover_stale(self.study, self._stale, self._host, grace, self._observer.message)
 
     # ----- main loop -----------------------------------------------------------------------
 
@@ -322,7 +276,7 @@ class Controller:
         while True:
             ended = []
             for rt in list(self.running.values()):
-                outcome = self._collect(rt)
+                outcome = self._intake.collect(rt)
                 if outcome is not None:
                     ended.append((rt, outcome))
             # A prepared trial takes a freed slot before the bookkeeping of the ended ones,
@@ -464,69 +418,6 @@ class Controller:
             if prepared.spec.run_id:
                 self._recorder.release_run(prepared.spec.run_id)
 
-    def _collect(self, rt: RunningTrial) -> TrialOutcome | None:
-        """Take a trial's news (reports, pruning, diagnosis); its outcome once it ended."""
-        reports: list[Report] = []
-        for collector in rt.collectors:
-            reports.extend(collector.collect(rt.handle))
-        outcome = rt.handle.poll()
-        if outcome is not None:
-            # Lines written just before exit arrive with the outcome.
-            for collector in rt.collectors:
-                reports.extend(collector.collect(rt.handle))
-        if reports:
-            self._absorb(rt, reports)
-        return outcome
-
-    def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
-        assert self._recorder is not None and self.study is not None
-        points: list[tuple[str, float, int, float]] = []
-        target = self.config.target.metric
-        new_target = False
-        fresh_non_finite = False
-        for report in reports:
-            ts = report.timestamp or time.time()
-            for key, value in report.metrics.items():
-                rt.latest[key] = value
-                steps, values = rt.history.setdefault(key, ([], []))
-                steps.append(report.step)
-                values.append(value)
-                if math.isfinite(value):
-                    points.append((key, value, report.step, ts))
-                else:
-                    fresh_non_finite = True
-                if (
-                    key == target
-                    and not self.config.multi_objective
-                    and math.isfinite(value)
-                    and report.step not in rt.reported_steps
-                    and rt.prune_reason is None
-                ):
-                    rt.trial.report(value, report.step)
-                    rt.reported_steps.add(report.step)
-                    new_target = True
-        if rt.run_id and points:
-            self._recorder.trial_metrics(rt.run_id, points)
-        if rt.prune_reason is not None:
-            return
-        if new_target and rt.trial.should_prune():
-            step = max(rt.reported_steps)
-            rt.prune_reason = (
-                f"pruned by the {self.config.pruner.name} pruner at step {step} "
-                f"({target}={rt.latest.get(target)})"
-            )
-            rt.handle.request_prune()
-            return
-        now = time.monotonic()
-        if self._online_check is not None and (fresh_non_finite or now - rt.last_check >= 1.0):
-            rt.last_check = now
-            for key, (steps, values) in rt.history.items():
-                finding = self._online_check(key, steps, values)
-                if finding is not None:
-                    rt.prune_reason = f"stopped early by diagnosis: {_finding_text(finding)}"
-                    rt.handle.request_prune()
-                    return
-
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
         import optuna
 
@@ -640,7 +531,7 @@ class Controller:
             outcome = rt.handle.poll()
             try:
                 frozen = self.study._storage.get_trial(rt.trial._trial_id)
-                self._supersede(rt.number, rt.trial._trial_id, reason, rt.params, frozen)
+                supersede(self.study, rt.number, rt.trial._trial_id, reason, rt.params, frozen)
             except Exception as exc:  # the storage itself may be what failed
                 self._observer.message(f"trial {rt.number}: could not be marked: {exc}")
             if rt.run_id and self._recorder is not None:

@@ -1,0 +1,101 @@
+"""What a running trial reports: metrics in, Optuna's pruning and the online diagnosis out.
+
+The controller calls :meth:`MetricIntake.collect` for every running trial on each turn of
+its loop. New points of the target metric are reported to the trial (Optuna's pruner then
+decides), every finite point is recorded in the trial's MLflow run, and the online
+diagnosis (loss runaway, NaN/Inf) may stop a doomed trial early; either way the trial is
+asked to stop and its reason kept in ``rt.prune_reason``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tuner._outcome import _finding_text
+from tuner._running import RunningTrial
+from tuner.executors._base import Report, TrialOutcome
+
+if TYPE_CHECKING:
+    from tuner._lineage import LineageRecorder
+    from tuner.config import CampaignConfig
+
+__all__ = ["MetricIntake"]
+
+
+class MetricIntake:
+    """Takes the news of running trials for one campaign (see the module's text)."""
+
+    def __init__(
+        self,
+        config: CampaignConfig,
+        recorder: LineageRecorder,
+        online_check: Callable[..., Any] | None,
+    ) -> None:
+        self.config = config
+        self._recorder = recorder
+        self._online_check = online_check
+
+    def collect(self, rt: RunningTrial) -> TrialOutcome | None:
+        """Take a trial's news (reports, pruning, diagnosis); its outcome once it ended."""
+        reports: list[Report] = []
+        for collector in rt.collectors:
+            reports.extend(collector.collect(rt.handle))
+        outcome = rt.handle.poll()
+        if outcome is not None:
+            # Lines written just before exit arrive with the outcome.
+            for collector in rt.collectors:
+                reports.extend(collector.collect(rt.handle))
+        if reports:
+            self._absorb(rt, reports)
+        return outcome
+
+    def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
+        points: list[tuple[str, float, int, float]] = []
+        target = self.config.target.metric
+        new_target = False
+        fresh_non_finite = False
+        for report in reports:
+            ts = report.timestamp or time.time()
+            for key, value in report.metrics.items():
+                rt.latest[key] = value
+                steps, values = rt.history.setdefault(key, ([], []))
+                steps.append(report.step)
+                values.append(value)
+                if math.isfinite(value):
+                    points.append((key, value, report.step, ts))
+                else:
+                    fresh_non_finite = True
+                if (
+                    key == target
+                    and not self.config.multi_objective
+                    and math.isfinite(value)
+                    and report.step not in rt.reported_steps
+                    and rt.prune_reason is None
+                ):
+                    rt.trial.report(value, report.step)
+                    rt.reported_steps.add(report.step)
+                    new_target = True
+        if rt.run_id and points:
+            self._recorder.trial_metrics(rt.run_id, points)
+        if rt.prune_reason is not None:
+            return
+        if new_target and rt.trial.should_prune():
+            step = max(rt.reported_steps)
+            rt.prune_reason = (
+                f"pruned by the {self.config.pruner.name} pruner at step {step} "
+                f"({target}={rt.latest.get(target)})"
+            )
+            rt.handle.request_prune()
+            return
+        now = time.monotonic()
+        if self._online_check is not None and (fresh_non_finite or now - rt.last_check >= 1.0):
+            rt.last_check = now
+            for key, (steps, values) in rt.history.items():
+                finding = self._online_check(key, steps, values)
+                if finding is not None:
+                    rt.prune_reason = f"stopped early by diagnosis: {_finding_text(finding)}"
+                    rt.handle.request_prune()
+                    return
