@@ -17,12 +17,12 @@ insert fail.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
-from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage._errors import StoreError, UsageError
 from lineage._secrets import mask_uri
 from lineage._uri import resolve_tracking_uri
+from lineage.store._sql_db import one_line
 from lineage.store._sql_text import INDEXES
 
 __all__ = ["INDEXES", "IndexState", "drop_indexes", "ensure_indexes", "index_states"]
@@ -98,7 +98,7 @@ class _Db:
     def __init__(self, tracking_uri: str | None, *, write: bool) -> None:
         import sqlite3
 
-        from lineage.store._sql_db import REQUIRED_COLUMNS, sqlite_path, uri_path
+        from lineage.store._sql_db import REQUIRED_COLUMNS, connect_sqlite
 
         uri = resolve_tracking_uri(tracking_uri)
         self.uri = mask_uri(uri)
@@ -109,21 +109,15 @@ class _Db:
                 f"(got a {scheme!r} URI); PostgreSQL limits index entries to ~2.7 kB, which a "
                 "long param value would exceed, failing MLflow's own writes"
             )
-        path = sqlite_path(uri)
-        if not os.path.isfile(path):
-            raise NotFoundError(
-                f"no MLflow store at {self.uri}: file {os.path.abspath(path)} does not exist"
-            )
-        mode = "rw" if write else "ro"
+        self._raw = connect_sqlite(uri, write=write).raw
         try:
-            target = f"file:{uri_path(os.path.abspath(path))}?mode={mode}"
-            self._raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
             tables = {
                 str(r[0])
                 for r in self._raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {self.uri}: {_line(exc)}") from exc
+            self._raw.close()
+            raise StoreError(f"cannot read {self.uri}: {one_line(exc)}") from exc
         wanted = {table for table, _ in INDEXES.values()}
         if not {"runs", "experiments"} <= tables or not wanted <= set(REQUIRED_COLUMNS) & tables:
             self._raw.close()
@@ -148,13 +142,9 @@ class _Db:
                 return
             hint = " (is the file writable?)" if "readonly" in str(exc) else ""
             raise StoreError(
-                f"{sql.split(' ON ')[0]} on {self.uri} failed: {_line(exc)}{hint}"
+                f"{sql.split(' ON ')[0]} on {self.uri} failed: {one_line(exc)}{hint}"
             ) from exc
 
     def present(self) -> set[str]:
         rows = self._raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         return {str(r[0]) for r in rows} & set(INDEXES)
-
-
-def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__

@@ -131,7 +131,8 @@ def sqlite_path(uri: str) -> str:
     return path
 
 
-def connect_sqlite(uri: str) -> Connection:
+def connect_sqlite(uri: str, *, write: bool = False) -> Connection:
+    """The SQLite file of ``uri``, read-only unless ``write``."""
     import sqlite3
 
     path = sqlite_path(uri)
@@ -140,7 +141,7 @@ def connect_sqlite(uri: str) -> Connection:
             f"no MLflow store at {uri}: file {os.path.abspath(path)} does not exist "
             "(set --tracking-uri or MLFLOW_TRACKING_URI)"
         )
-    target = f"file:{uri_path(os.path.abspath(path))}?mode=ro"
+    target = f"file:{uri_path(os.path.abspath(path))}?mode={'rw' if write else 'ro'}"
     try:
         raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
     except sqlite3.Error as exc:
