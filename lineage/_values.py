@@ -23,13 +23,16 @@ __all__ = ["Value"]
 
 
 class Value:
-    """Equality, hash, repr and tuple unpacking from the subclass's ``__slots__`` (its
-    fields, in order). A subclass whose fields hold lists or dicts sets ``__hash__ = None``."""
+    """Equality, hash, repr and tuple unpacking from the subclass's ``_fields`` (in order),
+    which it also uses as its ``__slots__`` (``__slots__ = _fields``: written directly, a
+    linter would sort them). A subclass whose fields hold lists or dicts sets
+    ``__hash__ = None``."""
 
-    __slots__: tuple[str, ...] = ()
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
 
     def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        return tuple(getattr(self, name) for name in self._fields)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Value) or type(other) is not type(self):
@@ -43,5 +46,5 @@ class Value:
         return iter(self._values())
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({fields})"

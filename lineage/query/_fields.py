@@ -42,7 +42,8 @@ _KINDS = {
 class Field(Value):
     """``kind`` is ``params``, ``metrics``, ``tags`` or ``attributes``; ``key`` the name."""
 
-    __slots__ = ("key", "kind")
+    _fields = ("kind", "key")
+    __slots__ = _fields
 
     def __init__(self, kind: str, key: str) -> None:
         self.kind = kind

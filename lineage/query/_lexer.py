@@ -22,7 +22,8 @@ class Token(Value):
     ``kw`` (lower-cased keyword), ``(``, ``)``, ``,`` or ``end``; ``pos``: 0-based offset
     into the expression."""
 
-    __slots__ = ("kind", "pos", "text", "value")
+    _fields = ("kind", "value", "pos", "text")
+    __slots__ = _fields
 
     def __init__(self, kind: str, value: Any, pos: int, text: str) -> None:
         self.kind = kind

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from lineage._errors import QuerySyntaxError, UsageError
+from lineage._values import Value
 from lineage.query._fields import NUMERIC_ATTRIBUTES, Field, make_field, to_number
 from lineage.query._lexer import Token, syntax_error, tokenize
 from lineage.store import RunRecord
@@ -45,24 +46,13 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-class Node:
+class Node(Value):
     """A parsed expression: ``fields()`` it reads, ``compile()`` into a predicate.
 
-    Plain classes, not dataclasses: see ``lineage/store/_records.py``."""
+    Plain classes, not dataclasses: see ``lineage/_values.py``."""
 
     __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        values = ", ".join(repr(getattr(self, name)) for name in self._fields)
-        return f"{type(self).__name__}({values})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self._fields)
-
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # lists inside
 
     def fields(self) -> Iterator[Field]:
         raise NotImplementedError

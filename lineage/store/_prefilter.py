@@ -22,7 +22,8 @@ class KeyCondition(Value):
     also satisfies ``value op values[0]`` (``in``: equals one of ``values``). Metric values
     are numbers; param and tag values are compared as exact text (``=``/``in`` only)."""
 
-    __slots__ = ("key", "kind", "op", "values")
+    _fields = ("kind", "key", "op", "values")
+    __slots__ = _fields
 
     def __init__(
         self, kind: str, key: str, op: str | None = None, values: tuple[Any, ...] = ()
@@ -37,7 +38,8 @@ class AttrCondition(Value):
     """``column`` (status, start_time, end_time) ``op`` ``values``; statuses upper-case,
     times in milliseconds."""
 
-    __slots__ = ("column", "op", "values")
+    _fields = ("column", "op", "values")
+    __slots__ = _fields
 
     def __init__(self, column: str, op: str, values: tuple[Any, ...]) -> None:
         self.column = column
@@ -46,14 +48,16 @@ class AttrCondition(Value):
 
 
 class AllOf(Value):
-    __slots__ = ("items",)
+    _fields = ("items",)
+    __slots__ = _fields
 
     def __init__(self, items: tuple[Prefilter, ...]) -> None:
         self.items = items
 
 
 class AnyOf(Value):
-    __slots__ = ("items",)
+    _fields = ("items",)
+    __slots__ = _fields
 
     def __init__(self, items: tuple[Prefilter, ...]) -> None:
         self.items = items

@@ -11,7 +11,8 @@ from lineage._values import Value
 class Experiment(Value):
     """An active MLflow experiment."""
 
-    __slots__ = ("experiment_id", "name")
+    _fields = ("experiment_id", "name")
+    __slots__ = _fields
 
     def __init__(self, experiment_id: str, name: str) -> None:
         self.experiment_id = experiment_id
@@ -21,7 +22,8 @@ class Experiment(Value):
 class MetricPoint(Value):
     """One logged value of a metric. ``timestamp`` is in milliseconds since the epoch."""
 
-    __slots__ = ("step", "timestamp", "value")
+    _fields = ("step", "value", "timestamp")
+    __slots__ = _fields
 
     def __init__(self, step: int, value: float, timestamp: int) -> None:
         self.step = step
@@ -38,19 +40,20 @@ class RunRecord(Value):
     unfinished.
     """
 
-    __slots__ = (
-        "artifact_uri",
-        "end_time",
-        "experiment",
-        "experiment_id",
-        "metrics",
-        "name",
-        "params",
+    _fields = (
         "run_id",
-        "start_time",
+        "experiment_id",
+        "experiment",
+        "name",
         "status",
+        "start_time",
+        "end_time",
+        "params",
+        "metrics",
         "tags",
+        "artifact_uri",
     )
+    __slots__ = _fields
 
     def __init__(
         self,

@@ -241,3 +241,13 @@ def test_unindexed_and_conditions_after_the_first_are_probed_per_run() -> None:
     assert args == ["a", 1.0, "b", "x", "FINISHED"]
     indexed, same_args = prefilter_sql(pf, frozenset({"params", "latest_metrics", "tags"}))
     assert indexed.count("IN (SELECT") == 2 and "EXISTS" not in indexed and same_args == args
+
+
+def test_value_classes_unpack_in_field_order_like_the_tuples_they_replaced() -> None:
+    from lineage.store import MetricPoint
+
+    step, value, timestamp = MetricPoint(3, 0.5, 1_700_000_000_000)
+    assert (step, value, timestamp) == (3, 0.5, 1_700_000_000_000)
+    kind, key = parse_field("params.lr")
+    assert (kind, key) == ("params", "lr")
+    assert repr(MetricPoint(1, 2.0, 3)) == "MetricPoint(step=1, value=2.0, timestamp=3)"
