@@ -11,11 +11,11 @@ import optuna
 import pytest
 from _campaign_base import base_config
 
-from tuner import _optuna_factory
 from tuner._errors import ConfigError
-from tuner._optuna_factory import make_pruner, make_sampler, search_space
 from tuner._space import distributions, sample_params, sampling_order, validate_params
 from tuner.config import CampaignConfig, load_config, parse_config
+from tuner.search import _registry as _optuna_factory
+from tuner.search._registry import make_pruner, make_sampler, search_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -175,7 +175,7 @@ def _check_placeholders(config: CampaignConfig) -> None:
 
 
 def _check_sampler(config: CampaignConfig) -> None:
-    from tuner._optuna_factory import SAMPLERS, missing_dependency
+    from tuner.search._registry import SAMPLERS, missing_dependency
 
     sampler = config.sampler
     params = config.parameters
@@ -253,7 +253,7 @@ def _outside(param: Any, value: Any) -> str | None:
 
 
 def _check_pruner(config: CampaignConfig) -> None:
-    from tuner._optuna_factory import PRUNERS
+    from tuner.search._registry import PRUNERS
 
     _check_options(("pruner", "options"), config.pruner.options, PRUNERS[config.pruner.name]())
 

@@ -1,0 +1,1 @@
+"""The search: sampler and pruner registry, the space, the study."""

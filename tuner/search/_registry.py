@@ -1,0 +1,241 @@
+"""Optuna samplers and pruners built from a campaign config.
+
+``sampler.options`` / ``pruner.options`` are passed as keyword arguments to the Optuna class,
+so every Optuna knob is reachable without this module naming it; ``sampler.seed`` is passed
+as ``seed``. A constructor that rejects an option becomes a :class:`ConfigError` naming it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tuner._errors import ConfigError
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.config import CampaignConfig
+
+__all__ = [
+    "NEEDS",
+    "PRUNERS",
+    "SAMPLERS",
+    "make_pruner",
+    "make_sampler",
+    "missing_dependency",
+    "search_space",
+    "torch_available",
+]
+
+
+def _sampler_class(name: str) -> Callable[[], type]:
+    def get() -> type:
+        import optuna.samplers
+
+        return getattr(optuna.samplers, name)
+
+    return get
+
+
+def _pruner_class(name: str) -> Callable[[], type]:
+    def get() -> type:
+        import optuna.pruners
+
+        return getattr(optuna.pruners, name)
+
+    return get
+
+
+#: Config name -> a function returning the Optuna class (imported lazily: optuna costs ~1 s).
+SAMPLERS: dict[str, Callable[[], type]] = {
+    "tpe": _sampler_class("TPESampler"),
+    "gp": _sampler_class("GPSampler"),
+    "random": _sampler_class("RandomSampler"),
+    "cmaes": _sampler_class("CmaEsSampler"),
+    "grid": _sampler_class("GridSampler"),
+    "qmc": _sampler_class("QMCSampler"),
+    "nsga2": _sampler_class("NSGAIISampler"),
+}
+PRUNERS: dict[str, Callable[[], type]] = {
+    "median": _pruner_class("MedianPruner"),
+    "percentile": _pruner_class("PercentilePruner"),
+    "hyperband": _pruner_class("HyperbandPruner"),
+    "none": _pruner_class("NopPruner"),
+}
+
+#: Replaced in tests to simulate an environment without the ``gp`` extra.
+_import_module: Callable[[str], Any] = importlib.import_module
+
+
+#: Samplers whose Optuna class needs a package beyond Optuna's own dependencies, and the hint.
+NEEDS: dict[str, tuple[str, str]] = {
+    "gp": ("torch", "gp needs PyTorch; install the 'gp' extra: pip install 'lineage-tuner[gp]'"),
+    "cmaes": ("cmaes", "cmaes needs the 'cmaes' package: pip install cmaes"),
+}
+
+
+def module_available(name: str) -> bool:
+    """Whether ``name`` can be imported; found without importing it (cheap, for validation)."""
+    if _import_module is not importlib.import_module:
+        try:
+            _import_module(name)
+        except ImportError:
+            return False
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules[name] is None
+        return False
+
+
+def torch_available() -> bool:
+    """Whether PyTorch (the ``gp`` extra) can be imported."""
+    return module_available("torch")
+
+
+def missing_dependency(sampler: str) -> str | None:
+    """The hint for a sampler whose extra package is not installed, else None."""
+    need = NEEDS.get(sampler)
+    if need is not None and not module_available(need[0]):
+        return need[1]
+    return None
+
+
+def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
+    """The grid for ``sampler: grid``: ``options.search_space`` entries, else each parameter's
+    choices or its ``low..high`` values by ``step``."""
+    explicit = config.sampler.options.get("search_space") or {}
+    space: dict[str, list[Any]] = {}
+    for name, param in config.parameters.items():
+        values = explicit.get(name)
+        if values is None:
+            values = param.grid_values()
+        if values is None:  # the config validator already refused this
+            raise _error(config, ("parameters", name), "needs a step for sampler grid")
+        space[name] = list(values)
+    return space
+
+
+def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler named by ``config.sampler``, seeded with ``sampler.seed``."""
+    name = config.sampler.name
+    cls = SAMPLERS[name]()
+    kwargs: dict[str, Any] = dict(config.sampler.options)
+    if name in NEEDS:
+        module, hint = NEEDS[name]
+        try:
+            _import_module(module)
+        except ImportError:
+            raise _error(config, ("sampler", "name"), ": " + hint) from None
+    if isinstance(kwargs.get("independent_sampler"), str):
+        kwargs["independent_sampler"] = _independent(kwargs["independent_sampler"], config)
+    if isinstance(kwargs.get("crossover"), str):
+        kwargs["crossover"] = _crossover(kwargs["crossover"])
+    if name == "grid":
+        kwargs["search_space"] = search_space(config)
+        cls = _ask_tell_grid(cls)
+    if name in ("cmaes", "qmc", "gp"):
+        # Conditional parameters fall back to the independent sampler by design; say so in
+        # the docs, not in a warning per trial.
+        kwargs.setdefault("warn_independent_sampling", False)
+    if (
+        name == "tpe"
+        and kwargs.get("multivariate")
+        and any(p.when for p in config.parameters.values())
+    ):
+        # Multivariate TPE models one joint space; `group` splits it by which parameters a
+        # trial has, instead of dropping conditional ones to independent sampling (and logging
+        # a warning per trial).
+        kwargs.setdefault("group", True)
+    if name == "tpe" and config.resources.parallel > 1:
+        # Without it, parallel workers ask while others run and get near-duplicate proposals.
+        kwargs.setdefault("constant_liar", True)
+    if config.sampler.seed is not None:
+        kwargs["seed"] = config.sampler.seed
+    return _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
+
+
+def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
+    """The Optuna pruner named by ``config.pruner`` (``none``: ``NopPruner``)."""
+    name = config.pruner.name
+    cls = PRUNERS[name]()
+    kwargs = dict(config.pruner.options)
+    if name == "percentile":
+        kwargs.setdefault("percentile", 25.0)
+    return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
+
+
+def _independent(name: str, config: CampaignConfig) -> Any:
+    # The fallback for parameters the relative sampler cannot model (conditional ones).
+    import optuna.samplers
+
+    seed = config.sampler.seed
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def _crossover(name: str) -> Any:
+    from optuna.samplers import nsgaii
+
+    classes: dict[str, Callable[[], Any]] = {
+        "uniform": nsgaii.UniformCrossover,
+        "blxalpha": nsgaii.BLXAlphaCrossover,
+        "sbx": nsgaii.SBXCrossover,
+        "vsbx": nsgaii.VSBXCrossover,
+        "undx": nsgaii.UNDXCrossover,
+        "spx": nsgaii.SPXCrossover,
+    }
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=_experimental_warning())
+        return classes[name]()
+
+
+def _ask_tell_grid(base: type) -> type:
+    class AskTellGridSampler(base):
+        """``GridSampler`` for ask/tell: Optuna's calls ``study.stop()`` once the grid is
+        used up, which raises outside ``optimize()``. The controller asks ``is_exhausted``."""
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            return None
+
+    return AskTellGridSampler
+
+
+def _construct(
+    config: CampaignConfig,
+    path: tuple[str, ...],
+    cls: type,
+    kwargs: dict[str, Any],
+    shown: dict[str, Any],
+) -> Any:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            # Experimental-feature notices (constant_liar, multivariate) are Optuna's, not the
+            # user's problem; real misuse raises below.
+            warnings.simplefilter("ignore", category=_experimental_warning())
+            return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        message = " ".join(str(exc).split()).rstrip(".")
+        raise _error(config, path, f"are invalid for {cls.__name__} ({message})", shown) from None
+
+
+def _experimental_warning() -> type[Warning]:
+    from optuna.exceptions import ExperimentalWarning
+
+    return ExperimentalWarning
+
+
+def _error(
+    config: CampaignConfig, path: tuple[str, ...], rule: str, value: Any = ...
+) -> ConfigError:
+    from tuner.config import config_error
+
+    return config_error(config, path, rule, value)
