@@ -1,0 +1,226 @@
+"""The docs keep their promises: the README's two commands are the ones that run, the README
+stays short, and the generated references hold every command, flag and config key.
+
+``mkdocs build --strict`` itself (broken links, missing pages) runs in ``.ci/run``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import sys
+import tomllib
+import types
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+GEN = ROOT / "docs" / "_gen"
+
+
+def _code_blocks(text: str) -> list[str]:
+    return re.findall(r"^```[\w-]*\n(.*?)^```", text, flags=re.S | re.M)
+
+
+@pytest.fixture(scope="module")
+def gen() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
+    sys.path.insert(0, str(GEN))
+    try:
+        import hooks
+        import reference
+
+        yield reference, hooks
+    finally:
+        sys.path.remove(str(GEN))
+
+
+def _page(hooks: types.ModuleType, name: str) -> str:
+    """A reference page as the site build renders it (the hook fills its marker)."""
+    source = (ROOT / "docs" / "reference" / name).read_text(encoding="utf-8")
+    rendered: str = hooks.on_page_markdown(source, page=None, config=None, files=None)
+    assert "<!-- generated:" not in rendered
+    return rendered
+
+
+# --------------------------------------------------------------------------- README
+
+
+def test_readme_is_short() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+
+
+def test_readme_first_block_installs_and_runs_the_quickstart() -> None:
+    first = _code_blocks(README.read_text(encoding="utf-8"))[0].strip()
+    steps = [s.strip() for s in first.split("&&")]
+    assert steps[0] == "python3 -m venv .venv"
+    install = next(s for s in steps if s.startswith("pip install"))
+    run = steps[-1].split()
+    assert run[:2] == ["tuner", "run"], first
+    assert (ROOT / run[2]).is_file(), f"the quickstart config {run[2]} is missing"
+    extras = re.search(r"\.\[([\w,-]+)\]", install)
+    assert extras is not None, install
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    for extra in extras.group(1).split(","):
+        assert extra in declared, f"README installs the extra {extra!r}, pyproject lacks it"
+
+
+def test_readme_second_block_is_what_ci_runs() -> None:
+    second = _code_blocks(README.read_text(encoding="utf-8"))[1].strip().splitlines()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    positions = []
+    for line in second:
+        assert line in ci, f".ci/run does not run the README's test command line {line!r}"
+        positions.append(ci.index(line))
+    assert positions == sorted(positions), "the README's test commands run in another order in CI"
+    assert ci.index("mkdocs build --strict") < ci.index("pytest")
+
+
+def test_readme_links_resolve() -> None:
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert targets, "the README links to the docs"
+    for target in targets:
+        if "://" in target:
+            continue
+        assert (ROOT / target).exists(), f"README.md links to {target}, which does not exist"
+
+
+# --------------------------------------------------------------------------- CLI reference
+
+
+def _help(main: typing.Callable[[list[str]], int], argv: list[str]) -> str:
+    """What ``PROG ARGV --help`` prints, through the CLI's own main()."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        main([*argv, "--help"])
+    assert exited.value.code == 0
+    return out.getvalue()
+
+
+def _commands_in_help(text: str) -> list[str]:
+    section = text.split("positional arguments:", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^ {4}(\w[\w-]*)\s", section, flags=re.M)
+
+
+def _flags(text: str) -> set[str]:
+    """The option strings of a --help text: the lines that start an option's entry."""
+    flags = set()
+    for line in text.splitlines():
+        match = re.match(r"^ {2}(-\S.*?)(?: {2,}|$)", line)
+        if match:
+            flags |= {part.split()[0] for part in match.group(1).split(", ")}
+    return flags - {"-h", "--help"}
+
+
+@pytest.mark.parametrize("prog", ["lineage", "tuner"])
+def test_cli_reference_has_every_command_and_flag(
+    gen: tuple[types.ModuleType, types.ModuleType], prog: str
+) -> None:
+    _, hooks = gen
+    page = _page(hooks, "cli.md")
+    listed = subprocess.run(
+        [sys.executable, "-m", f"{prog}.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    commands = _commands_in_help(listed)
+    assert len(commands) >= 6, listed
+    main = __import__(f"{prog}.cli", fromlist=["main"]).main
+    sections = re.split(r"^#{2,6} ", page, flags=re.M)
+    checked = 0
+    for command in commands:
+        heading = f"`{prog} {command}`"
+        section = next((s for s in sections if s.startswith(heading)), None)
+        assert section is not None, f"the CLI reference has no section for {prog} {command}"
+        for flag in _flags(_help(main, [command])):
+            assert re.search(rf"`{re.escape(flag)}[ `]", section), (
+                f"the CLI reference lacks {flag} of {prog} {command}"
+            )
+            checked += 1
+    assert checked >= 10, f"only {checked} flags found in the --help of {prog}'s commands"
+
+
+def test_cli_reference_lists_the_same_commands_as_the_help(
+    gen: tuple[types.ModuleType, types.ModuleType],
+) -> None:
+    reference, _ = gen
+    from lineage.cli import command_names
+
+    names = reference.cli_commands()
+    assert {n.split()[1] for n in names if n.startswith("lineage ")} == set(command_names())
+    assert "tuner run" in names and "tuner validate" in names
+
+
+# --------------------------------------------------------------------------- config reference
+
+
+def _models_in(annotation: object) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def _leaf_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        nested = _models_in(field.annotation)
+        if not nested:
+            yield prefix + alias
+            continue
+        origin = typing.get_origin(field.annotation)
+        if origin is dict:
+            yield prefix + alias
+            yield from _leaf_keys(nested[0], f"{prefix}{alias}.NAME.")
+        elif origin is list:
+            yield prefix + alias
+            yield from _leaf_keys(nested[0], f"{prefix}{alias}[].")
+        else:
+            yield from _leaf_keys(nested[0], f"{prefix}{alias}.")
+
+
+def test_config_reference_has_every_key_of_the_model(
+    gen: tuple[types.ModuleType, types.ModuleType],
+) -> None:
+    _, hooks = gen
+    from tuner.config import CampaignConfig
+
+    page = _page(hooks, "config.md")
+    keys = list(_leaf_keys(CampaignConfig))
+    assert "budget.trials" in keys and "parameters.NAME.low" in keys
+    for key in keys:
+        assert f"`{key}`" in page, f"the configuration reference lacks {key}"
+    # defaults and allowed values come through from the model
+    assert re.search(r"`budget\.max_failures` \| integer \(>= 1\) \| `5`", page)
+    assert re.search(r"`sampler\.name` \| `tpe` \\\| `gp`", page)
+
+
+def test_campaign_guide_names_only_real_keys(
+    gen: tuple[types.ModuleType, types.ModuleType],
+) -> None:
+    reference, _ = gen
+    known = set(reference.config_keys())
+    text = (ROOT / "docs" / "guides" / "campaigns.md").read_text(encoding="utf-8")
+    table = text.split("### Keys", 1)[1].split("\n### ", 1)[0]
+    named = []
+    for row in re.findall(r"^\| (`[^|]*`) \|", table, flags=re.M):
+        previous = ""
+        for key in re.findall(r"`([^`]+)`", row):
+            if key.startswith("."):
+                key = previous.rsplit(".", 1)[0] + key
+            named.append(key)
+            previous = key
+    assert len(named) >= 30, named
+    stale = [key for key in named if key not in known]
+    assert not stale, f"the campaigns guide names keys the config model lacks: {stale}"
