@@ -127,16 +127,18 @@ def _metavar(action: argparse.Action) -> str:
     return metavar
 
 
-def _argument_row(action: argparse.Action, prog: str) -> str | None:
+def _argument_entry(action: argparse.Action, prog: str) -> list[str]:
+    """One argument as a definition-list entry: the full width of the page for its help."""
     if action.help == _SUPPRESS or isinstance(
         action, argparse._SubParsersAction | argparse._HelpAction
     ):
-        return None
+        return []
     metavar = _metavar(action)
     if action.option_strings:
-        names = ", ".join(_code(f"{o} {metavar}".strip()) for o in action.option_strings)
+        first, *others = action.option_strings
+        term = ", ".join([_code(f"{first} {metavar}".strip()), *map(_code, others)])
     else:
-        names = _code(metavar)
+        term = _code(metavar)
     notes = []
     if action.choices is not None and not isinstance(action.choices, dict):
         notes.append("one of " + ", ".join(_code(c) for c in action.choices))
@@ -157,8 +159,8 @@ def _argument_row(action: argparse.Action, prog: str) -> str | None:
         notes.append("default " + _code(default if isinstance(default, str) else repr(default)))
     help_text = _md(_expand_help(action, prog))
     extra = "; ".join(notes)
-    cell = help_text + (f" ({extra})" if extra and help_text else extra)
-    return f"| {names} | {cell} |"
+    body = help_text + (f" ({extra})" if extra and help_text else extra)
+    return [term, f":   {body or 'no help text'}", ""]
 
 
 def _usage(parser: argparse.ArgumentParser) -> str:
@@ -175,9 +177,8 @@ def _command_section(
     if description:
         lines += [_md_prose(description), ""]
     lines += ["```text", _usage(parser), "```", ""]
-    rows = [r for a in _actions(parser) if (r := _argument_row(a, full)) is not None]
-    if rows:
-        lines += ["| argument | meaning |", "|---|---|", *rows, ""]
+    for action in _actions(parser):
+        lines += _argument_entry(action, full)
     if parser.epilog:
         lines += [_md_prose(parser.epilog), ""]
     return lines
