@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from lineage.mindinsight._convert import TrainingRecord, metric_name, read_run
 from lineage.mindinsight._discover import SummaryRun, find_runs
-from lineage.mindinsight._import import ImportResult, import_summaries, record_into
+from lineage.mindinsight._import import (
+    ImportResult,
+    import_summaries,
+    record_into,
+    record_summary_dir,
+)
 from lineage.mindinsight._records import RecordError, iter_records
 
 __all__ = [
@@ -24,4 +29,5 @@ __all__ = [
     "metric_name",
     "read_run",
     "record_into",
+    "record_summary_dir",
 ]

@@ -22,7 +22,7 @@ from lineage._errors import LineageError, StoreError, UsageError
 from lineage.mindinsight._convert import TrainingRecord, read_run
 from lineage.mindinsight._discover import SummaryRun, find_runs
 
-__all__ = ["ImportResult", "import_summaries", "record_into"]
+__all__ = ["ImportResult", "import_summaries", "record_into", "record_summary_dir"]
 
 FILE_TAG = "mindinsight.file"
 BASE_TAG = "mindinsight.base_dir"
@@ -255,3 +255,44 @@ def _line(exc: BaseException) -> str:
     from lineage._errors import one_line
 
     return one_line(exc)
+
+
+def record_summary_dir(
+    summary_dir: str | os.PathLike[str],
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    run: Any = None,
+) -> SummaryRun | None:
+    """Record the newest training under ``summary_dir`` into ``run`` (default: the active
+    ``lineage`` run, else the run named by ``MLFLOW_RUN_ID``), with the tags
+    :func:`import_summaries` writes, so that a later import of ``base_dir`` (default: the
+    directory above) finds it already there. Returns the run recorded, or None when the
+    directory holds no summary. Raises :class:`RecordError` for a damaged file.
+    """
+    import dataclasses
+
+    import lineage
+
+    directory = Path(summary_dir).resolve()
+    base = Path(base_dir).resolve() if base_dir is not None else directory.parent
+    found = find_runs(directory)
+    if not found:
+        return None
+    summary = dataclasses.replace(found[-1], base_dir=base)
+    record = read_run(summary)
+    digest = summary.content_hash()
+    tags = {
+        FILE_TAG: summary.key,
+        BASE_TAG: str(base),
+        "lineage.import.source": "mindinsight",
+    }
+    handle = run if run is not None else lineage.active_run()
+    if handle is not None:
+        record_into(handle, record)
+        handle.set_tags({**tags, HASH_TAG: digest})
+        handle.flush()
+        return summary
+    with lineage.start_run(record_identity=False) as attached:
+        record_into(attached, record)
+        attached.set_tags({**tags, HASH_TAG: digest})
+    return summary
