@@ -7,6 +7,7 @@ stays short, and the generated references hold every command, flag and config ke
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import re
 import subprocess
@@ -30,15 +31,14 @@ def _code_blocks(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def gen() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
-    sys.path.insert(0, str(GEN))
-    try:
-        import hooks
-        import reference
-
-        yield reference, hooks
-    finally:
-        sys.path.remove(str(GEN))
+def gen() -> tuple[types.ModuleType, types.ModuleType]:
+    """The docs generator (``docs/_gen/``) as the MkDocs build loads it: its hook module,
+    which loads the reference module."""
+    spec = importlib.util.spec_from_file_location("lineage_tuner_docs_hooks", GEN / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    return hooks.reference, hooks
 
 
 def _page(hooks: types.ModuleType, name: str) -> str:

@@ -7,18 +7,24 @@ cannot drift from the parsers and the config model.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Any
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:  # the packages are importable from a checkout without an install
-    sys.path.insert(0, _ROOT)
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
+_ROOT = os.path.dirname(os.path.dirname(_HERE))
+if _ROOT not in sys.path:  # the packages import from a checkout that was not pip-installed
+    sys.path.insert(0, _ROOT)
 
-import reference  # noqa: E402
+# Loaded by path under a name of its own: a bare ``import reference`` could pick up any
+# installed module of that name.
+_spec = importlib.util.spec_from_file_location(
+    "lineage_tuner_docs_reference", os.path.join(_HERE, "reference.py")
+)
+assert _spec is not None and _spec.loader is not None
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
 
 _MARKERS = {
     "<!-- generated: cli -->": reference.cli_reference,
