@@ -6,8 +6,15 @@ query, importance and diagnosis APIs back the ``lineage`` CLI.
 
 from __future__ import annotations
 
-from lineage._errors import LineageError, NotFoundError, QuerySyntaxError, StoreError, UsageError
-from lineage._uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
+from lineage._errors import (
+    LineageError,
+    NotFoundError,
+    QuerySyntaxError,
+    StoreError,
+    TransientError,
+    UsageError,
+)
+from lineage.uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,6 +69,7 @@ __all__ = [
     "QuerySyntaxError",
     "Run",
     "StoreError",
+    "TransientError",
     "UsageError",
     "active_run",
     "end_run",

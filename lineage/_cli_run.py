@@ -62,7 +62,6 @@ def run_handler(prog: str, args: argparse.Namespace, errors: tuple[type[Exceptio
 
 def one_line(exc: BaseException) -> str:
     """An unexpected error as one masked line: its type and message, at most 500 chars."""
-    from lineage._secrets import mask_uri
+    from lineage._errors import one_line as _one_line
 
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return mask_uri(f"{type(exc).__name__}: {text}")[:500]
+    return _one_line(exc, with_type=True)

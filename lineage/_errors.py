@@ -29,3 +29,21 @@ class QuerySyntaxError(UsageError):
 
 class StoreError(LineageError):
     """The tracking store could not be reached or answered with an error. ``exit_code`` 1."""
+
+
+class TransientError(StoreError):
+    """A store operation failed for a reason that may pass (a locked SQLite file, a dropped
+    connection, a serialization conflict): worth retrying with backoff. Writers raise it;
+    the recorder retries the batch."""
+
+
+def one_line(exc: BaseException, *, with_type: bool = False, limit: int = 500) -> str:
+    """A driver's or library's message, which may span lines and hold a URI with its
+    password, as one masked line (prefixed with the exception's type if ``with_type``), at
+    most ``limit`` characters."""
+    from lineage._secrets import mask_uri
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if with_type:
+        text = f"{type(exc).__name__}: {text}"
+    return mask_uri(text)[:limit]

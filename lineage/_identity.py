@@ -21,6 +21,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from lineage import tags as T
 from lineage._secrets import mask_argv, mask_value
 
 # name in tags -> (module name, distribution names)
@@ -82,20 +83,20 @@ def git_identity(directory: Path) -> dict[str, str]:
     """``lineage.git.*`` tags for the repository holding ``directory`` (``none`` outside one)."""
     commit = _git(["rev-parse", "HEAD"], directory)
     if commit is None:
-        return {"lineage.git.commit": "none", "lineage.git.dirty": "unknown"}
-    tags = {"lineage.git.commit": commit, "mlflow.source.git.commit": commit}
+        return {T.GIT_COMMIT: "none", T.GIT_DIRTY: "unknown"}
+    tags = {T.GIT_COMMIT: commit, T.MLFLOW_SOURCE_GIT_COMMIT: commit}
     status = _git(["status", "--porcelain", "--untracked-files=no"], directory)
-    tags["lineage.git.dirty"] = "unknown" if status is None else str(bool(status)).lower()
+    tags[T.GIT_DIRTY] = "unknown" if status is None else str(bool(status)).lower()
     branch = _git(["rev-parse", "--abbrev-ref", "HEAD"], directory)
     if branch and branch != "HEAD":
-        tags["lineage.git.branch"] = branch
-        tags["mlflow.source.git.branch"] = branch
+        tags[T.GIT_BRANCH] = branch
+        tags[T.MLFLOW_SOURCE_GIT_BRANCH] = branch
     root = _git(["rev-parse", "--show-toplevel"], directory)
     if root:
-        tags["lineage.git.root"] = root
+        tags[T.GIT_ROOT] = root
     remote = _git(["config", "--get", "remote.origin.url"], directory)
     if remote:
-        tags["mlflow.source.git.repoURL"] = mask_value("url", remote)
+        tags[T.MLFLOW_SOURCE_GIT_REPO_URL] = mask_value("url", remote)
     return tags
 
 
@@ -140,19 +141,19 @@ def identity_tags(argv: Sequence[str] | None = None) -> dict[str, str]:
         user = "unknown"
     command = mask_argv([sys.executable, *argv] if argv else [sys.executable])
     tags = {
-        "lineage.command": _clip(json.dumps(command)),
-        "lineage.host": socket.gethostname(),
-        "lineage.user": user,
-        "lineage.python": platform.python_version(),
-        "lineage.platform": platform.platform(),
-        "lineage.pid": str(os.getpid()),
-        "lineage.cwd": str(Path.cwd()),
-        "lineage.env": _clip(json.dumps(recorded_environment(), separators=(",", ":"))),
-        "mlflow.user": user,
-        "mlflow.source.type": "LOCAL",
-        "mlflow.source.name": str(script) if script else (argv[0] if argv else "<interactive>"),
+        T.COMMAND: _clip(json.dumps(command)),
+        T.HOST: socket.gethostname(),
+        T.USER: user,
+        T.PYTHON: platform.python_version(),
+        T.PLATFORM: platform.platform(),
+        T.PID: str(os.getpid()),
+        T.CWD: str(Path.cwd()),
+        T.ENV: _clip(json.dumps(recorded_environment(), separators=(",", ":"))),
+        T.MLFLOW_USER: user,
+        T.MLFLOW_SOURCE_TYPE: "LOCAL",
+        T.MLFLOW_SOURCE_NAME: str(script) if script else (argv[0] if argv else "<interactive>"),
     }
     tags.update(git_identity(directory))
     for name, version in framework_versions().items():
-        tags[f"lineage.framework.{name}"] = version
+        tags[T.framework_tag(name)] = version
     return tags

@@ -18,10 +18,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from lineage import tags
 from lineage._errors import UsageError
 from lineage._secrets import MASK, is_secret_name, mask_nested, mask_uri
 
-TYPES_TAG = "lineage.param_types"
+TYPES_TAG = tags.PARAM_TYPES
 MAX_KEY_LENGTH = 250  # MLflow's MAX_ENTITY_KEY_LENGTH
 MAX_PARAM_VALUE_LENGTH = 6000  # MLflow's MAX_PARAM_VAL_LENGTH
 MAX_TAG_VALUE_LENGTH = 8000  # MLflow's MAX_TAG_VAL_LENGTH

@@ -1,18 +1,9 @@
-"""Which MLflow tracking store a command talks to."""
+"""Former home of the URI helpers, kept for callers not yet moved to :mod:`lineage.uri`
+(``tuner/_lineage.py`` and ``lineage/importance/_experiment.py`` import it); new code imports
+:mod:`lineage.uri`."""
 
 from __future__ import annotations
 
-import os
+from lineage.uri import DEFAULT_TRACKING_URI, is_sql_uri, resolve_tracking_uri
 
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-
-
-def resolve_tracking_uri(uri: str | None = None) -> str:
-    """``uri`` if given, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` (cwd)."""
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
-
-
-def is_sql_uri(uri: str) -> bool:
-    """True for stores whose MLflow tables this package may read directly (sqlite, postgresql)."""
-    scheme = uri.split(":", 1)[0].lower()
-    return scheme.split("+", 1)[0] in {"sqlite", "postgresql", "postgres"}
+__all__ = ["DEFAULT_TRACKING_URI", "is_sql_uri", "resolve_tracking_uri"]

@@ -1,7 +1,111 @@
-"""Which MLflow tracking store a command talks to (public face of ``lineage._uri``)."""
+"""Tracking URIs: which MLflow store a command talks to, and what a URI names on disk.
+
+The one home of URI handling in ``lineage`` (and for ``tuner``): resolving the default,
+telling SQL stores from the rest, and turning ``sqlite:``, ``postgresql:`` and ``file:`` URIs
+into the paths and connection strings their drivers take. Masking the password of a URI for
+display is :func:`lineage.masking.mask_uri`.
+
+Only ``os`` is imported at module level: the ``lineage runs`` start-up path loads this module,
+and ``urllib.parse`` is imported only for URIs that need it.
+"""
 
 from __future__ import annotations
 
-from lineage._uri import DEFAULT_TRACKING_URI, is_sql_uri, resolve_tracking_uri
+import os
 
-__all__ = ["DEFAULT_TRACKING_URI", "is_sql_uri", "resolve_tracking_uri"]
+from lineage._errors import UsageError
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+__all__ = [
+    "DEFAULT_TRACKING_URI",
+    "file_uri_path",
+    "is_sql_uri",
+    "local_path",
+    "masked",
+    "postgres_conninfo",
+    "resolve_tracking_uri",
+    "scheme",
+    "sqlite_path",
+]
+
+
+def resolve_tracking_uri(uri: str | None = None) -> str:
+    """``uri`` if given, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` (cwd)."""
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def scheme(uri: str) -> str:
+    """The URI's scheme, lower case, without a SQLAlchemy driver suffix and with
+    ``postgres`` spelled ``postgresql``: ``sqlite``, ``postgresql``, ``http``, ``file``, or
+    ``""`` for a plain path."""
+    if ":" not in uri:
+        return ""
+    head = uri.split(":", 1)[0].lower().split("+", 1)[0]
+    if len(head) == 1 and os.name == "nt":
+        return ""  # a Windows drive letter, C:\...
+    return "postgresql" if head == "postgres" else head
+
+
+def is_sql_uri(uri: str) -> bool:
+    """True for stores whose MLflow tables this package may read directly (sqlite, postgresql)."""
+    return scheme(uri) in ("sqlite", "postgresql")
+
+
+def sqlite_path(uri: str) -> str:
+    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URI.
+
+    Raises :class:`~lineage.UsageError` for a URI that names no file (``sqlite://``,
+    ``sqlite:///:memory:``) or is not spelled ``sqlite:///...``."""
+    rest = uri.split(":", 1)[1] if ":" in uri else ""
+    if not rest.startswith("//"):
+        raise UsageError(f"tracking URI must look like sqlite:///path/to/mlflow.db, got {uri!r}")
+    path = rest[2:].split("?", 1)[0]
+    if "%" in path:
+        from urllib.parse import unquote
+
+        path = unquote(path)
+    if path.startswith("/"):
+        path = path[1:]  # sqlite:///x.db -> x.db ; sqlite:////abs/x.db -> /abs/x.db
+    if not path or path == ":memory:":
+        raise UsageError(f"tracking URI must name a database file, got {uri!r}")
+    return path
+
+
+def postgres_conninfo(uri: str) -> str:
+    """A libpq URI from SQLAlchemy's ``postgresql+driver://...`` or ``postgres://`` spelling."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri)._replace(scheme="postgresql").geturl()
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a ``file:`` URI or a plain path; ``None`` for any other scheme."""
+    kind = scheme(uri)
+    if kind == "":
+        return uri
+    if kind != "file":
+        return None
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
+
+
+def file_uri_path(path: str) -> str:
+    """``path`` escaped for a ``file:`` URI (``urllib.parse`` only when it needs escaping)."""
+    if path.isascii() and not any(c in path for c in "%?# "):
+        return path
+    from urllib.parse import quote
+
+    return quote(path)
+
+
+def masked(uri: str) -> str:
+    """``uri`` as it may be shown: :func:`lineage.masking.mask_uri`, skipped (with its
+    import) when the URI has no ``user:password@`` and no query parameter that could hide a
+    secret."""
+    if "@" not in uri and "=" not in uri:
+        return uri
+    from lineage._secrets import mask_uri
+
+    return mask_uri(uri)

@@ -18,6 +18,10 @@ class ClientWriter(Writer):
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    def set_name(self, run_id: str, name: str) -> bool:
+        self._client.update_run(run_id, name=name)
+        return True
+
     def write(self, run_id: str, batch: Batch) -> WriteResult:
         from mlflow.entities import Metric, Param, RunTag
         from mlflow.exceptions import MlflowException

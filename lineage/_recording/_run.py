@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from lineage import tags as T
 from lineage._errors import LineageError, StoreError, UsageError
 from lineage._fingerprint import DataFingerprint, dataset_name, fingerprint
 from lineage._params import (
@@ -155,13 +156,13 @@ class Run:
         """Fingerprint a dataset file or folder into ``lineage.data.<name>.{path,fingerprint,size,files}``."""
         fp = fingerprint(path)
         name = name or dataset_name(path)
-        validate_key(f"lineage.data.{name}.fingerprint", "dataset name")
+        validate_key(T.data_tag(name, "fingerprint"), "dataset name")
         self.set_tags(
             {
-                f"lineage.data.{name}.path": fp.path,
-                f"lineage.data.{name}.fingerprint": f"sha256:{fp.sha256}",
-                f"lineage.data.{name}.size": fp.size,
-                f"lineage.data.{name}.files": fp.files,
+                T.data_tag(name, "path"): fp.path,
+                T.data_tag(name, "fingerprint"): f"sha256:{fp.sha256}",
+                T.data_tag(name, "size"): fp.size,
+                T.data_tag(name, "files"): fp.files,
             }
         )
         return fp
@@ -196,9 +197,9 @@ class Run:
             return
         self._ended = True
         _lifecycle.unregister(self)
-        tags = {"lineage.outcome": status}
+        tags = {T.OUTCOME: status}
         if self._error:
-            tags["lineage.error"] = self._error
+            tags[T.ERROR] = self._error
         self._recorder.tags.extend(tags.items())
         try:
             self._recorder.close(_FLUSH_TIMEOUT_S)

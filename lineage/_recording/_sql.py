@@ -12,116 +12,85 @@ The rows are the ones MLflow itself writes, so ``MlflowClient.get_run`` and
   writers to one run cannot regress it;
 - a point already stored (same key, timestamp, step, value) is skipped, as MLflow does.
 
-The writer refuses to start unless the four tables have exactly the columns it knows
-(``SchemaMismatch``); the caller then falls back to ``MlflowClient.log_batch``. On SQLite,
-"database is locked" (several processes logging to one file) is retried with backoff; the
-write lock is taken up front (``BEGIN IMMEDIATE``) so two writers cannot deadlock upgrading.
+Connections, transactions, placeholders, upserts and the schema check are the SQL layer's
+(:mod:`lineage.store._sql_db`, one :class:`~lineage.store._dialect.Dialect` per database),
+shared with the reader. The writer refuses to start unless the four tables it fills have
+exactly the columns it knows (``SchemaMismatch``); the caller then falls back to
+``MlflowClient.log_batch``. On SQLite, "database is locked" (several processes logging to
+one file) is retried with backoff; the write lock is taken up front (``BEGIN IMMEDIATE``) so
+two writers cannot deadlock upgrading.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
-from lineage._errors import NotFoundError, StoreError
+from lineage._errors import NotFoundError, StoreError, TransientError
 from lineage._recording._writer import (
     Batch,
     RunInfo,
-    TransientError,
     Writer,
     WriteResult,
     latest_per_key,
     merge_params,
     sanitize,
 )
+from lineage.store._dialect import Dialect, map_error
+from lineage.store._sql_db import Connection, SchemaMismatch, connect
 
-KNOWN_COLUMNS: dict[str, frozenset[str]] = {
-    "metrics": frozenset({"key", "value", "timestamp", "run_uuid", "step", "is_nan"}),
-    "latest_metrics": frozenset({"key", "value", "timestamp", "run_uuid", "step", "is_nan"}),
-    "params": frozenset({"key", "value", "run_uuid"}),
-    "tags": frozenset({"key", "value", "run_uuid"}),
-}
-_RUN_COLUMNS = frozenset({"run_uuid", "lifecycle_stage", "name"})
+__all__ = ["SchemaMismatch", "SqlWriter"]
 
 _LOCK_RETRY_S = 120.0
+#: How long SQLite itself waits for another writer's lock before the retry loop takes over.
+_BUSY_TIMEOUT_S = 1.0
 T = TypeVar("T")
 
-
-class SchemaMismatch(Exception):
-    """The store's tables are not the ones this writer knows how to fill."""
-
-
-def sqlite_path(uri: str) -> str:
-    """The file behind ``sqlite:///relative.db`` or ``sqlite:////absolute.db``."""
-    path = uri.split("://", 1)[1] if "://" in uri else ""
-    path = path.split("?", 1)[0]
-    if not path.startswith("/") or path in ("/", "/:memory:"):
-        raise SchemaMismatch(f"not a file-backed SQLite URI: {uri}")
-    return unquote(path[1:])
-
-
-def postgres_conninfo(uri: str) -> str:
-    """A libpq URI from SQLAlchemy's ``postgresql+driver://...`` spelling."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme.split("+", 1)[0]
-    if scheme == "postgres":
-        scheme = "postgresql"
-    return parts._replace(scheme=scheme).geturl()
+_INSERT_PARAM = Dialect.upsert("params", ("key", "value", "run_uuid"))
+_UPSERT_TAG = Dialect.upsert(
+    "tags", ("key", "value", "run_uuid"), key=("key", "run_uuid"), update=("value",)
+)
+_INSERT_POINT = Dialect.upsert(
+    "metrics", ("key", "value", "timestamp", "run_uuid", "step", "is_nan")
+)
+_UPSERT_LATEST = Dialect.upsert(
+    "latest_metrics",
+    ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
+    key=("key", "run_uuid"),
+    update=("value", "timestamp", "step", "is_nan"),
+    when="(excluded.step, excluded.timestamp, excluded.value) > "
+    "(latest_metrics.step, latest_metrics.timestamp, latest_metrics.value)",
+)
 
 
 class SqlWriter(Writer):
-    """Writes batches with one DB-API connection (``sqlite3`` or ``psycopg``)."""
+    """Writes batches through one connection of the SQL layer (``sqlite3`` or ``psycopg``).
+
+    Raises :class:`SchemaMismatch` (use ``MlflowClient``), :class:`~lineage.UsageError` (not
+    an MLflow store), :class:`~lineage.NotFoundError` (no such SQLite file: the writer never
+    creates one), :class:`~lineage.TransientError` (unreachable) or
+    :class:`~lineage.StoreError` when it cannot start."""
 
     def __init__(self, uri: str) -> None:
-        scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
-        self._dialect = "sqlite" if scheme == "sqlite" else "postgresql"
         self._uri = uri
-        self._conn: Any = None
-        self._connect()
-        self._check_schema()
-        self.kind = f"sql:{self._dialect}"
-
-    # -- connection -------------------------------------------------------------------------
-    def _connect(self) -> None:
-        if self._dialect == "sqlite":
-            self._conn = sqlite3.connect(
-                sqlite_path(self._uri), timeout=1.0, isolation_level=None, check_same_thread=False
-            )
-        else:
-            import psycopg
-
-            try:
-                self._conn = psycopg.connect(postgres_conninfo(self._uri), autocommit=False)
-            except psycopg.OperationalError as exc:
-                raise TransientError(str(exc)) from exc
-
-    def _q(self, sql: str) -> str:
-        return sql if self._dialect == "sqlite" else sql.replace("?", "%s")
-
-    def _check_schema(self) -> None:
-        cur = self._conn.cursor()
+        self._conn: Connection | None = None
+        conn = self._connect()
         try:
-            for table, expected in {**KNOWN_COLUMNS, "runs": _RUN_COLUMNS}.items():
-                cur.execute(f"SELECT * FROM {table} WHERE 1 = 0")
-                found = {d[0].lower() for d in cur.description or ()}
-                ok = expected <= found if table == "runs" else found == expected
-                if not ok:
-                    raise SchemaMismatch(
-                        f"table {table} has columns {sorted(found)}, expected {sorted(expected)}"
-                    )
-        except SchemaMismatch:
+            conn.check_schema(write=True)
+        except BaseException:
             self.close()
             raise
-        except Exception as exc:
-            self.close()
-            raise SchemaMismatch(f"cannot inspect MLflow tables: {exc}") from exc
-        finally:
-            if self._conn is not None and self._dialect == "postgresql":
-                self._conn.rollback()
+        self._dialect: Dialect = conn.dialect
+        self.kind = f"sql:{conn.dialect.name}"
+
+    # -- connection -------------------------------------------------------------------------
+    def _connect(self) -> Connection:
+        if self._conn is None:
+            self._conn = connect(self._uri, write=True, timeout=_BUSY_TIMEOUT_S)
+        return self._conn
 
     def close(self) -> None:
         if self._conn is not None:
@@ -132,28 +101,23 @@ class SqlWriter(Writer):
 
     def read_run(self, run_id: str) -> RunInfo | None:
         """The run's experiment, status, params and tags; None when no such run exists."""
-        cur = self._conn.cursor()
-        q = self._q
+        conn = self._connect()
         try:
-            cur.execute(
-                q("SELECT experiment_id, status, lifecycle_stage FROM runs WHERE run_uuid = ?"),
-                (run_id,),
-            )
-            row = cur.fetchone()
-            if row is None:
-                return None
-            cur.execute(q('SELECT "key", value FROM params WHERE run_uuid = ?'), (run_id,))
-            params = {k: v for k, v in cur.fetchall()}
-            cur.execute(q('SELECT "key", value FROM tags WHERE run_uuid = ?'), (run_id,))
-            tags = {k: v for k, v in cur.fetchall()}
+            with conn.snapshot():
+                row = conn.rows(
+                    "SELECT experiment_id, status, lifecycle_stage FROM runs WHERE run_uuid = ?",
+                    (run_id,),
+                )
+                if not row:
+                    return None
+                params = conn.rows('SELECT "key", value FROM params WHERE run_uuid = ?', (run_id,))
+                tags = conn.rows('SELECT "key", value FROM tags WHERE run_uuid = ?', (run_id,))
+        except StoreError:
+            raise
         except Exception as exc:
-            from lineage._secrets import mask_uri
-
-            raise StoreError(f"cannot read run {run_id}: {mask_uri(str(exc))}") from exc
-        finally:
-            if self._dialect == "postgresql" and self._conn is not None:
-                self._conn.rollback()
-        return RunInfo(str(row[0]), str(row[1]), str(row[2]), params, tags)
+            raise map_error(conn.dialect, exc, f"cannot read run {run_id}") from exc
+        head = row[0]
+        return RunInfo(str(head[0]), str(head[1]), str(head[2]), dict(params), dict(tags))
 
     def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
         # MLflow's update_run_info: status always, end_time only when given, active runs only.
@@ -168,6 +132,11 @@ class SqlWriter(Writer):
         )
         return True
 
+    def set_name(self, run_id: str, name: str) -> bool:
+        # MLflow keeps the name in runs.name and in the mlflow.runName tag; both, as it does.
+        self.write(run_id, Batch(tags={"mlflow.runName": name}))
+        return True
+
     def _retrying(self, attempt: Callable[[], T]) -> T:
         """``attempt()`` (connecting first if needed), again with jittered backoff while the
         database is locked or busy, for up to ``_LOCK_RETRY_S``."""
@@ -175,8 +144,6 @@ class SqlWriter(Writer):
         delay = 0.01
         while True:
             try:
-                if self._conn is None:
-                    self._connect()
                 return attempt()
             except TransientError:
                 if time.monotonic() > deadline:
@@ -185,64 +152,48 @@ class SqlWriter(Writer):
             delay = min(delay * 2, 1.0)
 
     def _statement(self, sql: str, args: tuple[Any, ...]) -> None:
+        """One statement (``?`` placeholders) in its own transaction, retried while the
+        database is busy. (``tuner/_lineage.py`` calls it to rename runs: use ``set_name``.)"""
+
         def once() -> None:
-            cur = self._conn.cursor()
-            try:
-                cur.execute(self._q(sql), args)
-                if self._dialect == "postgresql":
-                    self._conn.commit()
-            except BaseException as exc:
-                if self._dialect == "postgresql":
-                    self._conn.rollback()
-                if self._transient(exc):
-                    raise TransientError(str(exc)) from exc
-                raise
+            self._transaction(lambda conn, cur: cur.execute(conn.dialect.sql(sql), args))
 
         self._retrying(once)
 
     # -- writing ----------------------------------------------------------------------------
     def write(self, run_id: str, batch: Batch) -> WriteResult:
-        return self._retrying(lambda: self._write_once(run_id, batch))
-
-    def _transient(self, exc: BaseException) -> bool:
-        if self._dialect == "sqlite":
-            msg = str(exc).lower()
-            return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
-        import psycopg
-
-        return isinstance(
-            exc,
-            psycopg.OperationalError
-            | psycopg.errors.DeadlockDetected
-            | psycopg.errors.SerializationFailure,
+        return self._retrying(
+            lambda: self._transaction(lambda conn, cur: self._apply(conn, cur, run_id, batch))
         )
 
-    def _write_once(self, run_id: str, batch: Batch) -> WriteResult:
-        conn = self._conn
-        cur = conn.cursor()
+    def _transaction(self, work: Callable[[Connection, Any], T]) -> T:
+        """``work(conn, cursor)`` in one write transaction: committed, or rolled back and
+        re-raised (a retryable driver error as :class:`TransientError`; a connection that
+        broke is dropped and reopened by the next attempt)."""
+        conn = self._connect()
+        dialect = conn.dialect
+        cur = conn.raw.cursor()
         try:
-            if self._dialect == "sqlite":
-                cur.execute("BEGIN IMMEDIATE")
-            result = self._apply(cur, run_id, batch)
-            conn.commit() if self._dialect == "postgresql" else cur.execute("COMMIT")
+            dialect.begin_write(conn.raw)
+            result = work(conn, cur)
+            dialect.commit(conn.raw)
             return result
         except BaseException as exc:
             try:
-                if self._dialect == "sqlite":
-                    if conn.in_transaction:
-                        cur.execute("ROLLBACK")
-                else:
-                    conn.rollback()
+                dialect.rollback(conn.raw)
             except Exception:
-                self.close()  # a broken connection is reopened on the next attempt
-            if self._transient(exc):
-                if self._dialect == "postgresql" and not isinstance(exc, sqlite3.Error):
-                    self.close()
-                raise TransientError(str(exc)) from exc
+                self.close()
+            if not isinstance(exc, StoreError) and dialect.is_transient(exc):
+                if dialect.postgres:
+                    self.close()  # a dropped server connection does not come back by itself
+                raise map_error(dialect, exc, "write") from exc
             raise
+        finally:
+            with contextlib.suppress(Exception):
+                cur.close()
 
-    def _apply(self, cur: Any, run_id: str, batch: Batch) -> WriteResult:
-        q = self._q
+    def _apply(self, conn: Connection, cur: Any, run_id: str, batch: Batch) -> WriteResult:
+        q = conn.dialect.sql
         cur.execute(q("SELECT lifecycle_stage FROM runs WHERE run_uuid = ?"), (run_id,))
         row = cur.fetchone()
         if row is None:
@@ -257,20 +208,9 @@ class SqlWriter(Writer):
             existing = {k: v for k, v in cur.fetchall()}
             to_insert, result.rejected_params = merge_params(existing, batch.params)
             if to_insert:
-                cur.executemany(
-                    q(
-                        'INSERT INTO params ("key", value, run_uuid) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'
-                    ),
-                    [(k, v, run_id) for k, v in to_insert.items()],
-                )
+                cur.executemany(q(_INSERT_PARAM), [(k, v, run_id) for k, v in to_insert.items()])
         if batch.tags:
-            cur.executemany(
-                q(
-                    'INSERT INTO tags ("key", value, run_uuid) VALUES (?, ?, ?) '
-                    'ON CONFLICT ("key", run_uuid) DO UPDATE SET value = excluded.value'
-                ),
-                [(k, v, run_id) for k, v in batch.tags.items()],
-            )
+            cur.executemany(q(_UPSERT_TAG), [(k, v, run_id) for k, v in batch.tags.items()])
             if "mlflow.runName" in batch.tags:
                 cur.execute(
                     q("UPDATE runs SET name = ? WHERE run_uuid = ?"),
@@ -282,22 +222,11 @@ class SqlWriter(Writer):
                 stored, is_nan = sanitize(value)
                 rows.append((key, stored, ts, step, is_nan))
             cur.executemany(
-                q(
-                    'INSERT INTO metrics ("key", value, timestamp, run_uuid, step, is_nan) '
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-                ),
-                [(k, v, ts, run_id, step, nan) for k, v, ts, step, nan in rows],
+                q(_INSERT_POINT), [(k, v, ts, run_id, step, nan) for k, v, ts, step, nan in rows]
             )
             latest = latest_per_key(rows)
             cur.executemany(
-                q(
-                    'INSERT INTO latest_metrics ("key", value, timestamp, step, is_nan, run_uuid) '
-                    'VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT ("key", run_uuid) DO UPDATE SET '
-                    "value = excluded.value, timestamp = excluded.timestamp, "
-                    "step = excluded.step, is_nan = excluded.is_nan "
-                    "WHERE (excluded.step, excluded.timestamp, excluded.value) > "
-                    "(latest_metrics.step, latest_metrics.timestamp, latest_metrics.value)"
-                ),
+                q(_UPSERT_LATEST),
                 [(k, v, ts, step, nan, run_id) for k, (v, ts, step, nan) in sorted(latest.items())],
             )
         return result

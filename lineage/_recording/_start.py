@@ -6,39 +6,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lineage._errors import LineageError, NotFoundError, StoreError, UsageError
+from lineage import tags as T
+from lineage._errors import LineageError, NotFoundError, StoreError, UsageError, one_line
 from lineage._params import types_tag_from_tags
 from lineage._recording import _lifecycle
+from lineage._recording._experiment import default_run_name, experiment_from_env
 from lineage._recording._run import Run
 from lineage._recording._writer import RunInfo, Writer
-from lineage._uri import resolve_tracking_uri
-
-
-def _experiment_id(client: Any, experiment: str | None) -> str:
-    from mlflow.exceptions import MlflowException
-
-    if experiment is None:
-        env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
-        if env_id:
-            if client.get_experiment(env_id) is None:
-                raise NotFoundError(f"MLFLOW_EXPERIMENT_ID names no experiment, got {env_id!r}")
-            return str(env_id)
-        experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
-    found = client.get_experiment_by_name(experiment)
-    if found is not None:
-        if found.lifecycle_stage != "active":
-            raise UsageError(
-                f"experiment {experiment!r} is deleted; restore it or choose another name"
-            )
-        return str(found.experiment_id)
-    try:
-        return str(client.create_experiment(experiment))
-    except MlflowException:
-        # Another process created it between our lookup and our insert.
-        again = client.get_experiment_by_name(experiment)
-        if again is None:
-            raise
-        return str(again.experiment_id)
+from lineage.uri import masked, resolve_tracking_uri
 
 
 class LazyClient:
@@ -57,7 +32,7 @@ class LazyClient:
                 self._client = MlflowClient(tracking_uri=self.uri)
             except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
                 raise StoreError(
-                    f"tracking store {_safe(self.uri)} cannot be opened: {_one_line(exc)}"
+                    f"tracking store {masked(self.uri)} cannot be opened: {one_line(exc)}"
                 ) from exc
         return self._client
 
@@ -66,34 +41,33 @@ def _sql_writer(uri: str, *, warn: bool) -> Writer | None:
     """A writer straight into MLflow's tables, or None where MLflow's client must be used
     (not a SQL store, a schema this version does not know, or a SQLite file MLflow has not
     created yet: ``start_run`` asks again once the client has made and migrated it)."""
-    from lineage._uri import is_sql_uri
+    from lineage.uri import is_sql_uri, scheme, sqlite_path
 
     if not is_sql_uri(uri) or os.environ.get("LINEAGE_SQL_WRITER", "1") == "0":
         return None
-    from lineage._recording._sql import SchemaMismatch, SqlWriter, sqlite_path
-    from lineage._recording._writer import TransientError
+    if scheme(uri) == "sqlite":
+        try:
+            path = sqlite_path(uri)
+        except UsageError:
+            return None  # sqlite:// in memory: MLflow's client decides what that means
+        if not os.path.exists(path):
+            return None  # never create an empty file in MLflow's place
+    from lineage._recording._sql import SchemaMismatch, SqlWriter
 
     try:
-        if uri.lower().startswith("sqlite") and not os.path.exists(sqlite_path(uri)):
-            return None  # never create an empty file in MLflow's place
         return SqlWriter(uri)
     except SchemaMismatch as exc:
         if warn:
             import logging
 
             logging.getLogger("lineage.recording").warning(
-                "lineage: writing through MlflowClient.log_batch instead of SQL: %s",
-                _safe(str(exc)),
+                "lineage: writing through MlflowClient.log_batch instead of SQL: %s", exc
             )
         return None
-    except (TransientError, OSError, ImportError) as exc:
-        raise StoreError(f"tracking store {_safe(uri)} cannot be opened: {_one_line(exc)}") from exc
-    except Exception as exc:  # sqlite3 / psycopg errors
-        raise StoreError(f"tracking store {_safe(uri)} cannot be opened: {_one_line(exc)}") from exc
-
-
-def _one_line(exc: BaseException) -> str:
-    return _safe(" ".join(str(exc).split()))
+    except UsageError:
+        raise  # not an MLflow store: falling back would write MLflow's tables into it
+    except Exception as exc:  # unreachable, driver missing, sqlite3 / psycopg errors
+        raise StoreError(f"tracking store {masked(uri)} cannot be opened: {one_line(exc)}") from exc
 
 
 def _read_run(writer: Writer | None, client: LazyClient, run_id: str) -> RunInfo | None:
@@ -134,7 +108,10 @@ def start_run(
     tuner); otherwise creates a run in ``experiment`` (created if missing; default
     ``MLFLOW_EXPERIMENT_ID``, ``MLFLOW_EXPERIMENT_NAME``, then ``Default``). ``data`` lists
     dataset files or folders (or maps names to them) to fingerprint. Identity tags (git, command
-    line, host, versions) are recorded unless ``record_identity=False``.
+    line, host, versions) are recorded unless ``record_identity=False``. A new run without
+    ``run_name`` is called ``<script>-<6 hex digits>``, distinct per run even when the script
+    seeded ``random`` (MLflow's generated names repeat then); a new experiment is tagged for
+    the MLflow UI's training view (see :func:`lineage.recording.ensure_experiment`).
     """
     if _lifecycle.active() is not None:
         raise UsageError(
@@ -158,7 +135,7 @@ def start_run(
             existing = _read_run(writer, client, attach_id)
             if existing is None:
                 raise NotFoundError(
-                    f"{'run_id' if run_id else 'MLFLOW_RUN_ID'} names no run in {_safe(uri)}, got {attach_id!r}"
+                    f"{'run_id' if run_id else 'MLFLOW_RUN_ID'} names no run in {masked(uri)}, got {attach_id!r}"
                 )
             if existing.lifecycle_stage != "active":
                 raise UsageError(f"run {attach_id} is deleted; cannot record into it")
@@ -180,17 +157,19 @@ def start_run(
                 if not k.startswith("mlflow.") or k not in existing.tags
             }
             if run_name:
-                start_tags["mlflow.runName"] = run_name
+                start_tags[T.MLFLOW_RUN_NAME] = run_name
             run_id_ = attach_id
         else:
             try:
-                experiment_id = _experiment_id(client.get(), experiment)
-                created = client.get().create_run(experiment_id, tags=start_tags, run_name=run_name)
+                experiment_id = experiment_from_env(client.get(), experiment)
+                created = client.get().create_run(
+                    experiment_id, tags=start_tags, run_name=run_name or default_run_name()
+                )
             except LineageError:
                 raise
             except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
                 raise StoreError(
-                    f"tracking store {_safe(uri)} refused the run: {_one_line(exc)}"
+                    f"tracking store {masked(uri)} refused the run: {one_line(exc)}"
                 ) from exc
             start_tags = {}
             existing_params, existing_types = {}, {}
@@ -238,12 +217,6 @@ def start_run(
         run._end_quietly("FAILED")
         raise
     return run
-
-
-def _safe(uri: str) -> str:
-    from lineage._secrets import mask_uri
-
-    return mask_uri(uri)
 
 
 def _json_dict(text: str | None) -> dict[str, str]:

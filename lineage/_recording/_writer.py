@@ -13,6 +13,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from lineage._errors import TransientError
+
+__all__ = [
+    "Batch",
+    "Point",
+    "RunInfo",
+    "TransientError",
+    "WriteResult",
+    "Writer",
+    "latest_per_key",
+    "merge_params",
+    "sanitize",
+]
+
 # (key, value, timestamp ms, step), exactly as the training thread handed them over
 Point = tuple[str, float, int, int]
 
@@ -65,7 +79,7 @@ class Writer(ABC):
     """Sends batches to one tracking store, for one run at a time.
 
     ``write`` either applies the whole batch (one transaction where the store has them) or
-    raises; it never partially applies metrics. It raises :class:`TransientError` for failures
+    raises; it never partially applies metrics. It raises :class:`~lineage.TransientError` for failures
     worth retrying (a locked database, a dropped connection) and any other exception for
     failures that will not heal. Params already stored with the same value are skipped; ones
     stored with a different value are left as they are and reported in the result.
@@ -81,12 +95,13 @@ class Writer(ABC):
         does; False when this writer cannot, and the caller should use the client."""
         return False
 
+    def set_name(self, run_id: str, name: str) -> bool:
+        """Rename the run (``runs.name`` and the ``mlflow.runName`` tag, as MLflow keeps
+        both); False when this writer cannot, and the caller should use the client."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Safe to call twice."""
-
-
-class TransientError(Exception):
-    """A write failed for a reason that may pass (locked database, lost connection)."""
 
 
 def latest_per_key(

@@ -46,7 +46,7 @@ def server_command(uri: str, host: str, port: int, artifact_root: str | None) ->
     """The ``mlflow server`` command line for a tracking URI."""
     from pathlib import Path
 
-    from lineage._uri import is_sql_uri
+    from lineage.uri import is_sql_uri
 
     scheme = uri.split(":", 1)[0].lower()
     if scheme in ("http", "https"):
@@ -54,7 +54,7 @@ def server_command(uri: str, host: str, port: int, artifact_root: str | None) ->
     if artifact_root is None:
         base = Path.cwd()
         if scheme == "sqlite":
-            from lineage.store._sql import sqlite_path
+            from lineage.uri import sqlite_path
 
             base = Path(sqlite_path(uri)).resolve().parent
         artifact_root = (base / "mlruns").as_uri()
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     import subprocess
     import time
 
-    from lineage._uri import resolve_tracking_uri
+    from lineage.uri import resolve_tracking_uri
 
     uri = resolve_tracking_uri(args.tracking_uri)
     if not 0 < args.port < 65536:

@@ -7,25 +7,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lineage import tags as T
 from lineage.query._fields import to_number
 from lineage.query._goal import metric_goal
 from lineage.store import MetricPoint, RunRecord
 
 ABSENT = "<absent>"
 
-#: Tags recorded by ``lineage`` that say where, from what and on what a run ran.
-_IDENTITY_PREFIXES = ("lineage.", "mlflow.source.")
-_IDENTITY_KEYS = frozenset({"mlflow.user"})
-# lineage.* tags that are bookkeeping rather than identity (or differ on every run).
-_NOT_IDENTITY = frozenset(
-    {"lineage.param_types", "lineage.pid", "lineage.outcome", "lineage.error", "lineage.run_type"}
-)
-
 
 def is_identity(key: str) -> bool:
-    if key in _NOT_IDENTITY:
+    if key in T.NOT_IDENTITY:
         return False
-    return key in _IDENTITY_KEYS or key.startswith(_IDENTITY_PREFIXES)
+    return key in T.IDENTITY_KEYS or key.startswith(T.IDENTITY_PREFIXES)
 
 
 def identity(run: RunRecord) -> dict[str, str]:
@@ -150,5 +143,5 @@ def diff_runs(a: RunRecord, b: RunRecord, *, include_same: bool = False) -> list
 
 def _plain_tags(run: RunRecord) -> dict[str, str]:
     # The run name is shown in the header; lineage.param_types mirrors the params.
-    skip = {"mlflow.runName", "lineage.param_types", "lineage.pid"}
+    skip = {T.MLFLOW_RUN_NAME, T.PARAM_TYPES, T.PID}
     return {k: v for k, v in other_tags(run).items() if k not in skip}

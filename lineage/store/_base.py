@@ -37,8 +37,10 @@ class RunStore(abc.ABC):
       processes may read the same store while others write it.
     """
 
-    #: The tracking URI this store reads.
+    #: The tracking URI this store reads, its password masked (for messages).
     uri: str
+    #: The same URI unmasked, for the MLflow clients a store may need (remote artifacts).
+    _tracking_uri: str = ""
 
     @abc.abstractmethod
     def experiments(self) -> list[Experiment]:
@@ -137,7 +139,9 @@ class RunStore(abc.ABC):
         uri = self.artifact_uri(run_id)
         if not uri:
             return []
-        local = _local_path(uri)
+        from lineage.uri import local_path
+
+        local = local_path(uri)
         if local is not None:
             if not os.path.isdir(local):
                 return []
@@ -146,24 +150,13 @@ class RunStore(abc.ABC):
                 for name in files:
                     found.append(os.path.relpath(os.path.join(root, name), local))
             return sorted(p.replace(os.sep, "/") for p in found)
-        return _remote_artifacts(uri, self.uri, run_id)
+        return _remote_artifacts(uri, self._tracking_uri or self.uri, run_id)
 
     def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _local_path(uri: str) -> str | None:
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
-        return uri
-    return None
 
 
 def _remote_artifacts(artifact_uri: str, tracking_uri: str, run_id: str) -> list[str]:

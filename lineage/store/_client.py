@@ -8,7 +8,6 @@ import math
 import os
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
@@ -23,8 +22,11 @@ class ClientRunStore(RunStore):
             from mlflow.tracking import MlflowClient
         except ImportError as exc:  # pragma: no cover - mlflow is a hard dependency
             raise StoreError(f"reading {uri} needs mlflow: pip install mlflow") from exc
-        self.uri = uri
-        local = _file_store_path(uri)
+        from lineage.uri import local_path, masked
+
+        self.uri = masked(uri)
+        self._tracking_uri = uri
+        local = local_path(uri)
         if local is not None:
             if not os.path.isdir(local):
                 raise NotFoundError(
@@ -157,12 +159,3 @@ def _record(run: Any, names: dict[str, str]) -> RunRecord:
         tags=dict(data.tags),
         artifact_uri=info.artifact_uri,
     )
-
-
-def _file_store_path(uri: str) -> str | None:
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
-        return uri
-    return None

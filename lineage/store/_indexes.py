@@ -19,11 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lineage._errors import StoreError, UsageError
-from lineage._secrets import mask_uri
-from lineage._uri import resolve_tracking_uri
-from lineage.store._sql_db import one_line
+from lineage._errors import StoreError, UsageError, one_line
 from lineage.store._sql_text import INDEXES
+from lineage.uri import masked, resolve_tracking_uri, scheme
 
 __all__ = ["INDEXES", "IndexState", "drop_indexes", "ensure_indexes", "index_states"]
 
@@ -98,18 +96,18 @@ class _Db:
     def __init__(self, tracking_uri: str | None, *, write: bool) -> None:
         import sqlite3
 
-        from lineage.store._sql_db import REQUIRED_COLUMNS, connect_sqlite
+        from lineage.store._sql_db import REQUIRED_COLUMNS, connect
 
         uri = resolve_tracking_uri(tracking_uri)
-        self.uri = mask_uri(uri)
-        scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
-        if scheme != "sqlite":
+        self.uri = masked(uri)
+        kind = scheme(uri)
+        if kind != "sqlite":
             raise UsageError(
                 f"--tracking-uri {self.uri}: `lineage index` works on SQLite stores only "
-                f"(got a {scheme!r} URI); PostgreSQL limits index entries to ~2.7 kB, which a "
+                f"(got a {kind!r} URI); PostgreSQL limits index entries to ~2.7 kB, which a "
                 "long param value would exceed, failing MLflow's own writes"
             )
-        self._raw = connect_sqlite(uri, write=write).raw
+        self._raw = connect(uri, write=write).raw
         try:
             tables = {
                 str(r[0])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lineage._uri import is_sql_uri, resolve_tracking_uri
 from lineage.store._base import RunStore
+from lineage.uri import is_sql_uri, resolve_tracking_uri
 
 
 def open_store(tracking_uri: str | None = None, *, cache: bool = False) -> RunStore:

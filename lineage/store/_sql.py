@@ -16,19 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage._errors import NotFoundError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
+from lineage.store._dialect import map_error
 from lineage.store._prefilter import Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
-from lineage.store._sql_db import (
-    REQUIRED_COLUMNS,
-    SchemaMismatch,
-    connect_postgres,
-    connect_sqlite,
-    mask,
-    one_line,
-    sqlite_path,
-)
+from lineage.store._sql_db import REQUIRED_COLUMNS, SchemaMismatch, connect
 from lineage.store._sql_text import (
     ACTIVE,
     FROM,
@@ -37,8 +30,6 @@ from lineage.store._sql_text import (
     RUN_COLUMNS,
     folded_sql,
     prefilter_sql,
-    rendered_runs_sql,
-    run_document_sql,
     scope_sql,
 )
 
@@ -46,49 +37,28 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["REQUIRED_COLUMNS", "SchemaMismatch", "SqlRunStore", "sqlite_path"]
+__all__ = ["REQUIRED_COLUMNS", "SchemaMismatch", "SqlRunStore"]
 
 
 class SqlRunStore(RunStore):
     """A :class:`RunStore` over an MLflow SQLite or PostgreSQL database."""
 
     def __init__(self, uri: str, *, cache: bool = False) -> None:
-        self.uri = mask(uri)
-        scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
-        self._db = connect_sqlite(uri) if scheme == "sqlite" else connect_postgres(uri)
+        self._db = connect(uri)
+        self.uri = self._db.uri  # masked
+        self._tracking_uri = uri
         # The run-table cache is set up on the first full read (``runs``), not here.
-        self._cache_file = sqlite_path(uri) if cache and scheme == "sqlite" else None
+        self._cache_file: str | None = None
+        if cache and self._db.dialect.name == "sqlite":
+            from lineage.uri import sqlite_path
+
+            self._cache_file = sqlite_path(uri)
         self._indexed: frozenset[str] | None = None
         try:
-            self._check_schema()
+            self._db.check_schema()
         except BaseException:
             self._db.close()
             raise
-
-    def _check_schema(self) -> None:
-        try:
-            present = self._db.columns()
-        except Exception as exc:
-            raise StoreError(f"cannot read the schema of {self.uri}: {one_line(exc)}") from exc
-        missing = [
-            f"{table}.{col}"
-            for table, cols in REQUIRED_COLUMNS.items()
-            for col in sorted(cols - present.get(table, set()))
-        ]
-        if present and not ({"runs", "experiments"} & set(present)):
-            # Someone else's database (an Optuna study, say): falling back to MlflowClient
-            # would run MLflow's migrations and write its tables into it.
-            from lineage._secrets import mask_uri
-
-            raise UsageError(
-                f"{mask_uri(self.uri)} is not an MLflow tracking store "
-                f"(it has tables {', '.join(sorted(present)[:5])}, but no runs or experiments)"
-            )
-        if missing:
-            raise SchemaMismatch(
-                f"{self.uri} is not an MLflow schema this reader knows "
-                f"(missing {', '.join(missing[:5])})"
-            )
 
     def close(self) -> None:
         self._db.close()
@@ -111,7 +81,7 @@ class SqlRunStore(RunStore):
         try:
             return self._db.rows(sql, args)
         except Exception as exc:
-            raise StoreError(f"query on {self.uri} failed: {one_line(exc)}") from exc
+            raise map_error(self._db.dialect, exc, f"query on {self.uri} failed") from exc
 
     def experiments(self) -> list[Experiment]:
         with self._db.snapshot():
@@ -123,7 +93,7 @@ class SqlRunStore(RunStore):
 
     def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
         cache = None
-        if self._cache_file is not None and self._db.json_agg:
+        if self._cache_file is not None and self._db.dialect.renders_json:
             from lineage.store._cache import RunTableCache, cache_dir
 
             directory = cache_dir()
@@ -185,7 +155,7 @@ class SqlRunStore(RunStore):
     ) -> list[RunRecord]:
         from lineage.store._sql_rows import assemble, assemble_folded, assemble_json
 
-        if not self._db.postgres and self._db.json_agg:
+        if self._db.dialect.renders_json:
             return assemble_json(*self._read_json(experiments, prefilter))
         where, args = scope_sql(experiments)
         if where is None:
@@ -226,17 +196,20 @@ class SqlRunStore(RunStore):
         where: Prefilter | None = None,
         order: Sequence[tuple[str, str, bool]] = (),
     ) -> list[str] | None:
-        # SQLite renders each run's output object; floats as in ``_read_json``. Selected runs
-        # with huge metric values and databases without JSON1 take the general path.
-        if self._db.postgres or not self._db.json_agg:
-            return None
+        # The database renders each run's output object (SQLite: floats as in
+        # ``_read_json``). Selected runs with huge metric values, and databases whose dialect
+        # renders nothing, take the general path.
         scope, args = scope_sql(experiments)
+        if not self._db.dialect.renders_json:
+            return None
         if scope is None:
             return []
         if where is not None:
             extra, extra_args = prefilter_sql(where, self._value_indexed())
             scope, args = f"{scope} AND {extra}", [*args, *extra_args]
-        sql, order_args = rendered_runs_sql(scope, order, limit)
+        rendered = self._db.dialect.rendered_runs_sql(scope, order, limit)
+        assert rendered is not None
+        sql, order_args = rendered
         with self._db.snapshot():
             rows = self._rows(sql, [*args, *order_args])
         if any(row[1] for row in rows):
@@ -246,7 +219,7 @@ class SqlRunStore(RunStore):
     def _read_json(
         self, experiments: Sequence[str] | None, prefilter: Prefilter | None = None
     ) -> tuple[str, list[tuple[Any, ...]]]:
-        """SQLite only: the runs as one JSON document built by SQLite in one statement (one
+        """The runs as one JSON document built by the database in one statement (one
         C-level parse instead of ~20 Python objects per row), and the exact values of huge
         metrics. Each run is an array of the run columns, then params, tags and metrics
         objects. A metric value is printed with 17 significant digits and embedded as a JSON
@@ -260,8 +233,10 @@ class SqlRunStore(RunStore):
         if prefilter is not None:
             extra, extra_args = prefilter_sql(prefilter, self._value_indexed())
             where, args = f"{where} AND {extra}", [*args, *extra_args]
+        sql = self._db.dialect.run_document_sql(where)
+        assert sql is not None, "only for dialects that render the run document"
         with self._db.snapshot():
-            doc = self._rows(run_document_sql(where), args)[0][0]
+            doc = self._rows(sql, args)[0][0]
             doc = str(doc)
             big: list[tuple[Any, ...]] = []
             if '"big"' in doc:  # rare: spare every other query a scan of latest_metrics

@@ -1,19 +1,34 @@
-"""Connections to MLflow's SQL databases: SQLite via ``sqlite3``, PostgreSQL via ``psycopg``,
-and the schema check that decides whether their tables can be read directly."""
+"""The one SQL layer over MLflow's tables: a connection with its :class:`Dialect`, and the
+schema check that decides whether the tables may be read or written directly.
+
+Used by the reader (:class:`~lineage.store._sql.SqlRunStore`), the writer
+(:class:`~lineage._recording._sql.SqlWriter`) and ``lineage index``. A database whose
+tables are not the MLflow schema this layer knows raises :class:`SchemaMismatch`, and the
+caller goes through ``MlflowClient`` instead; a database that is not an MLflow store at all
+(an Optuna study, say) raises :class:`~lineage.UsageError`, because falling back to MLflow
+would run its migrations and write its tables into someone else's database.
+"""
 
 from __future__ import annotations
 
-import os
-from collections import defaultdict
 from collections.abc import Sequence
 
-from lineage._errors import NotFoundError, StoreError, UsageError
+from lineage._errors import StoreError, UsageError
+from lineage.store._dialect import Dialect, dialect_for, map_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: Tables and columns this module reads; present in every MLflow schema since 1.x.
+__all__ = [
+    "REQUIRED_COLUMNS",
+    "WRITTEN_COLUMNS",
+    "Connection",
+    "SchemaMismatch",
+    "connect",
+]
+
+#: Tables and columns the reader reads; present in every MLflow schema since 1.x.
 REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "experiments": frozenset({"experiment_id", "name", "lifecycle_stage"}),
     "runs": frozenset(
@@ -34,33 +49,42 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "metrics": frozenset({"key", "value", "is_nan", "step", "timestamp", "run_uuid"}),
 }
 
+#: Tables the writer inserts into, with exactly these columns: a column MLflow adds later
+#: might be NOT NULL without a default, and our inserts would fail or leave it wrong.
+WRITTEN_COLUMNS: dict[str, frozenset[str]] = {
+    table: REQUIRED_COLUMNS[table] for table in ("metrics", "latest_metrics", "params", "tags")
+}
+
 
 class SchemaMismatch(StoreError):
-    """The database is reachable but its tables are not an MLflow schema this module knows."""
+    """The database is reachable but its tables are not an MLflow schema this layer knows."""
 
 
 class Connection:
-    """A DB-API connection plus what differs between SQLite and PostgreSQL."""
+    """A DB-API connection and the :class:`Dialect` that speaks to it.
 
-    def __init__(self, raw: Any, *, postgres: bool) -> None:
+    One thread at a time. ``uri`` is the masked URI, for messages."""
+
+    __slots__ = ("dialect", "raw", "uri")
+
+    def __init__(self, raw: Any, dialect: Dialect, uri: str) -> None:
         self.raw = raw
-        self.postgres = postgres
-        #: The aggregate folding key/value rows into one JSON object, if the database has one.
-        self.json_agg = "json_object_agg" if postgres else self._sqlite_json()
+        self.dialect = dialect
+        self.uri = uri
 
-    def _sqlite_json(self) -> str | None:
-        try:
-            self.raw.execute("SELECT json_group_object('k', 'v')").fetchall()
-        except Exception:
-            return None  # SQLite built without JSON1 (before 3.38 it was optional)
-        return "json_group_object"
+    @property
+    def postgres(self) -> bool:
+        return self.dialect.postgres
+
+    @property
+    def json_agg(self) -> str | None:
+        return self.dialect.json_agg
 
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        if self.postgres:
-            sql = sql.replace("?", "%s")
+        """The rows of one statement (``?`` placeholders); driver errors as they come."""
         cur = self.raw.cursor()
         try:
-            cur.execute(sql, tuple(args))
+            cur.execute(self.dialect.sql(sql), tuple(args))
             return list(cur.fetchall())
         finally:
             cur.close()
@@ -72,25 +96,38 @@ class Connection:
         return _Snapshot(self)
 
     def columns(self) -> dict[str, set[str]]:
-        found: dict[str, set[str]] = defaultdict(set)
-        if self.postgres:
-            for table, column in self.rows(
-                "SELECT table_name, column_name FROM information_schema.columns "
-                "WHERE table_schema = current_schema()"
-            ):
-                found[str(table)].add(str(column))
-        else:
-            tables = [
-                r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
-            ]
-            for table in tables:
-                found.setdefault(table, set())  # list every table: a foreign database shows
-                if table in REQUIRED_COLUMNS:
-                    for row in self.rows(f'PRAGMA table_info("{table}")'):
-                        found[table].add(str(row[1]))
-        if self.postgres:
-            self.raw.rollback()
-        return found
+        return self.dialect.columns(self.raw, REQUIRED_COLUMNS)
+
+    def check_schema(self, *, write: bool = False) -> None:
+        """Raise :class:`SchemaMismatch` unless the tables are an MLflow schema this layer
+        reads (``write``: and writes), :class:`~lineage.UsageError` if the database is not
+        an MLflow store at all, :class:`~lineage.StoreError` if it cannot be inspected."""
+        try:
+            present = self.columns()
+        except Exception as exc:
+            raise map_error(self.dialect, exc, f"cannot read the schema of {self.uri}") from exc
+        if present and not ({"runs", "experiments"} & set(present)):
+            raise UsageError(
+                f"{self.uri} is not an MLflow tracking store "
+                f"(it has tables {', '.join(sorted(present)[:5])}, but no runs or experiments)"
+            )
+        missing = [
+            f"{table}.{col}"
+            for table, cols in REQUIRED_COLUMNS.items()
+            for col in sorted(cols - present.get(table, set()))
+        ]
+        if missing:
+            raise SchemaMismatch(
+                f"{self.uri} is not an MLflow schema this reader knows "
+                f"(missing {', '.join(missing[:5])})"
+            )
+        if write:
+            for table, expected in WRITTEN_COLUMNS.items():
+                if present[table] != expected:
+                    raise SchemaMismatch(
+                        f"{self.uri}: table {table} has columns {sorted(present[table])}, "
+                        f"this writer knows {sorted(expected)}"
+                    )
 
     def close(self) -> None:
         self.raw.close()
@@ -104,95 +141,21 @@ class _Snapshot:
         self.db = db
 
     def __enter__(self) -> None:
-        if not self.db.postgres:
-            self.db.raw.execute("BEGIN")
+        self.db.dialect.begin_read(self.db.raw)
 
     def __exit__(self, *exc: object) -> None:
-        if self.db.postgres:
-            self.db.raw.rollback()
-        else:
-            self.db.raw.execute("COMMIT")
+        self.db.dialect.end_read(self.db.raw)
 
 
-def sqlite_path(uri: str) -> str:
-    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URI."""
-    rest = uri.split(":", 1)[1]
-    if not rest.startswith("//"):
-        raise UsageError(f"tracking URI {uri!r} must look like sqlite:///path/to/mlflow.db")
-    path = rest[2:].split("?", 1)[0]
-    if "%" in path:
-        from urllib.parse import unquote
+def connect(uri: str, *, write: bool = False, timeout: float = 30.0) -> Connection:
+    """A :class:`Connection` to the MLflow database of a ``sqlite:`` or ``postgresql:`` URI,
+    read-only unless ``write``. The schema is not checked here (see
+    :meth:`Connection.check_schema`). Raises :class:`~lineage.NotFoundError` for a SQLite
+    file that does not exist, :class:`~lineage.UsageError` for a URI naming no file,
+    :class:`~lineage.TransientError` for an unreachable or locked database,
+    :class:`~lineage.StoreError` otherwise."""
+    from lineage.uri import masked
 
-        path = unquote(path)
-    if path.startswith("/"):
-        path = path[1:]  # sqlite:///x.db -> x.db ; sqlite:////abs/x.db -> /abs/x.db
-    if not path or path == ":memory:":
-        raise UsageError(f"tracking URI {uri!r} names no database file")
-    return path
-
-
-def connect_sqlite(uri: str, *, write: bool = False) -> Connection:
-    """The SQLite file of ``uri``, read-only unless ``write``."""
-    import sqlite3
-
-    path = sqlite_path(uri)
-    if not os.path.isfile(path):
-        raise NotFoundError(
-            f"no MLflow store at {uri}: file {os.path.abspath(path)} does not exist "
-            "(set --tracking-uri or MLFLOW_TRACKING_URI)"
-        )
-    target = f"file:{uri_path(os.path.abspath(path))}?mode={'rw' if write else 'ro'}"
-    try:
-        raw = sqlite3.connect(target, uri=True, timeout=30.0, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {uri}: {one_line(exc)}") from exc
-    # Read pages straight from the OS page cache instead of one read() each: a filtered
-    # query that probes 10,000 rows takes about half the time.
-    raw.execute("PRAGMA mmap_size = 1073741824")
-    return Connection(raw, postgres=False)
-
-
-def connect_postgres(uri: str) -> Connection:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise StoreError(
-            f"reading {uri} needs psycopg 3: pip install 'lineage-tuner[postgres]'"
-        ) from exc
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(uri)
-    conninfo = parts._replace(scheme="postgresql").geturl()
-    try:
-        raw = psycopg.connect(conninfo, autocommit=False, connect_timeout=10)
-        raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        raw.read_only = True
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to {mask(uri)}: {one_line(exc)}") from exc
-    return Connection(raw, postgres=True)
-
-
-def one_line(exc: BaseException) -> str:
-    """A driver's message, which may span lines, as one line."""
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def uri_path(path: str) -> str:
-    """``path`` escaped for a ``file:`` URI (urllib.parse is imported only when needed)."""
-    if path.isascii() and not any(c in path for c in "%?# "):
-        return path
-    from urllib.parse import quote
-
-    return quote(path)
-
-
-def mask(uri: str) -> str:
-    if "@" not in uri:
-        return uri  # no credentials (spares `import urllib.parse` on the query path)
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(uri)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return parts._replace(netloc=netloc).geturl()
-    return uri
+    dialect = dialect_for(uri)
+    raw = dialect.connect(uri, write=write, timeout=timeout)
+    return Connection(raw, dialect, masked(uri))

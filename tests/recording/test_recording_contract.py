@@ -249,6 +249,8 @@ def test_no_secret_reaches_the_store(store_uri: str, monkeypatch: pytest.MonkeyP
 def test_run_deleted_under_the_writer_fails_fast_and_spills_to_disk(
     sqlite_uri: str, tmp_path: object
 ) -> None:
+    """A deleted run is a failure no retry can cure: the batch is tried once, not retried
+    with backoff until the flush timeout (checked by counting writes, not by a clock)."""
     import json
     from pathlib import Path
 
@@ -258,12 +260,23 @@ def test_run_deleted_under_the_writer_fails_fast_and_spills_to_disk(
     run = lineage.start_run(experiment="gone", tracking_uri=sqlite_uri, record_identity=False)
     run.log_metric("loss", 1.0, step=0)
     run.flush()
+    recorder = run._recorder
+    real_write = recorder.writer.write
+    attempts: list[int] = []
+
+    def counted(run_id: str, batch: object) -> object:
+        attempts.append(len(batch.points))  # type: ignore[attr-defined]
+        return real_write(run_id, batch)  # type: ignore[arg-type]
+
+    recorder.writer.write = counted  # type: ignore[method-assign]
     client.delete_run(run.run_id)
     run.log_metric("loss", 0.5, step=1)
-    start = time.monotonic()
     with pytest.raises(StoreError, match="is deleted"):
         run.end()
-    assert time.monotonic() - start < 10
+    # The one batch holding the new point and the outcome tag, tried once; the writer
+    # thread gave up (a fatal error) instead of backing off and retrying.
+    assert attempts == [1]
+    assert recorder.fatal is not None and not recorder._thread.is_alive()
     spilled = Path(str(tmp_path)) / f"lineage-unsent-{run.run_id}.jsonl"
     rows = [json.loads(line) for line in spilled.read_text().splitlines()]
     assert {
@@ -304,7 +317,7 @@ def test_locked_sqlite_file_is_waited_out(sqlite_uri: str) -> None:
     """Another process holding the write lock longer than SQLite's busy timeout (1 s)."""
     import sqlite3
 
-    from lineage._recording._sql import sqlite_path
+    from lineage.uri import sqlite_path
 
     run = lineage.start_run(experiment="lock", tracking_uri=sqlite_uri, record_identity=False)
     holder = sqlite3.connect(sqlite_path(sqlite_uri), isolation_level=None)
@@ -327,7 +340,7 @@ def test_locked_sqlite_file_is_waited_out(sqlite_uri: str) -> None:
 def test_unknown_schema_falls_back_to_mlflow_client(sqlite_uri: str) -> None:
     import sqlite3
 
-    from lineage._recording._sql import sqlite_path
+    from lineage.uri import sqlite_path
 
     with sqlite3.connect(sqlite_path(sqlite_uri)) as conn:
         conn.execute("ALTER TABLE metrics ADD COLUMN note VARCHAR(20)")

@@ -160,7 +160,7 @@ def test_ambiguous_prefix_is_a_usage_error(sqlite_uri: str) -> None:
 
     from mlflow.tracking import MlflowClient
 
-    from lineage.store._sql import sqlite_path
+    from lineage.uri import sqlite_path
 
     client = MlflowClient(tracking_uri=sqlite_uri)
     exp = int(client.create_experiment("twins"))

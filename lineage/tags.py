@@ -1,0 +1,126 @@
+"""The names of the tags ``lineage`` writes and reads, spelled once.
+
+Recording (``lineage.start_run``, the MindSpore callback) writes them; ``lineage runs``,
+``show`` and ``diff`` read them back. Tools built on ``lineage`` (the tuner) use these
+constants rather than the strings. Three kinds:
+
+- ``lineage.*``: what this package records about a run (identity, data, outcome);
+- ``mlflow.*``: MLflow's own tags that ``lineage`` sets or reads (run name, source, parent,
+  the experiment kind the MLflow UI opens on);
+- names other tools write that ``lineage`` reads for display only (a tuning campaign's
+  runs), so that ``lineage runs`` can pick the columns a user wants.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CAMPAIGN",
+    "CAMPAIGN_SPACE_PREFIX",
+    "CAMPAIGN_TARGET",
+    "COMMAND",
+    "CWD",
+    "DATA_PREFIX",
+    "ENV",
+    "ERROR",
+    "EXPERIMENT_KIND",
+    "EXPERIMENT_KIND_TRAINING",
+    "FRAMEWORK_PREFIX",
+    "GIT_BRANCH",
+    "GIT_COMMIT",
+    "GIT_DIRTY",
+    "GIT_ROOT",
+    "HOST",
+    "IDENTITY_KEYS",
+    "IDENTITY_PREFIXES",
+    "MLFLOW_PARENT_RUN_ID",
+    "MLFLOW_RUN_NAME",
+    "MLFLOW_SOURCE_GIT_BRANCH",
+    "MLFLOW_SOURCE_GIT_COMMIT",
+    "MLFLOW_SOURCE_GIT_REPO_URL",
+    "MLFLOW_SOURCE_NAME",
+    "MLFLOW_SOURCE_TYPE",
+    "MLFLOW_USER",
+    "NOT_IDENTITY",
+    "OUTCOME",
+    "PARAM_TYPES",
+    "PID",
+    "PLATFORM",
+    "PYTHON",
+    "RUN_TYPE",
+    "RUN_TYPE_ANALYSIS",
+    "RUN_TYPE_CAMPAIGN",
+    "RUN_TYPE_TRIAL",
+    "USER",
+    "data_tag",
+    "framework_tag",
+]
+
+# -- lineage.*: written by the recording API ---------------------------------------------------
+#: JSON object: param key -> the Python type it was logged as (``lineage._params``).
+PARAM_TYPES = "lineage.param_types"
+GIT_COMMIT = "lineage.git.commit"
+GIT_DIRTY = "lineage.git.dirty"
+GIT_BRANCH = "lineage.git.branch"
+GIT_ROOT = "lineage.git.root"
+#: The command line, secrets masked, as a JSON list.
+COMMAND = "lineage.command"
+HOST = "lineage.host"
+USER = "lineage.user"
+PYTHON = "lineage.python"
+PLATFORM = "lineage.platform"
+PID = "lineage.pid"
+CWD = "lineage.cwd"
+#: The recorded environment variables (secrets masked), as a JSON object.
+ENV = "lineage.env"
+#: ``lineage.framework.<name>``: the version of each framework the script imported.
+FRAMEWORK_PREFIX = "lineage.framework."
+#: ``lineage.data.<name>.{path,fingerprint,size,files}``: one dataset.
+DATA_PREFIX = "lineage.data."
+#: FINISHED, FAILED or KILLED as this process saw it (an attached run's status is its owner's).
+OUTCOME = "lineage.outcome"
+ERROR = "lineage.error"
+#: What a run is: ``analysis`` (importance), ``campaign`` and ``trial`` (a tuning campaign).
+RUN_TYPE = "lineage.run_type"
+RUN_TYPE_ANALYSIS = "analysis"
+RUN_TYPE_CAMPAIGN = "campaign"
+RUN_TYPE_TRIAL = "trial"
+
+
+def framework_tag(name: str) -> str:
+    """``lineage.framework.<name>``."""
+    return f"{FRAMEWORK_PREFIX}{name}"
+
+
+def data_tag(name: str, field: str) -> str:
+    """``lineage.data.<name>.<field>`` (field: path, fingerprint, size, files)."""
+    return f"{DATA_PREFIX}{name}.{field}"
+
+
+# -- mlflow.*: MLflow's own ------------------------------------------------------------------
+MLFLOW_RUN_NAME = "mlflow.runName"
+MLFLOW_PARENT_RUN_ID = "mlflow.parentRunId"
+MLFLOW_USER = "mlflow.user"
+MLFLOW_SOURCE_NAME = "mlflow.source.name"
+MLFLOW_SOURCE_TYPE = "mlflow.source.type"
+MLFLOW_SOURCE_GIT_COMMIT = "mlflow.source.git.commit"
+MLFLOW_SOURCE_GIT_BRANCH = "mlflow.source.git.branch"
+MLFLOW_SOURCE_GIT_REPO_URL = "mlflow.source.git.repoURL"
+#: The experiment tag the MLflow UI (3.x) reads to open an experiment on its runs
+#: (``custom_model_development``) rather than on the GenAI traces view.
+EXPERIMENT_KIND = "mlflow.experimentKind"
+EXPERIMENT_KIND_TRAINING = "custom_model_development"
+
+# -- what ``show`` and ``diff`` call identity ------------------------------------------------
+#: Tags that say where, from what and on what a run ran.
+IDENTITY_PREFIXES = ("lineage.", "mlflow.source.")
+IDENTITY_KEYS = frozenset({MLFLOW_USER})
+#: ``lineage.*`` tags that are bookkeeping rather than identity (or differ on every run).
+NOT_IDENTITY = frozenset({PARAM_TYPES, PID, OUTCOME, ERROR, RUN_TYPE})
+
+# -- read for display: a tuning campaign's runs (written by ``tuner``) -----------------------
+#: On a campaign's parent run and on each of its trial runs: the campaign's name.
+CAMPAIGN = "tuner.campaign"
+#: Params of a campaign's parent run: ``space.<name>`` per tuned parameter, and ``target``
+#: (``metric:goal``).
+CAMPAIGN_SPACE_PREFIX = "space."
+CAMPAIGN_TARGET = "target"
