@@ -15,11 +15,16 @@ check id                  reads
 ``slow_convergence``      training loss improving by < 5 % over the run
 ``oscillation``           training loss swinging widely with no progress (2nd half)
 ``zero_train_loss``       training loss at 0
+``undertrained``          validation accuracy and loss (or, with fewer than 5 validation
+                          points, the training loss) still improving at the last epoch
 ``overfitting``           train vs validation accuracy gap; validation loss rising while
                           training loss falls; validation loss many times training loss
 ``distribution_shift``    test accuracy (or loss) well behind validation
 ``hyperparameter_range``  params: learning rate, loss scale, init sigma/scheme, batch size,
                           momentum, weight decay, dropout
+``too_few_epochs``        params: epochs x steps per epoch (or ``max_steps``) under 100
+                          updates, unless the curve shows the run converged anyway
+``near_full_batch``       params: batch size at least half the training-set size
 ``weights_unchanged``     metrics ``weight_delta`` and/or ``weight_norm``
 ``frozen_weights``        tag/param ``lineage.frozen_params``/``frozen_params`` (a count or
                           a JSON list of names) and ``lineage.trainable_params``/
@@ -59,10 +64,13 @@ from lineage.diagnose._gradient_exploding import GradientExploding
 from lineage.diagnose._gradient_vanishing import GradientVanishing
 from lineage.diagnose._hyperparameter_range import HyperparameterRange
 from lineage.diagnose._loss_runaway import LossRunaway
+from lineage.diagnose._near_full_batch import NearFullBatch
 from lineage.diagnose._oscillation import Oscillation
 from lineage.diagnose._overfitting import Overfitting
 from lineage.diagnose._slow_convergence import SlowConvergence
 from lineage.diagnose._thresholds import DEFAULT_THRESHOLDS, Thresholds
+from lineage.diagnose._too_few_epochs import TooFewEpochs
+from lineage.diagnose._undertrained import Undertrained
 from lineage.diagnose._weights_unchanged import WeightsUnchanged
 from lineage.diagnose._zero_train_loss import ZeroTrainLoss
 
@@ -92,9 +100,12 @@ CHECKS: dict[str, type[Check]] = {
         SlowConvergence,
         Oscillation,
         ZeroTrainLoss,
+        Undertrained,
         Overfitting,
         DistributionShift,
         HyperparameterRange,
+        TooFewEpochs,
+        NearFullBatch,
         WeightsUnchanged,
         FrozenWeights,
         GradientVanishing,
@@ -136,11 +147,14 @@ def diagnose_histories(
     *,
     checks: Sequence[Check] | None = None,
     thresholds: Thresholds | None = None,
+    status: str | None = None,
 ) -> list[Finding]:
     """Run the checks on plain data: ``{metric: [(step, value), ...]}`` (or ``MetricPoint``
     lists), the run's params and tags. Errors first, then warnings; a healthy run gives ``[]``.
+    ``status``: the run's MLflow status when known (``undertrained`` judges only runs that
+    finished, or whose status is unknown).
     """
-    data = RunData.build(histories, params, tags)
+    data = RunData.build(histories, params, tags, status=status)
     return _run_checks(
         data, checks if checks is not None else default_checks(thresholds=thresholds)
     )
@@ -169,7 +183,9 @@ def diagnose_run(
     finally:
         if owned:
             st.close()
-    data = RunData.build(histories, record.params, record.tags, run_id=record.run_id)
+    data = RunData.build(
+        histories, record.params, record.tags, run_id=record.run_id, status=record.status
+    )
     return _run_checks(
         data, checks if checks is not None else default_checks(thresholds=thresholds)
     )

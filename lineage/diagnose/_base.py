@@ -110,12 +110,14 @@ class Series:
 
 @dataclass(slots=True)
 class RunData:
-    """What the checks read about one run: metric histories, parameters, tags."""
+    """What the checks read about one run: metric histories, parameters, tags, and the
+    MLflow status when known (``None`` for plain data)."""
 
     histories: dict[str, Series]
     params: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
+    status: str | None = None
 
     @classmethod
     def build(
@@ -124,6 +126,7 @@ class RunData:
         params: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        status: str | None = None,
     ) -> RunData:
         series = {name: Series.from_points(name, pts) for name, pts in histories.items()}
         return cls(
@@ -131,6 +134,7 @@ class RunData:
             {str(k): str(v) for k, v in (params or {}).items()},
             {str(k): str(v) for k, v in (tags or {}).items()},
             run_id,
+            status,
         )
 
     def primary(self, kind: _names.Kind, role: _names.Role) -> Series | None:

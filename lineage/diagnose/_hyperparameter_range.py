@@ -231,7 +231,7 @@ _SYMMETRIC_STEPS = (
     "Use a random initialization (Xavier/Glorot, He/Kaiming, truncated normal); constants "
     "are for biases only.",
 )
-_is_batch_size = _leaf_is(["batch", "size"], ["bs"], ["train", "batch", "size"])
+_is_batch_size = _names.is_batch_size
 
 
 class HyperparameterRange(Check):

@@ -20,6 +20,21 @@ Metrics
   - weight norm: ``weight|weights|param|params`` + ``norm`` (``weight_norm``).
   - weight change: ``weight|weights|param|params|update`` + ``delta|update|change``,
     optionally ``norm`` (``weight_delta``, ``weight_update_norm``, ``update_norm``).
+
+Parameters (read by the tokens of the last component after ``.`` or ``/``; a parent that
+names a schedule, an optimizer or an evaluation, as in ``lr_schedule.epochs``, is not read)
+  - epochs: ``epochs``, ``num_epochs``, ``n_epochs``, ``max_epochs``, ``train_epochs``,
+    ``num_train_epochs`` (Hugging Face), ``epoch_num``, ``epoch_size`` (the MindSpore model
+    zoo's name for the epoch count), ``total_epochs``.
+  - batch size: ``batch_size``, ``train_batch_size``, ``bs``.
+  - training-set size (a whole number of samples): ``train_size`` (``lineage.mindspore``
+    records it), ``train_samples``, ``num_train_samples``, ``n_train``,
+    ``num_train_examples``, ``train_set_size``; or the tag ``lineage.data.train.samples``.
+    (``dataset_size`` is not read: MindSpore's ``get_dataset_size()`` counts batches.)
+  - steps per epoch: ``steps_per_epoch`` (``lineage.mindspore``), ``iters_per_epoch``,
+    ``batches_per_epoch``; in MindSpore sink mode ``sink_size`` when positive.
+  - total steps, when the budget is set in steps: ``max_steps``, ``total_steps``,
+    ``train_steps``, ``num_train_steps``, ``num_training_steps`` (values <= 0 mean unset).
 """
 
 from __future__ import annotations
@@ -112,3 +127,96 @@ def is_weight_delta(name: str) -> bool:
     if tokens(name) in (["update", "norm"], ["updates", "norm"]):
         return True
     return _only(name, _WEIGHT | {"update"}, _DELTA, {"norm"})
+
+
+# -- parameters --------------------------------------------------------------------------
+
+_PARAM_PARENTS_NOT = frozenset(
+    {
+        "lr",
+        "schedule",
+        "scheduler",
+        "warmup",
+        "decay",
+        "optimizer",
+        "optim",
+        "eval",
+        "val",
+        "valid",
+        "validation",
+        "test",
+        "early",
+        "stopping",
+        "checkpoint",
+        "ckpt",
+    }
+)
+_EPOCHS = (
+    ["epochs"],
+    ["num", "epochs"],
+    ["n", "epochs"],
+    ["nb", "epochs"],
+    ["max", "epochs"],
+    ["total", "epochs"],
+    ["train", "epochs"],
+    ["num", "train", "epochs"],
+    ["epoch", "num"],
+    ["epoch", "size"],
+)
+_BATCH_SIZE = (["batch", "size"], ["bs"], ["train", "batch", "size"])
+_TRAIN_SIZE = (
+    ["train", "size"],
+    ["train", "samples"],
+    ["num", "train", "samples"],
+    ["n", "train", "samples"],
+    ["n", "train"],
+    ["num", "train"],
+    ["num", "train", "examples"],
+    ["train", "examples"],
+    ["train", "set", "size"],
+    ["num", "training", "samples"],
+)
+_STEPS_PER_EPOCH = (
+    ["steps", "per", "epoch"],
+    ["iters", "per", "epoch"],
+    ["iterations", "per", "epoch"],
+    ["batches", "per", "epoch"],
+)
+_TOTAL_STEPS = (
+    ["max", "steps"],
+    ["total", "steps"],
+    ["train", "steps"],
+    ["total", "train", "steps"],
+    ["num", "train", "steps"],
+    ["num", "training", "steps"],
+)
+
+ParamRole = Literal["epochs", "batch_size", "train_size", "steps_per_epoch", "total_steps"]
+_PARAM_ROLES: tuple[tuple[ParamRole, tuple[list[str], ...]], ...] = (
+    ("epochs", _EPOCHS),
+    ("batch_size", _BATCH_SIZE),
+    ("train_size", _TRAIN_SIZE),
+    ("steps_per_epoch", _STEPS_PER_EPOCH),
+    ("total_steps", _TOTAL_STEPS),
+)
+
+
+def param_leaf(name: str) -> tuple[list[str], list[str]]:
+    """The tokens of a parameter name's last component and those of its parents."""
+    parts = name.replace("/", ".").split(".")
+    return tokens(parts[-1]), [t for p in parts[:-1] for t in tokens(p)]
+
+
+def param_role(name: str) -> ParamRole | None:
+    """What a parameter says about the training's length: see the module docstring."""
+    leaf, parent = param_leaf(name)
+    if _PARAM_PARENTS_NOT.intersection(parent):
+        return None
+    for role_name, spellings in _PARAM_ROLES:
+        if leaf in spellings:
+            return role_name
+    return None
+
+
+def is_batch_size(name: str) -> bool:
+    return param_leaf(name)[0] in _BATCH_SIZE

@@ -99,6 +99,30 @@ class Thresholds:
     #: Weight decay at or above this.
     weight_decay_max: float = 1.0
 
+    # -- undertrained --------------------------------------------------------------------
+    #: The last share of a curve's points whose trend is the "recent" rate of improvement.
+    undertrained_tail_fraction: float = 0.2
+    #: Fewest points in that tail (fewer cannot show a trend apart from noise).
+    undertrained_min_tail_points: int = 4
+    #: Fewest points a validation curve needs to be judged; with fewer (a 1-3 epoch run) the
+    #: training loss is judged instead (it needs ``min_points_trend``).
+    undertrained_min_val_points: int = 5
+    #: The recent rate is at least this share of the run's average rate of improvement. On an
+    #: exponential approach to a plateau it is 0.3 after ~2.2 time constants (about a tenth
+    #: of the improvement still ahead), 0.1 after 4 (2 % ahead), 0.6 after 1.
+    undertrained_rate_ratio: float = 0.3
+    #: ... and the recent slope is at least this many standard errors away from zero
+    #: (the noise is read from the tail's residuals around its robust trend line).
+    undertrained_min_z: float = 3.0
+
+    # -- too_few_epochs / near_full_batch ------------------------------------------------
+    #: Fewer optimizer updates than this in the whole training (epochs x steps per epoch).
+    #: A 3-epoch fine-tune of a 2,500-sample set at batch 32 makes ~230.
+    min_total_steps: int = 100
+    #: A batch size at least this share of the training-set size (two steps per epoch or
+    #: fewer at 0.5).
+    full_batch_fraction: float = 0.5
+
     # -- weights_unchanged ---------------------------------------------------------------
     #: Largest recorded ``weight_delta`` (or change of ``weight_norm``) relative to the
     #: weight norm (or absolute when no norm was recorded) below which weights did not move.

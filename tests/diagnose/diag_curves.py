@@ -97,6 +97,10 @@ def healthy_run(rng: np.random.Generator, kind: str) -> tuple[dict[str, Points],
         "loss_scale": "1024",
         "dropout": "0.1",
         "epochs": str(epochs),
+        # what lineage.mindspore records: 50 steps of 32 per epoch, or an epoch-averaged loss
+        # of a large data set (1,563 steps of 32 per epoch)
+        "train_size": "1600" if kind != "short_epochs" else "50000",
+        "steps_per_epoch": "50" if kind != "short_epochs" else "1563",
         "lr_scheduler": "cosine",
         "warmup_lr": "1e-7",
         "min_lr": "0",

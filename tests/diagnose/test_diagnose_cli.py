@@ -159,3 +159,42 @@ def test_diagnose_run_in_process(store: dict[str, str]) -> None:
         assert diagnose_run(record, store=st)[0].check == "loss_runaway"
         with pytest.raises(NotFoundError):
             diagnose_run("feedfacefeedface", store=st)
+
+
+@pytest.mark.slow
+def test_checklist_findings_through_a_real_store(
+    sqlite_uri: str, seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the three checklist checks read what lineage.mindspore records, from MLflow's tables
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    exp = client.create_experiment("checklist")
+    rng = np.random.default_rng(seed)
+    loss = (0.3 + 2.0 * np.exp(-np.arange(45) / 45)) * np.exp(0.03 * rng.standard_normal(45))
+    hist = {"loss": [(i + 1, float(v)) for i, v in enumerate(loss)], "val_loss": [(1, 0.6)]}
+    short = {"epochs": 1, "batch_size": 32, "train_size": 1437, "steps_per_epoch": 45}
+    one_epoch = _log(client, exp, "one-epoch", hist, short, {})
+    big = {"epochs": 300, "batch_size": 1024, "train_size": 1437, "steps_per_epoch": 2}
+    big_batch = _log(client, exp, "big-batch", {}, big, {})
+    running = client.create_run(exp, run_name="still-running").info.run_id
+    for s, v in hist["loss"]:
+        client.log_metric(running, "loss", v, step=s)
+
+    out = _json(
+        capsys, ["diagnose", "-e", "checklist", "--tracking-uri", sqlite_uri, "--format", "json"]
+    )
+    by_id = {r["run_id"]: r["findings"] for r in out["runs"]}
+    assert [f["check"] for f in by_id[one_epoch]] == ["undertrained", "too_few_epochs"]
+    undertrained, too_few = by_id[one_epoch]
+    assert undertrained["evidence"]["metric"] == "loss"
+    assert undertrained["evidence"]["window"] == [37, 45]
+    assert too_few["evidence"]["suggested_epochs"] == 3 and too_few["evidence"]["param"] == "epochs"
+    assert [f["check"] for f in by_id[big_batch]] == ["near_full_batch"]
+    assert by_id[big_batch][0]["evidence"]["value"] == 1024
+    assert by_id[running] == []  # a run still in progress is not "undertrained"
+
+    assert main(["diagnose", one_epoch, big_batch, "--tracking-uri", sqlite_uri]) == 0
+    text = capsys.readouterr().out
+    assert "undertrained" in text and "near_full_batch" in text
+    assert "Raise epochs to at least 3 (135 updates)" in " ".join(text.split())

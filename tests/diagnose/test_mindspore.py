@@ -5,7 +5,8 @@ concurrently as subprocesses into one SQLite MLflow store:
 
 - learning rate 10: the loss runs away (Inf within the first epoch);
 - learning rate 1e-7: the loss does not move (slow convergence);
-- 40 training images for 40 epochs: the model memorises them (overfitting);
+- 40 training images for 40 epochs: the model memorises them (overfitting; its batch of 32
+  is also nearly the whole training set);
 - the example's defaults: a well-configured run, which must give no finding at all.
 """
 
@@ -95,7 +96,9 @@ def test_learning_rate_1e_7_converges_slowly(provoked: dict[str, str]) -> None:
 
 def test_tiny_training_set_overfits(provoked: dict[str, str]) -> None:
     findings = _diagnose(provoked, "overfit")
-    assert [f.check for f in findings] == ["overfitting"]
+    # batch 32 of 40 training images: 2 updates per epoch, which the checklist points out
+    assert [f.check for f in findings] == ["overfitting", "near_full_batch"]
+    assert findings[1].evidence["train_size"] == 40 and findings[1].evidence["value"] == 32
     assert findings[0].evidence["metric"] == "val_loss"
     assert findings[0].evidence["value"] > 3 * findings[0].evidence["train_value"]
 
