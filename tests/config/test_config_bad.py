@@ -50,17 +50,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "top-typo",
         {"sampelr": {"name": "tpe"}},
-        'sampelr is not a known key (did you mean \'sampler\'?), got {"name": "tpe"}.',
+        "unknown key 'sampelr' (did you mean 'sampler'?).",
     ),
     (
         "nested-typo",
         {"budget.trails": 3},
-        "budget.trails is not a known key (did you mean 'trials'?), got 3.",
+        "unknown key 'budget.trails'; known keys: trials, timeout, max_failures.",
     ),
     (
         "param-key-typo",
         {"parameters.lr.logg": True},
-        "parameters.lr.logg is not a known key (did you mean 'log'?), got true.",
+        "unknown key 'parameters.lr.logg'; known keys: type, low, high, log, step, choices, when.",
     ),
     ("missing-name", {"name": DEL}, "name is required."),
     ("missing-budget", {"budget": DEL}, "budget is required."),
@@ -68,7 +68,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "bad-goal",
         {"target.goal": "minimise"},
-        "target.goal must be one of 'minimize' or 'maximize', got 'minimise'.",
+        "target.goal must be one of 'minimize' or 'maximize' (did you mean 'minimize'?), got 'minimise'.",
     ),
     ("target-not-mapping", {"target": "loss"}, "target must be a mapping, got 'loss'."),
     (
@@ -199,7 +199,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "sampler-option-typo",
         {"sampler.options": {"n_startup_trial": 5}},
-        "sampler.options.n_startup_trial is not an option of TPESampler (did you mean 'n_startup_trials'?)",
+        "unknown key 'sampler.options.n_startup_trial' (TPESampler has no such option; did you mean 'sampler.options.n_startup_trials'?).",
     ),
     (
         "sampler-options-seed",
@@ -262,7 +262,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "pruner-option-typo",
         {"pruner": {"name": "percentile", "options": {"percentil": 30}}},
-        "pruner.options.percentil is not an option of PercentilePruner (did you mean 'percentile'?)",
+        "unknown key 'pruner.options.percentil' (PercentilePruner has no such option; did you mean 'pruner.options.percentile'?).",
     ),
     (
         "pruner-option-value",
@@ -313,7 +313,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "placeholder-conditional",
         {"command": "python train.py --momentum={momentum}"},
-        "command[2] has placeholder {momentum}, a conditional parameter absent from some trials",
+        "command[2] has placeholder {momentum} for a conditional parameter absent from some trials; write {momentum?} to leave this argument out when it is inactive, got '--momentum={momentum}'.",
     ),
     ("command-empty", {"command": ""}, "command must name a program to run, got ''."),
     (
@@ -435,6 +435,99 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"lineage": {"tracking_uri": "runs/mlflow.db"}},
         "lineage.tracking_uri is a bare path, which MLflow reads as a file-store directory; for a SQLite file write sqlite:///runs/mlflow.db, got 'runs/mlflow.db'.",
     ),
+    # 14.8: a misspelled key is named with its did-you-mean before the "is required" it causes.
+    (
+        "top-typo-required",
+        {"parameters": DEL, "paramters": {"lr": {"type": "float", "low": 0.1, "high": 1}}},
+        "unknown key 'paramters' (did you mean 'parameters'?).",
+    ),
+    (
+        "nested-typo-required",
+        {"budget": {"trails": 3}},
+        "unknown key 'budget.trails' (did you mean 'budget.trials'?).",
+    ),
+    (
+        "objective-typo-required",
+        {"target": {"metirc": "val_loss", "goal": "minimize"}},
+        "unknown key 'target.metirc' (did you mean 'target.metric'?).",
+    ),
+    (
+        "param-typo-required",
+        {"parameters.lr": {"type": "float", "lw": 0.1, "high": 1}},
+        "unknown key 'parameters.lr.lw' (did you mean 'parameters.lr.low'?).",
+    ),
+    (
+        "metric-pattern-typo-required",
+        {"metrics": {"loss": {"patern": "loss=(\\S+)"}}},
+        "unknown key 'metrics.loss.patern' (did you mean 'metrics.loss.pattern'?).",
+    ),
+    (
+        "objectives-typo-required",
+        {"objectives": [{"metric": "latency", "gaol": "minimize"}], "pruner": {"name": "none"}},
+        "unknown key 'objectives[0].gaol' (did you mean 'objectives[0].goal'?).",
+    ),
+    (
+        "typo-beside-the-right-key",
+        {"budget": {"trials": 3, "trails": 4}},
+        "unknown key 'budget.trails'; known keys: trials, timeout, max_failures.",
+    ),
+    (
+        "unknown-key-no-close-match",
+        {"resources.gpus": 2},
+        "unknown key 'resources.gpus'; known keys: kind, devices, per_trial, parallel.",
+    ),
+    (
+        "sampler-name-close",
+        {"sampler.name": "tpee"},
+        "sampler.name must be one of 'tpe', 'gp', 'random', 'cmaes', 'grid', 'qmc' or 'nsga2' (did you mean 'tpe'?), got 'tpee'.",
+    ),
+    (
+        "goal-close",
+        {"target.goal": "maximise"},
+        "target.goal must be one of 'minimize' or 'maximize' (did you mean 'maximize'?), got 'maximise'.",
+    ),
+    (
+        "grace-null",
+        {"trial.grace_period": None},
+        "trial.grace_period must be seconds or a duration like '90s', '30m', '2h', got null.",
+    ),
+    # 14.9: store URLs whose scheme cannot be opened, secrets masked.
+    (
+        "storage-mongodb",
+        {"storage": "mongodb://x/y"},
+        "storage must start with sqlite:///, postgresql:// or postgresql+psycopg://, got 'mongodb://x/y'.",
+    ),
+    (
+        "storage-scheme-password-masked",
+        {"storage": "mysql://tuner:hunter2@db/optuna"},
+        "storage must start with sqlite:///, postgresql:// or postgresql+psycopg://, got 'mysql://tuner:****@db/optuna'.",
+    ),
+    (
+        "storage-postgres-alias",
+        {"storage": "postgres://u@h/d"},
+        "storage must start with sqlite:///, postgresql:// or postgresql+psycopg:// (SQLAlchemy spells it postgresql://), got 'postgres://u@h/d'.",
+    ),
+    (
+        "tracking-mongodb",
+        {"lineage": {"tracking_uri": "mongodb://admin:s3cret@x/y"}},
+        "lineage.tracking_uri must be a URI MLflow can open: a path, or one starting with sqlite:, postgresql:, mysql:, mssql:, http:, https:, file:, databricks:, databricks-uc:, uc:, got 'mongodb://admin:****@x/y'.",
+    ),
+    (
+        "tracking-driver-on-http",
+        {"lineage": {"tracking_uri": "http+foo://host:5000"}},
+        "lineage.tracking_uri must be a URI MLflow can open",
+    ),
+    # 14.10: conditional parameters on the command line.
+    (
+        "placeholder-optional-unknown",
+        {"command": "python train.py --m={momentun?}"},
+        "command[2] has placeholder {momentun?}, which names no parameter (did you mean 'momentum'?)",
+    ),
+    (
+        "reads-params-word",
+        {"reads_tuner_params": "sometimes"},
+        "reads_tuner_params must be true or false, got 'sometimes'.",
+    ),
 ]
 
 
@@ -528,7 +621,18 @@ def test_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 SUBPROCESS_CASES = [
-    c for c in CASES if c[0] in ("log-low-zero", "top-typo", "when-bad-value", "too-many-slots")
+    c
+    for c in CASES
+    if c[0]
+    in (
+        "log-low-zero",
+        "top-typo",
+        "when-bad-value",
+        "too-many-slots",
+        "top-typo-required",
+        "storage-mongodb",
+        "tracking-mongodb",
+    )
 ]
 
 

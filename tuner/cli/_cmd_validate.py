@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="check a campaign config without running anything",
         description="Check a campaign config and print a summary. Exit 0 when valid; else one "
         "line naming the file, the key, the rule and the value received, and exit 2. Nothing "
-        "is created in the lineage store or the Optuna storage.",
+        "is created in the lineage store or the Optuna storage. A config that is valid but "
+        "probably wrong (a parameter no command placeholder passes to the script) gets one "
+        "warning line on stderr and still exits 0.",
     )
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--format", choices=["table", "json"], default="table")
@@ -44,17 +46,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"tuner validate: error: {exc}", file=sys.stderr)
             return exc.exit_code
         raise
+    warnings = config.warnings()
     if args.format == "json":
-        json.dump(summary(config), sys.stdout, indent=2, default=str)
+        json.dump({**summary(config), "warnings": warnings}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         _print_table(config)
+    for line in warnings:
+        print(f"tuner validate: warning: {line}", file=sys.stderr)
     return 0
 
 
 def summary(config: CampaignConfig) -> dict[str, Any]:
     """What ``--format json`` prints; secrets (env values, secret flags, URI passwords) masked."""
-    from lineage._secrets import mask_argv, mask_mapping, mask_uri
+    from lineage.masking import mask_argv, mask_mapping, mask_uri
     from tuner._space import sampling_order
 
     dumped = mask_mapping(config.model_dump(mode="json"))
@@ -96,8 +101,8 @@ def _duration(seconds: float | None) -> str:
 
 
 def _print_table(config: CampaignConfig) -> None:
-    from lineage._secrets import mask_argv, mask_mapping, mask_uri
-    from lineage.cli._common import print_table
+    from lineage.console import print_table
+    from lineage.masking import mask_argv, mask_mapping, mask_uri
 
     b, t, s, r = config.budget, config.trial, config.sampler, config.resources
     goals = ", ".join(f"{o.goal} {o.metric}" for o in config.all_objectives)

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from tuner.config._load import config_error, load_config, parse_config
+from tuner.config._load import load_config, parse_config
+from tuner.config._messages import config_error
 from tuner.config._model import (
     BudgetConfig,
     CampaignConfig,
@@ -24,6 +25,7 @@ from tuner.config._model import (
 )
 from tuner.config._placeholders import BUILTINS as PLACEHOLDER_BUILTINS
 from tuner.config._placeholders import render as render_arg
+from tuner.config._uris import explain_storage_error
 
 __all__ = [
     "PLACEHOLDER_BUILTINS",
@@ -40,6 +42,7 @@ __all__ = [
     "SamplerConfig",
     "TrialConfig",
     "config_error",
+    "explain_storage_error",
     "load_config",
     "parse_config",
     "render_arg",

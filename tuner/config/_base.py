@@ -1,17 +1,28 @@
-"""The base of every config model, and the objective model."""
+"""The base of every config model, the objective model, and the registry-backed names."""
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Goal", "Objective", "PrunerName", "SamplerName"]
+from tuner.config._types import one_of
+from tuner.search._registry import PRUNERS, SAMPLERS
+
+__all__ = ["DEFAULT_PRUNER", "DEFAULT_SAMPLER", "Goal", "Objective", "PrunerName", "SamplerName"]
 
 Goal = Literal["minimize", "maximize"]
-SamplerName = Literal["tpe", "gp", "random", "cmaes", "grid", "qmc", "nsga2"]
-PrunerName = Literal["median", "hyperband", "percentile", "none"]
+if TYPE_CHECKING:
+    SamplerName = str
+    PrunerName = str
+else:
+    #: A key of :data:`tuner.search._registry.SAMPLERS` (the one place sampler names are spelled).
+    SamplerName = one_of(SAMPLERS)
+    #: A key of :data:`tuner.search._registry.PRUNERS`.
+    PrunerName = one_of(PRUNERS)
+DEFAULT_SAMPLER = next(iter(SAMPLERS))
+DEFAULT_PRUNER = next(iter(PRUNERS))
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 

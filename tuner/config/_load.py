@@ -17,9 +17,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tuner._errors import ConfigError
+from tuner.config._messages import config_error, format_path, message, unknown_key
 from tuner.config._model import CampaignConfig
-from tuner.config._rules import suggest
-from tuner.config._types import RuleError, format_value
+from tuner.config._types import RuleError, UnknownKey, format_value, suggest
 
 __all__ = ["config_error", "expand_env", "format_path", "load_config", "parse_config"]
 
@@ -121,39 +121,6 @@ def expand_env(
 # ----- errors ------------------------------------------------------------------------------
 
 
-def format_path(parts: typing.Sequence[Any]) -> str:
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def _message(where: str, path: typing.Sequence[Any], rule: str, value: Any = ...) -> str:
-    key = format_path(path)
-    head = f"{where}: {key}" if key else where
-    text = f"{head}{rule}" if rule.startswith(":") else f"{head} {rule}"
-    if value is not ...:
-        text += f", got {format_value(value)}"
-    return text if text.endswith((".", "?", "!")) else text + "."
-
-
-def config_error(
-    config: CampaignConfig | str | Path | None,
-    path: typing.Sequence[Any],
-    rule: str,
-    value: Any = ...,
-) -> ConfigError:
-    """A :class:`ConfigError` about ``path`` in ``config``'s file (for later checks too)."""
-    if isinstance(config, CampaignConfig):
-        where = config.display_name
-    else:
-        where = str(config) if config else "config"
-    return ConfigError(_message(where, path, rule, value))
-
-
 def _user_path(loc: tuple[Any, ...], data: Any, *, keep_last: bool) -> list[Any]:
     """``loc`` without pydantic's union/validator tags: only keys present in the input."""
     out: list[Any] = []
@@ -221,27 +188,43 @@ _RULES = {
 }
 
 
+def _first(errors: list[Any]) -> Any:
+    """The error to report: an unknown key before anything else.
+
+    A misspelled key (``paramters:``) also leaves the right one missing; naming the typo
+    with its did-you-mean says what to fix, ``parameters is required`` does not.
+    """
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            return err
+    return errors[0]
+
+
 def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError:
-    err = exc.errors()[0]
+    err = _first(exc.errors())
     kind = err["type"]
     loc = tuple(err["loc"])
     value = err.get("input", ...)
     ctx = err.get("ctx") or {}
     cause = ctx.get("error")
+    if isinstance(cause, UnknownKey):
+        path = [*_user_path(loc, data, keep_last=False), *cause.path]
+        return ConfigError(unknown_key(where, path, cause.known, owner=cause.owner))
     if isinstance(cause, RuleError):
         path = [*_user_path(loc, data, keep_last=False), *cause.path]
         return ConfigError(
-            _message(where, path, cause.rule, cause.value if cause.show_value else ...)
+            message(where, path, cause.rule, cause.value if cause.show_value else ...)
         )
     path = _user_path(loc, data, keep_last=kind in ("missing", "extra_forbidden"))
     if kind == "missing":
-        return ConfigError(_message(where, path, "is required"))
+        return ConfigError(message(where, path, "is required"))
     if kind == "extra_forbidden":
         model = _model_at(path[:-1])
-        hint = suggest(str(path[-1]), model.model_fields) if model else ""
-        return ConfigError(_message(where, path, f"is not a known key{hint}", value))
+        known = list(model.model_fields) if model else []
+        return ConfigError(unknown_key(where, path, known, present=_keys_at(data, path[:-1])))
     if kind == "literal_error":
-        rule = f"must be one of {ctx.get('expected', '')}"
+        expected = str(ctx.get("expected", ""))
+        rule = f"must be one of {expected}" + suggest(value, re.findall(r"'([^']*)'", expected))
     elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         op = {
             "greater_than_equal": ">=",
@@ -257,7 +240,18 @@ def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError
         msg = str(err.get("msg", kind))
         msg = msg.removeprefix("Value error, ")
         rule = msg[:1].lower() + msg[1:] if msg[:2] != msg[:2].upper() else msg
-    return ConfigError(_message(where, path, rule, value))
+    return ConfigError(message(where, path, rule, value))
+
+
+def _keys_at(data: Any, path: typing.Sequence[Any]) -> list[str]:
+    for part in path:
+        if isinstance(data, dict):
+            data = data.get(part, data.get(int(part)) if str(part).isdigit() else None)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return []
+    return [str(k) for k in data] if isinstance(data, dict) else []
 
 
 # ----- entry points ------------------------------------------------------------------------
@@ -282,7 +276,7 @@ def parse_config(
     try:
         data = expand_env(data)
     except RuleError as exc:
-        raise ConfigError(_message(where, exc.path, exc.rule, exc.value)) from None
+        raise ConfigError(message(where, exc.path, exc.rule, exc.value)) from None
     base = (
         Path(base_dir)
         if base_dir is not None

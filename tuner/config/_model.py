@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     Field,
@@ -37,6 +38,9 @@ from tuner.config._sections import (
     TrialConfig,
 )
 from tuner.config._types import RuleError
+
+if TYPE_CHECKING:
+    from tuner._errors import ConfigError
 
 __all__ = [
     "BudgetConfig",
@@ -70,10 +74,16 @@ class CampaignConfig(_Model):
         ),
     ] = Field(
         description="the trial command: a list, or a string split like a shell would "
-        "(never run through a shell); {param} placeholders"
+        "(never run through a shell); {param} placeholders, {param?} for a conditional "
+        "parameter (the argument, and a flag just before it, is left out when inactive)"
     )
     workdir: Path | None = Field(
         default=None, description="directory trials run in (default: the config file's)"
+    )
+    reads_tuner_params: bool = Field(
+        default=False,
+        description="the script reads its parameters from TUNER_PARAMS (or "
+        "tuner.trial.params()), so a parameter no command placeholder names is not a mistake",
     )
     env: Annotated[
         dict[str, str],
@@ -235,23 +245,43 @@ class CampaignConfig(_Model):
 
         return optuna_storage_url(self)
 
-    def render_command(
-        self, params: dict[str, Any], *, trial: int | None = None, run_id: str | None = None
+    def argv(
+        self, values: dict[str, Any], *, trial: int | None = None, run_id: str | None = None
     ) -> list[str]:
-        """The trial's argv: ``command`` with ``{name}`` placeholders replaced.
+        """The trial's argv: ``command`` with ``{name}`` and ``{name?}`` placeholders replaced.
 
-        ``params`` fills the parameter placeholders; ``trial`` and ``run_id`` the built-ins of
-        the same names, ``{workdir}`` is the campaign's. A placeholder without a value raises
+        ``values`` holds the trial's active parameters; ``trial`` and ``run_id`` fill the
+        built-ins of the same names, ``{workdir}`` is the campaign's. An element holding a
+        ``{name?}`` whose parameter is inactive (absent from ``values``) is left out whole, and
+        the option flag just before it when the element is that placeholder alone
+        (``--momentum {momentum?}``); a plain ``{name}`` without a value raises
         :class:`~tuner.TunerError`. Each element stays one argument: no shell ever sees it.
         """
-        from tuner.config._placeholders import render
+        from tuner.config._placeholders import render_argv
 
-        values: dict[str, Any] = {**params, "workdir": str(self.workdir)}
+        filled: dict[str, Any] = {**values, "workdir": str(self.workdir)}
         if trial is not None:
-            values["trial"] = trial
+            filled["trial"] = trial
         if run_id is not None:
-            values["run_id"] = run_id
-        return [render(arg, values) for arg in self.command]
+            filled["run_id"] = run_id
+        return render_argv(self.command, filled)
+
+    #: The name the controller calls (same as :meth:`argv`).
+    render_command = argv
+
+    def warnings(self) -> list[str]:
+        """Legal but probably wrong, one line each: a parameter no command placeholder passes
+        (unless ``reads_tuner_params: true``)."""
+        from tuner.config._rules import campaign_warnings
+
+        return campaign_warnings(self)
+
+    def error(self, path: Sequence[Any], rule: str, value: Any = ...) -> ConfigError:
+        """A :class:`ConfigError` about ``path`` in this config's file, phrased like every
+        other (for checks made after loading: the Optuna constructors, the stores)."""
+        from tuner.config._messages import config_error
+
+        return config_error(self, path, rule, value)
 
 
 def _argv_item(value: Any) -> Any:

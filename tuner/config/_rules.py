@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tuner.config._placeholders import BUILTINS, placeholders
-from tuner.config._types import RuleError, format_value
+from tuner.config._types import RuleError, UnknownKey, format_value, suggest
+from tuner.config._uris import check_uris
+from tuner.search._registry import (
+    MULTI_OBJECTIVE_SAMPLERS,
+    NAMED_OPTIONS,
+    PRUNERS,
+    SAMPLERS,
+    missing_dependency,
+)
 
 if TYPE_CHECKING:
     from tuner.config._model import CampaignConfig
 
-__all__ = ["check_campaign", "suggest"]
-
-#: Samplers that accept several objectives (Optuna 4.x/5.x); CMA-ES is single-objective.
-MULTI_OBJECTIVE_SAMPLERS = ("tpe", "nsga2", "gp", "random", "qmc", "grid")
-
-
-def suggest(word: str, candidates: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+__all__ = ["campaign_warnings", "check_campaign"]
 
 
 def check_campaign(config: CampaignConfig) -> None:
@@ -30,33 +29,33 @@ def check_campaign(config: CampaignConfig) -> None:
     _check_placeholders(config)
     _check_sampler(config)
     _check_pruner(config)
-    _check_uris(config)
+    check_uris(config.storage, config.lineage.tracking_uri)
 
 
-def _check_uris(config: CampaignConfig) -> None:
-    storage, tracking = config.storage, config.lineage.tracking_uri
-    if storage is not None and "://" not in storage:
-        raise RuleError(
-            ("storage",),
-            "must be an Optuna storage URL such as sqlite:///optuna.db or "
-            "postgresql://user@host/db",
-            storage,
+def campaign_warnings(config: CampaignConfig) -> list[str]:
+    """What is legal but probably wrong, one line each (``tuner validate`` prints them)."""
+    out = []
+    unused = unused_parameters(config)
+    if unused:
+        names = ", ".join(unused)
+        one = len(unused) == 1
+        first = unused[0]
+        form = f"{{{first}?}}" if config.parameters[first].when else f"{{{first}}}"
+        out.append(
+            f"{config.display_name}: parameter{'' if one else 's'} {names} "
+            f"appear{'s' if one else ''} in no command placeholder, so a script that reads "
+            f"only its arguments never receives {'it' if one else 'them'}; add {form} to "
+            "command, or set reads_tuner_params: true if the script reads TUNER_PARAMS."
         )
-    for path, uri in ((("storage",), storage), (("lineage", "tracking_uri"), tracking)):
-        if uri and uri.startswith("sqlite:") and not uri.startswith("sqlite:///"):
-            raise RuleError(
-                path,
-                "must be sqlite:///relative/file.db or sqlite:////absolute/file.db "
-                "(three slashes, then the path)",
-                uri,
-            )
-    if tracking and ":" not in tracking and tracking.endswith((".db", ".sqlite", ".sqlite3")):
-        raise RuleError(
-            ("lineage", "tracking_uri"),
-            f"is a bare path, which MLflow reads as a file-store directory; for a SQLite file "
-            f"write sqlite:///{tracking}",
-            tracking,
-        )
+    return out
+
+
+def unused_parameters(config: CampaignConfig) -> list[str]:
+    """Parameters no ``command`` placeholder passes, unless the script reads TUNER_PARAMS."""
+    if config.reads_tuner_params:
+        return []
+    used = {name for arg in config.command for name, _ in placeholders(arg)}
+    return [name for name in config.parameters if name not in used]
 
 
 def _check_objectives(config: CampaignConfig) -> None:
@@ -72,7 +71,7 @@ def _check_objectives(config: CampaignConfig) -> None:
     if config.sampler.name not in MULTI_OBJECTIVE_SAMPLERS:
         raise RuleError(
             ("sampler", "name"),
-            "must be one of nsga2, tpe, gp, random, qmc, grid with objectives "
+            f"must be one of {', '.join(MULTI_OBJECTIVE_SAMPLERS)} with objectives "
             f"({config.sampler.name} optimizes one objective only)",
             config.sampler.name,
         )
@@ -154,29 +153,27 @@ def _check_placeholders(config: CampaignConfig) -> None:
                 name,
                 show_value=False,
             )
-    known = set(config.parameters) | set(BUILTINS)
+    known = [*config.parameters, *BUILTINS]
     for i, arg in enumerate(config.command):
-        for ref in placeholders(arg):
+        for ref, optional in placeholders(arg):
             if ref not in known:
                 raise RuleError(
                     ("command", i),
-                    f"has placeholder {{{ref}}}, which names no parameter"
-                    + suggest(ref, known)
-                    + f" (built-ins: {', '.join(BUILTINS)})",
+                    f"has placeholder {{{ref}{'?' if optional else ''}}}, which names no "
+                    "parameter" + suggest(ref, known) + f" (built-ins: {', '.join(BUILTINS)})",
                     arg,
                 )
-            if config.parameters.get(ref) is not None and config.parameters[ref].when:
+            param = config.parameters.get(ref)
+            if param is not None and param.when and not optional:
                 raise RuleError(
                     ("command", i),
-                    f"has placeholder {{{ref}}}, a conditional parameter absent from some "
-                    "trials; read it from TUNER_PARAMS or tuner.trial.params() instead",
+                    f"has placeholder {{{ref}}} for a conditional parameter absent from some "
+                    f"trials; write {{{ref}?}} to leave this argument out when it is inactive",
                     arg,
                 )
 
 
 def _check_sampler(config: CampaignConfig) -> None:
-    from tuner.search._registry import SAMPLERS, missing_dependency
-
     sampler = config.sampler
     params = config.parameters
     _check_options(("sampler", "options"), sampler.options, SAMPLERS[sampler.name]())
@@ -253,16 +250,9 @@ def _outside(param: Any, value: Any) -> str | None:
 
 
 def _check_pruner(config: CampaignConfig) -> None:
-    from tuner.search._registry import PRUNERS
-
     _check_options(("pruner", "options"), config.pruner.options, PRUNERS[config.pruner.name]())
 
 
-#: Options that take a Python object, given in a config by name.
-NAMED_OPTIONS: dict[str, tuple[str, ...]] = {
-    "independent_sampler": ("random", "tpe"),
-    "crossover": ("uniform", "blxalpha", "sbx", "vsbx", "undx", "spx"),
-}
 _OBJECT_TYPES = ("Callable", "Sampler", "Crossover", "Mutation", "FrozenTrial", "Study")
 _PLAIN = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
 
@@ -276,11 +266,7 @@ def _check_options(path: tuple[str, ...], options: dict[str, Any], cls: Callable
     owner = getattr(cls, "__name__", str(cls))
     for key, value in options.items():
         if key not in params:
-            hint = suggest(key, params)
-            listing = ", ".join(params) if params else "none"
-            raise RuleError(
-                (*path, key), f"is not an option of {owner}{hint} (options: {listing})", value
-            )
+            raise UnknownKey((*path, key), params, owner=owner)
         raw = params[key].annotation
         annotation = raw.__name__ if isinstance(raw, type) else str(raw)
         if key in NAMED_OPTIONS:

@@ -1,4 +1,9 @@
-"""The config sections below the top level: budget, trial, sampler, pruner, resources..."""
+"""The config sections below the top level: budget, trial, sampler, pruner, resources...
+
+These models are the one home of every default a campaign has (``trial.grace_period`` 10 s,
+``budget.max_failures`` 5, ...): code elsewhere reads ``config.trial.grace_period``, never
+writes its own fallback.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from tuner.config._base import PrunerName, SamplerName, _Model
-from tuner.config._types import Duration, RuleError
+from tuner.config._base import DEFAULT_PRUNER, DEFAULT_SAMPLER, PrunerName, SamplerName, _Model
+from tuner.config._types import Duration, RuleError, Seconds, suggest
+from tuner.search._registry import PRUNERS, SAMPLERS
 
 __all__ = [
     "BudgetConfig",
@@ -49,7 +55,7 @@ class TrialConfig(_Model):
 
     timeout: Duration = Field(default=None, description="kill a trial running longer than this")
     retries: Int = Field(default=0, ge=0, description="re-runs of a failed trial, same params")
-    grace_period: Duration = Field(
+    grace_period: Seconds = Field(
         default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
     )
 
@@ -57,7 +63,9 @@ class TrialConfig(_Model):
 class SamplerConfig(_Model):
     """Which Optuna sampler proposes parameters."""
 
-    name: SamplerName = Field(default="tpe", description="tpe|gp|random|cmaes|grid|qmc|nsga2")
+    name: SamplerName = Field(
+        default=DEFAULT_SAMPLER, description="the Optuna sampler: " + "|".join(SAMPLERS)
+    )
     seed: Int | None = Field(default=None, description="seed for reproducible proposals")
     options: dict[str, Any] = Field(
         default_factory=dict, description="keyword arguments of the Optuna sampler class"
@@ -76,7 +84,9 @@ class SamplerConfig(_Model):
 class PrunerConfig(_Model):
     """Which Optuna pruner stops unpromising trials from their intermediate values."""
 
-    name: PrunerName = Field(default="median", description="median|hyperband|percentile|none")
+    name: PrunerName = Field(
+        default=DEFAULT_PRUNER, description="the Optuna pruner: " + "|".join(PRUNERS)
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="keyword arguments of the Optuna pruner class"
     )
@@ -201,8 +211,6 @@ class DiagnosisConfig(_Model):
 
         for i, check in enumerate(checks):
             if check not in CHECKS:
-                from tuner.config._rules import suggest
-
                 raise RuleError(
                     (i,),
                     "must be a check id" + suggest(check, CHECKS) + f" ({', '.join(CHECKS)})",

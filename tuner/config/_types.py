@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
@@ -15,7 +17,12 @@ __all__ = [
     "Number",
     "RuleError",
     "Scalar",
+    "Seconds",
+    "UnknownKey",
+    "closest",
     "format_value",
+    "one_of",
+    "suggest",
 ]
 
 Path_ = tuple[str | int, ...]
@@ -40,6 +47,15 @@ class RuleError(ValueError):
         super().__init__(text)
 
 
+class UnknownKey(RuleError):
+    """A key at ``path`` that is not one of ``known`` (reported as ``unknown key '...'``)."""
+
+    def __init__(self, path: Path_, known: Iterable[str], *, owner: str | None = None):
+        self.known = list(known)
+        self.owner = owner
+        super().__init__(path, "is not a known key", show_value=False)
+
+
 def format_value(value: Any, limit: int = 80) -> str:
     """A value as the user wrote it in YAML: ``0``, ``'adam'``, ``[1, 2]``, ``null``."""
     if value is None:
@@ -60,6 +76,41 @@ def format_value(value: Any, limit: int = 80) -> str:
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
+
+
+def closest(word: Any, candidates: Iterable[str]) -> str | None:
+    """The candidate ``word`` is most likely a misspelling of, or None."""
+    if not isinstance(word, str):
+        return None
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def suggest(word: Any, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, else ``""``."""
+    close = closest(word, candidates)
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def _or_list(names: Iterable[str]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def one_of(names: Iterable[str], description: str | None = None) -> Any:
+    """A string that must be one of ``names`` (taken from a registry, so the allowed values,
+    the JSON Schema ``enum`` and the message come from one table)."""
+    allowed = tuple(names)
+
+    def check(value: Any) -> str:
+        if isinstance(value, str) and value in allowed:
+            return value
+        raise RuleError((), f"must be one of {_or_list(allowed)}{suggest(value, allowed)}", value)
+
+    schema: dict[str, Any] = {"type": "string", "enum": list(allowed)}
+    if description:
+        schema["description"] = description
+    return Annotated[str, BeforeValidator(check), WithJsonSchema(schema)]
 
 
 # ----- numbers -----------------------------------------------------------------------------
@@ -148,6 +199,29 @@ def _duration(value: Any) -> float | None:
         raise PydanticCustomError("duration_positive", "must be > 0 seconds")
     return seconds
 
+
+def _seconds(value: Any) -> float:
+    seconds = _duration(value)
+    if seconds is None:
+        raise PydanticCustomError(
+            "duration_type", "must be seconds or a duration like '90s', '30m', '2h'"
+        )
+    return seconds
+
+
+#: Seconds (> 0), never null: a setting that always has a value (its default lives on the model).
+Seconds = Annotated[
+    float,
+    BeforeValidator(_seconds),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "exclusiveMinimum": 0},
+                {"type": "string", "pattern": r"^(\d+(\.\d*)?(s|m|min|h|d)?)+$"},
+            ]
+        }
+    ),
+]
 
 #: Seconds (> 0): a number, or a string such as ``"90s"``, ``"30m"``, ``"2h"``, ``"1h30m"``.
 Duration = Annotated[

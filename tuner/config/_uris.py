@@ -1,18 +1,161 @@
-"""Where the campaign's two stores live: MLflow (lineage) and Optuna (the study)."""
+"""Where the campaign's two stores live: MLflow (lineage) and Optuna (the study).
+
+Also the rules a store URL must keep to be opened at all (checked by ``tuner validate``), and
+:func:`explain_storage_error`, which turns SQLAlchemy's errors on opening one into a line a
+user can act on.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
+
+from lineage.masking import mask_uri
+from lineage.uri import DEFAULT_TRACKING_URI
+from tuner.config._types import RuleError
 
 if TYPE_CHECKING:
     from tuner.config._model import CampaignConfig
 
-__all__ = ["absolute_uri", "optuna_storage_url", "tracking_uri"]
+__all__ = [
+    "STORAGE_SCHEMES",
+    "TRACKING_SCHEMES",
+    "absolute_uri",
+    "check_uris",
+    "explain_storage_error",
+    "optuna_storage_url",
+    "tracking_uri",
+]
 
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+#: URL beginnings ``storage:`` accepts: Optuna's RDB storage over the drivers installed with
+#: the package (SQLAlchemy 2 maps ``postgresql://`` to psycopg 3).
+STORAGE_SCHEMES = ("sqlite:///", "postgresql://", "postgresql+psycopg://")
+#: URI schemes MLflow's tracking-store registry opens (``mlflow.tracking``; a test keeps this
+#: list equal to MLflow's). Database schemes may name a driver: ``postgresql+psycopg``.
+TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "file")
+_TRACKING_PLAIN = ("databricks", "databricks-uc", "uc")
+_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def check_uris(storage: str | None, tracking: str | None) -> None:
+    """Raise :class:`RuleError` for a store URL that cannot be opened (values masked)."""
+    if storage is not None:
+        _check_storage(storage)
+    if tracking:
+        _check_tracking(tracking)
+
+
+def _check_storage(storage: str) -> None:
+    path = ("storage",)
+    if "://" not in storage:
+        raise RuleError(
+            path,
+            "must be an Optuna storage URL such as sqlite:///optuna.db or "
+            "postgresql://user@host/db",
+            mask_uri(storage),
+        )
+    _check_sqlite(path, storage)
+    scheme = storage.split("://", 1)[0].lower()
+    if not storage.lower().startswith(STORAGE_SCHEMES):
+        hint = " (SQLAlchemy spells it postgresql://)" if scheme == "postgres" else ""
+        raise RuleError(
+            path,
+            f"must start with {', '.join(STORAGE_SCHEMES[:-1])} or {STORAGE_SCHEMES[-1]}{hint}",
+            mask_uri(storage),
+        )
+
+
+def _check_tracking(tracking: str) -> None:
+    path = ("lineage", "tracking_uri")
+    _check_sqlite(path, tracking)
+    m = _SCHEME.match(tracking)
+    if m is None or len(m.group(1)) == 1:  # no scheme, or a Windows drive letter: a path
+        if tracking.endswith((".db", ".sqlite", ".sqlite3")):
+            raise RuleError(
+                path,
+                "is a bare path, which MLflow reads as a file-store directory; for a SQLite "
+                f"file write sqlite:///{tracking}",
+                tracking,
+            )
+        return
+    scheme = m.group(1).lower()
+    base = scheme.split("+", 1)[0]
+    if scheme in _TRACKING_PLAIN or (
+        base in TRACKING_SCHEMES and ("+" not in scheme or base in _DATABASES)
+    ):
+        return
+    hint = " (SQLAlchemy spells it postgresql://)" if base == "postgres" else ""
+    raise RuleError(
+        path,
+        "must be a URI MLflow can open: a path, or one starting with "
+        + ", ".join(f"{s}:" for s in (*TRACKING_SCHEMES, *_TRACKING_PLAIN))
+        + hint,
+        mask_uri(tracking),
+    )
+
+
+def _check_sqlite(path: tuple[str, ...], uri: str) -> None:
+    if uri.startswith("sqlite:") and not uri.startswith("sqlite:///"):
+        raise RuleError(
+            path,
+            "must be sqlite:///relative/file.db or sqlite:////absolute/file.db "
+            "(three slashes, then the path)",
+            uri,
+        )
+
+
+def explain_storage_error(exc: BaseException, url: str) -> str | None:
+    """One line saying why the database at ``url`` could not be opened, or None.
+
+    Understands SQLAlchemy's ``NoSuchModuleError`` (an unknown scheme or a missing driver)
+    and a PostgreSQL server's "database does not exist" / "could not connect", wherever
+    they sit in ``exc``'s chain of causes. The URL's password is masked. Callers print the
+    line (exit 1) instead of the raw exception, e.g.
+    ``except Exception as exc: raise TunerError(explain_storage_error(exc, url) or ...)``.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        line = _explain_one(current, url)
+        if line:
+            return line
+        current = current.__cause__ or current.__context__ or getattr(current, "orig", None)
+    return None
+
+
+def _explain_one(exc: BaseException, url: str) -> str | None:
+    text = " ".join(str(exc).split())
+    shown = mask_uri(url)
+    if type(exc).__name__ == "NoSuchModuleError":
+        scheme = url.split("://", 1)[0]
+        return (
+            f"storage {shown}: SQLAlchemy has no driver for {scheme}://; use "
+            f"{', '.join(STORAGE_SCHEMES[:-1])} or {STORAGE_SCHEMES[-1]}"
+        )
+    parts = urlparse(url)
+    host = parts.hostname or "localhost"
+    port = parts.port or 5432
+    user = unquote(parts.username) if parts.username else os.environ.get("PGUSER", "postgres")
+    name = unquote(parts.path.lstrip("/")) or user
+    missing = re.search(r'database "([^"]+)" does not exist', text)
+    if missing:
+        name = missing.group(1)
+        return (
+            f"storage {shown}: PostgreSQL database {name!r} does not exist on {host}:{port}; "
+            f"create it with: createdb -h {host} -p {port} -U {user} {name}"
+        )
+    if "could not connect" in text or "Connection refused" in text or "connection failed" in text:
+        reason = "connection refused" if "refused" in text else "no answer"
+        return (
+            f"storage {shown}: cannot connect to PostgreSQL at {host}:{port} ({reason}); "
+            "is the server running and the host and port right?"
+        )
+    return None
 
 
 def absolute_uri(uri: str, base: Path) -> str:

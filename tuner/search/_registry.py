@@ -1,8 +1,14 @@
-"""Optuna samplers and pruners built from a campaign config.
+"""The one registry of samplers and pruners: their config names, Optuna classes and options.
+
+Every sampler and pruner name a config accepts is spelled here and nowhere else:
+``tuner.config`` derives its allowed values, its JSON Schema and its rules from these tables.
+This module imports neither ``tuner.config`` nor Optuna at import time (Optuna costs ~1 s and
+the config validator imports this module).
 
 ``sampler.options`` / ``pruner.options`` are passed as keyword arguments to the Optuna class,
 so every Optuna knob is reachable without this module naming it; ``sampler.seed`` is passed
-as ``seed``. A constructor that rejects an option becomes a :class:`ConfigError` naming it.
+as ``seed``. A constructor that rejects an option becomes a :class:`ConfigError` naming it,
+phrased by the config itself (``config.error(path, rule, value)``).
 """
 
 from __future__ import annotations
@@ -12,58 +18,81 @@ import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tuner._errors import ConfigError
-
 if TYPE_CHECKING:
     import optuna
 
+    from tuner._errors import ConfigError
     from tuner.config import CampaignConfig
 
 __all__ = [
+    "MULTI_OBJECTIVE_SAMPLERS",
+    "NAMED_OPTIONS",
     "NEEDS",
     "PRUNERS",
+    "PRUNER_REQUIRED",
     "SAMPLERS",
     "make_pruner",
     "make_sampler",
     "missing_dependency",
+    "module_available",
     "search_space",
     "torch_available",
 ]
 
 
-def _sampler_class(name: str) -> Callable[[], type]:
+def _class(module: str, name: str) -> Callable[[], type]:
     def get() -> type:
-        import optuna.samplers
+        return getattr(importlib.import_module(module), name)
 
-        return getattr(optuna.samplers, name)
-
+    get.__qualname__ = name
     return get
 
 
-def _pruner_class(name: str) -> Callable[[], type]:
-    def get() -> type:
-        import optuna.pruners
-
-        return getattr(optuna.pruners, name)
-
-    return get
-
-
-#: Config name -> a function returning the Optuna class (imported lazily: optuna costs ~1 s).
+#: Config name -> a function returning the Optuna class (imported lazily). The first is the
+#: default of ``sampler.name``.
 SAMPLERS: dict[str, Callable[[], type]] = {
-    "tpe": _sampler_class("TPESampler"),
-    "gp": _sampler_class("GPSampler"),
-    "random": _sampler_class("RandomSampler"),
-    "cmaes": _sampler_class("CmaEsSampler"),
-    "grid": _sampler_class("GridSampler"),
-    "qmc": _sampler_class("QMCSampler"),
-    "nsga2": _sampler_class("NSGAIISampler"),
+    "tpe": _class("optuna.samplers", "TPESampler"),
+    "gp": _class("optuna.samplers", "GPSampler"),
+    "random": _class("optuna.samplers", "RandomSampler"),
+    "cmaes": _class("optuna.samplers", "CmaEsSampler"),
+    "grid": _class("optuna.samplers", "GridSampler"),
+    "qmc": _class("optuna.samplers", "QMCSampler"),
+    "nsga2": _class("optuna.samplers", "NSGAIISampler"),
 }
+#: Config name -> the Optuna pruner class. The first is the default of ``pruner.name``.
 PRUNERS: dict[str, Callable[[], type]] = {
-    "median": _pruner_class("MedianPruner"),
-    "percentile": _pruner_class("PercentilePruner"),
-    "hyperband": _pruner_class("HyperbandPruner"),
-    "none": _pruner_class("NopPruner"),
+    "median": _class("optuna.pruners", "MedianPruner"),
+    "hyperband": _class("optuna.pruners", "HyperbandPruner"),
+    "percentile": _class("optuna.pruners", "PercentilePruner"),
+    "none": _class("optuna.pruners", "NopPruner"),
+}
+
+#: Samplers that accept several objectives (Optuna 4.x/5.x); CMA-ES is single-objective.
+MULTI_OBJECTIVE_SAMPLERS: tuple[str, ...] = ("nsga2", "tpe", "gp", "random", "qmc", "grid")
+
+#: Keyword arguments an Optuna class requires, with the value used when options omit them.
+PRUNER_REQUIRED: dict[str, dict[str, Any]] = {"percentile": {"percentile": 25.0}}
+
+_INDEPENDENT: dict[str, Callable[[], type]] = {
+    "random": SAMPLERS["random"],
+    "tpe": SAMPLERS["tpe"],
+}
+_CROSSOVERS: dict[str, Callable[[], type]] = {
+    name: _class("optuna.samplers.nsgaii", cls)
+    for name, cls in (
+        ("uniform", "UniformCrossover"),
+        ("blxalpha", "BLXAlphaCrossover"),
+        ("sbx", "SBXCrossover"),
+        ("vsbx", "VSBXCrossover"),
+        ("undx", "UNDXCrossover"),
+        ("spx", "SPXCrossover"),
+    )
+}
+
+#: Options that take a Python object, given in a config by one of these names.
+NAMED_OPTIONS: dict[str, tuple[str, ...]] = {
+    "independent_sampler": tuple(_INDEPENDENT),
+    "crossover": tuple(_CROSSOVERS),
 }
 
 #: Replaced in tests to simulate an environment without the ``gp`` extra.
@@ -114,7 +143,7 @@ def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
         if values is None:
             values = param.grid_values()
         if values is None:  # the config validator already refused this
-            raise _error(config, ("parameters", name), "needs a step for sampler grid")
+            raise config.error(("parameters", name), "needs a step for sampler grid")
         space[name] = list(values)
     return space
 
@@ -129,11 +158,13 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
         try:
             _import_module(module)
         except ImportError:
-            raise _error(config, ("sampler", "name"), ": " + hint) from None
+            raise config.error(("sampler", "name"), ": " + hint) from None
     if isinstance(kwargs.get("independent_sampler"), str):
-        kwargs["independent_sampler"] = _independent(kwargs["independent_sampler"], config)
+        independent = _INDEPENDENT[kwargs["independent_sampler"]]()
+        # The fallback for parameters the relative sampler cannot model (conditional ones).
+        kwargs["independent_sampler"] = independent(seed=config.sampler.seed)
     if isinstance(kwargs.get("crossover"), str):
-        kwargs["crossover"] = _crossover(kwargs["crossover"])
+        kwargs["crossover"] = _quietly(_CROSSOVERS[kwargs["crossover"]]())
     if name == "grid":
         kwargs["search_space"] = search_space(config)
         cls = _ask_tell_grid(cls)
@@ -162,38 +193,16 @@ def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
     """The Optuna pruner named by ``config.pruner`` (``none``: ``NopPruner``)."""
     name = config.pruner.name
     cls = PRUNERS[name]()
-    kwargs = dict(config.pruner.options)
-    if name == "percentile":
-        kwargs.setdefault("percentile", 25.0)
+    kwargs = {**PRUNER_REQUIRED.get(name, {}), **config.pruner.options}
     return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
 
 
-def _independent(name: str, config: CampaignConfig) -> Any:
-    # The fallback for parameters the relative sampler cannot model (conditional ones).
-    import optuna.samplers
-
-    seed = config.sampler.seed
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
-
-
-def _crossover(name: str) -> Any:
-    from optuna.samplers import nsgaii
-
-    classes: dict[str, Callable[[], Any]] = {
-        "uniform": nsgaii.UniformCrossover,
-        "blxalpha": nsgaii.BLXAlphaCrossover,
-        "sbx": nsgaii.SBXCrossover,
-        "vsbx": nsgaii.VSBXCrossover,
-        "undx": nsgaii.UNDXCrossover,
-        "spx": nsgaii.SPXCrossover,
-    }
+def _quietly(cls: type) -> Any:
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=_experimental_warning())
-        return classes[name]()
+        return cls()
 
 
 def _ask_tell_grid(base: type) -> type:
@@ -224,18 +233,13 @@ def _construct(
             return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         message = " ".join(str(exc).split()).rstrip(".")
-        raise _error(config, path, f"are invalid for {cls.__name__} ({message})", shown) from None
+        error: ConfigError = config.error(
+            path, f"are invalid for {cls.__name__} ({message})", shown
+        )
+        raise error from None
 
 
 def _experimental_warning() -> type[Warning]:
     from optuna.exceptions import ExperimentalWarning
 
     return ExperimentalWarning
-
-
-def _error(
-    config: CampaignConfig, path: tuple[str, ...], rule: str, value: Any = ...
-) -> ConfigError:
-    from tuner.config import config_error
-
-    return config_error(config, path, rule, value)
