@@ -108,7 +108,7 @@ def _check_sqlite(path: tuple[str, ...], uri: str) -> None:
         )
 
 
-def explain_storage_error(exc: BaseException, url: str) -> str | None:
+def explain_storage_error(exc: BaseException, url: str, field: str = "storage") -> str | None:
     """One line saying why the database at ``url`` could not be opened, or None.
 
     Understands SQLAlchemy's ``NoSuchModuleError`` (an unknown scheme or a missing driver)
@@ -116,45 +116,50 @@ def explain_storage_error(exc: BaseException, url: str) -> str | None:
     they sit in ``exc``'s chain of causes. The URL's password is masked. Callers print the
     line (exit 1) instead of the raw exception, e.g.
     ``except Exception as exc: raise TunerError(explain_storage_error(exc, url) or ...)``.
+    ``field`` names the setting in the line (``lineage.tracking_uri`` for MLflow's database).
     """
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        line = _explain_one(current, url)
+        line = _explain_one(current, url, field)
         if line:
             return line
         current = current.__cause__ or current.__context__ or getattr(current, "orig", None)
     return None
 
 
-def _explain_one(exc: BaseException, url: str) -> str | None:
+def _explain_one(exc: BaseException, url: str, field: str) -> str | None:
     text = " ".join(str(exc).split())
-    shown = mask_uri(url)
+    head = f"{field} {mask_uri(url)}:"
     if type(exc).__name__ == "NoSuchModuleError":
         scheme = url.split("://", 1)[0]
         return (
-            f"storage {shown}: SQLAlchemy has no driver for {scheme}://; use "
+            f"{head} SQLAlchemy has no driver for {scheme}://; use "
             f"{', '.join(STORAGE_SCHEMES[:-1])} or {STORAGE_SCHEMES[-1]}"
         )
     parts = urlparse(url)
     host = parts.hostname or "localhost"
     port = parts.port or 5432
     user = unquote(parts.username) if parts.username else os.environ.get("PGUSER", "postgres")
-    name = unquote(parts.path.lstrip("/")) or user
+    at = f"PostgreSQL at {host}:{port}"
     missing = re.search(r'database "([^"]+)" does not exist', text)
     if missing:
         name = missing.group(1)
         return (
-            f"storage {shown}: PostgreSQL database {name!r} does not exist on {host}:{port}; "
+            f"{head} PostgreSQL database {name!r} does not exist on {host}:{port}; "
             f"create it with: createdb -h {host} -p {port} -U {user} {name}"
         )
-    if "could not connect" in text or "Connection refused" in text or "connection failed" in text:
-        reason = "connection refused" if "refused" in text else "no answer"
-        return (
-            f"storage {shown}: cannot connect to PostgreSQL at {host}:{port} ({reason}); "
-            "is the server running and the host and port right?"
-        )
+    if "password authentication failed" in text or "no password supplied" in text:
+        return f"{head} {at} refused user {user!r} (authentication failed); check the user and password"
+    if "translate host name" in text or "resolve host" in text or "not known" in text:
+        return f"{head} host {host!r} is unknown; check the host name"
+    if "refused" in text:
+        return f"{head} cannot connect to {at} (connection refused); is the server running there?"
+    if "timeout" in text.lower() or "timed out" in text:
+        return f"{head} cannot connect to {at} (no answer before the timeout)"
+    if "could not connect" in text or "connection failed" in text:
+        return f"{head} cannot connect to {at}"
     return None
 
 
