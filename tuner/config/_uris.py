@@ -104,7 +104,7 @@ def _check_sqlite(path: tuple[str, ...], uri: str) -> None:
             path,
             "must be sqlite:///relative/file.db or sqlite:////absolute/file.db "
             "(three slashes, then the path)",
-            uri,
+            mask_uri(uri),
         )
 
 
