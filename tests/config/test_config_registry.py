@@ -65,3 +65,17 @@ def test_grace_period_default_is_the_models(write_config: Callable[..., Path]) -
     config = load_config(write_config(base_config()))
     assert config.trial.grace_period == 10.0
     assert type(config.trial).model_fields["grace_period"].default == 10.0
+
+
+def test_no_sampler_or_pruner_name_is_spelled_in_the_config_package() -> None:
+    import ast
+
+    import tuner.config
+
+    names = set(_registry.SAMPLERS) | set(_registry.PRUNERS)
+    found = []
+    for path in sorted(Path(tuner.config.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f"{path.name}:{node.lineno} {node.value!r}")
+    assert found == []

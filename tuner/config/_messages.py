@@ -68,6 +68,6 @@ def unknown_key(
     elif close:
         text += f" (did you mean {format_path([*parent, close])!r}?)"
     if not close:
-        listing = ", ".join(known) or "none"
+        listing = ", ".join(known) or "(none)"
         text += f"; known keys: {listing}" if not owner else f"; options: {listing}"
     return text + "."

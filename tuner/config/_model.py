@@ -38,6 +38,7 @@ from tuner.config._sections import (
     TrialConfig,
 )
 from tuner.config._types import RuleError
+from tuner.search._registry import NO_PRUNING
 
 if TYPE_CHECKING:
     from tuner._errors import ConfigError
@@ -176,7 +177,7 @@ class CampaignConfig(_Model):
         if not self.workdir.is_dir():
             raise RuleError(("workdir",), "must be an existing directory", str(self.workdir))
         if self.objectives and "pruner" not in self.model_fields_set:
-            self.pruner = PrunerConfig(name="none")
+            self.pruner = PrunerConfig(name=NO_PRUNING)
         if self.lineage.experiment is None:
             self.lineage.experiment = self.name
         check_campaign(self)

@@ -10,8 +10,12 @@ from tuner.config._placeholders import BUILTINS, placeholders
 from tuner.config._types import RuleError, UnknownKey, format_value, suggest
 from tuner.config._uris import check_uris
 from tuner.search._registry import (
+    ALTERNATIVES,
+    GRID_SAMPLERS,
     MULTI_OBJECTIVE_SAMPLERS,
     NAMED_OPTIONS,
+    NO_PRUNING,
+    NUMERIC_ONLY,
     PRUNERS,
     SAMPLERS,
     missing_dependency,
@@ -75,10 +79,10 @@ def _check_objectives(config: CampaignConfig) -> None:
             f"({config.sampler.name} optimizes one objective only)",
             config.sampler.name,
         )
-    if config.pruner.name != "none":
+    if config.pruner.name != NO_PRUNING:
         raise RuleError(
             ("pruner", "name"),
-            "must be none with objectives (Optuna cannot prune multi-objective trials)",
+            f"must be {NO_PRUNING} with objectives (Optuna cannot prune multi-objective trials)",
             config.pruner.name,
         )
 
@@ -180,23 +184,25 @@ def _check_sampler(config: CampaignConfig) -> None:
     hint = missing_dependency(sampler.name)
     if hint is not None:
         raise RuleError(("sampler", "name"), ": " + hint, show_value=False)
-    if sampler.name == "cmaes":
-        for name, param in params.items():
+    name = sampler.name
+    if name in NUMERIC_ONLY:
+        for pname, param in params.items():
             if param.type == "categorical":
                 raise RuleError(
                     ("sampler", "name"),
-                    f"cmaes cannot sample categorical parameters (parameters.{name}); "
-                    "use tpe or gp",
-                    "cmaes",
+                    f"{name} cannot sample categorical parameters (parameters.{pname}); "
+                    f"use {ALTERNATIVES[name]}",
+                    name,
                 )
         numeric = [n for n, p in params.items() if not p.when]
-        if len(numeric) < 2:
+        if len(numeric) < NUMERIC_ONLY[name]:
             raise RuleError(
                 ("sampler", "name"),
-                "cmaes needs at least two unconditional numeric parameters; use tpe or gp",
-                "cmaes",
+                f"{name} needs at least {_count(NUMERIC_ONLY[name])} unconditional numeric "
+                f"parameters; use {ALTERNATIVES[name]}",
+                name,
             )
-    if sampler.name == "grid":
+    if name in GRID_SAMPLERS:
         space = sampler.options.get("search_space")
         if space is not None:
             if not isinstance(space, dict):
@@ -217,21 +223,25 @@ def _check_sampler(config: CampaignConfig) -> None:
                     problem = _outside(params[key], value)
                     if problem:
                         raise RuleError((*path, i), problem, value)
-        for name, param in params.items():
+        for pname, param in params.items():
             if param.when:
                 raise RuleError(
-                    ("parameters", name, "when"),
-                    "cannot be used with sampler grid (the grid would repeat trials); "
-                    "use tpe or random",
+                    ("parameters", pname, "when"),
+                    f"cannot be used with sampler {name} (the grid would repeat trials); "
+                    f"use {ALTERNATIVES[name]}",
                     param.when,
                 )
-            if (space is None or name not in space) and param.grid_values() is None:
+            if (space is None or pname not in space) and param.grid_values() is None:
                 raise RuleError(
-                    ("parameters", name),
-                    "needs a step (or choices) for sampler grid, or list its values in "
+                    ("parameters", pname),
+                    f"needs a step (or choices) for sampler {name}, or list its values in "
                     "sampler.options.search_space",
                     show_value=False,
                 )
+
+
+def _count(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three"}.get(n, str(n))
 
 
 def _outside(param: Any, value: Any) -> str | None:

@@ -25,9 +25,13 @@ if TYPE_CHECKING:
     from tuner.config import CampaignConfig
 
 __all__ = [
+    "ALTERNATIVES",
+    "GRID_SAMPLERS",
     "MULTI_OBJECTIVE_SAMPLERS",
     "NAMED_OPTIONS",
     "NEEDS",
+    "NO_PRUNING",
+    "NUMERIC_ONLY",
     "PRUNERS",
     "PRUNER_REQUIRED",
     "SAMPLERS",
@@ -69,6 +73,16 @@ PRUNERS: dict[str, Callable[[], type]] = {
 
 #: Samplers that accept several objectives (Optuna 4.x/5.x); CMA-ES is single-objective.
 MULTI_OBJECTIVE_SAMPLERS: tuple[str, ...] = ("nsga2", "tpe", "gp", "random", "qmc", "grid")
+
+#: The pruner that never prunes (the only one Optuna allows with several objectives).
+NO_PRUNING = "none"
+
+#: Samplers of numbers only, with how many unconditional numeric parameters each needs.
+NUMERIC_ONLY: dict[str, int] = {"cmaes": 2}
+#: Samplers that walk a finite grid: every parameter needs a step or choices, none a `when`.
+GRID_SAMPLERS: tuple[str, ...] = ("grid",)
+#: What a message suggests instead of a sampler that does not fit the search space.
+ALTERNATIVES: dict[str, str] = {"cmaes": "tpe or gp", "grid": "tpe or random"}
 
 #: Keyword arguments an Optuna class requires, with the value used when options omit them.
 PRUNER_REQUIRED: dict[str, dict[str, Any]] = {"percentile": {"percentile": 25.0}}
@@ -165,7 +179,7 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
         kwargs["independent_sampler"] = independent(seed=config.sampler.seed)
     if isinstance(kwargs.get("crossover"), str):
         kwargs["crossover"] = _quietly(_CROSSOVERS[kwargs["crossover"]]())
-    if name == "grid":
+    if name in GRID_SAMPLERS:
         kwargs["search_space"] = search_space(config)
         cls = _ask_tell_grid(cls)
     if name in ("cmaes", "qmc", "gp"):
