@@ -472,6 +472,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "unknown key 'budget.trails'; known keys: trials, timeout, max_failures.",
     ),
     (
+        "several-unknown-keys",
+        {"budget": {"trails": 3}, "resources.gpus": 2},
+        "unknown key 'budget.trails' (did you mean 'budget.trials'?); also unknown: 'resources.gpus'.",
+    ),
+    (
         "unknown-key-no-close-match",
         {"resources.gpus": 2},
         "unknown key 'resources.gpus'; known keys: kind, devices, per_trial, parallel.",

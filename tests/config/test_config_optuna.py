@@ -14,7 +14,7 @@ from _campaign_base import base_config
 from tuner._errors import ConfigError
 from tuner._space import distributions, sample_params, sampling_order, validate_params
 from tuner.config import CampaignConfig, load_config, parse_config
-from tuner.search import _registry as _optuna_factory
+from tuner.search import _registry
 from tuner.search._registry import make_pruner, make_sampler, search_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -58,7 +58,7 @@ def test_every_sampler_constructs_seeded_and_samples(
     name: str, params: dict[str, Any] | None, options: dict[str, Any]
 ) -> None:
     config = _config(params, sampler={"name": name, "seed": 7, "options": options})
-    cls = _optuna_factory.SAMPLERS[name]()
+    cls = _registry.SAMPLERS[name]()
 
     def run() -> list[dict[str, Any]]:
         sampler = make_sampler(config)
@@ -154,7 +154,7 @@ def test_gp_without_torch_injected_import(
             raise ModuleNotFoundError("No module named 'torch'")
         return importlib.import_module(name)
 
-    monkeypatch.setattr(_optuna_factory, "_import_module", no_torch)
+    monkeypatch.setattr(_registry, "_import_module", no_torch)
     expected = (
         "c.yaml: sampler.name: gp needs PyTorch; install the 'gp' extra: "
         "pip install 'lineage-tuner[gp]'."

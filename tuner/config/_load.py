@@ -201,7 +201,8 @@ def _first(errors: list[Any]) -> Any:
 
 
 def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError:
-    err = _first(exc.errors())
+    errors = exc.errors()
+    err = _first(errors)
     kind = err["type"]
     loc = tuple(err["loc"])
     value = err.get("input", ...)
@@ -221,7 +222,15 @@ def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError
     if kind == "extra_forbidden":
         model = _model_at(path[:-1])
         known = list(model.model_fields) if model else []
-        return ConfigError(unknown_key(where, path, known, present=_keys_at(data, path[:-1])))
+        text = unknown_key(where, path, known, present=_keys_at(data, path[:-1]))
+        others = [
+            format_path(_user_path(tuple(e["loc"]), data, keep_last=True))
+            for e in errors
+            if e["type"] == "extra_forbidden" and e is not err
+        ]
+        if others:
+            text = text[:-1] + "; also unknown: " + ", ".join(repr(o) for o in others) + "."
+        return ConfigError(text)
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         rule = f"must be one of {expected}" + suggest(value, re.findall(r"'([^']*)'", expected))
