@@ -7,7 +7,8 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 
-from lineage.cli._common import add_common, print_csv, print_table
+from lineage.cli._common import add_common, format_cell, print_csv
+from lineage.query._fields import to_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +105,8 @@ def register(subparsers: Any) -> None:
         metavar="KEYS",
         help="comma-separated columns (repeatable): run_id, experiment, run_name, status, "
         "start_time, end_time, duration, params.K, metrics.K, tags.K, params.*, metrics.*, "
-        "tags.* (default: id, experiment, name, status, every param and metric)",
+        "tags.* (default table: name, id, status, start, the params that vary and the most "
+        "used metrics, as many as fit the terminal; default csv: every param and metric)",
     )
     add_common(parser)
     parser.set_defaults(handler=run)
@@ -118,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         from lineage.query._table import rows, run_to_dict, select_columns
 
         store, runs = query_from_args(args, store)
-        fields = select_columns(runs, args.columns) if args.columns or args.format != "json" else []
+        fitted = args.format == "table" and not args.columns
+        fields = select_columns(runs, args.columns) if args.columns or args.format == "csv" else []
         if args.columns:
             _check_columns(store, args.experiment, fields)
     finally:
@@ -126,15 +129,109 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_json_list(run_to_dict(r, fields or None) for r in runs)
         return 0
-    table = rows(runs, fields)
-    headers = [str(f) for f in fields]
     if args.format == "csv":
-        print_csv(headers, ([_csv_cell(v) for v in row] for row in table))
+        headers = [str(f) for f in fields]
+        print_csv(headers, ([_csv_cell(v) for v in row] for row in rows(runs, fields)))
         return 0
-    display = [_display_row(fields, row) for row in table]
-    title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
-    print_table(short_headers(fields), display, title=title)
+    print_runs_table(runs, fields or None, width=terminal_width() if fitted else None)
     return 0
+
+
+def terminal_width() -> int | None:
+    """``$COLUMNS``, else the width of the terminal on stdout; ``None`` without one (a pipe,
+    a file): the table is then printed whole, cells uncut."""
+    import os
+
+    try:
+        return max(int(os.environ["COLUMNS"]), 20)
+    except (KeyError, ValueError):
+        pass
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns or None
+    except (AttributeError, ValueError, OSError):
+        pass
+    return None
+
+
+def print_runs_table(
+    runs: Sequence[Any], fields: Sequence[Any] | None, *, width: int | None
+) -> None:
+    """The run table as plain text. ``fields`` None: the columns a person wants, as many
+    as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
+    left out; else exactly ``fields``."""
+    from lineage.query._layout import format_table, table_layout
+
+    start_format = _start_format(runs)
+
+    def render(field: Any, value: Any) -> str:
+        if value is None:
+            return ""
+        if field.kind == "attributes":
+            if field.key == "run_id":
+                return str(value)[:8]
+            if field.key in ("start_time", "end_time"):
+                return format_time(value, start_format)
+        elif field.kind == "params" and len(value) > 8:
+            number = to_number(value)
+            if number is not None:  # 0.30000000000000004 as 0.3: 6 significant digits
+                return format_cell(number)
+        return format_cell(value)
+
+    if fields is None:
+        layout = table_layout(runs, render, short_headers, width)
+        chosen, widths, hidden = layout.fields, layout.widths, layout.hidden
+    else:
+        chosen, hidden = list(fields), []
+        widths = [
+            max([len(t)] + [len(render(f, f.value(r))) for r in runs])
+            for f, t in zip(chosen, short_headers(chosen), strict=True)
+        ]
+    cells = [[render(f, f.value(r)) for f in chosen] for r in runs]
+    numeric = [
+        f.kind == "metrics"
+        or (
+            f.kind == "params" and all(to_number(row[i]) is not None or not row[i] for row in cells)
+        )
+        for i, f in enumerate(chosen)
+    ]
+    title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    lines = (
+        [title, *format_table(short_headers(chosen), cells, widths, numeric)] if runs else [title]
+    )
+    sys.stdout.write("\n".join(lines) + "\n")
+    if hidden:
+        sys.stdout.flush()
+        sys.stderr.write(_left_out(hidden, width) + "\n")
+
+
+def _left_out(hidden: Sequence[Any], width: int | None) -> str:
+    """``+38 columns (params.a, ...): --columns to choose, --format json for all``, the names
+    cut to fit one line of ``width``."""
+    head = f"+{len(hidden)} column{'s' if len(hidden) != 1 else ''}"
+    tail = ": --columns to choose, --format json for all"
+    names = [str(f) for f in hidden]
+    room = (width or 100) - len(head) - len(tail) - len(" (, ...)")
+    shown: list[str] = []
+    for name in names:
+        if len(", ".join([*shown, name])) > room:
+            break
+        shown.append(name)
+    if not shown:
+        return head + tail
+    more = ", ..." if len(shown) < len(names) else ""
+    return f"{head} ({', '.join(shown)}{more}){tail}"
+
+
+def _start_format(runs: Sequence[Any]) -> str:
+    # Month, day and minute when every run started this year: 11 characters instead of 19.
+    from datetime import datetime
+
+    year = datetime.now().year
+    starts = [r.start_time for r in runs if r.start_time]
+    if starts and all(datetime.fromtimestamp(s / 1000.0).year == year for s in starts):
+        return "%m-%d %H:%M"
+    return "%Y-%m-%d %H:%M"
 
 
 def _check_columns(store: Any, experiments: list[str] | None, fields: Sequence[Any]) -> None:
@@ -202,18 +299,6 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _display_row(fields: Sequence[Any], row: Sequence[Any]) -> list[Any]:
-    out = []
-    for field, value in zip(fields, row, strict=True):
-        if field.kind == "attributes" and value is not None:
-            if field.key == "run_id":
-                value = value[:8]
-            elif field.key in ("start_time", "end_time"):
-                value = format_time(value)
-        out.append(value)
-    return out
-
-
 def short_headers(fields: Sequence[Any]) -> list[str]:
     """Column titles without the params./metrics./tags. prefix where the key is unique."""
     counts: dict[str, int] = {}
@@ -222,15 +307,16 @@ def short_headers(fields: Sequence[Any]) -> list[str]:
     out = []
     for field in fields:
         if field.kind == "attributes":
-            out.append({"run_id": "run", "run_name": "name"}.get(field.key, field.key))
+            names = {"run_id": "run", "run_name": "name", "start_time": "start", "end_time": "end"}
+            out.append(names.get(field.key, field.key))
         else:
             out.append(field.key if counts[field.key] == 1 else str(field))
     return out
 
 
-def format_time(ms: int | None) -> str:
+def format_time(ms: int | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
     if ms is None:
         return ""
     from datetime import datetime
 
-    return datetime.fromtimestamp(ms / 1000.0).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000.0).strftime(fmt)

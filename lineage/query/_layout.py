@@ -1,0 +1,182 @@
+"""The run table a person reads: which columns ``lineage runs`` shows, and how many fit.
+
+A store's runs easily hold 50 params and metrics; a table of all of them has empty cells at
+any terminal width. :func:`table_layout` picks, in this order of priority: the run's name,
+id, status and start time (and its experiment when several are selected); the target metric
+(a tuning campaign's, else the metric most runs have); the parameters that vary across the
+selected runs (a campaign's tuned ones first); the other metrics, most common first. Then
+as many as fit ``width`` characters, each cell cut to a readable width. What is left out
+is returned, for the caller to say so. ``--format json`` and ``csv`` keep every column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from lineage import tags as T
+from lineage.query._fields import Field, to_number
+from lineage.store import RunRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Columns between cells.
+GAP = 2
+#: The widest a param or metric cell gets in a fitted table (run names: NAME_WIDTH).
+CELL_WIDTH = 16
+NAME_WIDTH = 24
+_NOT_TRAINING = frozenset({T.RUN_TYPE_CAMPAIGN, T.RUN_TYPE_ANALYSIS, "reserved"})
+
+
+class Layout:
+    """``fields`` to show, in display order, with their ``widths``; ``hidden``: the params
+    and metrics of the selected runs that are not shown."""
+
+    __slots__ = ("fields", "hidden", "widths")
+
+    def __init__(self, fields: list[Field], widths: list[int], hidden: list[Field]) -> None:
+        self.fields = fields
+        self.widths = widths
+        self.hidden = hidden
+
+
+def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
+    """Every column worth showing, most wanted first (see the module docstring)."""
+    training = [r for r in runs if r.tags.get(T.RUN_TYPE) not in _NOT_TRAINING] or list(runs)
+    base = [Field("attributes", k) for k in ("run_name", "run_id", "status", "start_time")]
+    if len({r.experiment_id for r in runs}) > 1:
+        base.append(Field("attributes", "experiment"))
+    tuned, targets = _campaign(runs)
+    metrics = _metrics_by_use(training, targets)
+    params = [k for k in tuned if any(k in r.params for r in training)]
+    params += [k for k in _varying(training) if k not in params]
+    out = base + [Field("metrics", k) for k in metrics[:1]]
+    out += [Field("params", k) for k in params]
+    out += [Field("metrics", k) for k in metrics[1:]]
+    return out
+
+
+def table_layout(
+    runs: Sequence[RunRecord],
+    render: Callable[[Field, Any], str],
+    headers: Callable[[Sequence[Field]], list[str]],
+    width: int | None,
+) -> Layout:
+    """The columns of :func:`candidate_columns` that fit in ``width`` characters (``None``:
+    all of them, cells uncut). ``render(field, value)`` gives a cell's text, ``headers``
+    the column titles of a list of fields."""
+    wanted = candidate_columns(runs)
+    titles = headers(wanted)
+    natural = []
+    for field, title in zip(wanted, titles, strict=True):
+        cells = max((len(render(field, field.value(r))) for r in runs), default=0)
+        natural.append(max(len(title), cells))
+    if width is None:
+        chosen = list(range(len(wanted)))
+        widths = natural
+    else:
+        widths = [min(w, _cap(f)) for f, w in zip(wanted, natural, strict=True)]
+        # The run name is always shown (cut to the width if need be); then, greedily in
+        # priority order, every column that still fits: a wide one that does not leaves
+        # room for narrower ones after it.
+        widths[0] = min(widths[0], max(width, 8))
+        chosen, used = [0], widths[0]
+        for i in range(1, len(wanted)):
+            if used + GAP + widths[i] <= width:
+                chosen.append(i)
+                used += GAP + widths[i]
+    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i))
+    fields = [wanted[i] for i in order]
+    shown = set(fields)
+    every = _all_keys(runs)
+    hidden = [f for f in every if f not in shown]
+    return Layout(fields, [widths[i] for i in order], hidden)
+
+
+def _cap(field: Field) -> int:
+    if field.kind == "attributes":
+        return NAME_WIDTH if field.key in ("run_name", "experiment") else 19
+    return CELL_WIDTH
+
+
+def _display_rank(field: Field, priority: int) -> tuple[int, int]:
+    # Attributes in a fixed order, then params, then metrics, each in priority order.
+    fixed = ("run_id", "run_name", "experiment", "status", "start_time")
+    if field.kind == "attributes":
+        return (0, fixed.index(field.key) if field.key in fixed else len(fixed))
+    return (1 if field.kind == "params" else 2, priority)
+
+
+def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
+    """The tuned parameters and target metrics of the campaigns among ``runs``: their parent
+    runs (``lineage.run_type=campaign``) carry ``space.<name>`` and ``target`` params."""
+    tuned: list[str] = []
+    targets: list[str] = []
+    for run in runs:
+        if run.tags.get(T.RUN_TYPE) != T.RUN_TYPE_CAMPAIGN and T.CAMPAIGN not in run.tags:
+            continue
+        for key in sorted(run.params):
+            if key.startswith(T.CAMPAIGN_SPACE_PREFIX):
+                name = key[len(T.CAMPAIGN_SPACE_PREFIX) :]
+                if name not in tuned:
+                    tuned.append(name)
+        target = run.params.get(T.CAMPAIGN_TARGET, "")
+        metric = target.rpartition(":")[0] if ":" in target else target
+        if metric and metric not in targets:
+            targets.append(metric)
+    return tuned, targets
+
+
+def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str]:
+    counts: dict[str, int] = {}
+    for run in runs:
+        for key in run.metrics:
+            counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts, key=lambda k: (-counts[k], k))
+    return [k for k in first if k in counts] + [k for k in ranked if k not in first]
+
+
+def _varying(runs: Sequence[RunRecord]) -> list[str]:
+    """Params with at least two different values among the runs that have them (``0.1``
+    and ``0.10`` are one value); every param when fewer than two runs are selected."""
+    if len(runs) < 2:
+        return sorted({k for r in runs for k in r.params})
+    seen: dict[str, set[Any]] = {}
+    for run in runs:
+        for key, value in run.params.items():
+            number = to_number(value)
+            seen.setdefault(key, set()).add(value if number is None else number)
+    return sorted(k for k, values in seen.items() if len(values) > 1)
+
+
+def _all_keys(runs: Sequence[RunRecord]) -> list[Field]:
+    params = sorted({k for r in runs for k in r.params})
+    metrics = sorted({k for r in runs for k in r.metrics})
+    return [Field("params", k) for k in params] + [Field("metrics", k) for k in metrics]
+
+
+def format_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    widths: Sequence[int],
+    numeric: Sequence[bool],
+) -> list[str]:
+    """Plain text lines: a header, then the rows; cells cut to ``widths`` with ``…``, numbers
+    right-aligned. No colour, no rule, no control characters: the same in a terminal, a file
+    and a pipe, one line per run for ``grep`` and ``awk``."""
+
+    def cell(text: str, w: int, right: bool) -> str:
+        if len(text) > w:
+            text = text[: max(w - 1, 0)] + "…" if w > 0 else ""
+        return text.rjust(w) if right else text.ljust(w)
+
+    sep = " " * GAP
+    lines = [
+        sep.join(cell(h, w, r) for h, w, r in zip(headers, widths, numeric, strict=True)).rstrip(),
+    ]
+    for row in rows:
+        lines.append(
+            sep.join(cell(c, w, r) for c, w, r in zip(row, widths, numeric, strict=True)).rstrip()
+        )
+    return lines

@@ -1,0 +1,187 @@
+"""``lineage runs`` as a person sees it: in a real pseudo-terminal at 80, 120 and 200 columns,
+and through a pipe. The store is a tuning campaign's, written the way ``tuner`` tags it: a
+parent run (``lineage.run_type=campaign``, params ``space.<name>`` and ``target``) and trial
+runs tagged ``tuner.campaign``, each with 40 fixed params and 6 metrics."""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+from _cli_helpers import CACHE_DIR, lineage
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+pytestmark = pytest.mark.slow
+
+TUNED = ("lr", "momentum", "optimizer")
+METRICS = ("val_accuracy", "loss", "train_loss", "epoch_time", "grad_norm", "lr_now")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b")
+
+
+@pytest.fixture(scope="module")
+def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> str:
+    import shutil
+
+    base = tmp_path_factory.mktemp("campaign-store")
+    shutil.copyfile(_sqlite_template, base / "mlflow.db")
+    uri = f"sqlite:///{base / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("quickstart")
+    parent = client.create_run(
+        exp,
+        run_name="quickstart",
+        tags={"lineage.run_type": "campaign", "tuner.campaign": "quickstart"},
+    ).info.run_id
+    space = {f"space.{k}": json.dumps({"type": "float"}) for k in TUNED}
+    client.log_batch(
+        parent,
+        params=[
+            Param(k, v)
+            for k, v in {**space, "target": "val_accuracy:max", "budget.trials": "8"}.items()
+        ],
+    )
+    client.set_terminated(parent)
+    for n in range(8):
+        run = client.create_run(
+            exp,
+            run_name=f"quickstart-trial-{n}",
+            tags={
+                "lineage.run_type": "trial",
+                "tuner.campaign": "quickstart",
+                "mlflow.parentRunId": parent,
+            },
+        ).info.run_id
+        params = {f"fixed_setting_{i:02d}": str(i) for i in range(40)}
+        params.update(
+            lr=str(10 ** -(1 + n % 4) * (1 + n)),
+            momentum=str(0.8 + 0.02 * n),
+            optimizer=["sgd", "adam"][n % 2],
+        )
+        client.log_batch(
+            run,
+            params=[Param(k, v) for k, v in params.items()],
+            metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)],
+            tags=[RunTag("tuner.trial_number", str(n))],
+        )
+        client.set_terminated(run)
+    return uri
+
+
+def _in_pty(uri: str, columns: int) -> str:
+    """``lineage runs`` with stdout and stderr on a pseudo-terminal ``columns`` wide."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["LINEAGE_CACHE_DIR"] = CACHE_DIR
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", uri],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, b"".join(chunks).decode()
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
+    campaign_store: str, columns: int
+) -> None:
+    out = _in_pty(campaign_store, columns)
+    lines = out.rstrip("\n").split("\n")
+    assert lines[0] == "9 runs"
+    header, rows, note = lines[1], lines[2:-1], lines[-1]
+    assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
+    assert len(rows) == 9
+    titles = header.split()
+    # What a person wants first: name, id, status, start, the target metric, the tuned params.
+    assert titles[:4] == ["run", "name", "status", "start"]
+    assert "val_accuracy" in titles and "lr" in titles
+    assert not any(t.startswith("fixed_setting") for t in titles)  # constant: never chosen
+    assert any(r.split()[1] == "quickstart-trial-7" for r in rows)
+    # Long float spellings are shown with 6 significant digits, whole.
+    if "momentum" in titles:
+        assert " 0.82 " in out and "0.8200000000000001" not in out
+    # What was left out, in one line: how many columns, and how to get them.
+    match = re.match(
+        r"^\+(\d+) columns( \(.*\))?: --columns to choose, --format json for all$", note
+    )
+    assert match, note
+    every = 40 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
+    shown = len([t for t in titles if t not in ("run", "name", "status", "start")])
+    assert int(match.group(1)) == every - shown
+    if columns >= 120:  # every tuned param, and more than the target metric
+        assert set(TUNED) <= set(titles) and len(set(METRICS) & set(titles)) >= 2
+    if columns == 200:
+        assert set(METRICS) <= set(titles)
+    assert not CONTROL.search(out.replace("\n", ""))
+
+
+def test_wider_terminals_show_more(campaign_store: str) -> None:
+    counts = [len(_in_pty(campaign_store, c).split("\n")[1].split()) for c in (80, 120, 200)]
+    assert counts[0] < counts[1] < counts[2], counts
+
+
+def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["LINEAGE_CACHE_DIR"] = CACHE_DIR
+    proc = subprocess.run(
+        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", campaign_store],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert not CONTROL.search(proc.stdout.replace("\n", ""))
+    lines = proc.stdout.splitlines()
+    titles = lines[1].split()
+    # No terminal, no width to fit: the varying params and every metric, cells uncut.
+    assert {"lr", "momentum", "optimizer", *METRICS} <= set(titles)
+    assert not any(t.startswith("fixed_setting") for t in titles)
+    assert "…" not in proc.stdout
+    assert proc.stderr.startswith("+45 columns")  # the 40 fixed params and the parent's 5
+    trial = next(line for line in lines if "quickstart-trial-3 " in line)
+    assert trial.split()[2] == "FINISHED"
+
+
+def test_json_and_csv_keep_every_column(campaign_store: str) -> None:
+    runs = json.loads(lineage("runs", "--tracking-uri", campaign_store, "--format", "json").stdout)
+    trial = next(r for r in runs if r["run_name"] == "quickstart-trial-0")
+    assert len(trial["params"]) == 43 and len(trial["metrics"]) == len(METRICS)
+    out = lineage("runs", "--tracking-uri", campaign_store, "--format", "csv").stdout
+    header = next(csv.reader(io.StringIO(out)))
+    assert len([h for h in header if h.startswith("params.")]) == 40 + 3 + 5
+    assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS)
+
+
+def test_explicit_columns_are_shown_as_asked(campaign_store: str) -> None:
+    out = lineage(
+        "runs", "--tracking-uri", campaign_store, "-c", "run_name,params.fixed_setting_03",
+        "-w", "params.optimizer = 'adam'",
+    )  # fmt: skip
+    lines = out.stdout.splitlines()
+    assert lines[0] == "4 runs" and lines[1].split() == ["name", "fixed_setting_03"]
+    assert out.stderr == ""
