@@ -79,10 +79,7 @@ _LR_STEPS = (
 )
 
 
-def _leaf(name: str) -> tuple[list[str], list[str]]:
-    parts = name.replace("/", ".").split(".")
-    parent = [t for p in parts[:-1] for t in _names.tokens(p)]
-    return _names.tokens(parts[-1]), parent
+_leaf = _names.param_leaf
 
 
 def _float(raw: str) -> float | None:

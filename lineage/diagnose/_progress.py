@@ -40,7 +40,7 @@ class Progress:
     """The progress figures of one curve; rates are improvements (error or loss falling)."""
 
     series: Series
-    kind: str  # "loss" or "accuracy"
+    kind: _names.Kind
     initial: float  # level, in the curve's own units
     final: float
     average_rate: float  # improvement per step over the run (> 0: improving)
@@ -89,7 +89,7 @@ def target_curves(data: RunData, t: Thresholds) -> list[Series]:
     return []
 
 
-def measure(series: Series, kind: str, t: Thresholds) -> Progress | None:
+def measure(series: Series, kind: _names.Kind, t: Thresholds) -> Progress | None:
     """The progress of one loss or accuracy curve; ``None`` when it is too short to judge
     or did not improve at all (that is ``slow_convergence``'s or ``divergence``'s case)."""
     s = series.finite()
@@ -139,7 +139,7 @@ def curve_progress(data: RunData, t: Thresholds) -> list[Progress]:
     """The progress of every target curve that can be judged."""
     out = []
     for s in target_curves(data, t):
-        kind = _names.primary_kind(s.name) or "loss"
+        kind: _names.Kind = _names.primary_kind(s.name) or "loss"
         p = measure(s, kind, t)
         if p is not None:
             out.append(p)
