@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import subprocess
@@ -84,11 +85,13 @@ def _work(metric: str, n: int, seed: int) -> tuple[int, int]:
         if event in ("call", "c_call"):
             calls += 1
 
+    gc.disable()  # a collection would run gc.callbacks inside the counted call
     sys.setprofile(count)
     try:
         online_check(metric, steps, values)
     finally:
         sys.setprofile(None)
+        gc.enable()
     tracemalloc.start()
     try:
         online_check(metric, steps, values)
