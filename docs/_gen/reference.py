@@ -241,9 +241,10 @@ def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
         text = "/".join(names)
     elif kind == "array":
         items = node.get("items")
-        text = f"list of {_type(items, defs)}" if items else "list"
-        if " or " in text[8:]:
-            text = f"list of ({_type(items, defs)})"
+        text = "list"
+        if isinstance(items, dict):
+            inner = _type(items, defs)
+            text = f"list of ({inner})" if " or " in inner else f"list of {inner}"
         if "minItems" in node:
             text += f" (at least {node['minItems']})"
         return text
