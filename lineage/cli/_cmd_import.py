@@ -24,7 +24,7 @@ exit codes: 0 every run imported (or already there), 1 a file was damaged (the o
 are imported) or the store failed, 2 bad input.
 """
 
-_COLUMNS = ("status", "train_id", "run_id", "params", "metrics", "points", "file", "error")
+_COLUMNS = ("status", "train_id", "run_id", "params", "metrics", "points", "error")
 
 
 def register(subparsers: Any) -> None:
@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
             counts[r.status] = counts.get(r.status, 0) + 1
         summary = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no training runs found"
         print_table(
-            _COLUMNS[:-2],
-            ([getattr(r, c) for c in _COLUMNS[:-2]] for r in results),
+            _COLUMNS[:-1],
+            ([getattr(r, c) for c in _COLUMNS[:-1]] for r in results),
             title=f"{args.summary_base_dir}: {summary}",
         )
     for r in failed:

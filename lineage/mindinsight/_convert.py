@@ -92,18 +92,18 @@ def metric_name(tag: str) -> str:
 
 
 def read_run(run: SummaryRun) -> TrainingRecord:
-    """Read both files of ``run``. Raises :class:`RecordError` naming the first damaged file."""
+    """Read every file of ``run``: lineage files merged in time order (the latest train and
+    evaluation lineage win, user-defined info accumulates), scalar files one after the other.
+    Raises :class:`RecordError` naming the first damaged file."""
     record = TrainingRecord()
-    if run.lineage_file is not None:
-        _read_lineage(run, record)
-    if run.summary_file is not None:
-        _read_scalars(run, record)
+    _read_lineage(run, record)
+    _read_scalars(run, record)
     _derive(record)
     record.tags.update(
         {
             "mindinsight.train_id": run.train_id,
             "mindinsight.summary_dir": str(run.summary_dir),
-            "mindinsight.file": run.key,
+            "mindinsight.files": ",".join(p.name for p in run.files)[:5000],
         }
     )
     if not record.complete:
@@ -133,7 +133,8 @@ def _with_offsets(path: Any) -> Iterator[tuple[int, bytes]]:
 def _read_lineage(run: SummaryRun, record: TrainingRecord) -> None:
     train = evaluation = graph = None
     user: dict[str, Any] = {}
-    for event in _events(run.lineage_file, lineage_event()):
+    events = (e for path in run.lineage_files for e in _events(path, lineage_event()))
+    for event in events:
         record._seen(event.wall_time)
         kind = event.WhichOneof("what")
         if kind == "train_lineage":
@@ -253,7 +254,8 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _read_scalars(run: SummaryRun, record: TrainingRecord) -> None:
-    for event in _events(run.summary_file, summary_event()):
+    events = (e for path in run.summary_files for e in _events(path, summary_event()))
+    for event in events:
         record._seen(event.wall_time)
         if event.WhichOneof("what") != "summary":
             continue

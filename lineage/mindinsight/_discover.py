@@ -1,10 +1,12 @@
 """Find the training runs under a MindInsight summary base directory.
 
-``SummaryCollector(summary_dir)`` writes, per training, ``events.out.events.summary.<time>.
-<host>_MS`` (scalars, histograms, images, graph) and the same name ending in ``_lineage``
-(hyperparameters, evaluation, dataset graph, user-defined info). MindInsight calls the
-directory, relative to the base, the *train id*. One pair of files is one training run; a
-directory that several trainings wrote to holds several pairs.
+``SummaryCollector(summary_dir)`` writes ``events.out.events.summary.<time>.<host>_MS``
+(scalars, histograms, images, graph) and the same name ending in ``_lineage``
+(hyperparameters, evaluation, dataset graph, user-defined info). A ``model.eval`` with the
+same collector after ``model.train`` writes a second pair into the same directory. MindInsight
+treats a directory, named by its path relative to the base (the *train id*), as one training:
+it merges the directory's lineage files in time order and shows its scalar files together.
+The same unit is used here: one directory holding summary files is one run.
 """
 
 from __future__ import annotations
@@ -17,18 +19,16 @@ from pathlib import Path
 __all__ = ["SummaryRun", "find_runs"]
 
 _MARK = ".summary."
-_SUFFIXES = ("_MS", "_lineage")
 
 
 @dataclass(frozen=True)
 class SummaryRun:
-    """One training's files. ``stem`` is the file name without ``_MS``/``_lineage``."""
+    """One training: a directory and its summary files, oldest first."""
 
     base_dir: Path
     summary_dir: Path
-    stem: str
-    summary_file: Path | None
-    lineage_file: Path | None
+    lineage_files: tuple[Path, ...]
+    summary_files: tuple[Path, ...]
 
     @property
     def train_id(self) -> str:
@@ -38,17 +38,13 @@ class SummaryRun:
 
     @property
     def files(self) -> list[Path]:
-        return [p for p in (self.lineage_file, self.summary_file) if p is not None]
-
-    @property
-    def key(self) -> str:
-        """The run's file (lineage file first), relative to the base: what identifies it."""
-        return self.files[0].relative_to(self.base_dir).as_posix()
+        return [*self.lineage_files, *self.summary_files]
 
     def content_hash(self) -> str:
-        """SHA-256 over the run's files (names and bytes): changes when a file grows."""
+        """SHA-256 over the run's files (names and bytes): changes when a file grows or a
+        file is added."""
         h = hashlib.sha256()
-        for path in self.files:
+        for path in sorted(self.files, key=lambda p: p.name):
             h.update(path.name.encode() + b"\0")
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
@@ -58,34 +54,28 @@ class SummaryRun:
 
 
 def find_runs(base_dir: str | os.PathLike[str]) -> list[SummaryRun]:
-    """Every training run under ``base_dir`` (recursively), in a stable order: by directory,
-    then by the time in the file name."""
+    """Every directory under ``base_dir`` (itself included, recursively) that holds summary
+    files, in path order."""
     base = Path(base_dir).resolve()
-    groups: dict[tuple[Path, str], dict[str, Path]] = {}
+    runs = []
     for root, dirs, files in os.walk(base):
         dirs.sort()
-        for name in files:
-            if _MARK not in name:
-                continue
-            for suffix in _SUFFIXES:
-                if name.endswith(suffix):
-                    stem = name[: -len(suffix)]
-                    groups.setdefault((Path(root), stem), {})[suffix] = Path(root) / name
-    runs = [
-        SummaryRun(
-            base_dir=base,
-            summary_dir=directory,
-            stem=stem,
-            summary_file=found.get("_MS"),
-            lineage_file=found.get("_lineage"),
-        )
-        for (directory, stem), found in groups.items()
-    ]
-    runs.sort(key=lambda r: (r.summary_dir.as_posix(), _time_of(r.stem), r.stem))
+        lineage = sorted((f for f in files if _MARK in f and f.endswith("_lineage")), key=_order)
+        scalars = sorted((f for f in files if _MARK in f and f.endswith("_MS")), key=_order)
+        if lineage or scalars:
+            here = Path(root)
+            runs.append(
+                SummaryRun(
+                    base_dir=base,
+                    summary_dir=here,
+                    lineage_files=tuple(here / f for f in lineage),
+                    summary_files=tuple(here / f for f in scalars),
+                )
+            )
     return runs
 
 
-def _time_of(stem: str) -> int:
-    # events.out.events.summary.<unix time>.<pid or rank>.<host>
-    part = stem.split(_MARK, 1)[1].split(".", 1)[0]
-    return int(part) if part.isdigit() else 0
+def _order(name: str) -> tuple[int, str]:
+    # events.out.events.summary.<unix time>.<pid or rank>.<host>_<kind>
+    part = name.split(_MARK, 1)[1].split(".", 1)[0]
+    return (int(part) if part.isdigit() else 0, name)

@@ -1,9 +1,10 @@
 """Write training runs read from summary files into an MLflow experiment, once each.
 
-Every imported run carries ``mindinsight.file`` (its file, relative to the base directory),
-``mindinsight.base_dir`` and, written last, ``mindinsight.sha256`` (of its files' content).
-A later import of the same directory skips runs whose content is already in the experiment,
-imports new ones, and replaces a run whose files changed (a training that was still writing):
+Every imported run carries ``mindinsight.train_id`` (its directory, relative to the base
+directory, as MindInsight names it), ``mindinsight.base_dir`` and, written last,
+``mindinsight.sha256`` (of its summary files' content). A later import of the same directory
+skips runs whose content is already in the experiment, imports new ones, and replaces a run
+whose files changed (a training that was still writing, or evaluated since):
 the old run is deleted (MLflow's soft delete, restorable) and the new content imported. A run
 left without ``mindinsight.sha256`` by an interrupted import is replaced the same way.
 """
@@ -24,7 +25,7 @@ from lineage.mindinsight._discover import SummaryRun, find_runs
 
 __all__ = ["ImportResult", "import_summaries", "record_into", "record_summary_dir"]
 
-FILE_TAG = "mindinsight.file"
+KEY_TAG = "mindinsight.train_id"
 BASE_TAG = "mindinsight.base_dir"
 HASH_TAG = "mindinsight.sha256"
 
@@ -35,7 +36,6 @@ class ImportResult:
     ``replaced`` (its files changed since the last import) or ``failed`` (``error`` says
     why, naming the file)."""
 
-    file: str
     train_id: str
     status: str
     run_id: str | None = None
@@ -46,7 +46,6 @@ class ImportResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "file": self.file,
             "train_id": self.train_id,
             "status": self.status,
             "run_id": self.run_id,
@@ -114,10 +113,10 @@ def import_summaries(
     name = experiment or base.name or "mindinsight"
     client = _client(uri)
     experiment_id = _experiment(client, name)
-    hashes, by_file = _existing(uri, experiment_id, base)
+    hashes, by_id = _existing(uri, experiment_id, base)
     results = []
     for run in runs:
-        result = _import_one(client, uri, experiment_id, run, hashes, by_file)
+        result = _import_one(client, uri, experiment_id, run, hashes, by_id)
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -151,22 +150,22 @@ def _experiment(client: Any, name: str) -> str:
 
 
 def _existing(uri: str, experiment_id: str, base: Path) -> tuple[set[str], dict[str, str]]:
-    """Content hashes already imported into the experiment, and run ids by file of runs
+    """Content hashes already imported into the experiment, and run ids by train id of runs
     imported from ``base``."""
     from lineage.store import open_store
 
     hashes: set[str] = set()
-    by_file: dict[str, str] = {}
+    by_id: dict[str, str] = {}
     with open_store(uri) as store:
         for record in store.runs([experiment_id]):
             tags = record.tags
-            if FILE_TAG not in tags:
+            if KEY_TAG not in tags:
                 continue
             if tags.get(HASH_TAG):
                 hashes.add(tags[HASH_TAG])
             if tags.get(BASE_TAG) == str(base):
-                by_file[tags[FILE_TAG]] = record.run_id
-    return hashes, by_file
+                by_id[tags[KEY_TAG]] = record.run_id
+    return hashes, by_id
 
 
 def _import_one(
@@ -175,14 +174,14 @@ def _import_one(
     experiment_id: str,
     run: SummaryRun,
     hashes: set[str],
-    by_file: dict[str, str],
+    by_id: dict[str, str],
 ) -> ImportResult:
-    result = ImportResult(file=run.key, train_id=run.train_id, status="imported")
+    result = ImportResult(train_id=run.train_id, status="imported")
     try:
         digest = run.content_hash()
         if digest in hashes:
             result.status = "unchanged"
-            result.run_id = by_file.get(run.key)
+            result.run_id = by_id.get(run.train_id)
             return result
         record = read_run(run)
     except LineageError as exc:
@@ -190,9 +189,9 @@ def _import_one(
         return result
     except OSError as exc:
         result.status = "failed"
-        result.error = f"{exc.filename or run.key}: cannot be read ({exc.strerror or exc})"
+        result.error = f"{exc.filename or run.summary_dir}: cannot be read ({exc.strerror or exc})"
         return result
-    previous = by_file.get(run.key)
+    previous = by_id.get(run.train_id)
     if previous is not None:
         result.status = "replaced"
     result.run_id = _write(client, uri, experiment_id, run, record, digest)
@@ -202,7 +201,7 @@ def _import_one(
         except Exception as exc:
             raise StoreError(f"run {previous} could not be replaced: {_line(exc)}") from exc
     hashes.add(digest)
-    by_file[run.key] = result.run_id
+    by_id[run.train_id] = result.run_id
     result.params = len(record.params)
     result.metrics = len(record.metric_keys())
     result.points = len(record.metrics)
@@ -221,10 +220,10 @@ def _write(
 
     name = run.train_id.removeprefix("./") or run.base_dir.name
     start_tags = {
-        FILE_TAG: run.key,
+        KEY_TAG: run.train_id,
         BASE_TAG: str(run.base_dir),
         "lineage.import.source": "mindinsight",
-        "mlflow.source.name": str(run.files[0]),
+        "mlflow.source.name": str(run.summary_dir),
         "mlflow.source.type": "LOCAL",
     }
     try:
@@ -263,7 +262,7 @@ def record_summary_dir(
     base_dir: str | os.PathLike[str] | None = None,
     run: Any = None,
 ) -> SummaryRun | None:
-    """Record the newest training under ``summary_dir`` into ``run`` (default: the active
+    """Record the training in ``summary_dir`` into ``run`` (default: the active
     ``lineage`` run, else the run named by ``MLFLOW_RUN_ID``), with the tags
     :func:`import_summaries` writes, so that a later import of ``base_dir`` (default: the
     directory above) finds it already there. Returns the run recorded, or None when the
@@ -275,14 +274,14 @@ def record_summary_dir(
 
     directory = Path(summary_dir).resolve()
     base = Path(base_dir).resolve() if base_dir is not None else directory.parent
-    found = find_runs(directory)
+    found = [r for r in find_runs(directory) if r.summary_dir == directory]
     if not found:
         return None
-    summary = dataclasses.replace(found[-1], base_dir=base)
+    summary = dataclasses.replace(found[0], base_dir=base)
     record = read_run(summary)
     digest = summary.content_hash()
     tags = {
-        FILE_TAG: summary.key,
+        KEY_TAG: summary.train_id,
         BASE_TAG: str(base),
         "lineage.import.source": "mindinsight",
     }

@@ -186,7 +186,7 @@ def convert_config(
         f"command: {_scalar(cfg.command)}",
         "",
         "# mindoptimizer ran the command in the directory it was started from; here the trials",
-        "# run in the directory of the original config (relative to this file).",
+        "# run in the directory `tuner convert` was run in (relative to this file).",
         f"workdir: {_scalar(workdir)}",
         "",
         "env:",
@@ -234,8 +234,9 @@ def convert_file(
     name: str | None = None,
     trials: int = 10,
 ) -> str:
-    """Read the mindoptimizer config at ``path`` and return the campaign text (``workdir``
-    pointing from ``output``'s directory to the config's, so relative paths keep working)."""
+    """Read the mindoptimizer config at ``path`` and return the campaign text. ``workdir``
+    points from ``output``'s directory to the current one: mindoptimizer ran the command (and
+    resolved summary_base_dir) where it was started, which is where one converts."""
     import yaml
 
     from tuner._errors import ConfigError
@@ -255,5 +256,8 @@ def convert_file(
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: invalid YAML ({' '.join(str(exc).split())}).") from None
     out_dir = Path(output).resolve().parent if output is not None else Path.cwd()
-    workdir = os.path.relpath(file.resolve().parent, out_dir)
+    here = Path.cwd().resolve()
+    workdir = os.path.relpath(here, out_dir)
+    if workdir.startswith(".."):
+        workdir = str(here)  # an absolute path reads better than a climb out of the tree
     return convert_config(raw, where=where, name=name, trials=trials, workdir=workdir)
