@@ -5,7 +5,7 @@
    instance (2 CPUs), with ``executor: local`` as the baseline. Efficiency = ideal / actual
    wall time. Both tuner runs record every trial in MLflow (SQLite) and Optuna (SQLite).
 2. 4 workers x 250 trials on one study (no trial processes: the storage path alone), the
-   tuner way (study lock + heartbeats, `tuner._heartbeat`) on PostgreSQL and on SQLite
+   tuner way (study lock + heartbeats, `tuner.coordination`) on PostgreSQL and on SQLite
    (WAL), and plain ``study.optimize`` from 4 processes on a default SQLite file (what
    users report as "database is locked"). Throughput and errors.
 
@@ -54,7 +54,7 @@ def bench_ray(tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"ideal_s": IDEAL}
 
     # --- tuner run, executor: ray -----------------------------------------------------------
-    from tuner._controller import Controller
+    from tuner.campaign import Controller
     from tuner.config import load_config
 
     (tmp / "trial.py").write_text(TRIAL_SCRIPT)
@@ -153,7 +153,7 @@ def storage_worker(url: str, mode: str, n: int, total: int) -> None:
             except Exception as exc:
                 errors[_kind(exc)] += 1
     else:
-        from tuner._heartbeat import Heartbeat, StudyLock, ask_within_budget, heartbeat_storage
+        from tuner.coordination import Heartbeat, StudyLock, ask_within_budget, heartbeat_storage
 
         storage = heartbeat_storage(url, interval=5, grace=30)
         study = optuna.load_study(

@@ -79,7 +79,7 @@ def _migrated_mlflow(workdir: Path) -> None:
 
 
 def efficiency_tuner(trials: int, start: float) -> dict[str, Any]:
-    from tuner._controller import Controller
+    from tuner.campaign import Controller
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -172,7 +172,7 @@ def per_trial(trials: int, block: int = 100) -> dict[str, Any]:
 
     import optuna
 
-    from tuner._controller import Controller
+    from tuner.campaign import Controller
     from tuner.executors._inprocess import InProcessExecutor
 
     def objective(spec: Any) -> tuple[list[tuple[int, dict[str, float]]], int]:
@@ -214,7 +214,7 @@ def per_trial(trials: int, block: int = 100) -> dict[str, Any]:
 
 def lineage_background(trials: int = 40) -> dict[str, Any]:
     """MLflow work per trial done by the recorder thread (not on the trial path)."""
-    from tuner._lineage import LineageRecorder
+    from tuner.records import LineageRecorder
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

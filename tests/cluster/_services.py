@@ -113,6 +113,27 @@ def start_ray(**kwargs: Any) -> RayCluster:
     return launch_ray(**kwargs).wait_ready()
 
 
+#: The test session's one shared Ray cluster (2 CPUs, 2 declared GPUs, 2 NPUs). Every
+#: conftest that needs Ray (``tests/cluster``, ``tests/executors``) takes it from here, so a
+#: session that runs both directories starts one cluster, not two. Import this module as
+#: ``_services`` (``tests/cluster`` on ``sys.path``) so that the cache is one object.
+_SHARED: dict[str, RayCluster] = {}
+
+
+def shared_ray() -> RayCluster:
+    """The session's Ray cluster, launched on the first call (not waited for)."""
+    if "ray" not in _SHARED:
+        _SHARED["ray"] = launch_ray(num_cpus=2, num_gpus=2, resources='{"NPU": 2}')
+    return _SHARED["ray"]
+
+
+def stop_shared_ray() -> None:
+    """Stop the session's Ray cluster if one was launched (idempotent)."""
+    cluster = _SHARED.pop("ray", None)
+    if cluster is not None:
+        cluster.stop()
+
+
 @dataclass
 class MlflowServer:
     url: str

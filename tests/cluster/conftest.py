@@ -28,8 +28,9 @@ from _services import (
     MlflowServer,
     RayCluster,
     launch_mlflow_server,
-    launch_ray,
     pg_exec,
+    shared_ray,
+    stop_shared_ray,
 )
 
 
@@ -55,7 +56,7 @@ def _launched(
         )
     patch = pytest.MonkeyPatch()
     if _needed(request, "ray_cluster") or _needed(request, "ray_address"):
-        services["ray"] = launch_ray(num_cpus=2, num_gpus=2, resources='{"NPU": 2}')
+        services["ray"] = shared_ray()  # the one cluster tests/executors uses too
         patch.setenv("RAY_AUTH_MODE", "disabled")  # this process is the clusters' driver
     yield services
     patch.undo()
@@ -63,6 +64,8 @@ def _launched(
 
     if ray.is_initialized():
         ray.shutdown()
+    services.pop("ray", None)
+    stop_shared_ray()
     for service in services.values():
         service.stop()
 

@@ -10,9 +10,7 @@ import time
 import optuna
 import pytest
 
-from tuner._heartbeat import (
-    RETRY_OF_ATTR,
-    STALE_ATTR,
+from tuner.coordination import (
     Heartbeat,
     StudyLock,
     ask_within_budget,
@@ -21,10 +19,11 @@ from tuner._heartbeat import (
     live_trial_ids,
     requeue_stale,
 )
+from tuner.search._attrs import RETRY_OF_ATTR, STALE_ATTR
 
 WORKER = """
 import sys, optuna
-from tuner._heartbeat import Heartbeat, StudyLock, ask_within_budget, heartbeat_storage
+from tuner.coordination import Heartbeat, StudyLock, ask_within_budget, heartbeat_storage
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 url, budget = sys.argv[1], int(sys.argv[2])
 storage = heartbeat_storage(url, interval=1, grace=5)

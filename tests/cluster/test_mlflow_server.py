@@ -15,7 +15,7 @@ import pytest
 import yaml
 from _services import ADMIN_PASSWORD, MlflowServer
 
-from tuner._worker import CredentialsError, check_tracking_access
+from tuner.records import CredentialsError, check_tracking_access
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

@@ -16,7 +16,7 @@ import optuna
 import pytest
 import yaml
 
-from tuner._controller import Controller
+from tuner.campaign import Controller
 from tuner.config import load_config
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner._procs import identity, is_alive
 from tuner.executors import TrialOutcome, TrialSpec
+from tuner.executors._procs import identity, is_alive
 from tuner.executors._ray import RayExecutor
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -114,6 +114,7 @@ def test_timeout_launch_error_and_exit_code(ray_address: str) -> None:
             attempt=0,
             params={},
             argv=[sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"],
+            grace_period=1,
         )
     )
     outcome = _finish(executor, [failing])[3]

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tuner._study import create_rdb
+from tuner.search._study import create_rdb
 
 pytestmark = pytest.mark.postgres
 

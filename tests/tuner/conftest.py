@@ -74,7 +74,7 @@ def bare_campaign(tmp_path: Path) -> Callable[..., CampaignConfig]:
 
 @pytest.fixture
 def run_campaign() -> Callable[..., Any]:
-    from tuner._controller import Controller
+    from tuner.campaign import Controller
 
     def run(config: CampaignConfig, **kwargs: Any) -> Any:
         kwargs.setdefault("importance", False)

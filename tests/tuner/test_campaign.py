@@ -218,7 +218,7 @@ def test_prune_stops_the_process_and_marks_both_stores(campaign, run_campaign, s
     # The grid has two points; enqueue the good one first so the bad one is pruned.
     import optuna
 
-    from tuner._study import open_storage
+    from tuner.search._study import open_storage
 
     study = optuna.create_study(
         storage=open_storage(config.optuna_storage_url(), exclusive=False), study_name="t"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner import _devices
+from tuner.executors import _devices
 
 SMI = "GPU 0: H200 (UUID: GPU-a)\nGPU 1: H200 (UUID: GPU-b)\nGPU 2: H200 (UUID: GPU-c)\n"
 

@@ -13,8 +13,8 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from lineage._cli_run import Parser, run_handler
-from lineage._errors import LineageError
+from lineage import LineageError
+from lineage.console import Parser, run_handler
 from tuner._errors import TunerError
 
 __all__ = ["build_parser", "main"]

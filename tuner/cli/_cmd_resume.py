@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage._secrets import mask_uri
+    from lineage.masking import mask_uri
     from tuner._errors import ConfigError
     from tuner.cli._cmd_run import execute
     from tuner.cli._cmd_status import study_exists

@@ -32,12 +32,11 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(config: Any, *, quiet: bool, resume: bool) -> int:
     """Shared by `tuner run` and `tuner resume`."""
-    from tuner._controller import Controller
-    from tuner._running import Observer
+    from tuner.campaign import Controller, Observer
 
     observer: Any = Observer()
     if not quiet:
-        from tuner._progress import RichObserver
+        from tuner.campaign._progress import RichObserver
 
         observer = RichObserver()
     try:

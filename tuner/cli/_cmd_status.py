@@ -33,7 +33,7 @@ def study_exists(config: Any) -> bool:
             return False
     import optuna
 
-    from tuner._study import create_rdb
+    from tuner.search._study import create_rdb
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
@@ -46,11 +46,11 @@ def study_exists(config: Any) -> bool:
 
 def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
-    from lineage._secrets import mask_uri
-    from tuner._campaign import CampaignDir
-    from tuner._controller import LAUNCH_ATTR, best_of
+    from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner._heartbeat import STALE_ATTR
+    from tuner.campaign._outcome import best_of
+    from tuner.coordination import CampaignDir
+    from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR, STALE_ATTR
 
     if not study_exists(config):
         raise ConfigError(
@@ -59,7 +59,7 @@ def collect(config: Any) -> dict[str, Any]:
         )
     import optuna
 
-    from tuner._study import create_rdb
+    from tuner.search._study import create_rdb
 
     storage = create_rdb(config.optuna_storage_url())
     study = optuna.load_study(study_name=config.study_name, storage=storage)
@@ -81,7 +81,7 @@ def collect(config: Any) -> dict[str, Any]:
                 {
                     "number": t.number,
                     "launched": bool(launch),
-                    "attempt": launch.get("attempt", t.user_attrs.get("tuner.attempt", 1)),
+                    "attempt": launch.get("attempt", t.user_attrs.get(ATTEMPT_ATTR, 1)),
                     "device": launch.get("device"),
                     "host": launch.get("host"),
                     "elapsed_s": round(now - float(started), 1),

@@ -43,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from tuner._errors import ConfigError
-    from tuner._running import Observer
-    from tuner._worker import run_worker
+    from tuner.campaign import Observer, run_worker
     from tuner.config import load_config
 
     for flag, value in (("--heartbeat", args.heartbeat), ("--stale-after", args.stale_after)):

@@ -1,7 +1,7 @@
 """The collector interface: how a trial's metric values reach the controller.
 
 A trial may report through `tuner.trial.report` (the channel file), through plain
-``mlflow.log_metric`` into its own run (``MLFLOW_RUN_ID``), or only by printing. One collector
+``mlflow.log_metric`` into its own run (named in its environment), or only by printing. One collector
 per channel; the controller makes a fresh set per trial attempt (collectors keep per-trial
 state such as step counters) and calls them from its one thread.
 """

@@ -1,4 +1,4 @@
-"""Values a plain-mlflow script logged into its own run (``MLFLOW_RUN_ID``).
+"""Values a plain-mlflow script logged into its own run (the one its environment names).
 
 Read once, after the trial exits, and only for objective metrics that no live channel gave:
 one query per trial, off the path of scripts that use `tuner.trial` or print.

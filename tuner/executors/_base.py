@@ -13,17 +13,17 @@ Threading contract (all implementations):
   (signal handlers, the shutdown path) and are idempotent.
 - `Executor.wait` may return early for any reason; callers re-poll.
 
-Trial environment contract (what a trial process receives, see ARCHITECTURE.md): the
-executor adds to `TrialSpec.env` the device variables of its slot
-(`CUDA_VISIBLE_DEVICES`, or `ASCEND_RT_VISIBLE_DEVICES` and `DEVICE_ID`), and
-`TUNER_CHANNEL` / `TUNER_CONTROL`: a JSON-lines file the trial appends its reports to, and a
-file whose existence means "stop now" (see `tuner.trial`). The process never runs through a
-shell and lives in a process group (or the backend's equivalent) of its own.
+Trial environment contract (what a trial process receives, see ARCHITECTURE.md and
+`tuner._protocol`): the executor adds to `TrialSpec.env` the device variables of its slot
+(`tuner._protocol.device_env`) and the attempt's report channel and stop flag
+(`tuner._protocol.attempt_env`). The process never runs through a shell and lives in a
+process group (or the backend's equivalent) of its own.
 """
 
 from __future__ import annotations
 
 import abc
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,26 +43,27 @@ class ExecutorFullError(RuntimeError):
     """`Executor.submit` was called while `Executor.free_slots` was 0 (a controller bug)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrialSpec:
     """Everything needed to start one attempt of one trial.
 
     ``argv`` has its ``{param}`` placeholders already substituted (each item is one argument,
     never parsed by a shell). ``env`` holds the variables to add to the executor's own
-    environment: ``TUNER_PARAMS``, ``MLFLOW_TRACKING_URI``, ``MLFLOW_EXPERIMENT_ID``,
-    ``MLFLOW_RUN_ID`` and the campaign's ``env``. ``timeout`` (seconds, None = no limit) is
-    enforced by the executor: the trial is terminated and its outcome has ``timed_out`` set.
-    ``grace_period`` is the time between SIGTERM (or the backend's polite stop) and SIGKILL.
+    environment: the parameters and the lineage run (`tuner._protocol.run_env`) and the
+    campaign's ``env``. ``timeout`` (seconds, None = no limit) is enforced by the executor: the
+    trial is terminated and its outcome has ``timed_out`` set. ``grace_period`` is the time
+    between SIGTERM (or the backend's polite stop) and SIGKILL; it has no default here, the
+    campaign config (``trial.grace_period``) is its one home.
     """
 
     number: int
     attempt: int
     params: Mapping[str, Any]
     argv: Sequence[str]
+    grace_period: float
     env: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None
     timeout: float | None = None
-    grace_period: float = 10.0
     run_id: str | None = None
 
 
@@ -98,6 +99,16 @@ class TrialOutcome:
     duration: float = 0.0
     stdout_tail: str = ""
     stderr_tail: str = ""
+
+    @property
+    def signal_name(self) -> str | None:
+        """``"SIGKILL"`` for ``signal=9``; the number when Python has no name for it."""
+        if self.signal is None:
+            return None
+        try:
+            return signal.Signals(self.signal).name
+        except ValueError:
+            return str(self.signal)
 
     @property
     def succeeded(self) -> bool:
@@ -156,6 +167,13 @@ class TrialHandle(abc.ABC):
     @property
     def elapsed(self) -> float:
         return time.time() - self.started_at
+
+    def device_label(self) -> str:
+        """What the records show as the trial's device, e.g. ``gpu:0,1`` or ``cpu#0``."""
+        slot = getattr(self, "slot", None)
+        if slot is not None and hasattr(slot, "label"):
+            return str(slot.label)
+        return ",".join(self.devices) if self.devices else "cpu"
 
 
 class Executor(abc.ABC):

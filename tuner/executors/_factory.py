@@ -29,13 +29,13 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
             per_trial=res.per_trial,
             parallel=res.parallel,
         )
-    from tuner._devices import make_slots
+    from tuner.executors._devices import make_slots
     from tuner.executors._local import LocalExecutor
 
     res = config.resources
     kind: str = res.kind
     if kind == "auto":
-        from tuner._devices import detect_devices
+        from tuner.executors._devices import detect_devices
 
         kind, _ = detect_devices(None)
         if kind == "cpu" and res.devices != "auto":

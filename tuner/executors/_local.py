@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -14,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tuner import _procs
-from tuner._devices import Slot
+from tuner import _protocol as protocol
+from tuner.executors import _procs
 from tuner.executors._base import (
     Executor,
     ExecutorFullError,
@@ -24,6 +23,7 @@ from tuner.executors._base import (
     TrialOutcome,
     TrialSpec,
 )
+from tuner.executors._devices import Slot
 
 __all__ = ["LocalExecutor"]
 
@@ -119,13 +119,14 @@ class _LocalHandle(TrialHandle):
             "stderr": collections.deque(maxlen=_TAIL_LINES),
         }
         self._pending: collections.deque[str] = collections.deque(maxlen=_PENDING_LINES)
-        self._channel_path = trial_dir / "channel.jsonl"
-        self._control_path = trial_dir / "stop"
+        self._channel_path = trial_dir / protocol.CHANNEL_FILE
+        self._control_path = trial_dir / protocol.CONTROL_FILE
         self._channel_path.write_bytes(b"")
         with contextlib.suppress(FileNotFoundError):
             self._control_path.unlink()
         self._channel: IO[bytes] | None = None
-        self._partial = b""
+        self._reader = protocol.ChannelReader()
+        self._late: list[Report] = []  # read when the channel was closed, not yet delivered
         self._stopping = False
         self._timed_out = False
         self._outcome: TrialOutcome | None = None
@@ -135,13 +136,17 @@ class _LocalHandle(TrialHandle):
         self._launch_error: str | None = None
 
         env = dict(base_env)
-        env.setdefault("PYTHONUNBUFFERED", "1")  # live lines for stdout collectors
+        env.setdefault(protocol.UNBUFFERED, "1")
         env.update(spec.env)
         env.update(slot.env())
-        env["TUNER_CHANNEL"] = str(self._channel_path)
-        env["TUNER_CONTROL"] = str(self._control_path)
-        env["TUNER_TRIAL_NUMBER"] = str(spec.number)
-        env["TUNER_ATTEMPT"] = str(spec.attempt)
+        env.update(
+            protocol.attempt_env(
+                channel=str(self._channel_path),
+                control=str(self._control_path),
+                number=spec.number,
+                attempt=spec.attempt,
+            )
+        )
         self.started_at = time.time()
         self._t0 = time.monotonic()
         try:
@@ -250,18 +255,10 @@ class _LocalHandle(TrialHandle):
                 self._channel = open(self._channel_path, "rb")  # noqa: SIM115
             except OSError:
                 return []
-        data = self._channel.read()
-        if not data:
-            return []
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        out = []
-        for line in lines:
-            report = _parse_report(line)
-            if report is not None:
-                out.append(report)
-        return out
+        if self._channel.closed:  # drained by `join` at shutdown
+            out, self._late = self._late, []
+            return out
+        return self._reader.feed(self._channel.read())
 
     def output_lines(self) -> list[str]:
         out = []
@@ -283,18 +280,9 @@ class _LocalHandle(TrialHandle):
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        if self._channel is not None and self._outcome is not None:
+        if self._channel is not None and self._outcome is not None and not self._channel.closed:
+            self._late = self._reader.feed(self._channel.read())
             self._channel.close()
 
     def process_info(self) -> Mapping[str, Any]:
         return dict(self._info)
-
-
-def _parse_report(line: bytes) -> Report | None:
-    try:
-        obj = json.loads(line)
-        step = int(obj["step"])
-        metrics = {str(k): float(v) for k, v in obj["m"].items()}
-        return Report(step=step, metrics=metrics, source="api", timestamp=float(obj.get("t", 0)))
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None

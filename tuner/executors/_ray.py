@@ -1,12 +1,12 @@
 """Trials as Ray tasks: each holds ``{GPU|NPU|CPU: per_trial}`` on some node of a cluster.
 
-One trial attempt is one streaming-generator task (`_run_trial`). On its node the task starts
-the trial command as a subprocess (own session, killed with the task if the task dies), gives it
-the environment contract (Ray has already set ``CUDA_VISIBLE_DEVICES`` or
-``ASCEND_RT_VISIBLE_DEVICES`` for the task; ``DEVICE_ID=0`` is added for Ascend), then tails the
-trial's report channel and its stdout/stderr and yields them back in small batches, so the
-controller prunes from intermediate values exactly as with local trials. The last item is the
-outcome.
+One trial attempt is one streaming-generator task (`tuner.executors._ray_node.run_trial`).
+On its node the task starts the trial command as a subprocess (own session, killed with the
+task if the task dies), gives it the environment contract of `tuner._protocol` (Ray has
+already restricted the visible GPUs or NPUs to the task's; the Ascend device id is added),
+then tails the trial's report channel and its stdout/stderr and yields them back in small
+batches, so the controller prunes from intermediate values exactly as with local trials. The
+last item is the outcome.
 
 Stopping (prune, shutdown) is ``ray.cancel(force=False)``: Ray raises ``KeyboardInterrupt`` in
 the task, which raises the trial's stop flag, sends SIGTERM to its process group and SIGKILL
@@ -17,7 +17,7 @@ attempt fails with that reason (``signal=SIGKILL``), and the controller retries 
 failed attempt. Timeouts are enforced on the node by the task itself.
 
 ``ray`` is imported only when a `RayExecutor` is made. Every node needs this package installed
-(the task imports ``tuner.executors._ray``), and ``workdir`` must exist on the nodes.
+(the task imports ``tuner.executors._ray_node``), and ``workdir`` must exist on the nodes.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from tuner import _protocol as protocol
 from tuner._errors import ConfigError, TunerError
 from tuner.executors._base import (
     Executor,
@@ -38,21 +39,10 @@ from tuner.executors._base import (
     TrialOutcome,
     TrialSpec,
 )
-from tuner.executors._local import _parse_report
+from tuner.executors._ray_node import RESOURCE, run_trial
 
 __all__ = ["RayExecutor"]
 
-_RESOURCE = {"gpu": "GPU", "npu": "NPU", "cpu": "CPU"}
-#: Driver-side variables a trial needs to reach a shared MLflow server; Ray does not carry the
-#: driver's environment to other nodes, so the executor passes these along with the spec.
-FORWARDED_ENV = (
-    "MLFLOW_TRACKING_USERNAME",
-    "MLFLOW_TRACKING_PASSWORD",
-    "MLFLOW_TRACKING_TOKEN",
-    "MLFLOW_TRACKING_INSECURE_TLS",
-    "MLFLOW_TRACKING_SERVER_CERT_PATH",
-    "MLFLOW_TRACKING_CLIENT_CERT_PATH",
-)
 _FORCE_AFTER = 15.0
 
 
@@ -94,12 +84,12 @@ class RayExecutor(Executor):
         total = ray.cluster_resources()
         if kind == "auto":
             kind = "gpu" if total.get("GPU") else "npu" if total.get("NPU") else "cpu"
-        if kind not in _RESOURCE:
+        if kind not in RESOURCE:
             raise ConfigError(f"resources.kind must be one of gpu, npu, cpu, auto, got {kind!r}")
-        have = float(total.get(_RESOURCE[kind], 0.0))
+        have = float(total.get(RESOURCE[kind], 0.0))
         if have < per_trial:
             raise ConfigError(
-                f"resources.per_trial must be <= the {_RESOURCE[kind]} resources of the Ray "
+                f"resources.per_trial must be <= the {RESOURCE[kind]} resources of the Ray "
                 f"cluster at {address or 'local'} ({have:g} now), got {per_trial}"
             )
         self.kind = kind
@@ -109,7 +99,7 @@ class RayExecutor(Executor):
         self._poll_interval = poll_interval
         self._handles: list[_RayHandle] = []
         self._closed = False
-        self._remote = ray.remote(num_returns="streaming", max_retries=0)(_run_trial)
+        self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_trial)
 
     @property
     def capacity(self) -> int:
@@ -130,7 +120,7 @@ class RayExecutor(Executor):
             raise RuntimeError("RayExecutor.submit after shutdown")
         if self.free_slots() <= 0:
             raise ExecutorFullError(f"all {self.capacity} slots are busy")
-        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        env = {k: os.environ[k] for k in protocol.FORWARDED_ENV if k in os.environ}
         env.update(spec.env)
         payload = {
             "kind": self.kind,
@@ -168,7 +158,7 @@ class RayExecutor(Executor):
             self.wait(0.2)
 
     def describe(self) -> str:
-        unit = _RESOURCE[self.kind]
+        unit = RESOURCE[self.kind]
         return (
             f"ray: {self.capacity} trial(s) at once, {self._per_trial} {unit} each "
             f"(cluster has {self._cluster_total:g} {unit})"
@@ -187,7 +177,7 @@ class _RayHandle(TrialHandle):
         self._info: dict[str, Any] = {}
         self._reports: list[Report] = []
         self._lines: list[str] = []
-        self._partial = b""
+        self._channel = protocol.ChannelReader()
         self._outcome: TrialOutcome | None = None
         self._stop_at: float | None = None
         self._forced = False
@@ -221,10 +211,7 @@ class _RayHandle(TrialHandle):
             self.started_at = float(item["started_at"])
             self._info = {k: item[k] for k in ("host", "node_ip", "node_id", "pid", "devices")}
         elif kind == "io":
-            data = self._partial + item["channel"]
-            chunks = data.split(b"\n")
-            self._partial = chunks.pop()
-            self._reports.extend(r for r in map(_parse_report, chunks) if r is not None)
+            self._reports.extend(self._channel.feed(item["channel"]))
             self._lines.extend(item["lines"])
         elif kind == "end":
             fields = dict(item["outcome"])
@@ -306,172 +293,3 @@ class _RaySlot:
         kind = h._request.split("x", 1)[0]
         where = h._info.get("node_ip") or h._info.get("host")
         return f"ray:{kind}:{','.join(h.devices) or '-'}@{where}"
-
-
-# ----- on the node ---------------------------------------------------------------------------
-
-# Exec shim: the trial dies with the Ray worker that started it (kill -9, force-cancel, node
-# loss), and its argv[0] is looked up on the node's PATH from the trial's environment.
-_SHIM = (
-    "import ctypes,os,signal,sys\n"
-    "ctypes.CDLL(None).prctl(1,signal.SIGKILL)\n"
-    "if os.getppid()!=int(sys.argv[1]):os._exit(137)\n"
-    "try:os.execvp(sys.argv[2],sys.argv[2:])\n"
-    "except OSError as e:\n"
-    " sys.stderr.write('tuner-launch-error: cannot start %r: %s\\n'%(sys.argv[2],e.strerror or e))\n"
-    " os._exit(127)\n"
-)
-_TAIL_BYTES = 16_384
-
-
-def _tail(path: str) -> str:
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        f.seek(max(0, f.tell() - _TAIL_BYTES))
-        return f.read().decode("utf-8", "replace")
-
-
-class _Follow:
-    """New bytes of a file since the previous read."""
-
-    def __init__(self, path: str) -> None:
-        self._f = open(path, "a+b")  # noqa: SIM115 - closed by close()
-        self._f.seek(0)
-
-    def read(self) -> bytes:
-        return self._f.read()
-
-    def close(self) -> None:
-        self._f.close()
-
-
-def _run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    import shutil
-    import socket
-    import subprocess
-    import sys
-    import tempfile
-
-    import ray
-
-    kind = payload["kind"]
-    ctx = ray.get_runtime_context()
-    devices = list(ctx.get_accelerator_ids().get(_RESOURCE[kind], [])) if kind != "cpu" else []
-    env = dict(os.environ)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    if kind == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    elif kind == "npu":
-        # Ray restricted ASCEND_RT_VISIBLE_DEVICES; the first visible NPU is logical device 0.
-        env["DEVICE_ID"] = "0"
-    env.update(payload["env"])
-    tmp = tempfile.mkdtemp(prefix=f"tuner-trial-{payload['number']}-{payload['attempt']}-")
-    channel, control = os.path.join(tmp, "channel.jsonl"), os.path.join(tmp, "stop")
-    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-    env.update(
-        TUNER_CHANNEL=channel,
-        TUNER_CONTROL=control,
-        TUNER_TRIAL_NUMBER=str(payload["number"]),
-        TUNER_ATTEMPT=str(payload["attempt"]),
-    )
-    open(channel, "wb").close()
-    t0 = time.monotonic()
-    proc: subprocess.Popen[bytes] | None = None
-    followers: list[_Follow] = []
-    try:
-        workdir = payload["workdir"]
-        if workdir and not os.path.isdir(workdir):
-            yield _end_item(t0, launch_error=f"workdir {workdir!r} does not exist on this node")
-            return
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            argv = [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *payload["argv"]]
-            proc = subprocess.Popen(
-                argv, cwd=workdir or None, env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True, close_fds=True,
-            )  # fmt: skip
-        followers = [_Follow(channel), _Follow(out_path), _Follow(err_path)]
-        yield {
-            "type": "start",
-            "host": socket.gethostname(),
-            "node_ip": ray.util.get_node_ip_address(),
-            "node_id": ctx.get_node_id(),
-            "pid": proc.pid,
-            "devices": devices,
-            "started_at": time.time(),
-        }
-        timed_out = False
-        partial = [b"", b""]
-        while True:
-            rc = proc.poll()
-            item = _io_item(followers, partial, final=rc is not None)
-            if item is not None:
-                yield item
-            if rc is not None:
-                break
-            timeout = payload["timeout"]
-            if timeout is not None and time.monotonic() - t0 > timeout:
-                timed_out = True
-                _stop(proc, control, payload["grace_period"])
-            else:
-                time.sleep(payload["poll_interval"])
-        stderr_tail = _tail(err_path)
-        if rc == 127 and "tuner-launch-error: " in stderr_tail:
-            message = stderr_tail.split("tuner-launch-error: ", 1)[1].strip().splitlines()[0]
-            yield _end_item(t0, launch_error=message)
-            return
-        yield _end_item(
-            t0,
-            exit_code=rc if rc >= 0 else None,
-            signal=-rc if rc < 0 else None,
-            timed_out=timed_out,
-            stdout_tail=_tail(out_path),
-            stderr_tail=stderr_tail,
-        )
-    except KeyboardInterrupt:  # ray.cancel(force=False): prune or shutdown
-        if proc is not None:
-            _stop(proc, control, payload["grace_period"])
-    finally:
-        if proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        for follower in followers:
-            follower.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _io_item(
-    followers: list[_Follow], partial: list[bytes], *, final: bool
-) -> dict[str, Any] | None:
-    channel = followers[0].read()
-    lines: list[str] = []
-    for i, follower in enumerate(followers[1:]):
-        data = partial[i] + follower.read()
-        chunks = data.split(b"\n")
-        rest = chunks.pop()
-        if final and rest:
-            chunks.append(rest)
-            rest = b""
-        partial[i] = rest
-        lines.extend(c.decode("utf-8", "replace").rstrip("\r") for c in chunks)
-    if not channel and not lines:
-        return None
-    return {"type": "io", "channel": channel, "lines": lines}
-
-
-def _end_item(t0: float, **fields: Any) -> dict[str, Any]:
-    fields.setdefault("exit_code", None)
-    fields["duration"] = time.monotonic() - t0
-    return {"type": "end", "outcome": fields}
-
-
-def _stop(proc: Any, control: str, grace: float) -> None:
-    with contextlib.suppress(OSError):
-        open(control, "w").close()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()

@@ -1,1 +1,29 @@
-"""The search: sampler and pruner registry, the space, the study."""
+"""The search: what Optuna sees of a campaign.
+
+- ``_registry``: the sampler and pruner registry (names, options, optional dependencies);
+- ``_space``: the search space (distributions, ``when`` conditions, sampling order);
+- ``_study``: the campaign's study and its RDB storage; ``_cache``: the write-through cache
+  for a study with one writer;
+- ``_internals``: every use of Optuna's private attributes, and why each is needed;
+- ``_attrs``: the names of what the tuner stores on trials and studies.
+"""
+
+from __future__ import annotations
+
+from tuner.search._space import (
+    distribution,
+    distributions,
+    is_active,
+    sample_params,
+    sampling_order,
+    validate_params,
+)
+
+__all__ = [
+    "distribution",
+    "distributions",
+    "is_active",
+    "sample_params",
+    "sampling_order",
+    "validate_params",
+]

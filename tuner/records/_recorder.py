@@ -2,7 +2,7 @@
 
 MLflow writes cost tens of milliseconds each on SQLite, so none of them is on the trial
 path: a background thread does them in order, and keeps a small pool of child runs created
-ahead (tag ``lineage.run_type=reserved``) so that a trial can get its ``MLFLOW_RUN_ID`` at
+ahead (tag ``lineage.run_type=reserved``) so that a trial can get its run id (`tuner._protocol`) at
 once. At the end (and on `tuner resume`) reserved runs nobody used are deleted.
 
 Tags on a trial run: ``lineage.run_type=trial``, ``mlflow.parentRunId``, ``tuner.campaign``,
@@ -21,16 +21,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-from lineage._secrets import mask_argv, mask_value
+from lineage.masking import mask_argv, mask_value
+from tuner.records._reconcile import RUN_TYPE, reconcile_runs
 
 __all__ = ["LineageRecorder"]
 
 _log = logging.getLogger(__name__)
-RUN_TYPE = "lineage.run_type"
 _MAX_BATCH = 900  # MLflow accepts 1,000 metrics per log_batch
 
 
@@ -66,7 +64,6 @@ class LineageRecorder:
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._client: Any = None
         self._sql: Any = None  # lineage's direct SQL writer, when the store allows it
-        self._artifact_uris: dict[str, str] = {}
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._errors: dict[str, str] = {}
@@ -313,30 +310,17 @@ class LineageRecorder:
                 "tuner.campaign": self.campaign,
             },
         )
-        self._artifact_uris[run.info.run_id] = run.info.artifact_uri
         return str(run.info.run_id)
 
     def _set_name(self, run_id: str, name: str) -> None:
-        # MLflow keeps the run name in runs.name as well as in the mlflow.runName tag.
-        if self._sql is not None:
-            self._sql._statement("UPDATE runs SET name = ? WHERE run_uuid = ?", (name, run_id))
-        else:
+        # MLflow keeps the run name in runs.name as well as in the mlflow.runName tag; the SQL
+        # writer sets both when it writes that tag (with the trial's other tags).
+        if self._sql is None:
             self._client.update_run(run_id, name=name)
 
     def _set_status(self, run_id: str, status: str) -> None:
-        if self._sql is not None:
-            self._sql.set_status(run_id, status, int(time.time() * 1000))
-        else:
+        if self._sql is None or not self._sql.set_status(run_id, status, int(time.time() * 1000)):
             self._client.set_terminated(run_id, status)
-
-    def _log_text(self, run_id: str, text: str, path: str) -> None:
-        local = _local_dir(self._artifact_uris.pop(run_id, ""))
-        if local is None:
-            self._client.log_text(run_id, text, path)
-            return
-        target = local / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
 
     def _refill(self) -> None:
         while self._pool.qsize() < self._pool_size:
@@ -354,7 +338,7 @@ class LineageRecorder:
         metrics: Sequence[tuple[str, float, int, float]] = (),
     ) -> None:
         if self._sql is not None:
-            from lineage._recording._writer import Batch
+            from lineage.recording import Batch
 
             batch = Batch(
                 points=[(k, v, int(t * 1000), s) for k, v, s, t in metrics],
@@ -382,72 +366,10 @@ class LineageRecorder:
 
 
 def _sql_writer(uri: str) -> Any:
-    from lineage._uri import is_sql_uri
+    from lineage.recording import sql_writer
 
-    if not is_sql_uri(uri):
-        return None
     try:
-        from lineage._recording._sql import SqlWriter
-
-        return SqlWriter(uri)
+        return sql_writer(uri)
     except Exception as exc:  # schema it does not know, driver missing: use MlflowClient
         _log.info("tuner lineage: MlflowClient instead of direct SQL writes: %s", exc)
         return None
-
-
-def _local_dir(artifact_uri: str) -> Path | None:
-    if artifact_uri.startswith("file://"):
-        return Path(urlparse(artifact_uri).path)
-    if artifact_uri and "://" not in artifact_uri and ":" not in artifact_uri[:3]:
-        return Path(artifact_uri)
-    return None
-
-
-def reconcile_runs(
-    tracking_uri: str,
-    experiment: str,
-    campaign: str,
-    reason: str,
-    used: Mapping[str, int] | None = None,
-) -> dict[str, int]:
-    """After a controller died: delete reserved runs of ``campaign`` and end its trial runs
-    left RUNNING as KILLED with ``reason``. ``used`` maps run ids that trials were launched
-    with to their trial numbers: such a run is a trial run even if the dead controller had
-    not tagged it yet. Returns counts ``{"deleted": n, "killed": n}``."""
-    from mlflow.entities import RunTag
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=tracking_uri)
-    exp = client.get_experiment_by_name(experiment)
-    counts = {"deleted": 0, "killed": 0}
-    if exp is None:
-        return counts
-    runs = client.search_runs(
-        [exp.experiment_id],
-        filter_string=f"tags.`tuner.campaign` = '{campaign}' and attributes.status = 'RUNNING'",
-        max_results=5000,
-    )
-    now = time.time()
-    for run in runs:
-        kind = run.data.tags.get(RUN_TYPE)
-        number = (used or {}).get(run.info.run_id)
-        if number is not None and kind == "reserved":
-            client.set_tag(run.info.run_id, RUN_TYPE, "trial")
-            client.set_tag(run.info.run_id, "tuner.trial_number", str(number))
-            client.set_tag(run.info.run_id, "mlflow.runName", f"{campaign}-trial-{number}")
-            kind = "trial"
-        if kind == "reserved":
-            client.set_terminated(run.info.run_id, "KILLED")
-            client.delete_run(run.info.run_id)
-            counts["deleted"] += 1
-        elif kind == "trial":
-            client.log_batch(
-                run.info.run_id,
-                tags=[
-                    RunTag("tuner.state", "FAIL"),
-                    RunTag("tuner.fail_reason", reason),
-                ],
-            )
-            client.set_terminated(run.info.run_id, "KILLED", end_time=int(now * 1000))
-            counts["killed"] += 1
-    return counts

@@ -2,14 +2,8 @@
 
 ``resources.devices: auto`` looks for CUDA GPUs (``nvidia-smi -L``), then Ascend NPUs
 (``npu-smi info -l``, else the ``/dev/davinciN`` nodes), else gives CPU slots. A slot is the
-tuple of device ids one trial holds; its environment variables say which devices the trial
-may see:
-
-- gpu: ``CUDA_VISIBLE_DEVICES=<ids>``;
-- npu: ``ASCEND_RT_VISIBLE_DEVICES=<ids>`` and ``DEVICE_ID=0`` (with the visible list
-  restricted, the first device the process sees is logical device 0, which is what
-  ``mindspore.set_context(device_id=int(os.environ["DEVICE_ID"]))`` expects);
-- cpu: ``CUDA_VISIBLE_DEVICES=""`` so that a CPU campaign never lands on a GPU by accident.
+tuple of device ids one trial holds; its environment variables (`tuner._protocol.device_env`)
+say which devices the trial may see.
 """
 
 from __future__ import annotations
@@ -23,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner._errors import ConfigError
+from tuner._protocol import ASCEND_DEVICES, CUDA_DEVICES, device_env
 
 __all__ = ["Slot", "detect_devices", "make_slots"]
 
@@ -34,12 +29,7 @@ class Slot:
     devices: tuple[str, ...]
 
     def env(self) -> dict[str, str]:
-        ids = ",".join(self.devices)
-        if self.kind == "gpu":
-            return {"CUDA_VISIBLE_DEVICES": ids}
-        if self.kind == "npu":
-            return {"ASCEND_RT_VISIBLE_DEVICES": ids, "DEVICE_ID": "0"}
-        return {"CUDA_VISIBLE_DEVICES": ""}
+        return device_env(self.kind, self.devices)
 
     @property
     def label(self) -> str:
@@ -58,7 +48,7 @@ def _run(argv: Sequence[str]) -> str:
 
 def _allowed(found: list[str], variable: str) -> list[str]:
     """The devices this controller was given: under Slurm, a shared node or a wrapper that
-    set ``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES``, trials must stay inside
+    restricted the visible GPUs / NPUs (`tuner._protocol.device_env`), trials must stay inside
     that set (the ids are physical, as each trial's runtime reads them afresh)."""
     given = os.environ.get(variable)
     if given is None:
@@ -71,9 +61,7 @@ def _allowed(found: list[str], variable: str) -> list[str]:
 
 def _cuda_devices() -> list[str]:
     out = _run(["nvidia-smi", "-L"])
-    return _allowed(
-        [m.group(1) for m in re.finditer(r"^GPU (\d+):", out, re.M)], "CUDA_VISIBLE_DEVICES"
-    )
+    return _allowed([m.group(1) for m in re.finditer(r"^GPU (\d+):", out, re.M)], CUDA_DEVICES)
 
 
 def _ascend_devices() -> list[str]:
@@ -82,7 +70,7 @@ def _ascend_devices() -> list[str]:
     if not ids:
         nodes = (re.fullmatch(r"/dev/davinci(\d+)", p) for p in glob.glob("/dev/davinci*"))
         ids = sorted((m.group(1) for m in nodes if m), key=int)
-    return _allowed(ids, "ASCEND_RT_VISIBLE_DEVICES")
+    return _allowed(ids, ASCEND_DEVICES)
 
 
 def detect_devices(kind: str | None = None) -> tuple[str, list[str]]:

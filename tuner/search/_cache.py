@@ -1,17 +1,10 @@
-"""The Optuna study of a campaign, on its RDB storage, fast enough for 1,000s of trials.
+"""A write-through cache over an Optuna RDB storage, for a study with one writer.
 
-Two things make stock ask/tell on SQLite slow: every commit waits for an fsync (rollback
-journal), and `optuna.storages._CachedStorage` re-reads unfinished trials from the database
-on every `get_all_trials`, which samplers and pruners call several times per trial.
-
-- SQLite storages are opened in WAL mode with ``synchronous=NORMAL``: a commit is durable
-  against a process crash (kill -9) and needs no fsync; only a power cut may lose the last
-  transactions. WAL also lets `tuner status` read while the controller writes.
-- `ExclusiveCachedStorage` keeps the study's trials in memory and writes every change
-  through to the database before returning (nothing is lost when the controller dies). Reads
-  never touch the database. It is correct only while this process is the study's only
-  writer, which the campaign lock guarantees for `tuner run`/`tuner resume`; workers
-  sharing a study (PostgreSQL, several controllers) use the plain cached storage instead.
+`ExclusiveCachedStorage` keeps the study's trials in memory and writes every change through
+to the database before returning (nothing is lost when the controller dies). Reads never
+touch the database. It is correct only while this process is the study's only writer, which
+the campaign lock guarantees for `tuner run`/`tuner resume`; workers sharing a study
+(PostgreSQL, several controllers) use Optuna's plain cached storage instead.
 """
 
 from __future__ import annotations
@@ -20,68 +13,19 @@ import copy
 import datetime
 import threading
 from collections.abc import Container, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import optuna
-from optuna.distributions import (
-    BaseDistribution,
-    check_distribution_compatibility,
-    distribution_to_json,
-)
+from optuna.distributions import BaseDistribution, check_distribution_compatibility
 from optuna.storages import BaseStorage, RDBStorage
-from optuna.storages._rdb import models
-from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.study import StudyDirection
-from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["ExclusiveCachedStorage", "create_rdb", "open_storage"]
+from tuner.search import _internals as internals
 
+if TYPE_CHECKING:
+    from tuner.search._internals import FrozenStudy
 
-def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
-    """``RDBStorage(url, **kwargs)``, surviving a race to create Optuna's tables.
-
-    The first client of an empty database creates the tables. Two clients doing so at once
-    (a worker starting while `tuner status` or a notebook's ``load_study`` opens the same
-    database) make one of them fail with "already exists" or a duplicate key on PostgreSQL's
-    catalog; by then the other has created them, so a second attempt finds them."""
-    import time
-
-    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
-
-    for attempt in range(5):
-        try:
-            return RDBStorage(url, **kwargs)
-        except (IntegrityError, OperationalError, ProgrammingError) as exc:
-            text = str(exc).lower()
-            if attempt == 4 or not ("already exists" in text or "duplicate key" in text):
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
-def open_storage(url: str, *, exclusive: bool) -> BaseStorage:
-    """An RDB storage for ``url``; wrapped in `ExclusiveCachedStorage` when ``exclusive``."""
-    is_sqlite = url.startswith("sqlite")
-    engine_kwargs: dict[str, Any] = {}
-    if is_sqlite:
-        engine_kwargs["connect_args"] = {"timeout": 60}
-    rdb = create_rdb(url, engine_kwargs=engine_kwargs)
-    if is_sqlite:
-        from sqlalchemy import event
-
-        event.listen(rdb.engine, "connect", _sqlite_pragmas)
-        rdb.engine.dispose()  # connections made during migration lack the pragmas
-    if exclusive:
-        return ExclusiveCachedStorage(rdb)
-    return optuna.storages.get_storage(rdb)
+__all__ = ["ExclusiveCachedStorage"]
 
 
 class ExclusiveCachedStorage(BaseStorage):
@@ -121,7 +65,7 @@ class ExclusiveCachedStorage(BaseStorage):
         self._backend.delete_study(study_id)
         with self._lock:
             for number_trial in self._trials.pop(study_id, {}).values():
-                self._where.pop(number_trial._trial_id, None)
+                self._where.pop(internals.trial_id(number_trial), None)
 
     def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
         self._backend.set_study_user_attr(study_id, key, value)
@@ -159,7 +103,7 @@ class ExclusiveCachedStorage(BaseStorage):
             dists: dict[str, BaseDistribution] = {}
             for trial in self._backend.get_all_trials(study_id, deepcopy=False):
                 trials[trial.number] = trial
-                self._where[trial._trial_id] = (study_id, trial.number)
+                self._where[internals.trial_id(trial)] = (study_id, trial.number)
                 for name, dist in trial.distributions.items():
                     dists.setdefault(name, dist)
             self._trials[study_id] = trials
@@ -176,16 +120,16 @@ class ExclusiveCachedStorage(BaseStorage):
         return self._trials[study_id][number]
 
     def _put(self, trial: FrozenTrial) -> None:
-        study_id, number = self._where[trial._trial_id]
+        study_id, number = self._where[internals.trial_id(trial)]
         self._trials[study_id][number] = trial
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
         with self._lock:
             trials = self._study(study_id)
-            frozen = self._backend._create_new_trial(study_id, template_trial)
+            frozen = internals.create_trial_row(self._backend, study_id, template_trial)
             trials[frozen.number] = frozen
-            self._where[frozen._trial_id] = (study_id, frozen.number)
-            return frozen._trial_id
+            self._where[internals.trial_id(frozen)] = (study_id, frozen.number)
+            return internals.trial_id(frozen)
 
     def set_trial_param(
         self,
@@ -228,25 +172,16 @@ class ExclusiveCachedStorage(BaseStorage):
                 rows = self._pending.pop(tid, None)
                 if not rows:
                     continue
-                with _create_scoped_session(self._backend.scoped_session, True) as session:
-                    session.add_all(
-                        [
-                            models.TrialParamModel(
-                                trial_id=tid,
-                                param_name=name,
-                                param_value=value,
-                                distribution_json=distribution_to_json(dist),
-                            )
-                            for name, value, dist in rows
-                        ]
-                    )
+                internals.insert_params(
+                    self._backend, [(tid, name, value, dist) for name, value, dist in rows]
+                )
 
     def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
         with self._lock:
             trial = self._study(study_id).get(trial_number)
         if trial is None:
             return self._backend.get_trial_id_from_study_id_trial_number(study_id, trial_number)
-        return trial._trial_id
+        return internals.trial_id(trial)
 
     def set_trial_state_values(
         self, trial_id: int, state: TrialState, values: Sequence[float] | None = None

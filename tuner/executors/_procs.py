@@ -76,7 +76,7 @@ def group_members(info: Mapping[str, Any]) -> list[int]:
     return members
 
 
-def end_group(info: Mapping[str, Any], grace: float = 5.0) -> int:
+def end_group(info: Mapping[str, Any], *, grace: float) -> int:
     """SIGTERM the recorded group, SIGKILL what is left after ``grace`` s; returns how many
     processes were found. Never signals a process that is not provably the trial's."""
     members = group_members(info)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from tuner._running import Observer
+from tuner.campaign._running import Observer
 
 if TYPE_CHECKING:
-    from tuner._controller import Controller
+    from tuner.campaign._controller import Controller
 
 __all__ = ["RichObserver"]
 

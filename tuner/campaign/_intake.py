@@ -14,15 +14,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tuner._outcome import _finding_text
-from tuner._running import RunningTrial
-from tuner.executors._base import Report, TrialOutcome
+from tuner.campaign._running import RunningTrial
+from tuner.executors import Report, TrialOutcome
 
 if TYPE_CHECKING:
-    from tuner._lineage import LineageRecorder
     from tuner.config import CampaignConfig
+    from tuner.records import LineageRecorder
 
-__all__ = ["MetricIntake"]
+__all__ = ["MetricIntake", "load_online_check"]
 
 
 class MetricIntake:
@@ -99,3 +98,32 @@ class MetricIntake:
                     rt.prune_reason = f"stopped early by diagnosis: {_finding_text(finding)}"
                     rt.handle.request_prune()
                     return
+
+
+def load_online_check() -> Callable[..., Any]:
+    """`lineage.diagnose.online_check`, or the NaN/Inf check alone when it is missing."""
+    try:
+        from lineage.diagnose import online_check
+
+        return online_check
+    except ImportError:
+        return _fallback_online_check
+
+
+class _FallbackFinding:
+    def __init__(self, summary: str) -> None:
+        self.summary = summary
+
+
+def _fallback_online_check(metric: str, steps: Any, values: Any) -> Any:
+    # Used only when lineage.diagnose is missing: the one check that needs no thresholds.
+    for step, value in zip(steps, values, strict=False):
+        if not math.isfinite(value):
+            return _FallbackFinding(f"{metric} became {value} at step {step}")
+    return None
+
+
+def _finding_text(finding: Any) -> str:
+    check = getattr(finding, "check", None)
+    summary = getattr(finding, "summary", str(finding))
+    return f"{check}: {summary}" if check else str(summary)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tuner._state import TrialState
+from tuner.campaign._state import TrialState
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner._controller import Controller
+    from tuner.campaign._controller import Controller
     from tuner.collectors import Collector
-    from tuner.executors._base import TrialHandle, TrialSpec
+    from tuner.executors import TrialHandle, TrialSpec
 
 __all__ = ["CampaignResult", "Observer", "Prepared", "RunningTrial"]
 

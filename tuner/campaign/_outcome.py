@@ -1,22 +1,30 @@
-"""How an ended trial attempt is judged, and small helpers shared with `tuner status`."""
+"""How an ended trial attempt is judged, and the best trial so far (also for `tuner status`)."""
 
 from __future__ import annotations
 
 import math
-import signal
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tuner._state import TrialState
-from tuner.executors._base import TrialHandle, TrialOutcome
+from tuner import _protocol as protocol
+from tuner.campaign._state import TrialState
+from tuner.search import _internals as internals
+from tuner.search._attrs import (
+    ATTEMPT_ATTR,
+    FAIL_ATTR,
+    FAILED_ATTEMPT,
+    PRUNE_ATTR,
+    RETRY_OF_USER_ATTR,
+    STALE_ATTR,
+)
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner._running import RunningTrial
+    from tuner.campaign._running import RunningTrial
     from tuner.config import CampaignConfig
+    from tuner.executors import TrialOutcome
 
-__all__ = ["best_of", "judge"]
+__all__ = ["best_of", "judge", "tell"]
 
 
 def judge(
@@ -41,7 +49,7 @@ def judge(
         return (
             TrialState.FAIL,
             None,
-            f"killed by signal {_signal_name(outcome.signal)}" + (f": {last}" if last else ""),
+            f"killed by signal {outcome.signal_name}" + (f": {last}" if last else ""),
         )
     if outcome.exit_code != 0:
         last = _last_line(outcome.stderr_tail) or _last_line(outcome.stdout_tail)
@@ -64,13 +72,51 @@ def judge(
                 TrialState.FAIL,
                 None,
                 f"target metric {metric!r} was never reported (tuner.trial.report, "
-                "mlflow.log_metric into MLFLOW_RUN_ID, or a metrics: pattern)",
+                f"mlflow.log_metric into {protocol.RUN_ID}, or a metrics: pattern)",
             )
         value = rt.latest[metric]
         if not math.isfinite(value):
             return TrialState.FAIL, None, f"target metric {metric!r} is {value}"
         values.append(value)
     return TrialState.COMPLETE, values, None
+
+
+def tell(
+    study: optuna.Study,
+    config: CampaignConfig,
+    rt: RunningTrial,
+    state: TrialState,
+    values: list[float] | None,
+    reason: str | None,
+    *,
+    retry: bool,
+) -> int | None:
+    """Tell Optuna how the attempt ended, with the reason as a trial attribute. A failure
+    with ``retry`` is superseded by a copy with the same parameters; returns its number."""
+    import optuna
+
+    storage, trial_id = internals.storage_of(study), internals.trial_id(rt.trial)
+    if state is TrialState.COMPLETE:
+        assert values is not None
+        study.tell(rt.trial, values if config.multi_objective else values[0])
+        return None
+    if state is TrialState.PRUNED:
+        storage.set_trial_user_attr(trial_id, PRUNE_ATTR, reason)
+        study.tell(rt.trial, state=optuna.trial.TrialState.PRUNED)
+        return None
+    storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+    storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
+    if retry:
+        storage.set_trial_system_attr(trial_id, STALE_ATTR, f"failed attempt {rt.attempt}, retried")
+    study.tell(rt.trial, state=optuna.trial.TrialState.FAIL)
+    if not retry:
+        return None
+    study.enqueue_trial(
+        rt.params,
+        user_attrs={ATTEMPT_ATTR: rt.attempt + 1, RETRY_OF_USER_ATTR: rt.number},
+        skip_if_exists=False,
+    )
+    return internals.n_trials(study) - 1
 
 
 def best_of(study: optuna.Study) -> dict[str, Any] | None:
@@ -92,60 +138,8 @@ def best_of(study: optuna.Study) -> dict[str, Any] | None:
     return {"number": trial.number, "value": trial.value, "params": trial.params}
 
 
-def _load_online_check() -> Callable[..., Any]:
-    try:
-        from lineage.diagnose import online_check
-
-        return online_check
-    except ImportError:
-        return _fallback_online_check
-
-
-class _FallbackFinding:
-    def __init__(self, summary: str) -> None:
-        self.summary = summary
-
-
-def _fallback_online_check(metric: str, steps: Any, values: Any) -> Any:
-    # Used only when lineage.diagnose is missing: the one check that needs no thresholds.
-    for step, value in zip(steps, values, strict=False):
-        if not math.isfinite(value):
-            return _FallbackFinding(f"{metric} became {value} at step {step}")
-    return None
-
-
-def _finding_text(finding: Any) -> str:
-    check = getattr(finding, "check", None)
-    summary = getattr(finding, "summary", str(finding))
-    return f"{check}: {summary}" if check else str(summary)
-
-
-def _device_label(handle: TrialHandle) -> str:
-    slot = getattr(handle, "slot", None)
-    if slot is not None and hasattr(slot, "label"):
-        return str(slot.label)
-    return ",".join(handle.devices) if handle.devices else "cpu"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return str(number)
-
-
 def _last_line(text: str) -> str:
     for line in reversed(text.splitlines()):
         if line.strip():
             return line.strip()[:300]
     return ""
-
-
-def _tail_text(outcome: TrialOutcome) -> str:
-    return (
-        "----- stdout (tail) -----\n"
-        + (outcome.stdout_tail or "(no output)")
-        + "\n----- stderr (tail) -----\n"
-        + (outcome.stderr_tail or "(no output)")
-        + "\n"
-    )

@@ -34,7 +34,7 @@ def campaign_params(c: CampaignConfig) -> dict[str, Any]:
 
 def campaign_tags(c: CampaignConfig) -> dict[str, str]:
     """The parent run's tags naming the study, its storage and the command (masked)."""
-    from lineage._secrets import mask_argv, mask_uri
+    from lineage.masking import mask_argv, mask_uri
 
     return {
         "tuner.study": c.study_name,

@@ -1,0 +1,176 @@
+"""The trial protocol: what a trial process receives, and how it reports back.
+
+This module is the only place where the protocol's names are spelled; the trial side
+(`tuner.trial`), the controller and every executor use the constants and helpers below.
+It imports nothing heavy: a training script pays for it when it imports `tuner.trial`.
+
+A trial process receives, in its environment:
+
+- ``TUNER_PARAMS``: its hyperparameters, a JSON object (also substituted into argv);
+- ``MLFLOW_TRACKING_URI``, ``MLFLOW_EXPERIMENT_ID``, ``MLFLOW_RUN_ID``: its lineage run, so
+  that a script using plain ``mlflow`` logs into it;
+- ``TUNER_CHANNEL``: a file to append reports to, one JSON line each (`encode_report`);
+- ``TUNER_CONTROL``: a file whose existence means "stop now" (pruned, or the campaign stops);
+- ``TUNER_TRIAL_NUMBER``, ``TUNER_ATTEMPT``: which trial and which attempt it is;
+- its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
+  (`device_env`).
+
+A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``; JSON has no
+NaN or Inf, so those values travel as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+# Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
+# the typing module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from tuner.executors._base import Report
+
+__all__ = [
+    "ATTEMPT",
+    "CHANNEL",
+    "CHANNEL_FILE",
+    "CONTROL",
+    "CONTROL_FILE",
+    "EXPERIMENT_ID",
+    "FORWARDED_ENV",
+    "PARAMS",
+    "RUN_ID",
+    "TRACKING_URI",
+    "TRIAL_NUMBER",
+    "ChannelReader",
+    "attempt_env",
+    "decode_params",
+    "device_env",
+    "encode_report",
+    "parse_report",
+    "run_env",
+]
+
+PARAMS = "TUNER_PARAMS"
+CHANNEL = "TUNER_CHANNEL"
+CONTROL = "TUNER_CONTROL"
+TRIAL_NUMBER = "TUNER_TRIAL_NUMBER"
+ATTEMPT = "TUNER_ATTEMPT"
+TRACKING_URI = "MLFLOW_TRACKING_URI"
+EXPERIMENT_ID = "MLFLOW_EXPERIMENT_ID"
+RUN_ID = "MLFLOW_RUN_ID"
+CUDA_DEVICES = "CUDA_VISIBLE_DEVICES"
+ASCEND_DEVICES = "ASCEND_RT_VISIBLE_DEVICES"
+DEVICE_ID = "DEVICE_ID"
+#: Python trials flush each line: stdout collectors see output while the trial runs.
+UNBUFFERED = "PYTHONUNBUFFERED"
+
+#: Names of the report channel and the stop flag inside an attempt's folder.
+CHANNEL_FILE = "channel.jsonl"
+CONTROL_FILE = "stop"
+
+#: Driver-side variables a trial needs to reach a shared MLflow server; a remote executor
+#: (Ray) does not carry the driver's environment to other nodes, so it passes these along.
+FORWARDED_ENV = (
+    "MLFLOW_TRACKING_USERNAME",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",
+    "MLFLOW_TRACKING_INSECURE_TLS",
+    "MLFLOW_TRACKING_SERVER_CERT_PATH",
+    "MLFLOW_TRACKING_CLIENT_CERT_PATH",
+)
+
+
+# ----- controller side -------------------------------------------------------------------------
+
+
+def run_env(
+    params: Mapping[str, Any], *, tracking_uri: str, experiment_id: str, run_id: str
+) -> dict[str, str]:
+    """The variables naming a trial's parameters and its lineage run."""
+    return {
+        PARAMS: json.dumps(dict(params)),
+        TRACKING_URI: tracking_uri,
+        EXPERIMENT_ID: experiment_id,
+        RUN_ID: run_id,
+    }
+
+
+def attempt_env(*, channel: str, control: str, number: int, attempt: int) -> dict[str, str]:
+    """The variables an executor adds for one attempt: its channel, stop flag and numbers."""
+    return {
+        CHANNEL: channel,
+        CONTROL: control,
+        TRIAL_NUMBER: str(number),
+        ATTEMPT: str(attempt),
+    }
+
+
+def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:
+    """The variables that confine a trial to ``devices`` of ``kind`` (cpu | gpu | npu).
+
+    npu: with the visible list restricted, the first device the process sees is logical
+    device 0, which is what ``mindspore.set_context(device_id=int(os.environ["DEVICE_ID"]))``
+    expects. cpu: no GPU is visible, so a CPU campaign never lands on one by accident.
+    """
+    ids = ",".join(devices)
+    if kind == "gpu":
+        return {CUDA_DEVICES: ids}
+    if kind == "npu":
+        return {ASCEND_DEVICES: ids, DEVICE_ID: "0"}
+    return {CUDA_DEVICES: ""}
+
+
+# ----- the channel -----------------------------------------------------------------------------
+
+
+def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:
+    """One channel line (with its newline) for ``metrics`` at ``step``, reported at ``t``."""
+    values: dict[str, float | str] = {}
+    for name, value in metrics.items():
+        number = float(value)
+        values[name] = number if math.isfinite(number) else repr(number)
+    return json.dumps({"step": step, "t": t, "m": values}) + "\n"
+
+
+def parse_report(line: bytes | str) -> Report | None:
+    """The `Report` in one channel line; None for a malformed line (a trial cannot crash
+    the controller with what it writes)."""
+    from tuner.executors._base import Report
+
+    try:
+        obj = json.loads(line)
+        step = int(obj["step"])
+        metrics = {str(k): float(v) for k, v in obj["m"].items()}
+        return Report(step=step, metrics=metrics, source="api", timestamp=float(obj.get("t", 0)))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class ChannelReader:
+    """Turns the channel's bytes, read in arbitrary chunks, into reports: a line is parsed
+    only once its newline has arrived."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, data: bytes) -> list[Report]:
+        if not data:
+            return []
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        return [r for r in map(parse_report, lines) if r is not None]
+
+
+def decode_params(raw: str) -> dict[str, Any]:
+    """The parameters in a ``TUNER_PARAMS`` value (``{}`` when empty); ValueError otherwise."""
+    try:
+        loaded = json.loads(raw) if raw else {}
+    except ValueError as exc:
+        raise ValueError(f"{PARAMS} must hold a JSON object, got {raw[:80]!r}") from exc
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{PARAMS} must hold a JSON object, got {raw[:80]!r}")
+    return loaded

@@ -1,0 +1,395 @@
+"""The campaign controller: Optuna ask/tell, trial launches on executor slots, metric
+collection, pruning, failures, retries, recovery after a crash.
+
+Budget accounting (the rule of `tuner.coordination.counted_trials`, so that workers and the
+controller agree): every trial of the study counts, whatever its state, except trials
+*superseded* by a copy with the same parameters (system attribute ``tuner:stale``). A failed
+attempt that is retried, or a trial interrupted by a crash or Ctrl-C and re-queued, is
+superseded; a trial that failed its last attempt is not. So a campaign ends with exactly
+``budget.trials`` counted trials, each COMPLETE, PRUNED or FAIL (failed after all its retries).
+``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
+trial does not).
+
+Whether this controller is the campaign's only one (``tuner run``) or one of several on a
+shared study (``tuner worker``) is the injected `tuner.coordination.Coordination`'s business.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lineage.masking import scrub_text
+from tuner._errors import BudgetExhausted
+from tuner.campaign._intake import MetricIntake, load_online_check
+from tuner.campaign._launch import Launcher
+from tuner.campaign._outcome import best_of, judge, tell
+from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
+from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
+from tuner.campaign._state import TrialState
+from tuner.coordination import Coordination, Standalone, counted_trials, supersede
+from tuner.executors import Executor, TrialOutcome
+from tuner.records import (
+    interrupted_tags,
+    open_recorder,
+    output_tail,
+    run_importance,
+    start_campaign_run,
+    summary_tags,
+    trial_end_tags,
+)
+from tuner.search import _internals as internals
+from tuner.search._attrs import FAILED_ATTEMPT, STALE_ATTR
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.config import CampaignConfig
+    from tuner.records import LineageRecorder
+
+__all__ = ["CampaignResult", "Controller", "Observer", "RunningTrial"]  # re-exported
+
+
+class Controller:
+    """Runs one campaign to its budget.
+
+    The outside world is injected: ``coordination`` (default: `tuner.coordination.Standalone`,
+    the campaign's only controller; ``tuner worker`` passes a `tuner.coordination.SharedStudy`),
+    ``executor`` (default: local slots from ``config.resources``, or Ray), ``storage`` (an
+    Optuna storage; default: the coordination's) and ``recorder`` (default: MLflow at
+    ``config.tracking_uri()``). `run` may be called once.
+    """
+
+    def __init__(
+        self,
+        config: CampaignConfig,
+        *,
+        coordination: Coordination | None = None,
+        executor: Executor | None = None,
+        storage: optuna.storages.BaseStorage | None = None,
+        recorder: LineageRecorder | None = None,
+        observer: Observer | None = None,
+        poll_interval: float = 0.05,
+        importance: bool = True,
+        handle_signals: bool = True,
+    ) -> None:
+        self.config = config
+        self._coordination = coordination or Standalone(config)
+        self.campaign_dir = self._coordination.campaign_dir()
+        self._executor = executor
+        self._storage = storage
+        self._recorder = recorder
+        self._observer = observer or Observer()
+        self._poll = poll_interval
+        self._importance = importance
+        self._handle_signals = handle_signals
+        self.study: optuna.Study | None = None
+        self.running: dict[int, RunningTrial] = {}
+        self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
+        self.failures = 0
+        self.started_at = time.time()
+        self.budget = config.budget.trials
+        self._stop_reason: str | None = None
+        self._launch_closed: str | None = None
+        self._last_failure: str | None = None
+        self._last_update = 0.0
+        self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
+        self._stale: list[Any] = []
+        self._prepared: list[Prepared] = []
+        self._launcher: Launcher | None = None
+
+    # ----- public --------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> int:
+        assert self.study is not None
+        return counted_trials(self.study) - len(self.running) - self._waiting()
+
+    def run(self) -> CampaignResult:
+        """Run the campaign until ``budget.trials`` trials are counted, the failure budget is
+        spent (`BudgetExhausted`, after cleanup), ``budget.timeout`` passed, or it is stopped
+        (Ctrl-C / SIGTERM: running trials are terminated, marked and re-queued; then
+        `KeyboardInterrupt` is raised again)."""
+        previous = self.campaign_dir.acquire()
+        clean = False
+        parent_status = "FAILED"
+        try:
+            self._setup(previous)
+            with terminate_interrupts(self._handle_signals):
+                try:
+                    self._recover()
+                    self._loop()
+                    parent_status = "FAILED" if self._stop_reason else "FINISHED"
+                except (KeyboardInterrupt, Interrupted) as exc:
+                    name = "SIGTERM" if isinstance(exc, Interrupted) else "Ctrl-C"
+                    self._abort(f"interrupted: the controller received {name}")
+                    parent_status = "KILLED"
+                    raise KeyboardInterrupt from None
+                except BaseException as exc:
+                    self._abort(f"controller error: {type(exc).__name__}: {exc}")
+                    raise
+            clean = True
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown()
+            self._coordination.close()
+            if self._recorder is not None:
+                self._recorder.close(
+                    parent_status,
+                    tags=summary_tags(
+                        self.counts, self.best(), self._stop_reason or self._launch_closed
+                    ),
+                )
+            self.campaign_dir.release(clean=clean)
+        result = self._result()
+        if self._importance and self._stop_reason is None and self.timings:
+            result.importance = run_importance(self.config, self.counts["COMPLETE"])
+        if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
+            raise BudgetExhausted(self._stop_reason)
+        return result
+
+    # ----- setup and recovery --------------------------------------------------------------
+
+    def _setup(self, previous: Mapping[str, Any]) -> None:
+        import optuna
+
+        from tuner.search._study import create_study
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        if self._storage is None:
+            self._storage = self._coordination.open_storage()
+        with self._coordination.setting_up():
+            self.study = study = create_study(self.config, self._storage)
+            for trial in study.get_trials(deepcopy=False):
+                if trial.state.name in self.counts and STALE_ATTR not in trial.system_attrs:
+                    self.counts[trial.state.name] += 1
+                if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
+                    self.failures += 1
+            if self._recorder is None:
+                self._recorder = open_recorder(self.config)
+            # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
+            self._stale, live = self._coordination.orphans(study)
+            dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
+            start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
+            if self._executor is None:
+                from tuner.executors._factory import default_executor
+
+                self._executor = default_executor(self.config, self.campaign_dir.trials)
+            online_check = load_online_check() if self.config.diagnosis.early_stop else None
+            self._intake = MetricIntake(self.config, self._recorder, online_check)
+            self._launcher = Launcher(
+                self.config,
+                study=study,
+                coordination=self._coordination,
+                recorder=self._recorder,
+                executor=self._executor,
+            )
+        self._coordination.joined(study)
+
+    def _recover(self) -> None:
+        """End what dead controllers left: orphan process groups, RUNNING trials, runs."""
+        assert self.study is not None and self._recorder is not None
+        self._coordination.recover(
+            self.study, self._stale, recorder=self._recorder, message=self._observer.message
+        )
+
+    # ----- main loop -----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        assert self._executor is not None
+        executor = self._executor
+        deadline = (
+            time.monotonic() + self.config.budget.timeout if self.config.budget.timeout else None
+        )
+        self._notify(force=True)
+        if self.failures >= self.config.budget.max_failures:
+            self._stop_reason = (
+                f"campaign {self.config.name!r} already has {self.failures} failed trial "
+                f"attempt(s), budget.max_failures={self.config.budget.max_failures}; raise it "
+                "to continue"
+            )
+            return
+        while True:
+            ended = []
+            for rt in list(self.running.values()):
+                outcome = self._intake.collect(rt)
+                if outcome is not None:
+                    ended.append((rt, outcome))
+            # A prepared trial takes a freed slot before the bookkeeping of the ended ones,
+            # unless their failing could spend the failure budget (it would start only to be
+            # killed).
+            ahead = self.failures + len(ended) < self.config.budget.max_failures
+            while (
+                ended
+                and ahead
+                and self._prepared
+                and not self._launch_closed
+                and executor.free_slots()
+            ):
+                self._start(self._prepared.pop(0))
+            for rt, outcome in ended:
+                t0 = time.perf_counter()
+                self._finalize(rt, outcome)
+                if self.timings:
+                    self.timings[-1] += time.perf_counter() - t0
+            if self._stop_reason is not None:
+                self._discard_prepared(f"interrupted: {self._stop_reason}")
+                self._stop_all(self._stop_reason)
+                return
+            if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
+                self._launch_closed = "budget.timeout reached: no new trials are started"
+                self._observer.message(self._launch_closed)
+            if self._launch_closed:
+                self._discard_prepared(f"not started: {self._launch_closed}")
+            exhausted = False
+            while not self._launch_closed and executor.free_slots() > 0:
+                prepared = self._prepared.pop(0) if self._prepared else self._prepare()
+                if prepared is None:
+                    exhausted = True
+                    break
+                self._start(prepared)
+            if not exhausted and not self._launch_closed and not self._prepared and self.running:
+                # Ask for the next trial while the slots are busy: a freed slot then only
+                # waits for the process to start.
+                prepared = self._prepare()
+                if prepared is not None:
+                    self._prepared.append(prepared)
+            if not self.running and (exhausted or self._launch_closed):
+                self._discard_prepared("not started: the campaign ended")
+                return
+            self._notify()
+            executor.wait(self._poll)
+
+    def _waiting(self) -> int:
+        import optuna
+
+        assert self.study is not None
+        return len(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
+
+    def _prepare(self) -> Prepared | None:
+        assert self._launcher is not None
+        return self._launcher.prepare(self.budget)
+
+    def _start(self, prepared: Prepared) -> None:
+        assert self._launcher is not None
+        t0 = time.perf_counter()
+        rt = self._launcher.start(prepared)
+        self.running[rt.number] = rt
+        self.timings.append(prepared.seconds + time.perf_counter() - t0)
+
+    def _discard_prepared(self, reason: str) -> None:
+        """Trials asked for but never started go back to WAITING; their runs are freed."""
+        del reason  # nothing ran, so there is nothing to explain in the records
+        while self._prepared and self._launcher is not None:
+            self._launcher.discard(self._prepared.pop(0))
+
+    def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
+        assert self.study is not None and self._recorder is not None
+        self.running.pop(rt.number, None)
+        state, values, reason = judge(self.config, rt, outcome)
+        if reason:
+            reason = scrub_text(reason, rt.secrets)
+        rt.state = rt.state.to(state)
+        retry = False
+        if state is TrialState.FAIL:
+            self.failures += 1
+            self._last_failure = f"trial {rt.number}: {reason}"
+            retry = (
+                rt.attempt <= self.config.trial.retries
+                and self.failures < self.config.budget.max_failures
+            )
+        retry_number = tell(self.study, self.config, rt, state, values, reason, retry=retry)
+        self._coordination.trial_ended(internals.trial_id(rt.trial))
+        if state is TrialState.FAIL:
+            self._observer.message(
+                f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
+                + (f"; retried as trial {retry_number}" if retry_number is not None else "")
+            )
+            if self.failures >= self.config.budget.max_failures and self._stop_reason is None:
+                self._stop_reason = (
+                    f"campaign {self.config.name!r} stopped: {self.failures} failed trial "
+                    f"attempt(s) reached budget.max_failures={self.config.budget.max_failures}; "
+                    f"last: {self._last_failure}"
+                )
+        if state is not TrialState.FAIL or retry_number is None:
+            self.counts[state.value] += 1
+        if rt.run_id:
+            tags = trial_end_tags(
+                state.value,
+                outcome,
+                reason=reason,
+                metric_names=self.config.metric_names,
+                values=values,
+                retried_as=retry_number,
+            )
+            self._recorder.trial_finished(
+                rt.run_id,
+                status=state.mlflow_status,
+                tags=tags,
+                output_tail=scrub_text(output_tail(outcome), rt.secrets),
+            )
+        self._notify(force=True)
+
+    # ----- stopping ------------------------------------------------------------------------
+
+    def _stop_all(self, reason: str) -> None:
+        """Stop running trials (failure budget spent) and mark them; they are re-queued."""
+        self._terminate_and_mark(f"interrupted: {reason}")
+
+    def _abort(self, reason: str) -> None:
+        self._launch_closed = reason
+        with cleanup_shielded():
+            self._terminate_and_mark(reason)
+
+    def _terminate_and_mark(self, reason: str) -> None:
+        if self.study is None:
+            return
+        if self._prepared and self._recorder is not None:
+            self._discard_prepared(reason)
+        if not self.running:
+            return
+        for rt in self.running.values():
+            rt.handle.terminate()
+        if self._executor is not None:
+            self._executor.shutdown()
+        for rt in list(self.running.values()):
+            self.running.pop(rt.number, None)
+            outcome = rt.handle.poll()
+            try:
+                trial_id = internals.trial_id(rt.trial)
+                frozen = internals.storage_of(self.study).get_trial(trial_id)
+                supersede(self.study, rt.number, trial_id, reason, rt.params, frozen)
+            except Exception as exc:  # the storage itself may be what failed
+                self._observer.message(f"trial {rt.number}: could not be marked: {exc}")
+            if rt.run_id and self._recorder is not None:
+                self._recorder.trial_finished(
+                    rt.run_id,
+                    status="KILLED",
+                    tags=interrupted_tags(reason),
+                    output_tail=scrub_text(output_tail(outcome), rt.secrets) if outcome else "",
+                )
+
+    # ----- reporting -----------------------------------------------------------------------
+
+    def _notify(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_update >= 0.25:
+            self._last_update = now
+            self._observer.update(self)
+
+    def best(self) -> dict[str, Any] | None:
+        if self.study is None:
+            return None
+        return best_of(self.study)
+
+    def _result(self) -> CampaignResult:
+        return CampaignResult(
+            counts=dict(self.counts),
+            finished=sum(self.counts.values()),
+            budget=self.budget,
+            best=self.best(),
+            stop_reason=self._stop_reason or self._launch_closed,
+            parent_run_id=self._recorder.parent_run_id if self._recorder else None,
+            lineage_errors=self._recorder.errors if self._recorder else {},
+        )

@@ -1,0 +1,129 @@
+"""From an asked trial to a running attempt: the spec, the reserved run, the launch record."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from lineage.masking import secret_values
+from tuner import _protocol as protocol
+from tuner.campaign._running import Prepared, RunningTrial
+from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
+from tuner.executors import TrialSpec
+from tuner.search import _internals as internals
+from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.config import CampaignConfig
+    from tuner.coordination import Coordination
+    from tuner.executors import Executor
+    from tuner.records import LineageRecorder
+
+__all__ = ["Launcher"]
+
+
+class Launcher:
+    """Prepares trials (ask, parameters, spec, reserved MLflow run; no process yet), starts
+    them on the executor, and puts prepared trials that never start back in the queue.
+    Called from the controller's thread only."""
+
+    def __init__(
+        self,
+        config: CampaignConfig,
+        *,
+        study: optuna.Study,
+        coordination: Coordination,
+        recorder: LineageRecorder,
+        executor: Executor,
+    ) -> None:
+        self.config = config
+        self._study = study
+        self._coordination = coordination
+        self._recorder = recorder
+        self._executor = executor
+        self._host = socket.gethostname()
+        self._patterns = {name: m.regex for name, m in config.metrics.items()}
+
+    def prepare(self, budget: int) -> Prepared | None:
+        """Ask for the next trial and build its spec; None when the budget is reached."""
+        from tuner.search import sample_params
+
+        t0 = time.perf_counter()
+        trial = self._coordination.ask(self._study, budget)
+        if trial is None:
+            return None
+        params = sample_params(trial, self.config)
+        run_id = self._recorder.reserve_run()
+        env = protocol.run_env(
+            params,
+            tracking_uri=self.config.tracking_uri(),
+            experiment_id=str(self._recorder.experiment_id),
+            run_id=run_id,
+        )
+        env.update(self.config.env)
+        spec = TrialSpec(
+            number=trial.number,
+            attempt=int(trial.user_attrs.get(ATTEMPT_ATTR, 1)),
+            params=params,
+            argv=self.config.render_command(params),
+            env=env,
+            workdir=str(self.config.workdir) if self.config.workdir else None,
+            timeout=self.config.trial.timeout,
+            grace_period=self.config.trial.grace_period,
+            run_id=run_id,
+        )
+        flush = getattr(internals.storage_of(self._study), "flush", None)
+        if flush is not None:  # the params are in the database before the process starts
+            flush(internals.trial_id(trial))
+        return Prepared(trial, spec, time.perf_counter() - t0)
+
+    def start(self, prepared: Prepared) -> RunningTrial:
+        """Submit the attempt and record where it runs (in the study, for `tuner resume`,
+        and in its MLflow run)."""
+        trial, spec = prepared.trial, prepared.spec
+        run_id = spec.run_id or ""
+        handle = self._executor.submit(spec)
+        device = handle.device_label()
+        collectors: list[Collector] = [TrialApiCollector()]
+        if self._patterns:
+            collectors.append(StdoutCollector(self._patterns))
+        collectors.append(MlflowRunCollector(self._recorder.latest_metrics))
+        params = dict(spec.params)
+        rt = RunningTrial(trial, handle, params, spec.attempt, run_id, collectors, device)
+        rt.secrets = secret_values(spec.argv, {**os.environ, **spec.env})
+        launch = {
+            **handle.process_info(),
+            "host": self._host,
+            "device": device,
+            "run_id": run_id,
+            "attempt": spec.attempt,
+            "started": handle.started_at,
+        }
+        trial.set_user_attr(LAUNCH_ATTR, launch)
+        self._recorder.trial_started(
+            run_id,
+            number=trial.number,
+            attempt=spec.attempt,
+            params=params,
+            argv=spec.argv,
+            env=self.config.env,
+            device=device,
+            sampler=self.config.sampler.name,
+            extra_tags={"tuner.campaign": self.config.name},
+        )
+        return rt
+
+    def discard(self, prepared: Prepared) -> None:
+        """A trial asked for but never started goes back to WAITING (same params; the next
+        controller takes it first); its reserved run is freed."""
+        import optuna
+
+        internals.storage_of(self._study).set_trial_state_values(
+            internals.trial_id(prepared.trial), optuna.trial.TrialState.WAITING
+        )
+        if prepared.spec.run_id:
+            self._recorder.release_run(prepared.spec.run_id)

@@ -1,0 +1,106 @@
+"""The coordination interface: how one controller shares its study with others, or does not.
+
+A `tuner.campaign.Controller` runs the same loop whether it is the campaign's only
+controller (``tuner run`` / ``tuner resume``: `Standalone`) or one of several controllers
+on a shared study (``tuner worker``: `SharedStudy`). What differs is injected as a
+`Coordination`: where its local state lives, how its study storage is opened, what is
+locked while the study and its records are created, how trials left RUNNING by a dead
+controller are recovered, and how a new trial is taken within the exact budget.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from tuner.coordination._campaign_dir import CampaignDir
+from tuner.coordination._heartbeat import default_timing, live_trial_ids
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.config import CampaignConfig
+    from tuner.records import LineageRecorder
+
+__all__ = ["Coordination"]
+
+
+class Coordination(abc.ABC):
+    """What a controller asks of the other controllers of its study.
+
+    Contract. One controller uses one coordination for one `run`, and calls it from its own
+    thread only, in this order:
+
+    1. `campaign_dir` once, before anything: the local state folder whose lock this
+       controller holds while it runs (two controllers never share one).
+    2. `open_storage` once, unless the controller was given a storage.
+    3. `setting_up` is held while the study, the MLflow experiment and the campaign's parent
+       run are created or found; `joined` is called once the study is loaded.
+    4. `recover` once, before the first trial, with the RUNNING trials that no live
+       heartbeat owns (`orphans`). It must never touch a trial that a live controller runs.
+    5. `ask` for every new trial: a trial within ``budget`` counted trials (WAITING ones
+       first), or None once the study holds the budget. It must be atomic across every
+       process driving the study (two controllers never exceed the budget between them).
+    6. `trial_ended` after each asked trial was told its final state; `close` at the end.
+
+    Methods raise `tuner.TunerError` for failures the user can act on; storage errors
+    propagate as they are (the controller aborts and marks its trials).
+    """
+
+    def __init__(self, config: CampaignConfig) -> None:
+        self.config = config
+
+    @abc.abstractmethod
+    def campaign_dir(self) -> CampaignDir:
+        """The local state folder (controller lock, trial channels) of this controller."""
+
+    @abc.abstractmethod
+    def open_storage(self) -> optuna.storages.BaseStorage:
+        """The Optuna storage of the campaign's study."""
+
+    @contextlib.contextmanager
+    def setting_up(self) -> Iterator[None]:
+        """Held while the study and its lineage records are created. Default: nothing held."""
+        yield
+
+    def joined(self, study: optuna.Study) -> None:  # noqa: B027 - optional hook
+        """The study is loaded (sampler and pruner attached). Default: nothing to do."""
+
+    @abc.abstractmethod
+    def recover(
+        self,
+        study: optuna.Study,
+        orphans: list[optuna.trial.FrozenTrial],
+        *,
+        recorder: LineageRecorder,
+        message: Callable[[str], Any],
+    ) -> None:
+        """End what dead controllers left: their processes, RUNNING trials and runs; re-queue
+        the trials with the same parameters. ``message`` takes one line per event."""
+
+    @abc.abstractmethod
+    def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
+        """A new (or re-queued) trial within ``budget``; None once the budget is reached."""
+
+    def trial_ended(self, trial_id: int) -> None:  # noqa: B027 - optional hook
+        """The trial with this storage id was told its final state. Default: nothing."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what `open_storage` and `ask` held. Idempotent. Default: nothing."""
+
+    def orphans(self, study: optuna.Study) -> tuple[list[optuna.trial.FrozenTrial], bool]:
+        """``(RUNNING trials without a live heartbeat, whether some live controller runs
+        trials)``: what `recover` is given, and whether the lineage store may be reconciled
+        (it may not while another controller is alive)."""
+        import optuna
+
+        from tuner.search import _internals as internals
+
+        running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        if not running:
+            return [], False
+        config = self.config
+        live = live_trial_ids(config.optuna_storage_url(), config.study_name, default_timing()[1])
+        return [t for t in running if internals.trial_id(t) not in live], bool(live)

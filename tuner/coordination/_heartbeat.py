@@ -1,0 +1,163 @@
+"""Heartbeats of the trials a worker runs, recorded into Optuna's ``trial_heartbeats`` table.
+
+Optuna's own heartbeat runs only inside ``study.optimize``. The tuner drives trials with
+ask/tell, so it records the heartbeats itself through `optuna.storages.RDBStorage.record_heartbeat`
+(the storage is built with ``heartbeat_interval`` and ``grace_period``; the timestamps are the
+database's clock, so hosts need not agree on time). A RUNNING trial gets its first heartbeat
+under the study lock, in the same breath as its creation (`tuner.coordination._budget`), so no
+RUNNING trial is ever without one; `tuner.coordination._recovery.requeue_stale` re-queues the
+trials whose heartbeat is older than the grace period.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tuner.search import _internals as internals
+from tuner.search._attrs import STALE_ATTR
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "DEFAULT_INTERVAL",
+    "Heartbeat",
+    "default_timing",
+    "heartbeat_storage",
+    "heartbeat_timing",
+    "live_trial_ids",
+]
+
+#: Defaults: a heartbeat every 5 s; a trial without one for 30 s (and at least three
+#: intervals) is stale. Override with ``TUNER_HEARTBEAT_INTERVAL`` / ``TUNER_HEARTBEAT_GRACE``
+#: (seconds) or `tuner worker` flags.
+DEFAULT_INTERVAL = 5
+DEFAULT_GRACE = 30
+
+
+def default_timing() -> tuple[int, int]:
+    """``(interval, grace)`` in seconds from the environment, else the defaults."""
+    interval = int(os.environ.get("TUNER_HEARTBEAT_INTERVAL") or DEFAULT_INTERVAL)
+    grace = int(os.environ.get("TUNER_HEARTBEAT_GRACE") or max(DEFAULT_GRACE, 3 * interval))
+    return max(1, interval), max(1, grace)
+
+
+def heartbeat_timing(interval: int | None = None, grace: int | None = None) -> tuple[int, int]:
+    """``(interval, grace)`` a worker uses: the given values (flags), else `default_timing`;
+    the grace period is never shorter than three given intervals."""
+    default_interval, default_grace = default_timing()
+    interval = interval or default_interval
+    return interval, grace or max(default_grace, 3 * interval)
+
+
+def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages.RDBStorage:
+    """An Optuna RDB storage that records and checks heartbeats (``interval``, ``grace`` in s).
+
+    SQLite files get the same WAL settings as `tuner.search._study.open_storage`.
+    """
+    import optuna
+
+    from tuner.search._study import create_rdb, sqlite_pragmas
+
+    is_sqlite = url.startswith("sqlite")
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = create_rdb(
+            url,
+            engine_kwargs=kwargs,
+            heartbeat_interval=max(1, int(interval)),
+            grace_period=max(1, int(grace)),
+        )
+    if is_sqlite:
+        from sqlalchemy import event
+
+        event.listen(storage.engine, "connect", sqlite_pragmas)
+        storage.engine.dispose()
+    return storage
+
+
+def live_trial_ids(url: str, study_name: str, grace: int) -> set[int]:
+    """Ids of the study's RUNNING trials whose heartbeat is fresher than ``grace`` s: some
+    live worker drives them. Trials that never had a heartbeat are not live."""
+    found = internals.running_heartbeats(url, study_name)
+    if found is None:
+        return set()
+    now, rows = found
+    limit = datetime.timedelta(seconds=grace)
+    return {tid for tid, beat in rows if now - beat <= limit}
+
+
+class Heartbeat:
+    """A daemon thread that records a heartbeat every ``interval`` s for the trials added.
+
+    ``add``/``remove`` are thread-safe. ``lost`` holds ids of trials that were found finished
+    by someone else (re-queued as stale); the controller should stop their processes.
+    """
+
+    def __init__(
+        self, storage: optuna.storages.RDBStorage, on_beat: Callable[[], Any] | None = None
+    ) -> None:
+        interval = storage.get_heartbeat_interval()
+        if interval is None:
+            raise ValueError("Heartbeat needs a storage made with heartbeat_interval")
+        self._storage = storage
+        self._on_beat = on_beat
+        self.interval = float(interval)
+        self._ids: set[int] = set()
+        self.lost: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tuner-heartbeat", daemon=True)
+
+    def add(self, trial_id: int) -> None:
+        self._storage.record_heartbeat(trial_id)
+        with self._lock:
+            self._ids.add(trial_id)
+
+    def remove(self, trial_id: int) -> None:
+        with self._lock:
+            self._ids.discard(trial_id)
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(self.interval + 5)
+
+    def beat(self) -> None:
+        """Record one heartbeat for every trial held now (the thread calls this)."""
+        import optuna
+
+        with self._lock:
+            ids = sorted(self._ids)
+        for trial_id in ids:
+            try:
+                trial = self._storage.get_trial(trial_id)
+                if trial.state != optuna.trial.TrialState.RUNNING:
+                    with self._lock:
+                        self._ids.discard(trial_id)
+                        if STALE_ATTR in trial.system_attrs:
+                            self.lost.add(trial_id)
+                    continue
+                self._storage.record_heartbeat(trial_id)
+            except Exception:
+                continue
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+            if self._on_beat is not None:
+                try:
+                    self._on_beat()
+                except Exception:
+                    continue

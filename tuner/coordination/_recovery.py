@@ -1,0 +1,173 @@
+"""Trials a dead controller or worker left RUNNING: end their processes, fail them with the
+reason, and queue a copy with the same parameters (the copy counts, they do not).
+
+Two ways to find them. `recover_stale`: a controller starting on a campaign takes every
+RUNNING trial without a live heartbeat (its previous controller died). `requeue_stale`: any
+worker, every heartbeat interval (and ``tuner resume``), takes the RUNNING trials whose
+heartbeat is older than the grace period, marks them ``tuner:stale`` and FAIL, and adds the
+WAITING copy, all under the study lock. ``study.ask`` pops WAITING trials atomically (a
+compare-and-set on the trial state), so exactly one controller runs each copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tuner.executors import _procs
+from tuner.search import _internals as internals
+from tuner.search._attrs import (
+    ATTEMPT_ATTR,
+    FAIL_ATTR,
+    LAUNCH_ATTR,
+    RERUN_OF_ATTR,
+    RETRY_HISTORY_ATTR,
+    RETRY_OF_ATTR,
+    STALE_ATTR,
+    SYSTEM_PREFIX,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.coordination._lock import StudyLock
+    from tuner.records import LineageRecorder
+
+__all__ = ["recover_stale", "requeue_and_close", "requeue_stale", "supersede"]
+
+
+def recover_stale(
+    study: optuna.Study,
+    stale: Sequence[optuna.trial.FrozenTrial],
+    host: str,
+    grace: float,
+    message: Callable[[str], Any],
+) -> None:
+    """Trials found RUNNING with no live owner: never started ones go back to WAITING;
+    started ones have their orphan process group on this ``host`` ended (``grace`` seconds
+    after SIGTERM), are failed with the reason, and re-queued."""
+    import optuna
+
+    for frozen in stale:
+        launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
+        if not launch:
+            # Asked for (params chosen) but its process was never started.
+            internals.storage_of(study).set_trial_state_values(
+                internals.trial_id(frozen), optuna.trial.TrialState.WAITING
+            )
+            continue
+        ended = 0
+        if launch.get("host") == host and launch.get("pid"):
+            ended = _procs.end_group(launch, grace=grace)
+        reason = (
+            "interrupted: its controller died (found RUNNING by the next controller"
+            + (f", {ended} orphan process(es) ended" if ended else "")
+            + "); re-run with the same parameters"
+        )
+        supersede(study, frozen.number, internals.trial_id(frozen), reason, frozen.params, frozen)
+        message(f"trial {frozen.number}: {reason}")
+
+
+def supersede(
+    study: optuna.Study,
+    number: int,
+    trial_id: int,
+    reason: str,
+    params: Mapping[str, Any],
+    frozen: optuna.trial.FrozenTrial,
+) -> None:
+    """Mark an interrupted trial FAIL (superseded) and queue a copy with its params."""
+    import optuna
+
+    storage = internals.storage_of(study)
+    storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+    storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
+    storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+    attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
+    study.enqueue_trial(
+        dict(params),
+        user_attrs={ATTEMPT_ATTR: attempt, RERUN_OF_ATTR: number},
+        skip_if_exists=False,
+    )
+
+
+def requeue_stale(
+    study: optuna.Study, storage: optuna.storages.RDBStorage, lock: StudyLock
+) -> list[tuple[int, int]]:
+    """Fail every RUNNING trial of ``study`` whose heartbeat is older than the grace period and
+    add a WAITING copy with the same parameters. Returns ``[(stale_number, new_number)]``.
+
+    ``study`` must use ``storage`` (made by `tuner.coordination._heartbeat.heartbeat_storage`). Safe to call from any number of
+    processes at once: each stale trial is re-queued exactly once.
+    """
+    import optuna
+
+    grace = storage.grace_period or 2 * (storage.get_heartbeat_interval() or 1)
+    done: list[tuple[int, int]] = []
+    with lock.hold():
+        for trial_id in internals.stale_trial_ids(storage, internals.study_id(study)):
+            old = storage.get_trial(trial_id)
+            reason = (
+                f"no heartbeat for more than {grace}s: the worker running it died or lost the "
+                f"database; re-queued with the same parameters"
+            )
+            try:
+                storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
+                if not storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL):
+                    continue
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue  # its worker finished it after all
+            history = [*old.system_attrs.get(RETRY_HISTORY_ATTR, []), old.number]
+            system_attrs = {
+                k: v for k, v in old.system_attrs.items() if not k.startswith(SYSTEM_PREFIX)
+            }
+            system_attrs.update({RETRY_OF_ATTR: old.number, RETRY_HISTORY_ATTR: history})
+            study.add_trial(
+                optuna.trial.create_trial(
+                    state=optuna.trial.TrialState.WAITING,
+                    params=old.params,
+                    distributions=old.distributions,
+                    user_attrs=old.user_attrs,
+                    system_attrs=system_attrs,
+                )
+            )
+            new = max(t.number for t in study.get_trials(deepcopy=False))
+            done.append((old.number, new))
+    return done
+
+
+def requeue_and_close(
+    study: optuna.Study,
+    rdb: optuna.storages.RDBStorage,
+    lock: StudyLock,
+    recorder: LineageRecorder | None,
+    tracking_uri: str | None = None,
+) -> list[tuple[int, int]]:
+    """`requeue_stale`, then end the MLflow runs of the stale trials (FAILED, with why)
+    through ``recorder``, else straight through an MLflow client on ``tracking_uri``."""
+    moved = requeue_stale(study, rdb, lock)
+    if not moved or (recorder is None and tracking_uri is None):
+        return moved
+    by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
+    for old, new in moved:
+        frozen = by_number.get(old)
+        launch = (frozen.user_attrs.get(LAUNCH_ATTR) if frozen else None) or {}
+        run_id = launch.get("run_id")
+        if not run_id:
+            continue
+        reason = str(frozen.system_attrs.get(STALE_ATTR, "stale")) if frozen else "stale"
+        tags = {
+            "tuner.state": "FAIL",
+            "tuner.fail_reason": f"{reason} (as trial {new})",
+            "tuner.retried_as": str(new),
+        }
+        if recorder is not None:
+            recorder.trial_finished(run_id, status="FAILED", tags=tags, output_tail="")
+            continue
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=tracking_uri)
+        for key, value in tags.items():
+            client.set_tag(run_id, key, value)
+        client.set_terminated(run_id, "FAILED")
+    return moved

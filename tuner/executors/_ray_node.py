@@ -1,0 +1,189 @@
+"""The node side of the Ray executor: the task that runs one trial attempt on a node.
+
+`run_trial` starts the trial command as a subprocess of the Ray worker (own session, killed with
+the worker through ``PR_SET_PDEATHSIG``), follows its report channel and its stdout/stderr, and
+yields them back to the driver in small batches; its last item is the outcome. Everything here
+runs on the node, so it imports only the standard library, ``ray`` and the trial protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from tuner import _protocol as protocol
+
+__all__ = ["RESOURCE", "run_trial"]
+
+#: The Ray resource each ``resources.kind`` requests.
+RESOURCE = {"gpu": "GPU", "npu": "NPU", "cpu": "CPU"}
+
+# Exec shim: the trial dies with the Ray worker that started it (kill -9, force-cancel, node
+# loss), and its argv[0] is looked up on the node's PATH from the trial's environment.
+_SHIM = (
+    "import ctypes,os,signal,sys\n"
+    "ctypes.CDLL(None).prctl(1,signal.SIGKILL)\n"
+    "if os.getppid()!=int(sys.argv[1]):os._exit(137)\n"
+    "try:os.execvp(sys.argv[2],sys.argv[2:])\n"
+    "except OSError as e:\n"
+    " sys.stderr.write('tuner-launch-error: cannot start %r: %s\\n'%(sys.argv[2],e.strerror or e))\n"
+    " os._exit(127)\n"
+)
+_TAIL_BYTES = 16_384
+
+
+def _tail(path: str) -> str:
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - _TAIL_BYTES))
+        return f.read().decode("utf-8", "replace")
+
+
+class _Follow:
+    """New bytes of a file since the previous read."""
+
+    def __init__(self, path: str) -> None:
+        self._f = open(path, "a+b")  # noqa: SIM115 - closed by close()
+        self._f.seek(0)
+
+    def read(self) -> bytes:
+        return self._f.read()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    import ray
+
+    kind = payload["kind"]
+    ctx = ray.get_runtime_context()
+    devices = list(ctx.get_accelerator_ids().get(RESOURCE[kind], [])) if kind != "cpu" else []
+    env = dict(os.environ)
+    env.setdefault(protocol.UNBUFFERED, "1")
+    if kind == "cpu":
+        env.update(protocol.device_env("cpu", ()))
+    elif kind == "npu":
+        # Ray restricted the visible NPUs already; the first of them is logical device 0.
+        env[protocol.DEVICE_ID] = "0"
+    env.update(payload["env"])
+    tmp = tempfile.mkdtemp(prefix=f"tuner-trial-{payload['number']}-{payload['attempt']}-")
+    channel = os.path.join(tmp, protocol.CHANNEL_FILE)
+    control = os.path.join(tmp, protocol.CONTROL_FILE)
+    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+    env.update(
+        protocol.attempt_env(
+            channel=channel, control=control, number=payload["number"], attempt=payload["attempt"]
+        )
+    )
+    open(channel, "wb").close()
+    t0 = time.monotonic()
+    proc: subprocess.Popen[bytes] | None = None
+    followers: list[_Follow] = []
+    try:
+        workdir = payload["workdir"]
+        if workdir and not os.path.isdir(workdir):
+            yield _end_item(t0, launch_error=f"workdir {workdir!r} does not exist on this node")
+            return
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            argv = [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *payload["argv"]]
+            proc = subprocess.Popen(
+                argv, cwd=workdir or None, env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        followers = [_Follow(channel), _Follow(out_path), _Follow(err_path)]
+        yield {
+            "type": "start",
+            "host": socket.gethostname(),
+            "node_ip": ray.util.get_node_ip_address(),
+            "node_id": ctx.get_node_id(),
+            "pid": proc.pid,
+            "devices": devices,
+            "started_at": time.time(),
+        }
+        timed_out = False
+        partial = [b"", b""]
+        while True:
+            rc = proc.poll()
+            item = _io_item(followers, partial, final=rc is not None)
+            if item is not None:
+                yield item
+            if rc is not None:
+                break
+            timeout = payload["timeout"]
+            if timeout is not None and time.monotonic() - t0 > timeout:
+                timed_out = True
+                _stop(proc, control, payload["grace_period"])
+            else:
+                time.sleep(payload["poll_interval"])
+        stderr_tail = _tail(err_path)
+        if rc == 127 and "tuner-launch-error: " in stderr_tail:
+            message = stderr_tail.split("tuner-launch-error: ", 1)[1].strip().splitlines()[0]
+            yield _end_item(t0, launch_error=message)
+            return
+        yield _end_item(
+            t0,
+            exit_code=rc if rc >= 0 else None,
+            signal=-rc if rc < 0 else None,
+            timed_out=timed_out,
+            stdout_tail=_tail(out_path),
+            stderr_tail=stderr_tail,
+        )
+    except KeyboardInterrupt:  # ray.cancel(force=False): prune or shutdown
+        if proc is not None:
+            _stop(proc, control, payload["grace_period"])
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for follower in followers:
+            follower.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _io_item(
+    followers: list[_Follow], partial: list[bytes], *, final: bool
+) -> dict[str, Any] | None:
+    channel = followers[0].read()
+    lines: list[str] = []
+    for i, follower in enumerate(followers[1:]):
+        data = partial[i] + follower.read()
+        chunks = data.split(b"\n")
+        rest = chunks.pop()
+        if final and rest:
+            chunks.append(rest)
+            rest = b""
+        partial[i] = rest
+        lines.extend(c.decode("utf-8", "replace").rstrip("\r") for c in chunks)
+    if not channel and not lines:
+        return None
+    return {"type": "io", "channel": channel, "lines": lines}
+
+
+def _end_item(t0: float, **fields: Any) -> dict[str, Any]:
+    fields.setdefault("exit_code", None)
+    fields["duration"] = time.monotonic() - t0
+    return {"type": "end", "outcome": fields}
+
+
+def _stop(proc: Any, control: str, grace: float) -> None:
+    with contextlib.suppress(OSError):
+        open(control, "w").close()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

@@ -1,0 +1,31 @@
+"""Records: what a campaign writes to the lineage store (MLflow), and when.
+
+One parent run per campaign (its params, tags and closing summary), one child run per trial
+(written from a background thread, so no MLflow call is on a trial's path), the closing of
+runs a dead controller left, and the check that the store accepts our credentials.
+"""
+
+from __future__ import annotations
+
+from tuner.records._access import CredentialsError, check_tracking_access
+from tuner.records._campaign import open_recorder, start_campaign_run
+from tuner.records._reconcile import reconcile_runs
+from tuner.records._recorder import LineageRecorder
+from tuner.records._summary import campaign_params, campaign_tags, run_importance, summary_tags
+from tuner.records._trial import interrupted_tags, output_tail, trial_end_tags
+
+__all__ = [
+    "CredentialsError",
+    "LineageRecorder",
+    "campaign_params",
+    "campaign_tags",
+    "check_tracking_access",
+    "interrupted_tags",
+    "open_recorder",
+    "output_tail",
+    "reconcile_runs",
+    "run_importance",
+    "start_campaign_run",
+    "summary_tags",
+    "trial_end_tags",
+]

@@ -1,0 +1,61 @@
+"""Closing what a dead controller left in the lineage store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+__all__ = ["RUN_TYPE", "reconcile_runs"]
+
+#: The tag that tells campaign, trial, reserved and analysis runs apart.
+RUN_TYPE = "lineage.run_type"
+
+
+def reconcile_runs(
+    tracking_uri: str,
+    experiment: str,
+    campaign: str,
+    reason: str,
+    used: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """After a controller died: delete reserved runs of ``campaign`` and end its trial runs
+    left RUNNING as KILLED with ``reason``. ``used`` maps run ids that trials were launched
+    with to their trial numbers: such a run is a trial run even if the dead controller had
+    not tagged it yet. Returns counts ``{"deleted": n, "killed": n}``."""
+    from mlflow.entities import RunTag
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    counts = {"deleted": 0, "killed": 0}
+    if exp is None:
+        return counts
+    runs = client.search_runs(
+        [exp.experiment_id],
+        filter_string=f"tags.`tuner.campaign` = '{campaign}' and attributes.status = 'RUNNING'",
+        max_results=5000,
+    )
+    now = time.time()
+    for run in runs:
+        kind = run.data.tags.get(RUN_TYPE)
+        number = (used or {}).get(run.info.run_id)
+        if number is not None and kind == "reserved":
+            client.set_tag(run.info.run_id, RUN_TYPE, "trial")
+            client.set_tag(run.info.run_id, "tuner.trial_number", str(number))
+            client.set_tag(run.info.run_id, "mlflow.runName", f"{campaign}-trial-{number}")
+            kind = "trial"
+        if kind == "reserved":
+            client.set_terminated(run.info.run_id, "KILLED")
+            client.delete_run(run.info.run_id)
+            counts["deleted"] += 1
+        elif kind == "trial":
+            client.log_batch(
+                run.info.run_id,
+                tags=[
+                    RunTag("tuner.state", "FAIL"),
+                    RunTag("tuner.fail_reason", reason),
+                ],
+            )
+            client.set_terminated(run.info.run_id, "KILLED", end_time=int(now * 1000))
+            counts["killed"] += 1
+    return counts

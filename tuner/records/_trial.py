@@ -1,0 +1,55 @@
+"""What a trial's MLflow run holds once the attempt ended: its closing tags and output tail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuner.executors import TrialOutcome
+
+__all__ = ["interrupted_tags", "output_tail", "trial_end_tags"]
+
+
+def trial_end_tags(
+    state: str,
+    outcome: TrialOutcome,
+    *,
+    reason: str | None,
+    metric_names: Sequence[str],
+    values: Sequence[float] | None,
+    retried_as: int | None = None,
+) -> dict[str, str]:
+    """``tuner.state`` (COMPLETE, PRUNED, FAIL), how the process ended, why it failed or was
+    pruned, the trial it was retried as, and its objective values."""
+    tags = {"tuner.state": state, "tuner.duration_s": f"{outcome.duration:.3f}"}
+    if outcome.exit_code is not None:
+        tags["tuner.exit_code"] = str(outcome.exit_code)
+    if outcome.signal_name is not None:
+        tags["tuner.signal"] = outcome.signal_name
+    if state == "PRUNED":
+        tags["tuner.prune_reason"] = reason or "pruned"
+    elif state == "FAIL":
+        tags["tuner.fail_reason"] = reason or "failed"
+        if retried_as is not None:
+            tags["tuner.retried_as"] = str(retried_as)
+    if values is not None:
+        for name, value in zip(metric_names, values, strict=True):
+            tags[f"tuner.value.{name}"] = repr(value)
+    return tags
+
+
+def interrupted_tags(reason: str) -> dict[str, str]:
+    """The closing tags of a run whose attempt was interrupted (it is re-run as a copy)."""
+    return {"tuner.state": "FAIL", "tuner.fail_reason": reason}
+
+
+def output_tail(outcome: TrialOutcome) -> str:
+    """The artifact ``tuner/output_tail.txt``: the last lines of stdout and stderr."""
+    return (
+        "----- stdout (tail) -----\n"
+        + (outcome.stdout_tail or "(no output)")
+        + "\n----- stderr (tail) -----\n"
+        + (outcome.stderr_tail or "(no output)")
+        + "\n"
+    )
