@@ -270,7 +270,7 @@ class _NullRecorder:
     def close(self, *_: Any, **__: Any) -> None: ...
 
 
-def _controller(campaign: Any, fn: Any, **over: Any) -> Any:
+def _controller(campaign: Any, fn: Any, coordination: Any = None, **over: Any) -> Any:
     from tuner.campaign import Controller
     from tuner.executors._inprocess import InProcessExecutor
 
@@ -278,6 +278,7 @@ def _controller(campaign: Any, fn: Any, **over: Any) -> Any:
     rec = _NullRecorder()
     ctl = Controller(
         config,
+        coordination=coordination(config) if coordination else None,
         executor=InProcessExecutor(fn, slots=2),
         recorder=rec,  # type: ignore[arg-type]
         importance=False,
@@ -349,3 +350,62 @@ def test_importing_the_trial_api_loads_nothing_heavy():
         "tuner._protocol",
         "tuner.trial",
     ]
+
+
+def test_the_controller_only_talks_to_its_coordination_in_contract_order(bare_campaign):
+    """The coordination is injected, and the controller calls it as `Coordination`'s docstring
+    says: state folder, storage, set-up under `setting_up`, `joined`, `recover` once, then
+    `ask` per trial (None ends it) and `trial_ended` per told trial, `close` last."""
+    import contextlib
+
+    from tuner.coordination import Standalone
+
+    calls: list[str] = []
+
+    class Recording(Standalone):
+        def campaign_dir(self) -> Any:
+            calls.append("campaign_dir")
+            return super().campaign_dir()
+
+        def open_storage(self) -> Any:
+            calls.append("open_storage")
+            return super().open_storage()
+
+        @contextlib.contextmanager
+        def setting_up(self) -> Any:
+            calls.append("setting_up")
+            yield
+            calls.append("set_up")
+
+        def joined(self, study: Any) -> None:
+            calls.append("joined")
+
+        def recover(self, study: Any, orphans: Any, **kw: Any) -> None:
+            calls.append(f"recover:{len(orphans)}")
+            super().recover(study, orphans, **kw)
+
+        def ask(self, study: Any, budget: int) -> Any:
+            trial = super().ask(study, budget)
+            calls.append("ask" if trial is not None else "ask:none")
+            return trial
+
+        def trial_ended(self, trial_id: int) -> None:
+            calls.append("ended")
+
+        def close(self) -> None:
+            calls.append("close")
+            super().close()
+
+    ctl, rec, _ = _controller(
+        bare_campaign,
+        lambda spec: ([(0, {"loss": spec.params["x"]})], 0),
+        coordination=Recording,
+        budget={"trials": 3},
+    )
+    result = ctl.run()
+    assert result.finished == 3 and len(rec.finished) == 3
+    head = ["campaign_dir", "open_storage", "setting_up", "set_up", "joined", "recover:0"]
+    assert calls[:6] == head and calls[-1] == "close"
+    middle = calls[6:-1]
+    assert middle.count("ask") == 3 and middle.count("ended") == 3 and "ask:none" in middle
+    assert middle.index("ended") > middle.index("ask")
