@@ -1,7 +1,10 @@
 """Hyperparameter lineage over MLflow: record runs, query them, rank and diagnose.
 
 The recording API (``lineage.start_run`` and friends) is what training scripts import; the
-query, importance and diagnosis APIs back the ``lineage`` CLI.
+query, importance and diagnosis APIs back the ``lineage`` CLI. Other tools (the tuner) use
+the public modules :mod:`lineage.recording` (experiments, bulk SQL writers),
+:mod:`lineage.uri`, :mod:`lineage.tags`, :mod:`lineage.masking`, :mod:`lineage.console`,
+:mod:`lineage.store` and :mod:`lineage.query`; underscore modules are internal.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from lineage._recording._writer import (
 )
 from lineage.store._dialect import Dialect, map_error
 from lineage.store._sql_db import Connection, SchemaMismatch, connect
+from lineage.tags import MLFLOW_RUN_NAME
 
 __all__ = ["SchemaMismatch", "SqlWriter"]
 
@@ -83,7 +84,6 @@ class SqlWriter(Writer):
         except BaseException:
             self.close()
             raise
-        self._dialect: Dialect = conn.dialect
         self.kind = f"sql:{conn.dialect.name}"
 
     # -- connection -------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class SqlWriter(Writer):
 
     def set_name(self, run_id: str, name: str) -> bool:
         # MLflow keeps the name in runs.name and in the mlflow.runName tag; both, as it does.
-        self.write(run_id, Batch(tags={"mlflow.runName": name}))
+        self.write(run_id, Batch(tags={MLFLOW_RUN_NAME: name}))
         return True
 
     def _retrying(self, attempt: Callable[[], T]) -> T:
@@ -211,10 +211,10 @@ class SqlWriter(Writer):
                 cur.executemany(q(_INSERT_PARAM), [(k, v, run_id) for k, v in to_insert.items()])
         if batch.tags:
             cur.executemany(q(_UPSERT_TAG), [(k, v, run_id) for k, v in batch.tags.items()])
-            if "mlflow.runName" in batch.tags:
+            if MLFLOW_RUN_NAME in batch.tags:
                 cur.execute(
                     q("UPDATE runs SET name = ? WHERE run_uuid = ?"),
-                    (batch.tags["mlflow.runName"], run_id),
+                    (batch.tags[MLFLOW_RUN_NAME], run_id),
                 )
         if batch.points:
             rows = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lineage import tags as T
 from lineage._errors import StoreError
 from lineage.cli._common import add_common, print_csv, print_json, print_table
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as exc:
             artifacts, artifact_error = None, str(exc)
     ident = identity(record)
-    tags = {k: v for k, v in other_tags(record).items() if k != "mlflow.runName"}
+    tags = {k: v for k, v in other_tags(record).items() if k != T.MLFLOW_RUN_NAME}
     head = {
         "run_id": record.run_id,
         "run_name": record.name,

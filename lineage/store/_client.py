@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from lineage import tags as T
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
 from lineage.store._records import Experiment, MetricPoint, RunRecord
@@ -150,7 +151,7 @@ def _record(run: Any, names: dict[str, str]) -> RunRecord:
         run_id=info.run_id,
         experiment_id=str(info.experiment_id),
         experiment=names.get(str(info.experiment_id), str(info.experiment_id)),
-        name=info.run_name or data.tags.get("mlflow.runName", ""),
+        name=info.run_name or data.tags.get(T.MLFLOW_RUN_NAME, ""),
         status=str(info.status),
         start_time=info.start_time,
         end_time=info.end_time,

@@ -7,6 +7,7 @@ import math
 from collections import defaultdict
 
 from lineage.store._records import RunRecord
+from lineage.tags import MLFLOW_RUN_NAME as RUN_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def assemble(
                 run_id=run_id,
                 experiment_id=str(exp_id),
                 experiment=exp_name,
-                name=name or run_tags.get("mlflow.runName", ""),
+                name=name or run_tags.get(RUN_NAME, ""),
                 status=status or "",
                 start_time=start,
                 end_time=end,
@@ -76,7 +77,7 @@ def assemble_folded(
                 run_id,
                 str(exp_id),
                 exp_name,
-                name or run_tags.get("mlflow.runName", ""),
+                name or run_tags.get(RUN_NAME, ""),
                 status or "",
                 start,
                 end,
@@ -111,7 +112,7 @@ def assemble_json(doc: str, big: list[tuple[Any, ...]]) -> list[RunRecord]:
                 run_id,
                 str(exp_id),
                 exp_name,
-                name or tags.get("mlflow.runName", ""),
+                name or tags.get(RUN_NAME, ""),
                 status or "",
                 start,
                 end,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
+from lineage.tags import MLFLOW_RUN_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def rendered_runs_sql(
     )
     run_name = (
         "coalesce(nullif(r.name, ''), (SELECT coalesce(t.value, '') FROM tags t "
-        "WHERE t.run_uuid = r.run_uuid AND t.key = 'mlflow.runName'), '')"
+        f"WHERE t.run_uuid = r.run_uuid AND t.key = '{MLFLOW_RUN_NAME}'), '')"
     )
     sql = (
         "SELECT json_object('run_id', r.run_uuid, "
