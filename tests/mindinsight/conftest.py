@@ -1,9 +1,9 @@
 """Fixtures: real summary directories written by MindSpore's SummaryCollector on CPU.
 
 ``summaries`` runs ``_make_summaries.py`` once per session in a subprocess (MindSpore is
-imported there only; the tests read the files without it): 8 trainings in ``base/``, one
-more in ``extra/``, and the first one also recorded by ``LineageCallback`` into
-``callback_uri``. Tests that modify a directory work on a copy (``copy_base``).
+imported there only; the tests read the files without it): 8 trainings in ``base/``, and
+the first one's configuration also recorded by ``LineageCallback`` into ``callback_uri``.
+Tests that modify a directory work on a copy (``copy_base``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ HERE = Path(__file__).parent
 class Summaries:
     root: Path
     base: Path
-    extra: Path
     callback_uri: str
     runs: dict[str, dict[str, float]]
 
@@ -46,7 +45,7 @@ def summaries(tmp_path_factory: pytest.TempPathFactory) -> Summaries:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     runs = json.loads(done.stdout.strip().splitlines()[-1])
-    return Summaries(root, root / "base", root / "extra", uri, runs)
+    return Summaries(root, root / "base", uri, runs)
 
 
 def _writable_copy(src: Path, dest: Path) -> Path:
@@ -61,17 +60,3 @@ def _writable_copy(src: Path, dest: Path) -> Path:
 def copy_base(summaries: Summaries, tmp_path: Path) -> Path:
     """A writable copy of the 8-run base directory."""
     return _writable_copy(summaries.base, tmp_path / "summary_base")
-
-
-@pytest.fixture
-def add_extra(summaries: Summaries):  # type: ignore[no-untyped-def]
-    """``add_extra(base)`` copies the extra training into ``base`` (a grown directory)."""
-
-    def add(base: Path) -> list[str]:
-        names = []
-        for run_dir in sorted(summaries.extra.iterdir()):
-            _writable_copy(run_dir, base / run_dir.name)
-            names.append(f"./{run_dir.name}")
-        return names
-
-    return add
