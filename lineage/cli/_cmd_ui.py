@@ -46,21 +46,22 @@ def server_command(uri: str, host: str, port: int, artifact_root: str | None) ->
     """The ``mlflow server`` command line for a tracking URI."""
     from pathlib import Path
 
-    from lineage.uri import is_sql_uri
+    from lineage.uri import is_sql_uri, masked, scheme, sqlite_path
 
-    scheme = uri.split(":", 1)[0].lower()
-    if scheme in ("http", "https"):
-        raise UsageError(f"--tracking-uri {uri} is already a tracking server: open it in a browser")
+    kind = scheme(uri)
+    if kind in ("http", "https"):
+        raise UsageError(
+            f"--tracking-uri {masked(uri)} is already a tracking server: open it in a browser"
+        )
     if artifact_root is None:
         base = Path.cwd()
-        if scheme == "sqlite":
-            from lineage.uri import sqlite_path
-
+        if kind == "sqlite":
             base = Path(sqlite_path(uri)).resolve().parent
         artifact_root = (base / "mlruns").as_uri()
-    if not is_sql_uri(uri) and scheme not in ("file", ""):
+    if not is_sql_uri(uri) and kind not in ("file", ""):
         raise UsageError(
-            f"--tracking-uri {uri!r}: lineage ui serves sqlite, postgresql or file stores"
+            f"--tracking-uri must be a sqlite, postgresql or file store for lineage ui, "
+            f"got {masked(uri)!r}"
         )
     return [
         sys.executable,
