@@ -19,10 +19,15 @@ examples:
   lineage importance -e mnist --target acc --goal maximize --top 0.2 --format json
   lineage importance -e mnist --target val_loss --goal minimize --where "params.optimizer = 'adam'" --log
 columns: importance is each parameter's share (they sum to 1) of the held-out error a random
-forest loses when that parameter is shuffled; ci is a 95% bootstrap interval; sig(nificant)
-means the interval excludes zero; rho is Spearman's correlation (numeric parameters); best is the
+forest loses when that parameter's value is swapped with other runs'; ci is the 95% bootstrap
+interval (runs resampled); sig(nificant) is by definition "the interval excludes zero": a
+significant parameter's lower bound is above 0 (shown to 1 digit when under 0.01); rho is Spearman's correlation (numeric parameters); best is the
 category with the best mean target, or the value in the best run. type: num, log (numeric on
 a log scale) or cat(levels).
+default params: every parameter that varies; on a campaign's runs, the campaign's tuned
+parameters. Parameters with identical values in every run are ranked once (lr = optimizer.lr).
+A named parameter no analysed run has (a conditional one never drawn) is reported as never
+active; a name no run of the experiment knows is an error with a did-you-mean.
 exit codes: 0 ranked, 1 store failure, 2 bad input (unknown experiment/metric/param, fewer
 than 8 runs, constant target).
 """
@@ -98,6 +103,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lineage.importance import RandomForestImportance, analyze_experiment
+    from lineage.importance._result import format_bound
 
     if args.runs_shown < 0:
         raise UsageError(f"--runs-shown must be >= 0, got {args.runs_shown}")
@@ -117,20 +123,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.format == "csv":
         print_csv(
-            ["param", "type", "importance", "ci_low", "ci_high", "significant", "spearman", "best"],
+            ["param", "type", "importance", "ci_low", "ci_high", "significant", "spearman", "best",
+             "aliases"],
             [
                 [p.name, p.spec.label, p.importance, p.ci[0], p.ci[1], p.significant,
-                 p.correlation, p.best]
+                 p.correlation, p.best, " ".join(p.aliases)]
                 for p in result.params
             ],
         )  # fmt: skip
         return 0
     rows = [
         [
-            p.name,
+            p.label,
             _kind(p.spec),
             f"{p.importance:.3f}",
-            f"{p.ci[0]:.2f}-{p.ci[1]:.2f}",
+            f"{format_bound(p.ci[0])}-{format_bound(p.ci[1])}",
             "yes" if p.significant else "no",
             "" if p.correlation is None else f"{p.correlation:+.2f}",
             _short(p.best),
@@ -164,9 +171,17 @@ def run(args: argparse.Namespace) -> int:
             ],
             title=f"top {len(top_rows)} runs",
         )
-    notes = [f"{name} ({why})" for name, why in result.dropped.items()]
+    if result.param_source:
+        print(f"params: {result.param_source} (--params to choose others)")
+    for name in result.never_active:
+        print(f"{name}: {result.dropped[name]}")
+    notes = [
+        f"{name} ({why})" for name, why in result.dropped.items() if name not in result.never_active
+    ]
     if notes:
         print(f"not ranked: {', '.join(notes)}")
+    for name, same in result.aliases.items():
+        print(f"aliases: {name} = {' = '.join(same)} (identical in every run, ranked as one)")
     if result.excluded:
         print("runs left out: " + ", ".join(f"{n} {k}" for k, n in result.excluded.items()))
     if result.analysis_run_id:

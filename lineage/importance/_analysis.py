@@ -59,20 +59,29 @@ def get_param_importances(
     top: float | None = None,
     evaluator: ImportanceEvaluator | None = None,
     experiment: str | None = None,
+    known_params: Iterable[str] | None = None,
 ) -> ImportanceResult:
     """Rank the parameters of ``runs`` by how much of ``target``'s variation each explains.
 
     ``runs`` is a sequence of :class:`lineage.store.RunRecord` (or anything with ``run_id``,
     ``name``, ``params`` and ``metrics``) or a DataFrame as ``mlflow.search_runs`` returns it.
     Runs without a finite ``target`` value are left out. ``params`` restricts the analysis to
-    those names (default: every parameter that varies). ``top`` (0 < top <= 1) analyses only
+    those names (default: every parameter that varies); a named parameter that no analysed
+    run has is reported in ``result.never_active`` (a conditional parameter whose condition
+    never held) when some run passed in, or ``known_params`` (e.g. a campaign's search
+    space), knows it, and refused as unknown (with a did-you-mean) otherwise. Parameters whose
+    values are identical in every analysed run (``lr`` and ``optimizer.lr``; for categoricals,
+    labels that correspond one to one: ``sgd``/``SGD``) are ranked once,
+    under the first of them in ``params`` (else the shortest name), the others listed in
+    ``result.aliases``. ``top`` (0 < top <= 1) analyses only
     the best ``top`` fraction of runs: what still matters once you are close to the optimum.
     ``evaluator`` defaults to :class:`~lineage.importance.RandomForestImportance`.
 
     The importances of the result sum to one (equal shares when no parameter has any
     measurable effect); ``params`` are sorted most important first.
 
-    Raises :class:`~lineage.NotFoundError` when no run has ``target`` or a named parameter,
+    Raises :class:`~lineage.NotFoundError` when no run has ``target`` or a named parameter
+    is known to no run nor to ``known_params``,
     and :class:`~lineage.UsageError` with fewer than 8 usable runs, a constant target, a bad
     ``goal`` or ``top``, or no parameter that varies.
     """
@@ -120,9 +129,18 @@ def get_param_importances(
             f"target {target!r} is constant ({y[0]:g}) over the {len(y)} runs{where}; "
             "nothing to explain"
         )
-    names = _param_names(usable, params, where)
+    names_known = {k for r in rows for k in r[2]} | set(known_params or ())
+    names, never = _param_names(usable, params, where, names_known)
     values: dict[str, Column] = {n: as_numbers([r[2].get(n) for r in usable]) for n in names}
     specs, dropped = _analysable(names, values)
+    specs, aliases = _merge_aliases(specs, values, params or ())
+    for name in never:
+        dropped[name] = f"never active in the {len(y)} runs"
+    if not specs and never and not [n for n in names if n not in never]:
+        raise UsageError(
+            f"none of the parameters asked for is active in the {len(y)} runs{where} "
+            f"({', '.join(never)}: never active)"
+        )
     if not specs:
         raise UsageError(
             f"no parameter varies over the {len(y)} runs{where} (checked {len(names)}: "
@@ -152,6 +170,7 @@ def get_param_importances(
             else None,
             best=_best(spec, values[spec.name], y, goal, best_i),
             spec=spec,
+            aliases=tuple(aliases.get(spec.name, ())),
         )
         for j, spec in enumerate(specs)
     ]
@@ -165,6 +184,8 @@ def get_param_importances(
         top=top,
         experiment=experiment,
         dropped=dropped,
+        never_active=list(never),
+        aliases=aliases,
         values={s.name: values[s.name] for s in specs},
         target_values=y,
         run_ids=[r[0] for r in usable],
@@ -183,20 +204,63 @@ def _param_names(
     rows: Sequence[tuple[str, str, dict[str, Any], dict[str, float]]],
     params: Sequence[str] | None,
     where: str,
-) -> list[str]:
+    known: set[str],
+) -> tuple[list[str], list[str]]:
+    """The names to analyse, and those of them that no analysed run has (never active)."""
     seen: dict[str, None] = {}
     for r in rows:
         seen.update(dict.fromkeys(r[2]))
     if not params:
-        return sorted(seen)
-    unknown = [p for p in params if p not in seen]
+        return sorted(seen), []
+    wanted = list(dict.fromkeys(params))
+    unknown = [p for p in wanted if p not in seen and p not in known]
     if unknown:
-        known = ", ".join(sorted(seen)[:20]) or "none"
+        import difflib
+
+        pool = sorted(set(seen) | known)
+        close = difflib.get_close_matches(unknown[0], pool, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        shown = ", ".join(pool[:20]) + (" ..." if len(pool) > 20 else "") if pool else "none"
         raise NotFoundError(
-            f"param {unknown[0]!r} is not logged by any run{where} with the target "
-            f"(params seen: {known})"
+            f"param {unknown[0]!r} is not logged by any run{where} and is not in a campaign's "
+            f"search space{hint} (params seen: {shown})"
         )
-    return list(dict.fromkeys(params))
+    return wanted, [p for p in wanted if p not in seen]
+
+
+def _column_key(spec: ParamSpec, column: Column) -> bytes:
+    """Equal for two columns exactly when they hold the same values in every run (numbers), or
+    categories that correspond one to one (``sgd``/``SGD``: the same partition of the runs)."""
+    if spec.kind == "numeric":
+        numbers = numeric_values(ParamSpec(spec.name, "numeric"), column)
+        # A float32 read back as a double (0.0010000000474974513) is the value 0.001 typed.
+        return b"n" + numbers.astype(np.float32).tobytes()
+    _, first, codes = np.unique(
+        category_labels(column).astype(str), return_index=True, return_inverse=True
+    )
+    # Number the categories in order of first appearance: a relabelling gives the same codes.
+    order = np.argsort(np.argsort(first))
+    return b"c" + order[codes.ravel()].astype(np.int64).tobytes()
+
+
+def _merge_aliases(
+    specs: list[ParamSpec], values: dict[str, Column], preferred: Sequence[str]
+) -> tuple[list[ParamSpec], dict[str, list[str]]]:
+    """One spec per set of parameters with identical values in every run, and the aliases."""
+    rank = {name: i for i, name in enumerate(preferred)}
+    groups: dict[bytes, list[ParamSpec]] = {}
+    for spec in specs:
+        groups.setdefault(_column_key(spec, values[spec.name]), []).append(spec)
+    kept: list[ParamSpec] = []
+    aliases: dict[str, list[str]] = {}
+    for members in groups.values():
+        members.sort(key=lambda s: (rank.get(s.name, len(rank)), len(s.name), s.name))
+        kept.append(members[0])
+        if len(members) > 1:
+            aliases[members[0].name] = [m.name for m in members[1:]]
+    order = {s.name: i for i, s in enumerate(specs)}
+    kept.sort(key=lambda s: order[s.name])
+    return kept, aliases
 
 
 def _analysable(

@@ -14,6 +14,8 @@ __all__ = ["ANALYSIS_RUN_TYPE", "RUN_TYPE_TAG", "analyze_experiment", "training_
 
 RUN_TYPE_TAG = "lineage.run_type"
 ANALYSIS_RUN_TYPE = "analysis"
+CAMPAIGN_TAG = "tuner.campaign"
+SPACE_PREFIX = "space."  # the campaign run's params: one per tuned parameter
 _NOT_TRAINING = frozenset({"analysis", "campaign", "reserved"})
 
 
@@ -57,6 +59,13 @@ def analyze_experiment(
     runs (CSV and JSON), and each importance as a metric ``importance.<param>``. Its id is
     ``result.analysis_run_id``. This is what the tuner calls at the end of a campaign.
 
+    On a campaign's runs (trials tagged ``tuner.campaign``) the default ``params`` are the
+    campaign's tuned parameters, read from its campaign run's ``space.<name>`` params (so a
+    trial's recorded lineage, ``optimizer.*`` or dataset sizes, does not compete with them);
+    ``result.param_source`` says so. A tuned parameter that no analysed run has (a
+    conditional one whose condition never held) is reported in ``result.never_active``, not
+    refused; so is a name that other runs of the experiment have.
+
     Raises :class:`~lineage.NotFoundError` for an unknown experiment, target or parameter,
     :class:`~lineage.UsageError` for too few runs or a constant target (both exit 2), and
     :class:`~lineage.StoreError` when the store cannot be read.
@@ -67,12 +76,27 @@ def analyze_experiment(
 
     uri = resolve_tracking_uri(tracking_uri)
     store = open_store(uri)
+    source = None
+    known: set[str] = set()
     try:
         exp = store.resolve_experiments([experiment])[0]
         runs = search_runs(store, experiments=[exp.experiment_id], where=where)
+        kept, excluded = training_runs(runs)
+        spaces = _campaign_spaces(store, exp.experiment_id, runs, kept)
+        tuned = list(dict.fromkeys(n for names in spaces.values() for n in names))
+        known.update(tuned)
+        if params is None and tuned:
+            params = tuned
+            which = ", ".join(sorted(spaces))
+            source = f"the {len(tuned)} parameters tuned by campaign {which}"
+        elif params:
+            seen = {k for r in kept for k in r.params}
+            if any(p not in seen and p not in known for p in params):
+                # Only now read the whole experiment: which names does any run know?
+                everything = search_runs(store, experiments=[exp.experiment_id])
+                known.update(k for r in everything for k in r.params)
     finally:
         store.close()
-    kept, excluded = training_runs(runs)
     result = get_param_importances(
         kept,
         target=target,
@@ -81,8 +105,10 @@ def analyze_experiment(
         top=top,
         evaluator=evaluator,
         experiment=exp.name,
+        known_params=known,
     )
     result.excluded = excluded
+    result.param_source = source
     if log:
         from lineage.importance._logging import log_analysis
 
@@ -90,3 +116,35 @@ def analyze_experiment(
             result, tracking_uri=uri, experiment_id=exp.experiment_id
         )
     return result
+
+
+def _campaign_spaces(
+    store: Any, experiment_id: str, runs: Sequence[Any], kept: Sequence[Any]
+) -> dict[str, list[str]]:
+    """``{campaign: tuned parameter names}`` for the campaigns whose trials are in ``kept``."""
+    wanted = {r.tags[CAMPAIGN_TAG] for r in kept if r.tags.get(CAMPAIGN_TAG)}
+    if not wanted:
+        return {}
+    parents = [r for r in runs if r.tags.get(RUN_TYPE_TAG) == "campaign"]
+    if not wanted <= {r.tags.get(CAMPAIGN_TAG) for r in parents}:
+        from lineage._errors import NotFoundError
+        from lineage.query import search_runs
+
+        # A --where that selected trials only: read their campaign runs on their own.
+        try:
+            parents = search_runs(
+                store,
+                experiments=[experiment_id],
+                where=f"tags.`{RUN_TYPE_TAG}` = 'campaign'",
+            )
+        except NotFoundError:
+            parents = []
+    spaces: dict[str, list[str]] = {}
+    for run in sorted(parents, key=lambda r: r.start_time or 0):
+        name = run.tags.get(CAMPAIGN_TAG)
+        if name in wanted:
+            names = [k[len(SPACE_PREFIX) :] for k in run.params if k.startswith(SPACE_PREFIX)]
+            if names:
+                spaces.setdefault(name, [])
+                spaces[name] += [n for n in names if n not in spaces[name]]
+    return spaces

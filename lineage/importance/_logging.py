@@ -12,7 +12,7 @@ from typing import Any
 
 from lineage._errors import StoreError
 from lineage.importance._experiment import ANALYSIS_RUN_TYPE, RUN_TYPE_TAG
-from lineage.importance._result import ImportanceResult
+from lineage.importance._result import ImportanceResult, format_bound
 
 __all__ = ["log_analysis"]
 
@@ -75,10 +75,14 @@ def _note(result: ImportanceResult) -> str:
     for p in result.params:
         corr = "" if p.correlation is None else f"{p.correlation:+.2f}"
         lines.append(
-            f"| {p.name} | {p.importance:.3f} | [{p.ci[0]:.3f}, {p.ci[1]:.3f}] | "
+            f"| {p.label} | {p.importance:.3f} | "
+            f"[{format_bound(p.ci[0], 3)}, {format_bound(p.ci[1], 3)}] | "
             f"{'yes' if p.significant else 'no'} | {corr} | {p.best} |"
         )
-    return "\n".join(lines)
+    lines += [""] + [f"- {n}: {result.dropped[n]}" for n in result.never_active]
+    if result.param_source:
+        lines.append(f"- params: {result.param_source}")
+    return "\n".join(lines).rstrip()
 
 
 def log_analysis(

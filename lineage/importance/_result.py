@@ -10,7 +10,16 @@ import numpy as np
 
 from lineage.importance._types import Column, ParamSpec
 
-__all__ = ["ImportanceResult", "ParamImportance"]
+__all__ = ["ImportanceResult", "ParamImportance", "format_bound"]
+
+
+def format_bound(value: float, digits: int = 2) -> str:
+    """An interval end with ``digits`` decimals, except that a positive value never reads as
+    zero (``0.004``, not ``0.00``): significance is "the lower end is above 0", and the text
+    must show it."""
+    if value == 0.0 or value >= 10.0**-digits:
+        return f"{value:.{digits}f}"
+    return f"{value:.1g}"
 
 
 def _plain(value: Any) -> Any:
@@ -40,6 +49,12 @@ class ParamImportance:
     correlation: float | None
     best: Any
     spec: ParamSpec
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The name as tables show it: ``lr (= optimizer.lr)`` when it has aliases."""
+        return f"{self.name} (= {', '.join(self.aliases)})" if self.aliases else self.name
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +67,7 @@ class ParamImportance:
             "log_scale": self.spec.log,
             "best": self.best,
             "missing": self.spec.n_missing,
+            "aliases": list(self.aliases),
         }
 
 
@@ -59,7 +75,11 @@ class ParamImportance:
 class ImportanceResult:
     """The outcome of :func:`lineage.importance.get_param_importances`.
 
-    ``params`` are sorted by importance, most important first. ``values``, ``target_values``,
+    ``params`` are sorted by importance, most important first. ``dropped`` names the
+    parameters not ranked and why (``constant``, ``never active in the 24 runs``, ...);
+    ``never_active`` lists the asked-for parameters no analysed run had; ``aliases`` maps a
+    ranked parameter to the others with identical values in every run; ``param_source`` says
+    where the default parameter list came from (e.g. a campaign's search space). ``values``, ``target_values``,
     ``run_ids`` and ``run_names`` keep the analysed runs (after ``top`` selection) so that plots
     can be drawn without reading the store again.
     """
@@ -73,6 +93,9 @@ class ImportanceResult:
     experiment: str | None = None
     dropped: dict[str, str] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
+    never_active: list[str] = field(default_factory=list)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    param_source: str | None = None
     analysis_run_id: str | None = None
     values: dict[str, Column] = field(default_factory=dict, repr=False)
     target_values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
@@ -88,6 +111,18 @@ class ImportanceResult:
     def importances(self) -> dict[str, float]:
         """``{name: importance}`` in ranking order, summing to one."""
         return {p.name: p.importance for p in self.params}
+
+    def summary(self, k: int = 5) -> str:
+        """One line: the ``k`` most important (``*`` = significant), then what was not ranked
+        for want of runs, e.g. ``lr=0.98*, optimizer=0.02; momentum: never active in the 24
+        runs``."""
+        ranked = ", ".join(
+            f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in self.params[:k]
+        )
+        parts = [ranked] if ranked else []
+        parts += [f"{name}: {self.dropped[name]}" for name in self.never_active]
+        parts += [f"{name} = {', '.join(same)}" for name, same in self.aliases.items()]
+        return "; ".join(parts)
 
     def target_summary(self, bins: int = 10) -> dict[str, Any]:
         """The target's distribution: count, moments, quantiles and a histogram."""
@@ -137,6 +172,9 @@ class ImportanceResult:
             "evaluator": self.evaluator,
             "params": [p.to_dict() for p in self.params],
             "dropped": dict(self.dropped),
+            "never_active": list(self.never_active),
+            "aliases": {k: list(v) for k, v in self.aliases.items()},
+            "param_source": self.param_source,
             "excluded_runs": dict(self.excluded),
             "analysis_run_id": self.analysis_run_id,
             "target_summary": self.target_summary(),

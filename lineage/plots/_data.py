@@ -7,12 +7,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lineage.importance._result import format_bound
 from lineage.importance._types import ParamSpec, category_labels, numeric_values
 
 if TYPE_CHECKING:
-    from lineage.importance import ImportanceResult
+    from lineage.importance import ImportanceResult, ParamImportance
 
-__all__ = ["ScatterData", "scatter_data"]
+__all__ = ["ScatterData", "headline", "scatter_data"]
+
+
+def headline(p: ParamImportance) -> str:
+    """A parameter's figure title: importance, interval, verdict. The verdict is the
+    interval's own: significant exactly when its lower end, printed non-zero, is above 0."""
+    verdict = "significant" if p.significant else "no detectable effect"
+    return (
+        f"{p.label}: importance {p.importance:.3f} "
+        f"[{format_bound(p.ci[0], 3)}, {format_bound(p.ci[1], 3)}], {verdict}"
+    )
 
 
 @dataclass

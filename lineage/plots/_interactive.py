@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lineage.plots._data import scatter_data
+from lineage.importance._result import format_bound
+from lineage.plots._data import headline, scatter_data
 from lineage.plots._static import BEST, NOT_SIGNIFICANT, POINTS, SIGNIFICANT
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def _bars(result: ImportanceResult) -> Any:
     fig = go.Figure(
         go.Bar(
             x=values,
-            y=[p.name for p in params],
+            y=[p.label for p in params],
             orientation="h",
             marker_color=[SIGNIFICANT if p.significant else NOT_SIGNIFICANT for p in params],
             error_x={
@@ -53,16 +54,16 @@ def _bars(result: ImportanceResult) -> Any:
             },
             customdata=[
                 [
-                    p.ci[0],
-                    p.ci[1],
+                    format_bound(p.ci[0], 3),
+                    format_bound(p.ci[1], 3),
                     "yes" if p.significant else "no",
                     "" if p.correlation is None else f"{p.correlation:+.2f}",
                     p.best,
                 ]
                 for p in params
             ],
-            hovertemplate="<b>%{y}</b><br>importance %{x:.3f} [%{customdata[0]:.3f}, "
-            "%{customdata[1]:.3f}]<br>significant: %{customdata[2]}<br>Spearman: "
+            hovertemplate="<b>%{y}</b><br>importance %{x:.3f} [%{customdata[0]}, "
+            "%{customdata[1]}]<br>significant: %{customdata[2]}<br>Spearman: "
             "%{customdata[3]}<br>best: %{customdata[4]}<extra></extra>",
         )
     )
@@ -151,10 +152,9 @@ def _scatter(result: ImportanceResult, name: str, hover: list[str] | None) -> An
                 },
             )
         )
-    sig = "" if p.significant else " (n.s.)"
     fig.update_layout(
         **_layout(
-            f"{name}: importance {p.importance:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}]{sig}",
+            headline(p),
             height=420,
             xaxis_title=f"{name}{' (log scale)' if data.log else ''}",
             yaxis_title=result.target,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lineage.plots._data import ScatterData, scatter_data
+from lineage.plots._data import ScatterData, headline, scatter_data
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -55,7 +55,7 @@ def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
     params = result.params
     fig = _figure(7.5, 1.2 + 0.42 * len(params))
     ax = fig.add_subplot()
-    names = [p.name for p in params][::-1]
+    names = [p.label for p in params][::-1]
     values = np.array([p.importance for p in params][::-1])
     lo = np.array([p.ci[0] for p in params][::-1])
     hi = np.array([p.ci[1] for p in params][::-1])
@@ -85,7 +85,10 @@ def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
         )
     ax.set_yticks(ypos, labels=names)
     ax.set_xlim(0, right)
-    ax.set_xlabel("importance (share of explained variation, 95% bootstrap interval)")
+    ax.set_xlabel(
+        "importance (share of held-out error; 95% bootstrap interval; "
+        "significant = interval excludes 0)"
+    )
     scope = f", best {result.top:g} of runs" if result.top else ""
     ax.set_title(
         f"Which parameters matter for {result.target} ({result.goal}, {result.n_runs} runs{scope})",
@@ -126,10 +129,8 @@ def save_scatter(result: ImportanceResult, name: str, path: Path) -> Path:
             parts.append(f"best run at {data.best_x:.4g}")
     else:
         parts = [] if p.best is None else [f"best mean: {p.best}"]
-    verdict = "significant" if p.significant else "no detectable effect"
     ax.set_title(
-        f"{name}: importance {p.importance:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}], {verdict}\n"
-        + "   ".join(parts),
+        headline(p) + "\n" + "   ".join(parts),
         fontsize=10,
         loc="left",
     )
