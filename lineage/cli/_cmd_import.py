@@ -1,10 +1,4 @@
-"""``lineage import mindinsight``: bring MindInsight summary directories into MLflow.
-
-Every training run that ``SummaryCollector`` wrote under SUMMARY_BASE_DIR (its lineage and
-scalar files) becomes one MLflow run with the names ``LineageCallback`` records, so that
-``lineage runs``, ``importance``, ``diagnose`` and ``tuner init --from`` work on it.
-Re-importing adds nothing; a grown directory adds only its new runs.
-"""
+"""``lineage import mindinsight``: bring MindInsight summary directories into MLflow."""
 
 from __future__ import annotations
 
@@ -15,6 +9,14 @@ from typing import Any
 from lineage.cli._common import add_common, print_csv, print_json, print_table
 
 ORDER = 90
+
+_DESCRIPTION = """\
+Every training that SummaryCollector wrote under SUMMARY_BASE_DIR (one directory each, its
+lineage and scalar files) becomes one MLflow run, with the param, metric and tag names that
+LineageCallback records, so that `lineage runs`, `importance` and `diagnose` work on it.
+Re-importing adds nothing; a grown directory adds only its new runs; a damaged file fails
+its run only.
+"""
 
 _EPILOG = """\
 examples:
@@ -31,13 +33,13 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "import",
         help="import training history from other tools (MindInsight summaries)",
-        description=__doc__,
+        description="Import training history from other tools into the lineage store.",
     )
     sources = parser.add_subparsers(dest="source", metavar="SOURCE", required=True)
     mi = sources.add_parser(
         "mindinsight",
         help="MindInsight summary directories (SummaryCollector output)",
-        description=__doc__,
+        description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -56,15 +56,18 @@ class ImportResult:
         }
 
 
-def record_into(run: Any, record: TrainingRecord) -> dict[str, tuple[str, str]]:
-    """Log ``record`` into an open ``lineage.Run``. Params the run already holds with another
-    value are kept and returned (``{name: (stored, from summary)}``), not raised."""
-    rejected: dict[str, tuple[str, str]] = {}
+def record_into(run: Any, record: TrainingRecord) -> dict[str, str]:
+    """Log ``record`` into an open ``lineage.Run``. A param the run already holds with another
+    value keeps the stored one; the summary's values are returned (``{name: value}``) and
+    written to the tag ``mindinsight.conflicts``, not raised."""
+    rejected: dict[str, str] = {}
     for key, value in record.params.items():
         try:
             run.log_params({key: value})
         except UsageError:
-            rejected[key] = ("?", str(value))
+            rejected[key] = str(value)
+    if rejected:
+        run.set_tags({"mindinsight.conflicts": json.dumps(rejected)[:5000]})
     for key, value, step, ts in record.metrics:
         run.log_metric(key, value, step=step, timestamp=ts)
     if record.tags:
