@@ -152,12 +152,12 @@ def _experiment(client: Any, name: str) -> str:
         raise StoreError(f"experiment {name!r} cannot be created: {_line(exc)}") from exc
 
 
-def _existing(uri: str, experiment_id: str, base: Path) -> tuple[set[str], dict[str, str]]:
+def _existing(uri: str, experiment_id: str, base: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Content hashes already imported into the experiment, and run ids by train id of runs
     imported from ``base``."""
     from lineage.store import open_store
 
-    hashes: set[str] = set()
+    hashes: dict[str, str] = {}  # content hash -> run id (from any base directory)
     by_id: dict[str, str] = {}
     with open_store(uri) as store:
         for record in store.runs([experiment_id]):
@@ -165,7 +165,7 @@ def _existing(uri: str, experiment_id: str, base: Path) -> tuple[set[str], dict[
             if KEY_TAG not in tags:
                 continue
             if tags.get(HASH_TAG):
-                hashes.add(tags[HASH_TAG])
+                hashes[tags[HASH_TAG]] = record.run_id
             if tags.get(BASE_TAG) == str(base):
                 by_id[tags[KEY_TAG]] = record.run_id
     return hashes, by_id
@@ -176,7 +176,7 @@ def _import_one(
     uri: str,
     experiment_id: str,
     run: SummaryRun,
-    hashes: set[str],
+    hashes: dict[str, str],
     by_id: dict[str, str],
 ) -> ImportResult:
     result = ImportResult(train_id=run.train_id, status="imported")
@@ -184,7 +184,7 @@ def _import_one(
         digest = run.content_hash()
         if digest in hashes:
             result.status = "unchanged"
-            result.run_id = by_id.get(run.train_id)
+            result.run_id = hashes[digest]
             return result
         record = read_run(run)
     except LineageError as exc:
@@ -203,8 +203,7 @@ def _import_one(
             client.delete_run(previous)
         except Exception as exc:
             raise StoreError(f"run {previous} could not be replaced: {_line(exc)}") from exc
-    hashes.add(digest)
-    by_id[run.train_id] = result.run_id
+    hashes[digest] = by_id[run.train_id] = result.run_id
     result.params = len(record.params)
     result.metrics = len(record.metric_keys())
     result.points = len(record.metrics)

@@ -117,6 +117,14 @@ def test_int_bounds_holding_one_integer_become_one_choice() -> None:
     assert config.parameters["depth"].choices == [3]
 
 
+def test_braces_in_the_command_stay_literal() -> None:
+    doc = _with(command="""python train.py --extra '{"a": 1}' --lr {learning_rate}""")
+    text, config = _campaign(doc)
+    argv = config.render_command({"learning_rate": 0.5, "batch_size": 32, "momentum": 0.9})
+    assert argv == ["python", "train.py", "--extra", '{"a": 1}', "--lr", "{learning_rate}"]
+    assert "Braces are doubled" in text
+
+
 def test_loss_target_defaults_to_system_defined_and_minimize() -> None:
     text, config = _campaign(_with(target={"name": "loss"}))
     assert (config.target.metric, config.target.goal) == ("loss", "minimize")

@@ -183,7 +183,12 @@ def convert_config(
         "",
         "# Run as mindoptimizer ran it; split like a shell would, but never run through one.",
         "# It takes no placeholders: the script reads its parameters through HyperConfig.",
-        f"command: {_scalar(cfg.command)}",
+        *(
+            ["# Braces are doubled: mindoptimizer passed them through as written."]
+            if "{" in cfg.command or "}" in cfg.command
+            else []
+        ),
+        f"command: {_scalar(cfg.command.replace('{', '{{').replace('}', '}}'))}",
         "",
         "# mindoptimizer ran the command in the directory it was started from; here the trials",
         "# run in the directory `tuner convert` was run in (relative to this file).",
