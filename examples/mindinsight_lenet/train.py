@@ -14,7 +14,7 @@ Its mindoptimizer config is ``configs/mindinsight/lenet.yaml``; from the reposit
     tuner run lenet-campaign.yaml
 
 Parameters it reads: ``learning_rate``, ``batch_size`` (system-defined) and ``momentum``
-(user-defined, also passed to the summary as custom lineage data); ``epoch`` defaults to 2
+(user-defined, also passed to the summary as custom lineage data); ``epoch`` defaults to 4
 when the campaign does not tune it. ``TRAIN_SIZE`` (environment) keeps the first N training
 images (default: all 1437).
 """
@@ -98,7 +98,7 @@ def main() -> None:
         custom_lineage_data=config.custom_lineage_data,
         collect_specified_data={"collect_landscape": None, "collect_graph": False},
     )
-    epochs = int(params.get("epoch", 2))
+    epochs = int(params.get("epoch", 4))
     model.train(epochs, ds_train, callbacks=[LossMonitor(20), summary_cb])
     result = model.eval(ds_eval, callbacks=[summary_cb])
     print(f"Accuracy: {result['Accuracy']:.4f}")
