@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,44 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "cluster"))
 
 from _contract_trial import plan
+from _executor_kit import Backend
 from _services import shared_ray, stop_shared_ray
 
-from tuner.executors import Executor, TrialSpec
-
-TRIAL = str(Path(__file__).with_name("_contract_trial.py"))
-
-
-def spec(number: int, *args: str, attempt: int = 1, **kw: Any) -> TrialSpec:
-    """A spec running the contract trial with ``args``; 2 s between SIGTERM and SIGKILL."""
-    return TrialSpec(
-        number=number,
-        attempt=attempt,
-        params={},
-        argv=[sys.executable, TRIAL, *args],
-        grace_period=2.0,
-        **kw,
-    )
-
-
-@dataclass
-class Backend:
-    """One executor kind under test. ``make(slots, kind)`` builds an executor that is shut
-    down after the test; ``processes`` is False for the in-process executor, which runs no
-    process (so it has no output, devices, signals or timeouts to test)."""
-
-    name: str
-    processes: bool
-    _factory: Callable[[int, str], Executor]
-    _made: list[Executor] = field(default_factory=list)
-
-    def make(self, slots: int = 1, kind: str = "cpu") -> Executor:
-        executor = self._factory(slots, kind)
-        self._made.append(executor)
-        return executor
-
-    def close(self) -> None:
-        for executor in self._made:
-            executor.shutdown()
+from tuner.executors import Executor
 
 
 @pytest.fixture(scope="session")

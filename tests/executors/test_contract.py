@@ -15,9 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import Backend, spec
+from _executor_kit import Backend, spec
 
-from tuner.executors import Executor, ExecutorFullError, Report, TrialHandle, TrialOutcome
+from tuner.executors import (
+    Executor,
+    ExecutorFullError,
+    Report,
+    TrialHandle,
+    TrialOutcome,
+    TrialSpec,
+)
 
 
 @dataclass
@@ -103,7 +110,7 @@ def test_exit_codes(backend: Backend) -> None:
 def test_a_command_that_cannot_start_is_an_outcome(processes_only: Backend) -> None:
     executor = processes_only.make()
     handle = executor.submit(
-        spec(0).__class__(number=0, attempt=1, params={}, argv=["no-such-cmd-xyz"], grace_period=1)
+        TrialSpec(number=0, attempt=1, params={}, argv=["no-such-cmd-xyz"], grace_period=1)
     )
     outcome = drive(executor, [handle])[0].outcome
     assert outcome.launch_error and "no-such-cmd-xyz" in outcome.launch_error
