@@ -259,7 +259,9 @@ class _NullRecorder:
 
     def trial_metrics(self, *_: Any, **__: Any) -> None: ...
 
-    def trial_finished(self, run_id: str, *, status: str, tags: Any, output_tail: str) -> None:
+    def trial_finished(
+        self, run_id: str, *, status: str, tags: Any, output_tail: str, **_: Any
+    ) -> None:
         self.finished.append((run_id, status, dict(tags)))
 
     def latest_metrics(self, _run_id: str) -> dict[str, float]:
