@@ -1,21 +1,46 @@
-"""The live view of `tuner run`: a progress bar over the budget and a table of running trials
-(rich, on stderr). `--quiet` replaces it with nothing."""
+"""What `tuner run` shows while it runs.
+
+In a terminal (stdout and stderr both ttys): a live view on stderr, a progress bar over the
+budget and a table of running trials (rich). Anywhere else (``| tee log``, CI logs, ``2>&1``
+into a file): one plain line on stdout per finished trial, flushed at once, without control
+characters, so a log grows as the campaign does and the closing summary starts its own line.
+``--quiet`` replaces both with nothing.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tuner.campaign._running import Observer
 
 if TYPE_CHECKING:
     from tuner.campaign._controller import Controller
 
-__all__ = ["RichObserver"]
+__all__ = ["PlainObserver", "RichObserver", "interactive"]
+
+
+def interactive() -> bool:
+    """Whether the live view can be drawn: stdout and stderr are terminals that understand
+    cursor movement (``TERM=dumb`` does not)."""
+    if os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return sys.stdout.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 class RichObserver(Observer):
+    """The live view in a terminal; outside one it behaves as `PlainObserver`."""
+
     def __init__(self) -> None:
+        self._plain: PlainObserver | None = None
+        if not interactive():
+            self._plain = PlainObserver()
+            return
         from rich.console import Console
         from rich.live import Live
         from rich.progress import (
@@ -40,6 +65,9 @@ class RichObserver(Observer):
         self._started = False
 
     def update(self, controller: Controller) -> None:
+        if self._plain is not None:
+            self._plain.update(controller)
+            return
         from rich.console import Group
         from rich.table import Table
 
@@ -73,9 +101,110 @@ class RichObserver(Observer):
             self._started = True
 
     def message(self, text: str) -> None:
+        if self._plain is not None:
+            self._plain.message(text)
+            return
         self._console.print(text, markup=False, highlight=False)
 
     def close(self) -> None:
+        if self._plain is not None:
+            self._plain.close()
+            return
         if self._started:
             self._live.stop()
             self._started = False
+
+
+class PlainObserver(Observer):
+    """One line per finished trial on ``stream`` (default stdout), e.g.
+    ``[3/16] trial 2 COMPLETE val_accuracy=0.9361 12.4s lr=0.0123 optimizer=adam``.
+
+    Finished trials are read from the study (the controller's storage) when the controller's
+    counts change, so a trial shorter than the view's refresh interval is not missed; trials
+    finished before this controller started (a resumed campaign) and superseded attempts are
+    not listed."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._printed: set[int] | None = None
+        self._last: tuple[int, int] = (-1, -1)
+
+    def _write(self, line: str) -> None:
+        stream = self._stream or sys.stdout
+        # Control characters in a trial's own text (a reason, a param value) would still
+        # move a terminal's cursor when the log is shown: printable text only.
+        stream.write("".join(c if c.isprintable() else " " for c in line) + "\n")
+        stream.flush()
+
+    def update(self, controller: Controller) -> None:
+        config = controller.config
+        if self._printed is None:
+            self._printed = {t.number for t in _finished(controller)}
+            self._write(
+                f"campaign {config.name!r}: budget {controller.budget} trials, "
+                f"{config.resources.parallel} at a time; one line per finished trial"
+            )
+        mark = (sum(controller.counts.values()), controller.failures)
+        if mark == self._last:
+            return
+        self._last = mark
+        for frozen in sorted(_finished(controller), key=lambda t: t.number):
+            if frozen.number not in self._printed:
+                self._printed.add(frozen.number)
+                self._write(self._line(controller, frozen))
+
+    def _line(self, controller: Controller, frozen: Any) -> str:
+        from lineage.masking import mask_mapping
+        from tuner.search._attrs import ATTEMPT_ATTR, FAIL_ATTR, PRUNE_ATTR
+
+        state = frozen.state.name
+        values = frozen.values if state == "COMPLETE" else None
+        names = controller.config.metric_names
+        parts = [f"[{sum(controller.counts.values())}/{controller.budget}]"]
+        parts += [f"trial {frozen.number}", state]
+        attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
+        if attempt > 1:
+            parts.append(f"(attempt {attempt})")
+        if values:
+            parts.append(" ".join(f"{n}={v:.6g}" for n, v in zip(names, values, strict=False)))
+        if frozen.datetime_start and frozen.datetime_complete:
+            secs = (frozen.datetime_complete - frozen.datetime_start).total_seconds()
+            parts.append(f"{secs:.1f}s")
+        # A value under a secret-looking name (``api_token``) is masked, as in every record.
+        params = mask_mapping(frozen.params)
+        parts += [f"{k}={_short(v)}" for k, v in params.items()]
+        reason = frozen.user_attrs.get(FAIL_ATTR if state == "FAIL" else PRUNE_ATTR)
+        if reason and state in ("FAIL", "PRUNED"):
+            from lineage.masking import mask_uri
+
+            parts.append(f"({mask_uri(str(reason))[:200]})")
+        return " ".join(parts)
+
+    def message(self, text: str) -> None:
+        self._write(text)
+
+    def close(self) -> None:
+        (self._stream or sys.stdout).flush()
+
+
+def _finished(controller: Controller) -> list[Any]:
+    """The study's finished trials, superseded attempts left out ([] before the study)."""
+    if controller.study is None:
+        return []
+    import optuna
+
+    from tuner.search._attrs import STALE_ATTR
+
+    states = (
+        optuna.trial.TrialState.COMPLETE,
+        optuna.trial.TrialState.PRUNED,
+        optuna.trial.TrialState.FAIL,
+    )
+    trials = controller.study.get_trials(deepcopy=False, states=states)
+    return [t for t in trials if STALE_ATTR not in t.system_attrs]
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

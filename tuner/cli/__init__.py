@@ -10,8 +10,9 @@ import argparse
 import importlib
 import os
 import pkgutil
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lineage import LineageError
 from lineage.console import Parser, run_handler
@@ -37,7 +38,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     parser = build_parser()
     args = parser.parse_args(argv)
+    continuation = _CONTINUE.get(args.command)
+    if continuation is not None:
+        args.handler = _say_how_to_continue(args.handler, args.command, continuation, args)
     return run_handler("tuner", args, (TunerError, LineageError))
+
+
+#: What continues a campaign after Ctrl-C (or SIGTERM) stopped the command: the running
+#: trials were stopped and re-queued, so the same budget is finished by this command.
+_CONTINUE = {"run": "tuner resume", "resume": "tuner resume", "worker": "tuner worker"}
+
+
+def _say_how_to_continue(
+    handler: Callable[[argparse.Namespace], int],
+    command: str,
+    continuation: str,
+    args: argparse.Namespace,
+) -> Callable[[argparse.Namespace], int]:
+    def wrapped(ns: argparse.Namespace) -> int:
+        try:
+            return handler(ns)
+        except KeyboardInterrupt:
+            config = shlex.quote(str(getattr(args, "config", "CONFIG")))
+            print(
+                f"tuner {command}: interrupted; continue with: {continuation} {config}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 130
+
+    return wrapped
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -64,13 +64,18 @@ def collect(config: Any) -> dict[str, Any]:
     storage = create_rdb(config.optuna_storage_url())
     study = optuna.load_study(study_name=config.study_name, storage=storage)
     trials = study.get_trials(deepcopy=False)
-    states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "RUNNING": 0, "WAITING": 0}
+    # A superseded attempt (an interrupted trial whose copy re-runs it) is stored as FAIL
+    # but is no failure of the trial: it is counted apart and not against the budget.
+    states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "SUPERSEDED": 0, "RUNNING": 0, "WAITING": 0}
     counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
     running = []
     now = time.time()
     for t in trials:
+        if t.state.name == "FAIL" and STALE_ATTR in t.system_attrs:
+            states["SUPERSEDED"] += 1
+            continue
         states[t.state.name] = states.get(t.state.name, 0) + 1
-        if t.state.name in counted and STALE_ATTR not in t.system_attrs:
+        if t.state.name in counted:
             counted[t.state.name] += 1
         if t.state.name == "RUNNING":
             launch = t.user_attrs.get(LAUNCH_ATTR) or {}
@@ -94,7 +99,7 @@ def collect(config: Any) -> dict[str, Any]:
     info = campaign_dir.previous()
     return {
         "campaign": config.name,
-        "storage": config.optuna_storage_url(),
+        "storage": mask_uri(config.optuna_storage_url()),
         "controller": {"alive": alive, "pid": info.get("pid") if alive else None},
         "budget": {"trials": config.budget.trials, "finished": sum(counted.values())},
         "trials": states,
@@ -124,7 +129,11 @@ def run(args: argparse.Namespace) -> int:
         f"{status['budget']['trials']} trials  controller: "
         + (f"running (pid {ctl['pid']})" if ctl["alive"] else "not running")
     )
-    console.print("  ".join(f"{k} {v}" for k, v in status["trials"].items()))
+    console.print(
+        "  ".join(
+            f"{k.lower() if k == 'SUPERSEDED' else k} {v}" for k, v in status["trials"].items()
+        )
+    )
     best = status["best"]
     if best and "value" in best:
         console.print(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}")
