@@ -46,7 +46,7 @@ def test_success_records_parent_and_child_runs(campaign, run_campaign, sqlite_ur
     for t in trials:
         run = by_number[t.number]
         tags = run.data.tags
-        assert run.info.status == "FINISHED" and run.info.run_name == f"t-trial-{t.number}"
+        assert run.info.status == "FINISHED" and run.info.run_name == f"t-{t.number}"
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert float(run.data.params["x"]) == pytest.approx(t.params["x"])
         assert tags["tuner.attempt"] == "1" and tags["tuner.sampler"] == "random"

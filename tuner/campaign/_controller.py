@@ -17,7 +17,7 @@ shared study (``tuner worker``) is the injected `tuner.coordination.Coordination
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
@@ -31,6 +31,9 @@ from tuner.campaign._state import TrialState
 from tuner.coordination import Coordination, Standalone, counted_trials, supersede
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
+    NOTE_TAG,
+    Analysis,
+    campaign_note,
     interrupted_tags,
     open_recorder,
     output_tail,
@@ -110,44 +113,108 @@ class Controller:
         """Run the campaign until ``budget.trials`` trials are counted, the failure budget is
         spent (`BudgetExhausted`, after cleanup), ``budget.timeout`` passed, or it is stopped
         (Ctrl-C / SIGTERM: running trials are terminated, marked and re-queued; then
-        `KeyboardInterrupt` is raised again)."""
+        `KeyboardInterrupt` is raised again).
+
+        Whatever ends it (an exception from any layer included), `_close` runs: the executor
+        is shut down and every MLflow run of the campaign is ended (the parent, trial runs,
+        reserved runs), so none is left RUNNING; the exception then propagates."""
+        if self._storage is None:
+            # Before the campaign directory: a store that cannot be opened leaves nothing.
+            self._storage = self._coordination.open_storage()
         previous = self.campaign_dir.acquire()
         clean = False
-        parent_status = "FAILED"
+        status = "FAILED"
+        error: BaseException | None = None
         try:
             self._setup(previous)
             with terminate_interrupts(self._handle_signals):
                 try:
                     self._recover()
                     self._loop()
-                    parent_status = "FAILED" if self._stop_reason else "FINISHED"
+                    status = "FAILED" if self._stop_reason else "FINISHED"
                 except (KeyboardInterrupt, Interrupted) as exc:
                     name = "SIGTERM" if isinstance(exc, Interrupted) else "Ctrl-C"
                     self._abort(f"interrupted: the controller received {name}")
-                    parent_status = "KILLED"
+                    status = "KILLED"
                     raise KeyboardInterrupt from None
                 except BaseException as exc:
                     self._abort(f"controller error: {type(exc).__name__}: {exc}")
                     raise
             clean = True
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
-            if self._executor is not None:
-                self._executor.shutdown()
-            self._coordination.close()
-            if self._recorder is not None:
-                self._recorder.close(
-                    parent_status,
-                    tags=summary_tags(
-                        self.counts, self.best(), self._stop_reason or self._launch_closed
-                    ),
-                )
-            self.campaign_dir.release(clean=clean)
+            self._close(status, clean, error)
         result = self._result()
         if self._importance and self._stop_reason is None and self.timings:
-            result.importance = run_importance(self.config, self.counts["COMPLETE"])
+            analyses = run_importance(self.config, self.counts["COMPLETE"])
+            result.importance = "\n".join(a.line for a in analyses)
+            self._describe(analyses)
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
         return result
+
+    def _close(self, status: str, clean: bool, error: BaseException | None) -> None:
+        """The campaign's end, each step whatever the others did: executor, coordination,
+        the MLflow runs (parent with its summary, and any run a trial left open), the
+        campaign directory. A failure here is raised only when nothing else is."""
+        failures: list[BaseException] = []
+
+        def step(fn: Callable[[], Any]) -> None:
+            try:
+                fn()
+            except BaseException as exc:  # the other steps must still run
+                failures.append(exc)
+
+        if self._executor is not None:
+            step(self._executor.shutdown)
+        step(self._coordination.close)
+        recorder = self._recorder
+        if recorder is not None:
+            why = (
+                f"controller error: {type(error).__name__}: {error}"
+                if error is not None and not isinstance(error, KeyboardInterrupt)
+                else "interrupted: the controller stopped while the trial ran"
+            )
+            tags: dict[str, str] = {}
+            try:
+                stop = self._stop_reason or self._launch_closed
+                tags = summary_tags(self.counts, self.best(), stop, self.config.metric_names)
+                tags[NOTE_TAG] = self._note(stop)
+            except BaseException as exc:  # the runs are closed all the same
+                failures.append(exc)
+                tags = {f"tuner.count.{k}": str(v) for k, v in self.counts.items()}
+                status = "FAILED"
+            if error is not None and not isinstance(error, KeyboardInterrupt):
+                tags["tuner.error"] = scrub_text(f"{type(error).__name__}: {error}", ())[:5000]
+            step(lambda: recorder.close(status, tags=tags, reason=why))
+        step(lambda: self.campaign_dir.release(clean=clean and not failures))
+        if failures and error is None:
+            raise failures[0]
+
+    def _note(self, stop: str | None, analyses: Sequence[Analysis] = ()) -> str:
+        return campaign_note(
+            self.config,
+            experiment_id=self._recorder.experiment_id if self._recorder else None,
+            counts=self.counts,
+            best=self.best(),
+            stop_reason=stop,
+            analyses=analyses,
+        )
+
+    def _describe(self, analyses: Sequence[Analysis]) -> None:
+        """The parent run's description, now with links to the importance analysis runs."""
+        parent = self._recorder.parent_run_id if self._recorder else None
+        if parent is None or not any(a.run_id for a in analyses):
+            return
+        note = self._note(self._stop_reason or self._launch_closed, analyses)
+        try:
+            from mlflow.tracking import MlflowClient
+
+            MlflowClient(tracking_uri=self.config.tracking_uri()).set_tag(parent, NOTE_TAG, note)
+        except Exception as exc:  # the analysis exists either way; say so, do not fail
+            self._observer.message(f"warning: could not link the analysis runs: {exc}")
 
     # ----- setup and recovery --------------------------------------------------------------
 
@@ -157,8 +224,7 @@ class Controller:
         from tuner.search._study import create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        if self._storage is None:
-            self._storage = self._coordination.open_storage()
+        assert self._storage is not None  # opened by `run`
         with self._coordination.setting_up():
             self.study = study = create_study(self.config, self._storage)
             for trial in study.get_trials(deepcopy=False):
@@ -328,6 +394,7 @@ class Controller:
                 status=state.mlflow_status,
                 tags=tags,
                 output_tail=scrub_text(output_tail(outcome), rt.secrets),
+                ended_at=_ended_at(rt, outcome),
             )
         self._notify(force=True)
 
@@ -368,6 +435,7 @@ class Controller:
                     status="KILLED",
                     tags=interrupted_tags(reason),
                     output_tail=scrub_text(output_tail(outcome), rt.secrets) if outcome else "",
+                    ended_at=_ended_at(rt, outcome) if outcome else None,
                 )
 
     # ----- reporting -----------------------------------------------------------------------
@@ -393,3 +461,11 @@ class Controller:
             parent_run_id=self._recorder.parent_run_id if self._recorder else None,
             lineage_errors=self._recorder.errors if self._recorder else {},
         )
+
+
+def _ended_at(rt: RunningTrial, outcome: TrialOutcome) -> float | None:
+    """When the attempt's process ended (``time.time()``), from its start and duration."""
+    started = getattr(rt.handle, "started_at", None)
+    if started is None or outcome.duration <= 0:
+        return None
+    return float(started) + outcome.duration

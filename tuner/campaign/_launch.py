@@ -1,11 +1,12 @@
-"""From an asked trial to a running attempt: the spec, the reserved run, the launch record."""
+"""From an asked trial to a running attempt: the parameters, then at start the MLflow run, the
+spec (argv with ``{trial}`` and ``{run_id}`` filled) and the launch record."""
 
 from __future__ import annotations
 
 import os
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
@@ -13,7 +14,7 @@ from tuner.campaign._running import Prepared, RunningTrial
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec
 from tuner.search import _internals as internals
-from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR
+from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR, RERUN_OF_ATTR, RETRY_OF_USER_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -27,8 +28,9 @@ __all__ = ["Launcher"]
 
 
 class Launcher:
-    """Prepares trials (ask, parameters, spec, reserved MLflow run; no process yet), starts
-    them on the executor, and puts prepared trials that never start back in the queue.
+    """Prepares trials (ask, parameters; no run, no process yet), starts them on the executor
+    (reserved MLflow run, spec, submit), and puts prepared trials that never start back in
+    the queue.
     Called from the controller's thread only."""
 
     def __init__(
@@ -49,7 +51,8 @@ class Launcher:
         self._patterns = {name: m.regex for name, m in config.metrics.items()}
 
     def prepare(self, budget: int) -> Prepared | None:
-        """Ask for the next trial and build its spec; None when the budget is reached."""
+        """Ask for the next trial and fix its parameters; None when the budget is reached.
+        Its MLflow run and argv come when it starts (`start`)."""
         from tuner.search import sample_params
 
         t0 = time.perf_counter()
@@ -57,7 +60,12 @@ class Launcher:
         if trial is None:
             return None
         params = sample_params(trial, self.config)
-        run_id = self._recorder.reserve_run()
+        flush = getattr(internals.storage_of(self._study), "flush", None)
+        if flush is not None:  # the params are in the database before the process starts
+            flush(internals.trial_id(trial))
+        return Prepared(trial, params, time.perf_counter() - t0)
+
+    def _spec(self, trial: optuna.Trial, params: dict[str, Any], run_id: str) -> TrialSpec:
         env = protocol.run_env(
             params,
             tracking_uri=self.config.tracking_uri(),
@@ -65,28 +73,29 @@ class Launcher:
             run_id=run_id,
         )
         env.update(self.config.env)
-        spec = TrialSpec(
+        return TrialSpec(
             number=trial.number,
             attempt=int(trial.user_attrs.get(ATTEMPT_ATTR, 1)),
             params=params,
-            argv=self.config.render_command(params),
+            argv=self.config.argv(params, trial=trial.number, run_id=run_id),
             env=env,
             workdir=str(self.config.workdir) if self.config.workdir else None,
             timeout=self.config.trial.timeout,
             grace_period=self.config.trial.grace_period,
             run_id=run_id,
         )
-        flush = getattr(internals.storage_of(self._study), "flush", None)
-        if flush is not None:  # the params are in the database before the process starts
-            flush(internals.trial_id(trial))
-        return Prepared(trial, spec, time.perf_counter() - t0)
 
     def start(self, prepared: Prepared) -> RunningTrial:
-        """Submit the attempt and record where it runs (in the study, for `tuner resume`,
-        and in its MLflow run)."""
-        trial, spec = prepared.trial, prepared.spec
-        run_id = spec.run_id or ""
-        handle = self._executor.submit(spec)
+        """Take a run for the attempt, submit it, and record where it runs (in the study, for
+        `tuner resume`, and in its MLflow run, whose start time becomes the process's)."""
+        trial = prepared.trial
+        run_id = self._recorder.reserve_run()
+        try:
+            spec = self._spec(trial, dict(prepared.params), run_id)
+            handle = self._executor.submit(spec)
+        except BaseException:
+            self._recorder.release_run(run_id)
+            raise
         device = handle.device_label()
         collectors: list[Collector] = [TrialApiCollector()]
         if self._patterns:
@@ -104,6 +113,10 @@ class Launcher:
             "started": handle.started_at,
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
+        extra = {"tuner.campaign": self.config.name}
+        for attr in (RERUN_OF_ATTR, RETRY_OF_USER_ATTR):
+            if trial.user_attrs.get(attr) is not None:
+                extra[attr] = str(trial.user_attrs[attr])
         self._recorder.trial_started(
             run_id,
             number=trial.number,
@@ -113,17 +126,16 @@ class Launcher:
             env=self.config.env,
             device=device,
             sampler=self.config.sampler.name,
-            extra_tags={"tuner.campaign": self.config.name},
+            started_at=handle.started_at,
+            extra_tags=extra,
         )
         return rt
 
     def discard(self, prepared: Prepared) -> None:
         """A trial asked for but never started goes back to WAITING (same params; the next
-        controller takes it first); its reserved run is freed."""
+        controller takes it first). It has no run yet."""
         import optuna
 
         internals.storage_of(self._study).set_trial_state_values(
             internals.trial_id(prepared.trial), optuna.trial.TrialState.WAITING
         )
-        if prepared.spec.run_id:
-            self._recorder.release_run(prepared.spec.run_id)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from tuner.campaign._controller import Controller
     from tuner.collectors import Collector
-    from tuner.executors import TrialHandle, TrialSpec
+    from tuner.executors import TrialHandle
 
 __all__ = ["CampaignResult", "Observer", "Prepared", "RunningTrial"]
 
@@ -45,10 +45,10 @@ class RunningTrial:
 
 @dataclass
 class Prepared:
-    """A trial asked for (parameters fixed, run reserved) but not started yet."""
+    """A trial asked for (parameters fixed) but not started yet."""
 
     trial: optuna.Trial
-    spec: TrialSpec
+    params: dict[str, Any]
     seconds: float
 
 

@@ -30,9 +30,20 @@ def run(args: argparse.Namespace) -> int:
     return execute(config, quiet=args.quiet, resume=False)
 
 
+def print_warnings(config: Any, prog: str) -> None:
+    """The config's warnings, one line each on stderr, as `tuner validate` prints them."""
+    import sys
+
+    for line in config.warnings():
+        print(f"{prog}: warning: {line}", file=sys.stderr)
+
+
 def execute(config: Any, *, quiet: bool, resume: bool) -> int:
     """Shared by `tuner run` and `tuner resume`."""
     from tuner.campaign import Controller, Observer
+    from tuner.records import pareto_line
+
+    print_warnings(config, "tuner resume" if resume else "tuner run")
 
     observer: Any = Observer()
     if not quiet:
@@ -51,9 +62,11 @@ def execute(config: Any, *, quiet: bool, resume: bool) -> int:
             f"campaign {config.name!r}: {result.finished}/{result.budget} trials "
             f"(COMPLETE {counts['COMPLETE']}, PRUNED {counts['PRUNED']}, FAIL {counts['FAIL']})"
         )
-        if result.best is not None and "value" in result.best:
-            line += f"; best trial {result.best['number']}: {result.best['value']:.6g} "
-            line += f"with {result.best['params']}"
+        best = result.best
+        if best is not None and "trials" in best:
+            line += "; " + pareto_line(best, config.metric_names)
+        elif best is not None:
+            line += f"; best trial {best['number']}: {best['value']:.6g} with {best['params']}"
         print(line)
         if result.stop_reason:
             print(result.stop_reason)

@@ -11,21 +11,35 @@ from tuner.records._access import CredentialsError, check_tracking_access
 from tuner.records._campaign import open_recorder, start_campaign_run
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._recorder import LineageRecorder
-from tuner.records._summary import campaign_params, campaign_tags, run_importance, summary_tags
-from tuner.records._trial import interrupted_tags, output_tail, trial_end_tags
+from tuner.records._summary import (
+    NOTE_TAG,
+    Analysis,
+    campaign_note,
+    campaign_params,
+    campaign_tags,
+    pareto_line,
+    run_importance,
+    summary_tags,
+)
+from tuner.records._trial import interrupted_tags, output_tail, trial_end_tags, trial_run_name
 
 __all__ = [
+    "NOTE_TAG",
+    "Analysis",
     "CredentialsError",
     "LineageRecorder",
+    "campaign_note",
     "campaign_params",
     "campaign_tags",
     "check_tracking_access",
     "interrupted_tags",
     "open_recorder",
     "output_tail",
+    "pareto_line",
     "reconcile_runs",
     "run_importance",
     "start_campaign_run",
     "summary_tags",
     "trial_end_tags",
+    "trial_run_name",
 ]

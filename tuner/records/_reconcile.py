@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from tuner.records._trial import trial_run_name
+
 __all__ = ["RUN_TYPE", "reconcile_runs"]
 
 #: The tag that tells campaign, trial, reserved and analysis runs apart.
@@ -42,7 +44,7 @@ def reconcile_runs(
         if number is not None and kind == "reserved":
             client.set_tag(run.info.run_id, RUN_TYPE, "trial")
             client.set_tag(run.info.run_id, "tuner.trial_number", str(number))
-            client.set_tag(run.info.run_id, "mlflow.runName", f"{campaign}-trial-{number}")
+            client.set_tag(run.info.run_id, "mlflow.runName", trial_run_name(campaign, number))
             kind = "trial"
         if kind == "reserved":
             client.set_terminated(run.info.run_id, "KILLED")

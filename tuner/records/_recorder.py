@@ -5,6 +5,16 @@ path: a background thread does them in order, and keeps a small pool of child ru
 ahead (tag ``lineage.run_type=reserved``) so that a trial can get its run id (`tuner._protocol`) at
 once. At the end (and on `tuner resume`) reserved runs nobody used are deleted.
 
+A trial run's ``start_time`` and ``end_time`` are its process's own (a reserved run is created
+early; its start time is set when a trial takes it). MLflow's API cannot change a run's start
+time, so on a store the SQL writer cannot reach (an ``http://`` server, a file store) no run is
+created ahead: the trial's run is created as the trial starts (one round trip).
+
+The recorder remembers every run it handed out: `close` ends any a trial has not finished
+(KILLED, ``tuner.state=FAIL`` with the reason) and deletes the unused reserved ones, so no run
+of the campaign stays RUNNING whatever stopped the controller. Trial runs are named
+``<campaign>-<trial number>`` (``-retry<k>`` for the k-th retry of a failure).
+
 Tags on a trial run: ``lineage.run_type=trial``, ``mlflow.parentRunId``, ``tuner.campaign``,
 ``tuner.trial_number``, ``tuner.attempt``, ``tuner.sampler``, ``tuner.device``,
 ``tuner.command`` and ``lineage.command`` (secrets masked), ``tuner.env.<NAME>`` (masked),
@@ -25,6 +35,7 @@ from typing import Any
 
 from lineage.masking import mask_argv, mask_value
 from tuner.records._reconcile import RUN_TYPE, reconcile_runs
+from tuner.records._trial import trial_run_name
 
 __all__ = ["LineageRecorder"]
 
@@ -67,7 +78,8 @@ class LineageRecorder:
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._errors: dict[str, str] = {}
-        self._reserved_out = 0
+        #: Run ids handed to trials and not finished yet -> whether a trial started in it.
+        self._handed: dict[str, bool] = {}
         self._thread = threading.Thread(target=self._loop, name="tuner-lineage", daemon=True)
 
     # ----- controller side -----------------------------------------------------------------
@@ -108,11 +120,13 @@ class LineageRecorder:
             run_id = self._pool.get_nowait()
         except queue.Empty:
             run_id = self._create_reserved()
+        self._handed[run_id] = False
         self._jobs.put(self._refill)
         return run_id
 
     def release_run(self, run_id: str) -> None:
         """A reserved run that no trial will use: ended and deleted."""
+        self._handed.pop(run_id, None)
         self._jobs.put(lambda: self._guard("delete", lambda: self._discard(run_id)))
 
     def trial_started(
@@ -126,12 +140,16 @@ class LineageRecorder:
         env: Mapping[str, str],
         device: str,
         sampler: str,
+        started_at: float | None = None,
         extra_tags: Mapping[str, str] | None = None,
     ) -> None:
+        """The trial's process started in ``run_id`` at ``started_at`` (``time.time()``):
+        its params, tags and name, and the run's start time set to the process's."""
         masked = mask_argv(list(argv))
+        self._handed[run_id] = True
         tags = {
             RUN_TYPE: "trial",
-            "mlflow.runName": f"{self.campaign}-trial-{number}",
+            "mlflow.runName": trial_run_name(self.campaign, number, attempt),
             "tuner.trial_number": str(number),
             "tuner.attempt": str(attempt),
             "tuner.sampler": sampler,
@@ -146,9 +164,13 @@ class LineageRecorder:
         param_items = {k: _value(v) for k, v in params.items()}
         name = tags["mlflow.runName"]
 
+        start_ms = int(started_at * 1000) if started_at is not None else None
+
         def job() -> None:
             self._log(run_id, params=param_items, tags=tags)
             self._guard("name", lambda: self._set_name(run_id, name))
+            if start_ms is not None:
+                self._guard("start_time", lambda: self._set_start_time(run_id, start_ms))
 
         self._jobs.put(job)
 
@@ -165,8 +187,13 @@ class LineageRecorder:
         status: str,
         tags: Mapping[str, str],
         output_tail: str,
+        ended_at: float | None = None,
     ) -> None:
+        """The attempt in ``run_id`` ended at ``ended_at`` (``time.time()``; default now):
+        its closing tags, output tail, status and end time."""
         copied = dict(tags)
+        self._handed.pop(run_id, None)
+        end_ms = int((ended_at if ended_at is not None else time.time()) * 1000)
 
         def job() -> None:
             self._log(run_id, tags=copied)
@@ -175,7 +202,7 @@ class LineageRecorder:
                     "artifact",
                     lambda: self._client.log_text(run_id, output_tail, "tuner/output_tail.txt"),
                 )
-            self._guard("status", lambda: self._client.set_terminated(run_id, status))
+            self._guard("status", lambda: self._set_status(run_id, status, end_ms))
 
         self._jobs.put(job)
 
@@ -192,10 +219,24 @@ class LineageRecorder:
         """Queue ``fn(client)`` (for one-off writes such as the campaign summary)."""
         self._jobs.put(lambda: self._guard("call", lambda: fn(self._client)))
 
-    def close(self, status: str, *, tags: Mapping[str, str] | None = None) -> None:
-        """Delete unused reserved runs, end the parent run with ``status``, drain, stop."""
+    def close(
+        self,
+        status: str,
+        *,
+        tags: Mapping[str, str] | None = None,
+        reason: str = "interrupted: the controller stopped while the trial ran",
+    ) -> None:
+        """End every run of the campaign still open, drain, stop: runs handed to trials and
+        not finished (KILLED, ``tuner.state=FAIL``, ``tuner.fail_reason=reason``), unused
+        reserved runs (deleted), then the parent run (``status``, ``tags``)."""
         if not self._thread.is_alive():
             return
+        leftover, self._handed = dict(self._handed), {}
+        now_ms = int(time.time() * 1000)
+        for run_id, started in leftover.items():
+            self._jobs.put(
+                lambda r=run_id, s=started: self._end_leftover(r, s, reason, now_ms)  # type: ignore[misc]
+            )
 
         def finish() -> None:
             while True:
@@ -255,15 +296,18 @@ class LineageRecorder:
         try:
             from mlflow.tracking import MlflowClient
 
+            from lineage.recording import ensure_experiment
+
             self._client = client = MlflowClient(tracking_uri=self.tracking_uri)
             self._sql = _sql_writer(self.tracking_uri)
-            exp = client.get_experiment_by_name(self.experiment_name)
-            if exp is None:
-                self.experiment_id = client.create_experiment(self.experiment_name)
-            else:
-                if exp.lifecycle_stage == "deleted":
-                    client.restore_experiment(exp.experiment_id)
-                self.experiment_id = exp.experiment_id
+            if self._sql is None:
+                # No way to move a run's start time: create each trial's run as it starts.
+                self._pool_size = 0
+            # New experiments are tagged mlflow.experimentKind=custom_model_development (the
+            # MLflow UI then opens them on their runs).
+            self.experiment_id = ensure_experiment(
+                client, self.experiment_name, restore_deleted=True
+            )
             run = None
             if parent_run_id:
                 try:
@@ -297,6 +341,13 @@ class LineageRecorder:
         self._ready.set()
         self._refill()
 
+    def _end_leftover(self, run_id: str, started: bool, reason: str, end_ms: int) -> None:
+        if not started:
+            self._guard("delete", lambda: self._discard(run_id))
+            return
+        self._log(run_id, tags={"tuner.state": "FAIL", "tuner.fail_reason": reason})
+        self._guard("status", lambda: self._set_status(run_id, "KILLED", end_ms))
+
     def _discard(self, run_id: str) -> None:
         self._set_status(run_id, "KILLED")
         self._client.delete_run(run_id)
@@ -318,9 +369,24 @@ class LineageRecorder:
         if self._sql is None:
             self._client.update_run(run_id, name=name)
 
-    def _set_status(self, run_id: str, status: str) -> None:
-        if self._sql is None or not self._sql.set_status(run_id, status, int(time.time() * 1000)):
-            self._client.set_terminated(run_id, status)
+    def _set_status(self, run_id: str, status: str, end_ms: int | None = None) -> None:
+        end_ms = end_ms if end_ms is not None else int(time.time() * 1000)
+        if self._sql is None or not self._sql.set_status(run_id, status, end_ms):
+            self._client.set_terminated(run_id, status, end_time=end_ms)
+
+    def _set_start_time(self, run_id: str, start_ms: int) -> None:
+        if self._sql is None:
+            return  # created as the trial started (see the module's text)
+        setter = getattr(self._sql, "set_start_time", None)
+        if setter is not None and setter(run_id, start_ms):
+            return
+        # MLflow's API has no way to change start_time (update_run_info takes status, end
+        # time and name); lineage's SQL writer has no public method for it yet, so this is
+        # the one place the tuner sends it a statement of its own.
+        self._sql._statement(
+            "UPDATE runs SET start_time = ? WHERE run_uuid = ? AND lifecycle_stage = 'active'",
+            (start_ms, run_id),
+        )
 
     def _refill(self) -> None:
         while self._pool.qsize() < self._pool_size:

@@ -4,13 +4,23 @@ at the end, and the importance analysis over the finished trials."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tuner.config import CampaignConfig
 
-__all__ = ["campaign_params", "campaign_tags", "run_importance", "summary_tags"]
+__all__ = [
+    "NOTE_TAG",
+    "Analysis",
+    "campaign_note",
+    "campaign_params",
+    "campaign_tags",
+    "pareto_line",
+    "run_importance",
+    "summary_tags",
+]
 
 
 def campaign_params(c: CampaignConfig) -> dict[str, Any]:
@@ -25,6 +35,8 @@ def campaign_params(c: CampaignConfig) -> dict[str, Any]:
         "resources.parallel": c.resources.parallel,
         "resources.kind": c.resources.kind,
     }
+    if c.objectives:
+        out["objectives"] = ",".join(f"{o.metric}:{o.goal}" for o in c.all_objectives)
     for name, param in c.parameters.items():
         out[f"space.{name}"] = json.dumps(
             param.model_dump(exclude_none=True, exclude_defaults=True), default=str
@@ -45,11 +57,28 @@ def campaign_tags(c: CampaignConfig) -> dict[str, str]:
 
 
 def summary_tags(
-    counts: Mapping[str, int], best: Mapping[str, Any] | None, stop_reason: str | None
+    counts: Mapping[str, int],
+    best: Mapping[str, Any] | None,
+    stop_reason: str | None,
+    metric_names: Sequence[str] = (),
 ) -> dict[str, str]:
-    """The parent run's closing tags: trials by state, the best trial, why it stopped."""
+    """The parent run's closing tags: trials by state, the best trial (one objective) or the
+    Pareto front (several: ``tuner.pareto.size``, ``tuner.pareto.numbers``, and
+    ``tuner.pareto.front``, a JSON list of ``{"number", "values": {metric: value}}``), and
+    why it stopped. ``best`` is what `tuner.campaign` reports (see ``best_of``)."""
     tags = {f"tuner.count.{k}": str(v) for k, v in counts.items()}
-    if best is not None:
+    if best is not None and "trials" in best:
+        front = list(best["trials"])
+        tags["tuner.pareto.size"] = str(len(front))
+        tags["tuner.pareto.numbers"] = ",".join(str(t["number"]) for t in front)
+        names = list(metric_names)
+        tags["tuner.pareto.front"] = _clip(
+            json.dumps(
+                [{"number": t["number"], "values": _named(names, t["values"])} for t in front],
+                default=str,
+            )
+        )
+    elif best is not None:
         tags["tuner.best.number"] = str(best["number"])
         tags["tuner.best.value"] = repr(best["value"])
     if stop_reason:
@@ -57,33 +86,134 @@ def summary_tags(
     return tags
 
 
-def run_importance(config: CampaignConfig, complete: int) -> str:
-    """Rank the campaign's hyperparameters (an MLflow analysis run); one line saying what."""
+def pareto_line(best: Mapping[str, Any], metric_names: Sequence[str], *, limit: int = 5) -> str:
+    """``Pareto front of 3 trials: #4 (loss=0.01, cost=0.2), ...`` for the closing summary."""
+    front = list(best["trials"])
+    shown = []
+    for t in front[:limit]:
+        values = ", ".join(
+            f"{k}={v:.6g}" for k, v in _named(list(metric_names), t["values"]).items()
+        )
+        shown.append(f"#{t['number']} ({values})")
+    more = f", +{len(front) - limit} more (tuner status CONFIG)" if len(front) > limit else ""
+    return f"Pareto front of {len(front)} trial(s): " + ", ".join(shown) + more
+
+
+def _named(names: list[str], values: Sequence[float]) -> dict[str, float]:
+    if len(names) != len(values):
+        names = [f"objective{i}" for i in range(len(values))]
+    return dict(zip(names, values, strict=True))
+
+
+def _clip(text: str, limit: int = 5000) -> str:
+    # MLflow tag values hold at most 5,000 characters (8,000 on newer stores).
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class Analysis:
+    """One importance analysis the campaign ran: its objective, run id and one-line result."""
+
+    metric: str
+    goal: str
+    line: str
+    run_id: str | None = None
+
+
+def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
+    """Rank the campaign's hyperparameters, once per objective (an MLflow analysis run
+    each, named ``importance-<metric>``); one `Analysis` per objective saying what."""
     from lineage.importance import MIN_RUNS
 
-    if complete < MIN_RUNS:
-        return (
-            f"importance: {complete} completed trial(s); at least {MIN_RUNS} are needed "
-            "to rank parameters"
-        )
-    try:
-        from lineage.importance import analyze_experiment
+    out: list[Analysis] = []
+    several = len(config.all_objectives) > 1
+    for objective in config.all_objectives:
+        metric, goal = objective.metric, objective.goal
+        head = f"importance ({metric}, {goal})" if several else "importance"
+        if complete < MIN_RUNS:
+            line = (
+                f"{head}: {complete} completed trial(s); at least {MIN_RUNS} are needed "
+                "to rank parameters"
+            )
+            out.append(Analysis(metric, goal, line))
+            continue
+        try:
+            from lineage.importance import analyze_experiment
 
-        result = analyze_experiment(
-            config.experiment,
-            target=config.target.metric,
-            goal=config.target.goal,
-            tracking_uri=config.tracking_uri(),
-            where=f"tags.`tuner.campaign` = '{config.name}'",
-            # The tuned hyperparameters only: a trial's own lineage (optimizer.*, seeds,
-            # dataset sizes recorded by callbacks) would otherwise compete with them.
-            params=list(config.parameters),
-            log=True,
+            result = analyze_experiment(
+                config.experiment,
+                target=metric,
+                goal=goal,
+                tracking_uri=config.tracking_uri(),
+                where=f"tags.`tuner.campaign` = '{config.name}'",
+                # The tuned hyperparameters only: a trial's own lineage (optimizer.*, seeds,
+                # dataset sizes recorded by callbacks) would otherwise compete with them.
+                params=list(config.parameters),
+                log=True,
+            )
+        except Exception as exc:
+            out.append(
+                Analysis(metric, goal, f"{head}: not computed ({type(exc).__name__}: {exc})")
+            )
+            continue
+        names = ", ".join(
+            f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in result.params[:5]
         )
-    except Exception as exc:
-        return f"importance: not computed ({type(exc).__name__}: {exc})"
-    names = ", ".join(
-        f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in result.params[:5]
-    )
-    run = result.analysis_run_id
-    return f"importance: {names or 'computed'}" + (f" (analysis run {run})" if run else "")
+        never = list(getattr(result, "never_active", []) or [])
+        if never:
+            names += f"; never active: {', '.join(never)}"
+        run = result.analysis_run_id
+        line = f"{head}: {names or 'computed'}" + (f" (analysis run {run})" if run else "")
+        out.append(Analysis(metric, goal, line, run))
+    return out
+
+
+#: MLflow shows this tag as the run's description (Markdown).
+NOTE_TAG = "mlflow.note.content"
+
+
+def campaign_note(
+    config: CampaignConfig,
+    *,
+    experiment_id: str | None,
+    counts: Mapping[str, int],
+    best: Mapping[str, Any] | None,
+    stop_reason: str | None,
+    analyses: Sequence[Analysis] = (),
+) -> str:
+    """The parent run's description (Markdown): what the campaign tuned, how it ended, and
+    one link per importance analysis run with what that run holds."""
+    objectives = ", ".join(f"`{o.metric}` ({o.goal})" for o in config.all_objectives)
+    lines = [
+        f"**Tuning campaign `{config.name}`**: {len(config.parameters)} parameter(s) "
+        f"({', '.join(f'`{n}`' for n in config.parameters)}) tuned for {objectives} with the "
+        f"{config.sampler.name} sampler; budget {config.budget.trials} trials.",
+        "",
+        "Trials: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ".",
+    ]
+    if best is not None and "trials" in best:
+        lines += ["", pareto_line(best, config.metric_names) + "."]
+    elif best is not None:
+        lines += [
+            "",
+            f"Best trial: #{best['number']}, `{config.target.metric}` = {best['value']:.6g}.",
+        ]
+    if stop_reason:
+        lines += ["", f"Stopped: {stop_reason}"]
+    linked = [a for a in analyses if a.run_id]
+    if linked:
+        lines += ["", "**Hyperparameter importance**"]
+        for a in linked:
+            link = f"#/experiments/{experiment_id}/runs/{a.run_id}" if experiment_id else a.run_id
+            lines.append(
+                f"- [importance of each parameter for `{a.metric}` ({a.goal})]({link}): the "
+                "ranking with 95% intervals (metrics `importance.<param>`), a bar chart and one "
+                "scatter plot per parameter (artifacts, PNG and interactive HTML), the target's "
+                "distribution and the top runs"
+            )
+    else:
+        unlinked = [a.line for a in analyses]
+        if unlinked:
+            lines += ["", *(f"- {line}" for line in unlinked)]
+    lines += ["", f"Config: `{config.source_path or ''}`; trial runs are this run's children."]
+    return "\n".join(lines)

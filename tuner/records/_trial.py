@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tuner.executors import TrialOutcome
 
-__all__ = ["interrupted_tags", "output_tail", "trial_end_tags"]
+__all__ = ["interrupted_tags", "output_tail", "trial_end_tags", "trial_run_name"]
+
+
+def trial_run_name(campaign: str, number: int, attempt: int = 1) -> str:
+    """A trial run's name: ``<campaign>-<trial number>``, and ``-retry<k>`` on the k-th
+    retry of a failed attempt (``quickstart-7``, ``quickstart-9-retry1``)."""
+    name = f"{campaign}-{number}"
+    return name if attempt <= 1 else f"{name}-retry{attempt - 1}"
 
 
 def trial_end_tags(
