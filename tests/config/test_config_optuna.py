@@ -12,9 +12,8 @@ import pytest
 from _campaign_base import base_config
 
 from tuner._errors import ConfigError
-from tuner._space import distributions, sample_params, sampling_order, validate_params
 from tuner.config import CampaignConfig, load_config, parse_config
-from tuner.search import _registry
+from tuner.search import _registry, distributions, sample_params, sampling_order, validate_params
 from tuner.search._registry import make_pruner, make_sampler, search_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

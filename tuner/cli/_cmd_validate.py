@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 def summary(config: CampaignConfig) -> dict[str, Any]:
     """What ``--format json`` prints; secrets (env values, secret flags, URI passwords) masked."""
     from lineage.masking import mask_argv, mask_mapping, mask_uri
-    from tuner._space import sampling_order
+    from tuner.search import sampling_order
 
     dumped = mask_mapping(config.model_dump(mode="json"))
     if isinstance(dumped.get("command"), list):
