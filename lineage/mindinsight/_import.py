@@ -11,6 +11,8 @@ left without ``mindinsight.sha256`` by an interrupted import is replaced the sam
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import tempfile
@@ -197,7 +199,10 @@ def _import_one(
     previous = by_id.get(run.train_id)
     if previous is not None:
         result.status = "replaced"
-    result.run_id = _write(client, uri, experiment_id, run, record, digest)
+    # MLflow prints "View run ... at: <url>" on stdout when a run on a server ends; stdout
+    # belongs to the caller (the CLI's --format json).
+    with contextlib.redirect_stdout(io.StringIO()):
+        result.run_id = _write(client, uri, experiment_id, run, record, digest)
     if previous is not None:
         try:
             client.delete_run(previous)

@@ -8,6 +8,7 @@ import pty
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,67 @@ def test_importance_and_diagnose_run_on_the_imported_experiment(
     diagnosed = json.loads(diag.stdout)["runs"]
     assert len(diagnosed) == 8
     assert all(isinstance(r["findings"], list) for r in diagnosed)
+
+
+@pytest.fixture
+def mlflow_http(tmp_path: Path) -> Iterator[str]:
+    """A real ``mlflow server`` on a SQLite file, on a free local port."""
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'server.db'}",
+            "--artifacts-destination",
+            str(tmp_path / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, "mlflow server exited"
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_import_through_an_mlflow_server_keeps_stdout_json(
+    copy_base: Path, mlflow_http: str
+) -> None:
+    # MLflow prints "View run ... at: <url>" when a run on a server ends; not into our JSON.
+    first = _cli(
+        "import", "mindinsight", str(copy_base), "-e", "srv", "--format", "json", uri=mlflow_http
+    )
+    assert first.returncode == 0, first.stderr
+    assert [r["status"] for r in json.loads(first.stdout)] == ["imported"] * 8
+    again = _cli(
+        "import", "mindinsight", str(copy_base), "-e", "srv", "--format", "json", uri=mlflow_http
+    )
+    assert [r["status"] for r in json.loads(again.stdout)] == ["unchanged"] * 8
+    runs = _runs(mlflow_http, "srv")
+    assert len(runs) == 8 and all("val_Accuracy" in r.metrics for r in runs)
