@@ -11,8 +11,8 @@ stalls near 0.85)::
 Hyperparameters, lowest precedence first:
   1. the flag defaults below;
   2. the JSON object in ``TUNER_PARAMS`` (set by ``tuner run``; keys are the flag names with
-     ``_`` for ``-``: ``lr``, ``optimizer``, ``momentum``, ``batch_size``, ``hidden``,
-     ``epochs``, ``train_size``, ``seed``);
+     ``_`` for ``-``: ``lr``, ``optimizer``, ``momentum``, ``weight_decay``, ``batch_size``,
+     ``hidden``, ``epochs``, ``train_size``, ``seed``);
   3. flags given explicitly on the command line (so ``--lr {lr}`` placeholders work too).
 
 Flags::
@@ -20,6 +20,7 @@ Flags::
   --lr FLOAT                    learning rate (default 0.05)
   --optimizer {sgd,momentum,adam}  (default momentum)
   --momentum FLOAT              momentum, used by ``momentum`` only (default 0.9)
+  --weight-decay FLOAT          L2 weight decay of every optimizer (default 0.0)
   --batch-size INT              (default 32)
   --hidden INT                  hidden units (default 64)
   --epochs INT                  (default 3)
@@ -67,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "lr": 0.05,
     "optimizer": "momentum",
     "momentum": 0.9,
+    "weight_decay": 0.0,
     "batch_size": 32,
     "hidden": 64,
     "epochs": 3,
@@ -79,6 +81,7 @@ OPTIMIZERS = ("sgd", "momentum", "adam")
 _TYPES = {
     "lr": float,
     "momentum": float,
+    "weight_decay": float,
     "batch_size": int,
     "hidden": int,
     "epochs": int,
@@ -99,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=s)
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=s)
     p.add_argument("--momentum", type=float, default=s)
+    p.add_argument("--weight-decay", type=float, default=s)
     p.add_argument("--batch-size", type=int, default=s)
     p.add_argument("--hidden", type=int, default=s)
     p.add_argument("--epochs", type=int, default=s)
@@ -137,6 +141,8 @@ def resolve_params(argv: list[str] | None = None) -> tuple[dict[str, Any], argpa
             errors.append(f"{key} must be one of {list(allowed)}, got {params[key]!r}")
     if isinstance(params["lr"], float) and not params["lr"] > 0:
         errors.append(f"lr must be > 0, got {params['lr']!r}")
+    if isinstance(params["weight_decay"], float) and not params["weight_decay"] >= 0:
+        errors.append(f"weight_decay must be >= 0, got {params['weight_decay']!r}")
     for key in ("batch_size", "hidden", "epochs", "train_size"):
         if isinstance(params[key], int) and params[key] < 1:
             errors.append(f"{key} must be >= 1, got {params[key]!r}")
@@ -203,14 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     net = nn.SequentialCell(nn.Dense(64, hidden), nn.ReLU(), nn.Dense(hidden, 10))
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     lr = float(params["lr"])
+    decay = float(params["weight_decay"])
     if params["optimizer"] == "sgd":
-        opt: nn.Optimizer = nn.SGD(net.trainable_params(), learning_rate=lr)
+        opt: nn.Optimizer = nn.SGD(net.trainable_params(), learning_rate=lr, weight_decay=decay)
     elif params["optimizer"] == "momentum":
         opt = nn.Momentum(
-            net.trainable_params(), learning_rate=lr, momentum=float(params["momentum"])
+            net.trainable_params(),
+            learning_rate=lr,
+            momentum=float(params["momentum"]),
+            weight_decay=decay,
         )
     else:
-        opt = nn.Adam(net.trainable_params(), learning_rate=lr)
+        opt = nn.Adam(net.trainable_params(), learning_rate=lr, weight_decay=decay)
     model = Model(net, loss_fn, opt, metrics={"accuracy": Accuracy()})
 
     steps = train_ds.get_dataset_size()

@@ -185,6 +185,7 @@ class Controller:
             except BaseException as exc:  # the runs are closed all the same
                 failures.append(exc)
                 tags = {f"tuner.count.{k}": str(v) for k, v in self.counts.items()}
+                tags["tuner.error"] = scrub_text(f"{type(exc).__name__}: {exc}", ())[:5000]
                 status = "FAILED"
             if error is not None and not isinstance(error, KeyboardInterrupt):
                 tags["tuner.error"] = scrub_text(f"{type(error).__name__}: {error}", ())[:5000]

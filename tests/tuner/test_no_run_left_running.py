@@ -1,0 +1,108 @@
+"""The rule (issue 14.2): whatever exception ends a campaign, none of its MLflow runs is left
+RUNNING: not the parent, not a trial's, not a reserved one.
+
+The exception is injected at each layer the controller goes through (setting up, launching,
+judging, telling Optuna, recording a trial's end, the closing summary) into a controller with
+in-process trials and the real recorder on a real MLflow SQLite store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.tuner.conftest import mlflow_runs
+
+
+class Injected(RuntimeError):
+    pass
+
+
+def _fail_on(call: int, real: Any) -> Any:
+    """``real``, raising `Injected` on its ``call``-th call."""
+    seen = {"n": 0}
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        seen["n"] += 1
+        if seen["n"] == call:
+            raise Injected(f"injected into {getattr(real, '__name__', real)} call {call}")
+        return real(*args, **kwargs)
+
+    return wrapper
+
+
+def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    import tuner.campaign._controller as controller
+    import tuner.campaign._launch as launch
+    from tuner.executors._inprocess import InProcessExecutor
+
+    if where == "summary":
+        monkeypatch.setattr(controller, "summary_tags", _fail_on(1, controller.summary_tags))
+    elif where == "tell":  # the trial has left `running`, its run is not finished yet
+        monkeypatch.setattr(controller, "tell", _fail_on(3, controller.tell))
+    elif where == "judge":
+        monkeypatch.setattr(controller, "judge", _fail_on(2, controller.judge))
+    elif where == "trial_end_tags":
+        monkeypatch.setattr(controller, "trial_end_tags", _fail_on(3, controller.trial_end_tags))
+    elif where == "submit":  # a run was reserved for the trial, the process never started
+        monkeypatch.setattr(InProcessExecutor, "submit", _fail_on(4, InProcessExecutor.submit))
+    elif where == "launch_record":  # the process started, its launch was not recorded
+        monkeypatch.setattr(launch, "secret_values", _fail_on(3, launch.secret_values))
+    elif where == "recover":
+        from tuner.coordination import Standalone
+
+        monkeypatch.setattr(Standalone, "recover", _fail_on(1, Standalone.recover))
+    else:  # pragma: no cover
+        raise AssertionError(where)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["summary", "tell", "judge", "trial_end_tags", "submit", "launch_record", "recover"],
+)
+def test_no_mlflow_run_is_left_running_whatever_ends_the_campaign(
+    where: str, campaign: Any, sqlite_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from tuner.campaign import Controller
+    from tuner.executors._inprocess import InProcessExecutor
+
+    config = campaign(budget={"trials": 6}, resources={"parallel": 2})
+    _patch(monkeypatch, where)
+    controller = Controller(
+        config,
+        executor=InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=2),
+        importance=False,
+        handle_signals=False,
+        poll_interval=0.0,
+    )
+    with pytest.raises(Injected):
+        controller.run()
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    runs = mlflow_runs(sqlite_uri)
+    exp_id = runs[0].info.experiment_id
+    deleted = client.search_runs([exp_id], run_view_type=2, max_results=1000)  # DELETED_ONLY
+    everything = runs + list(deleted)
+    left = [
+        (r.info.run_name, r.data.tags.get("lineage.run_type"), r.info.lifecycle_stage)
+        for r in everything
+        if r.info.status == "RUNNING"
+    ]
+    assert not left, left
+    (parent,) = [r for r in runs if r.data.tags.get("lineage.run_type") == "campaign"]
+    assert parent.info.status == "FAILED"
+    assert parent.data.tags["tuner.error"].startswith("Injected: injected into")
+    # Reserved runs nobody used are deleted, never left active.
+    assert not [r for r in runs if r.data.tags.get("lineage.run_type") == "reserved"]
+    trial_runs = [r for r in runs if r.data.tags.get("lineage.run_type") == "trial"]
+    for run in trial_runs:
+        assert run.info.end_time and run.info.end_time >= run.info.start_time
+        if run.info.status == "KILLED":
+            assert run.data.tags["tuner.state"] == "FAIL"
+            assert run.data.tags["tuner.fail_reason"]
+    # The campaign directory says the controller did not exit cleanly (resume reconciles).
+    assert controller.campaign_dir.previous()["clean_exit"] is False
+    assert not controller.campaign_dir.controller_alive()
