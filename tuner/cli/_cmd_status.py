@@ -1,4 +1,13 @@
-"""``tuner status CONFIG``: trials by state, the best so far, the running trials."""
+"""``tuner status CONFIG``: trials by state, the best so far, the running trials.
+
+Fast on purpose (a user runs it in a loop while a campaign runs): on SQLite and PostgreSQL it
+reads Optuna's tables with a few plain SQL queries (sqlite3 / psycopg) instead of importing
+Optuna, SQLAlchemy and MLflow and loading every trial object; any other storage goes through
+Optuna. The SQL reader is the one place that knows Optuna's RDB schema (stable since Optuna
+3.0: ``studies``, ``study_directions``, ``trials``, ``trial_values``, ``trial_params``,
+``trial_user_attributes``, ``trial_system_attributes``); a schema it does not recognise makes
+it fall back to Optuna.
+"""
 
 from __future__ import annotations
 
@@ -6,148 +15,376 @@ import argparse
 import json
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 ORDER = 22
+
+#: Names stored on trials (spelled in tuner.search._attrs; repeated here so that this
+#: command need not import the search package, which imports Optuna; a test keeps them equal).
+LAUNCH_ATTR = "tuner.launch"
+ATTEMPT_ATTR = "tuner.attempt"
+STALE_ATTR = "tuner:stale"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "status",
         help="show a campaign's progress",
-        description="Show the campaign in CONFIG: trials by state, the best trial so far, "
-        "running trials with their device and elapsed time, and whether a controller is "
-        "alive. Reads the Optuna storage only; works while `tuner run` is running.",
+        description="Show the campaign in CONFIG: trials by state (superseded attempts of "
+        "interrupted trials apart from failures), the best trial so far, running trials with "
+        "their device and elapsed time, and whether a controller is alive. Reads the Optuna "
+        "storage only; works while `tuner run` is running.",
     )
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--format", choices=["table", "json"], default="table")
     parser.set_defaults(handler=run)
 
 
-def study_exists(config: Any) -> bool:
-    url = config.optuna_storage_url()
+class _NoStudy(Exception):
+    pass
+
+
+class _Unreadable(Exception):
+    """The SQL reader cannot read this database (driver, schema): use Optuna."""
+
+
+def _connect(url: str) -> tuple[Any, str] | None:
+    """A DB-API connection and its placeholder, or None when the SQL reader does not apply."""
     if url.startswith("sqlite:///"):
+        import sqlite3
+
         path = Path(url[len("sqlite:///") :].split("?", 1)[0])
         if not path.exists():
-            return False
+            raise _NoStudy
+        return sqlite3.connect(str(path), timeout=30), "?"
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in ("postgresql", "postgresql+psycopg", "postgres"):
+        try:
+            import psycopg
+        except ImportError:
+            return None
+        dsn = "postgresql://" + url.split("://", 1)[1]
+        return psycopg.connect(dsn, connect_timeout=10), "%s"
+    return None
+
+
+def _read_sql(url: str, study_name: str) -> dict[str, Any] | None:
+    """``{"directions", "trials": [row dicts]}`` by SQL; None when the reader does not apply."""
+    conn_ph = _connect(url)
+    if conn_ph is None:
+        return None
+    conn, ph = conn_ph
+    try:
+        cur = conn.cursor()
+
+        def q(sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+            cur.execute(sql.replace("?", ph), args)
+            return list(cur.fetchall())
+
+        try:
+            rows = q(
+                "SELECT s.study_id, d.objective, d.direction FROM studies s "
+                "LEFT JOIN study_directions d ON d.study_id = s.study_id "
+                "WHERE s.study_name = ? ORDER BY d.objective",
+                (study_name,),
+            )
+        except Exception as exc:
+            if "no such table" in str(exc) or "does not exist" in str(exc):
+                raise _NoStudy from None
+            raise _Unreadable from exc
+        if not rows:
+            raise _NoStudy
+        study_id = rows[0][0]
+        directions = [str(r[2]).upper() for r in rows if r[2] is not None]
+        # Every trial with its values and whether it was superseded, in one query.
+        try:
+            trial_rows = q(
+                "SELECT t.trial_id, t.number, t.state, t.datetime_start, v.objective, v.value, "
+                "v.value_type, (SELECT COUNT(*) FROM trial_system_attributes a "
+                "WHERE a.trial_id = t.trial_id AND a.key = ?) "
+                "FROM trials t LEFT JOIN trial_values v ON v.trial_id = t.trial_id "
+                "WHERE t.study_id = ? ORDER BY t.number, v.objective",
+                (STALE_ATTR, study_id),
+            )
+        except Exception as exc:
+            raise _Unreadable from exc
+        trials: dict[int, dict[str, Any]] = {}
+        for tid, number, state, start, objective, value, vtype, stale in trial_rows:
+            t = trials.setdefault(
+                tid,
+                {
+                    "id": tid,
+                    "number": number,
+                    "state": str(state).upper().split(".")[-1],
+                    "start": start,
+                    "values": {},
+                    "stale": bool(stale),
+                },
+            )
+            if objective is not None:
+                if vtype == "INF_POS":
+                    value = float("inf")
+                elif vtype == "INF_NEG":
+                    value = float("-inf")
+                t["values"][objective] = None if value is None else float(value)
+        data: dict[str, Any] = {"directions": directions, "trials": list(trials.values())}
+        data["best"] = _best(data)
+        wanted = [t for t in data["trials"] if t["state"] == "RUNNING"]
+        best = data["best"]
+        ids = {t["id"] for t in wanted} | {t["id"] for t in best}
+        params: dict[int, dict[str, Any]] = {i: {} for i in ids}
+        attrs: dict[int, dict[str, Any]] = {i: {} for i in ids}
+        if ids:
+            marks = ",".join("?" for _ in ids)
+            for tid, name, value, dist in q(
+                "SELECT trial_id, param_name, param_value, distribution_json FROM trial_params "
+                f"WHERE trial_id IN ({marks})",
+                tuple(ids),
+            ):
+                params[tid][name] = _external(value, dist)
+            for tid, key, value in q(
+                'SELECT trial_id, "key", value_json FROM trial_user_attributes '
+                f'WHERE "key" IN (?, ?) AND trial_id IN ({marks})',
+                (LAUNCH_ATTR, ATTEMPT_ATTR, *ids),
+            ):
+                attrs[tid][key] = json.loads(value)
+        for t in data["trials"]:
+            if t["id"] in ids:
+                t["params"] = params[t["id"]]
+                t["attrs"] = attrs[t["id"]]
+        return data
+    finally:
+        conn.close()
+
+
+def _external(value: float, dist_json: str) -> Any:
+    """Optuna's stored (internal) parameter value as the user sees it."""
+    dist = json.loads(dist_json)
+    name = dist.get("name", "")
+    attrs = dist.get("attributes", {})
+    if "Categorical" in name:
+        return attrs["choices"][int(value)]
+    if name.startswith("Int") or name == "IntLogUniformDistribution":
+        return int(value)
+    return float(value)
+
+
+def _best(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The best COMPLETE trial (single objective) or the Pareto front, as trial dicts."""
+    signs = [-1.0 if d == "MAXIMIZE" else 1.0 for d in data["directions"]] or [1.0]
+    n = len(signs)
+    done = [
+        t
+        for t in data["trials"]
+        if t["state"] == "COMPLETE"
+        and len(t["values"]) == n
+        and all(v is not None for v in t["values"].values())
+    ]
+    for t in done:
+        t["key"] = tuple(s * t["values"][i] for i, s in enumerate(signs))
+    if not done:
+        return []
+    if n == 1:
+        return [min(done, key=lambda t: (t["key"][0], t["number"]))]
+    front: list[dict[str, Any]] = []
+    for t in sorted(done, key=lambda t: (t["key"], t["number"])):
+        if not any(_dominates(f["key"], t["key"]) or f["key"] == t["key"] for f in front):
+            front.append(t)
+    return sorted(front, key=lambda t: t["number"])
+
+
+def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return all(x <= y for x, y in zip(a, b, strict=True)) and a != b
+
+
+def _timestamp(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return float(value.timestamp())
+
+
+def _from_optuna(url: str, study_name: str) -> dict[str, Any]:
+    """What `_read_sql` returns, read through Optuna (any other storage)."""
     import optuna
 
+    from tuner.search import _internals as internals
     from tuner.search._study import create_rdb
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        summaries = optuna.get_all_study_summaries(create_rdb(url), include_best_trial=False)
-        names = {s.study_name for s in summaries}
-    except Exception:
-        return False
-    return bool(config.study_name in names)
+        study = optuna.load_study(study_name=study_name, storage=create_rdb(url))
+    except KeyError:
+        raise _NoStudy from None
+    except Exception as exc:
+        if "no such table" in str(exc) or "does not exist" in str(exc):
+            raise _NoStudy from None
+        raise
+    trials = []
+    for t in study.get_trials(deepcopy=False):
+        trials.append(
+            {
+                "id": internals.trial_id(t),
+                "number": t.number,
+                "state": t.state.name,
+                "start": t.datetime_start,
+                "values": dict(enumerate(t.values or [])),
+                "stale": STALE_ATTR in t.system_attrs,
+                "params": t.params,
+                "attrs": t.user_attrs,
+            }
+        )
+    data: dict[str, Any] = {"directions": [d.name for d in study.directions], "trials": trials}
+    data["best"] = _best(data)
+    return data
 
 
 def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.campaign._outcome import best_of
-    from tuner.coordination import CampaignDir
-    from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR, STALE_ATTR
+    from tuner.coordination._campaign_dir import CampaignDir
 
-    if not study_exists(config):
+    url = config.optuna_storage_url()
+    try:
+        try:
+            data = _read_sql(url, config.study_name)
+        except _Unreadable:
+            data = None
+        if data is None:
+            data = _from_optuna(url, config.study_name)
+    except _NoStudy:
         raise ConfigError(
             f"{config.source_path or config.name}: no campaign {config.name!r} in "
-            f"{mask_uri(config.optuna_storage_url())} yet; start it with `tuner run`"
-        )
-    import optuna
-
-    from tuner.search._study import create_rdb
-
-    storage = create_rdb(config.optuna_storage_url())
-    study = optuna.load_study(study_name=config.study_name, storage=storage)
-    trials = study.get_trials(deepcopy=False)
+            f"{mask_uri(url)} yet; start it with `tuner run`"
+        ) from None
     # A superseded attempt (an interrupted trial whose copy re-runs it) is stored as FAIL
     # but is no failure of the trial: it is counted apart and not against the budget.
     states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "SUPERSEDED": 0, "RUNNING": 0, "WAITING": 0}
     counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
     running = []
     now = time.time()
-    for t in trials:
-        if t.state.name == "FAIL" and STALE_ATTR in t.system_attrs:
+    for t in data["trials"]:
+        state = t["state"]
+        if state == "FAIL" and t["stale"]:
             states["SUPERSEDED"] += 1
             continue
-        states[t.state.name] = states.get(t.state.name, 0) + 1
-        if t.state.name in counted:
-            counted[t.state.name] += 1
-        if t.state.name == "RUNNING":
-            launch = t.user_attrs.get(LAUNCH_ATTR) or {}
-            started = launch.get("started") or (
-                t.datetime_start.timestamp() if t.datetime_start else now
-            )
+        states[state] = states.get(state, 0) + 1
+        if state in counted:
+            counted[state] += 1
+        if state == "RUNNING":
+            attrs = t.get("attrs", {})
+            launch = attrs.get(LAUNCH_ATTR) or {}
+            started = launch.get("started") or _timestamp(t["start"]) or now
             running.append(
                 {
-                    "number": t.number,
+                    "number": t["number"],
                     "launched": bool(launch),
-                    "attempt": launch.get("attempt", t.user_attrs.get(ATTEMPT_ATTR, 1)),
+                    "attempt": launch.get("attempt", attrs.get(ATTEMPT_ATTR, 1)),
                     "device": launch.get("device"),
                     "host": launch.get("host"),
                     "elapsed_s": round(now - float(started), 1),
                     "run_id": launch.get("run_id"),
-                    "params": t.params,
+                    "params": t.get("params", {}),
                 }
             )
+    best: dict[str, Any] | None = None
+    if data["best"] and len(data["directions"]) > 1:
+        best = {
+            "trials": [
+                {
+                    "number": t["number"],
+                    "values": [t["values"][i] for i in sorted(t["values"])],
+                    "params": t["params"],
+                }
+                for t in data["best"]
+            ]
+        }
+    elif data["best"]:
+        (t,) = data["best"]
+        best = {"number": t["number"], "value": t["values"][0], "params": t["params"]}
     campaign_dir = CampaignDir(config.base_dir, config.name)
     alive = campaign_dir.controller_alive()
     info = campaign_dir.previous()
     return {
         "campaign": config.name,
-        "storage": mask_uri(config.optuna_storage_url()),
+        "storage": mask_uri(url),
         "controller": {"alive": alive, "pid": info.get("pid") if alive else None},
         "budget": {"trials": config.budget.trials, "finished": sum(counted.values())},
         "trials": states,
         "finished": counted,
-        "best": best_of(study),
+        "best": best,
         "running": running,
         "stale": bool(running) and not alive,
     }
 
 
+def study_exists(config: Any) -> bool:
+    """Whether the campaign's study is in its storage."""
+    try:
+        collect(config)
+    except Exception:
+        return False
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
+    from lineage.masking import mask_mapping
     from tuner.config import load_config
 
     config = load_config(args.config)
     status = collect(config)
+    # A parameter under a secret-looking name (``api_token``) is shown masked.
+    if status["best"]:
+        for t in status["best"].get("trials", [status["best"]]):
+            t["params"] = mask_mapping(t["params"])
+    for r in status["running"]:
+        r["params"] = mask_mapping(r["params"])
     if args.format == "json":
         json.dump(status, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
+    out = sys.stdout
     ctl = status["controller"]
-    console.print(
-        f"[bold]{status['campaign']}[/bold]  {status['budget']['finished']}/"
-        f"{status['budget']['trials']} trials  controller: "
+    out.write(
+        f"{status['campaign']}  {status['budget']['finished']}/{status['budget']['trials']} "
+        "trials  controller: "
         + (f"running (pid {ctl['pid']})" if ctl["alive"] else "not running")
+        + "\n"
     )
-    console.print(
+    out.write(
         "  ".join(
             f"{k.lower() if k == 'SUPERSEDED' else k} {v}" for k, v in status["trials"].items()
         )
+        + "\n"
     )
     best = status["best"]
     if best and "value" in best:
-        console.print(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}")
+        out.write(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}\n")
+    elif best:
+        out.write(f"Pareto front ({len(best['trials'])} trials):\n")
+        for t in best["trials"]:
+            values = ", ".join(f"{v:.6g}" for v in t["values"])
+            out.write(f"  trial {t['number']}: {values}  {t['params']}\n")
     if status["running"]:
-        table = Table("trial", "attempt", "device", "elapsed", "params")
+        rows = [("trial", "attempt", "device", "elapsed", "params")]
         for r in status["running"]:
-            table.add_row(
-                str(r["number"]),
-                str(r["attempt"]),
-                str(r["device"]),
-                f"{r['elapsed_s']}s",
-                json.dumps(r["params"]),
+            rows.append(
+                (
+                    str(r["number"]),
+                    str(r["attempt"]),
+                    str(r["device"]),
+                    f"{r['elapsed_s']}s",
+                    json.dumps(r["params"]),
+                )
             )
-        console.print(table)
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        for row in rows:
+            out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)))
+            out.write("  " + row[4] + "\n")
     if status["stale"]:
-        console.print("RUNNING trials without a live controller: run `tuner resume CONFIG`.")
+        out.write("RUNNING trials without a live controller: run `tuner resume CONFIG`.\n")
     return 0
