@@ -256,3 +256,16 @@ def test_message_names_the_file_and_the_command() -> None:
     assert line.startswith("configs/old.yaml: is a MindInsight mindoptimizer config")
     assert "tuner convert mindinsight configs/old.yaml -o campaign.yaml" in line
     assert "\n" not in line
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_unconverted_config_is_refused_with_the_converting_command(sample: Path) -> None:
+    from tuner._errors import ConfigError
+    from tuner.config import load_config
+
+    with pytest.raises(ConfigError) as info:
+        load_config(sample)
+    text = str(info.value)
+    assert "mindoptimizer config" in text
+    assert f"tuner convert mindinsight {sample}" in text
+    assert "\n" not in text

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tuner._errors import ConfigError
+from tuner.config._foreign import is_mindoptimizer_config, mindoptimizer_message
 from tuner.config._messages import config_error, format_path, message, unknown_key
 from tuner.config._model import CampaignConfig
 from tuner.config._types import RuleError, UnknownKey, format_value, suggest
@@ -342,4 +343,6 @@ def load_config(path: str | Path) -> CampaignConfig:
         raise ConfigError(f"{where}: {_yaml_problem(exc)}.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: invalid YAML ({' '.join(str(exc).split())}).") from None
+    if is_mindoptimizer_config(data):
+        raise ConfigError(mindoptimizer_message(where))
     return parse_config(data, source=where, base_dir=file.resolve().parent)

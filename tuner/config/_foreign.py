@@ -1,4 +1,5 @@
-"""Recognize a mindoptimizer config handed to ``tuner validate`` / ``tuner run``."""
+"""Configs of other tools handed to ``tuner validate`` / ``tuner run``: recognized, so the
+error names the command that converts them (``tuner.compat`` does the converting)."""
 
 from __future__ import annotations
 
