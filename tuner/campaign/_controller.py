@@ -118,8 +118,10 @@ class Controller:
         Whatever ends it (an exception from any layer included), `_close` runs: the executor
         is shut down and every MLflow run of the campaign is ended (the parent, trial runs,
         reserved runs), so none is left RUNNING; the exception then propagates."""
+        # Before the campaign directory: a store that cannot be opened leaves nothing.
+        if self._recorder is None:
+            self._recorder = open_recorder(self.config)  # checks the lineage store's access
         if self._storage is None:
-            # Before the campaign directory: a store that cannot be opened leaves nothing.
             self._storage = self._coordination.open_storage()
         previous = self.campaign_dir.acquire()
         clean = False
@@ -233,8 +235,7 @@ class Controller:
                     self.counts[trial.state.name] += 1
                 if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
                     self.failures += 1
-            if self._recorder is None:
-                self._recorder = open_recorder(self.config)
+            assert self._recorder is not None  # opened by `run`
             # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
             self._stale, live = self._coordination.orphans(study)
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live

@@ -28,6 +28,7 @@ from tuner.coordination import (
     requeue_and_close,
 )
 from tuner.records import check_tracking_access
+from tuner.search._study import check_storage
 
 if TYPE_CHECKING:
     import optuna
@@ -71,6 +72,7 @@ def run_worker(
             "campaign and caches its study in memory; start every controller of a shared "
             "campaign with `tuner worker` (or use a PostgreSQL storage)"
         )
+    check_storage(url)  # one line naming a missing database, before anything is made
     lock = StudyLock(url, config.study_name)
     with lock.hold():  # Optuna creates its tables on first use: racing workers would collide
         rdb = heartbeat_storage(url, interval=interval, grace=grace)

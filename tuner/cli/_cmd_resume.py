@@ -27,8 +27,11 @@ def run(args: argparse.Namespace) -> int:
     from tuner.cli._cmd_run import execute
     from tuner.cli._cmd_status import study_exists
     from tuner.config import load_config
+    from tuner.search._study import check_storage
 
     config = load_config(args.config)
+    # A database that cannot be opened is named as such, not taken for "no campaign".
+    check_storage(config.optuna_storage_url())
     if not study_exists(config):
         raise ConfigError(
             f"{args.config}: no campaign {config.name!r} in {mask_uri(config.optuna_storage_url())} "

@@ -27,9 +27,18 @@ def check_tracking_access(uri: str, *, timeout: float = 30.0) -> None:
     Sends one cheap authenticated request the way MLflow's client does (basic auth from
     ``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``, or a bearer
     ``MLFLOW_TRACKING_TOKEN``). Raises `CredentialsError` on 401/403, `TunerError` when the
-    server cannot be reached. Other stores (sqlite, postgresql, file) are not checked here.
+    server cannot be reached. A PostgreSQL/MySQL store is connected to once (nothing is
+    created): `tuner.search._study.StorageUnavailable` names a missing database with its
+    ``createdb`` command. SQLite and file stores are not checked here.
     Neither the password nor the token ever appears in a message.
     """
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme in ("postgresql", "mysql", "mssql"):
+        # MLflow would retry a missing database for minutes, logging each attempt.
+        from tuner.search._study import check_storage
+
+        check_storage(uri, field="lineage.tracking_uri")
+        return
     if not uri.lower().startswith(("http://", "https://")):
         return
     shown = mask_uri(uri)

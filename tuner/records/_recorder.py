@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lineage.masking import mask_argv, mask_value
+from lineage.masking import mask_argv, mask_uri, mask_value
 from tuner.records._reconcile import RUN_TYPE, reconcile_runs
 from tuner.records._trial import trial_run_name
 
@@ -108,9 +108,16 @@ class LineageRecorder:
 
         self._ready.wait(timeout)
         if self._start_error is not None:
+            from tuner.search._study import storage_unavailable
+
+            explained = storage_unavailable(
+                self._start_error, self.tracking_uri, field="lineage.tracking_uri"
+            )
+            if explained is not None:
+                raise explained from None
             raise TunerError(
-                f"lineage store {self.tracking_uri}: cannot open the campaign run: "
-                f"{self._start_error}"
+                f"lineage store {mask_uri(self.tracking_uri)}: cannot open the campaign run: "
+                + mask_uri(" ".join(str(self._start_error).split()))
             ) from self._start_error
 
     def reserve_run(self) -> str:

@@ -23,11 +23,72 @@ from tuner._errors import ConfigError, TunerError
 if TYPE_CHECKING:
     from tuner.config import CampaignConfig
 
-__all__ = ["create_rdb", "create_study", "open_storage", "sqlite_pragmas"]
+__all__ = [
+    "StorageUnavailable",
+    "check_storage",
+    "create_rdb",
+    "create_study",
+    "open_storage",
+    "sqlite_pragmas",
+    "storage_unavailable",
+]
+
+
+class StorageUnavailable(TunerError):
+    """A study storage (or the lineage store's database) that cannot be opened, in one line
+    naming the setting, the masked URL, what is wrong and the fix (`explain_storage_error`),
+    e.g. ``storage postgresql://me:****@db:5432/optuna: PostgreSQL database 'optuna' does
+    not exist on db:5432; create it with: createdb -h db -p 5432 -U me optuna``.
+
+    ``exit_code`` 2 when the config names something that is not there (a missing database,
+    a scheme without a driver, an unknown host, refused credentials), 1 when a server that
+    should be there did not answer (connection refused, timeout)."""
+
+    def __init__(self, line: str, *, exit_code: int = 1) -> None:
+        super().__init__(line)
+        self.exit_code = exit_code
+
+
+_BAD_INPUT = ("does not exist", "has no driver", "is unknown", "authentication failed")
+
+
+def storage_unavailable(
+    exc: BaseException, url: str, field: str = "storage"
+) -> StorageUnavailable | None:
+    """`StorageUnavailable` explaining ``exc`` (raised opening ``url``), or None when it is
+    not a failure to open the database (the caller re-raises ``exc`` then)."""
+    from tuner.config import explain_storage_error
+
+    line = explain_storage_error(exc, url, field=field)
+    if line is None:
+        return None
+    return StorageUnavailable(line, exit_code=2 if any(k in line for k in _BAD_INPUT) else 1)
+
+
+def check_storage(url: str, field: str = "storage") -> None:
+    """Connect to the database at ``url`` once, creating nothing (no table, no SQLite file:
+    a SQLite URL is not checked); `StorageUnavailable` when that fails."""
+    if url.startswith("sqlite"):
+        return
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+        try:
+            with engine.connect():
+                pass
+        finally:
+            engine.dispose()
+    except Exception as exc:
+        error = storage_unavailable(exc, url, field)
+        if error is None:
+            raise
+        raise error from None
 
 
 def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
-    """``RDBStorage(url, **kwargs)``, surviving a race to create Optuna's tables.
+    """``RDBStorage(url, **kwargs)``, surviving a race to create Optuna's tables; a database
+    that cannot be opened raises `StorageUnavailable` (one line, the fix in it).
 
     The first client of an empty database creates the tables. Two clients doing so at once
     (a worker starting while `tuner status` or a notebook's ``load_study`` opens the same
@@ -43,8 +104,16 @@ def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             text = str(exc).lower()
             if attempt == 4 or not ("already exists" in text or "duplicate key" in text):
-                raise
+                error = storage_unavailable(exc, url)
+                if error is None:
+                    raise
+                raise error from None
             time.sleep(0.2 * (attempt + 1))
+        except Exception as exc:  # NoSuchModuleError, ArgumentError: no such driver or URL
+            error = storage_unavailable(exc, url)
+            if error is None:
+                raise
+            raise error from None
     raise AssertionError("unreachable")
 
 
