@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
             f"--stale-after must be > --heartbeat ({args.heartbeat}), got {args.stale_after}"
         )
     config = load_config(args.config)
+    from tuner.cli._cmd_run import print_warnings
+
+    print_warnings(config, "tuner worker")
 
     class _Lines(Observer):
         def message(self, text: str) -> None:
