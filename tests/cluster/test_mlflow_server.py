@@ -97,6 +97,7 @@ def test_cli_with_a_wrong_password_prints_one_line(
                 "command": [sys.executable, "-c", "pass"],
                 "target": {"metric": "loss", "goal": "minimize"},
                 "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+                "reads_tuner_params": True,  # else a warning line: x reaches no argv
                 "budget": {"trials": 1},
                 "storage": f"sqlite:///{tmp_path / 'optuna.db'}",
                 "lineage": {"tracking_uri": mlflow_server.url},
