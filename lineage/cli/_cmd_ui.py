@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     import subprocess
     import time
 
-    from lineage.uri import resolve_tracking_uri
+    from lineage.uri import masked, resolve_tracking_uri
 
     uri = resolve_tracking_uri(args.tracking_uri)
     if not 0 < args.port < 65536:
@@ -157,8 +157,8 @@ def run(args: argparse.Namespace) -> int:
                 )
             if time.monotonic() > deadline:
                 raise LineageError(f"mlflow server did not answer on {url} in {args.timeout:g} s")
-            time.sleep(0.25)
-        print(f"MLflow UI for {uri} at {url}  (Ctrl-C to stop)", flush=True)
+            time.sleep(0.05)  # the URL is printed within 50 ms of the first answer
+        print(f"MLflow UI for {masked(uri)} at {url}  (Ctrl-C to stop)", flush=True)
         proc.wait()
         if proc.returncode != 0:
             raise LineageError(f"mlflow server exited with code {proc.returncode}")
