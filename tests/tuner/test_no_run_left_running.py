@@ -33,12 +33,13 @@ def _fail_on(call: int, real: Any) -> Any:
 
 
 def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    import tuner.campaign._closing as closing
     import tuner.campaign._controller as controller
     import tuner.campaign._launch as launch
     from tuner.executors._inprocess import InProcessExecutor
 
     if where == "summary":
-        monkeypatch.setattr(controller, "summary_tags", _fail_on(1, controller.summary_tags))
+        monkeypatch.setattr(closing, "summary_tags", _fail_on(1, closing.summary_tags))
     elif where == "tell":  # the trial has left `running`, its run is not finished yet
         monkeypatch.setattr(controller, "tell", _fail_on(3, controller.tell))
     elif where == "judge":

@@ -17,11 +17,12 @@ shared study (``tuner worker``) is the injected `tuner.coordination.Coordination
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
+from tuner.campaign._closing import close_campaign, link_analyses
 from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher
 from tuner.campaign._outcome import best_of, judge, tell
@@ -31,15 +32,11 @@ from tuner.campaign._state import TrialState
 from tuner.coordination import Coordination, Standalone, counted_trials, supersede
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
-    NOTE_TAG,
-    Analysis,
-    campaign_note,
     interrupted_tags,
     open_recorder,
     output_tail,
     run_importance,
     start_campaign_run,
-    summary_tags,
     trial_end_tags,
 )
 from tuner.search import _internals as internals
@@ -115,7 +112,7 @@ class Controller:
         (Ctrl-C / SIGTERM: running trials are terminated, marked and re-queued; then
         `KeyboardInterrupt` is raised again).
 
-        Whatever ends it (an exception from any layer included), `_close` runs: the executor
+        Whatever ends it (an exception from any layer included), `close_campaign` runs: the executor
         is shut down and every MLflow run of the campaign is ended (the parent, trial runs,
         reserved runs), so none is left RUNNING; the exception then propagates."""
         # Before the campaign directory: a store that cannot be opened leaves nothing.
@@ -147,77 +144,15 @@ class Controller:
             error = exc
             raise
         finally:
-            self._close(status, clean, error)
+            close_campaign(self, status, clean=clean, error=error)
         result = self._result()
         if self._importance and self._stop_reason is None and self.timings:
             analyses = run_importance(self.config, self.counts["COMPLETE"])
             result.importance = "\n".join(a.line for a in analyses)
-            self._describe(analyses)
+            link_analyses(self, analyses)
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
         return result
-
-    def _close(self, status: str, clean: bool, error: BaseException | None) -> None:
-        """The campaign's end, each step whatever the others did: executor, coordination,
-        the MLflow runs (parent with its summary, and any run a trial left open), the
-        campaign directory. A failure here is raised only when nothing else is."""
-        failures: list[BaseException] = []
-
-        def step(fn: Callable[[], Any]) -> None:
-            try:
-                fn()
-            except BaseException as exc:  # the other steps must still run
-                failures.append(exc)
-
-        if self._executor is not None:
-            step(self._executor.shutdown)
-        step(self._coordination.close)
-        recorder = self._recorder
-        if recorder is not None:
-            why = (
-                f"controller error: {type(error).__name__}: {error}"
-                if error is not None and not isinstance(error, KeyboardInterrupt)
-                else "interrupted: the controller stopped while the trial ran"
-            )
-            tags: dict[str, str] = {}
-            try:
-                stop = self._stop_reason or self._launch_closed
-                tags = summary_tags(self.counts, self.best(), stop, self.config.metric_names)
-                tags[NOTE_TAG] = self._note(stop)
-            except BaseException as exc:  # the runs are closed all the same
-                failures.append(exc)
-                tags = {f"tuner.count.{k}": str(v) for k, v in self.counts.items()}
-                tags["tuner.error"] = scrub_text(f"{type(exc).__name__}: {exc}", ())[:5000]
-                status = "FAILED"
-            if error is not None and not isinstance(error, KeyboardInterrupt):
-                tags["tuner.error"] = scrub_text(f"{type(error).__name__}: {error}", ())[:5000]
-            step(lambda: recorder.close(status, tags=tags, reason=why))
-        step(lambda: self.campaign_dir.release(clean=clean and not failures))
-        if failures and error is None:
-            raise failures[0]
-
-    def _note(self, stop: str | None, analyses: Sequence[Analysis] = ()) -> str:
-        return campaign_note(
-            self.config,
-            experiment_id=self._recorder.experiment_id if self._recorder else None,
-            counts=self.counts,
-            best=self.best(),
-            stop_reason=stop,
-            analyses=analyses,
-        )
-
-    def _describe(self, analyses: Sequence[Analysis]) -> None:
-        """The parent run's description, now with links to the importance analysis runs."""
-        parent = self._recorder.parent_run_id if self._recorder else None
-        if parent is None or not any(a.run_id for a in analyses):
-            return
-        note = self._note(self._stop_reason or self._launch_closed, analyses)
-        try:
-            from mlflow.tracking import MlflowClient
-
-            MlflowClient(tracking_uri=self.config.tracking_uri()).set_tag(parent, NOTE_TAG, note)
-        except Exception as exc:  # the analysis exists either way; say so, do not fail
-            self._observer.message(f"warning: could not link the analysis runs: {exc}")
 
     # ----- setup and recovery --------------------------------------------------------------
 
