@@ -2,8 +2,9 @@
 
 The `Controller` asks for trials, launches them on executor slots (``_launch``), takes in
 their metrics and prunes (``_intake``), judges how each attempt ended and tells Optuna
-(``_outcome``), tracks each attempt's lifecycle (``_state``, ``_running``), and shows
-progress (``_progress``). ``tuner worker`` runs rounds of the same controller on a shared
+(``_outcome``), tracks each attempt's lifecycle (``_state``, ``_running``), shows
+progress (``_progress``), and closes every MLflow run of the campaign however it ends
+(``_closing``). ``tuner worker`` runs rounds of the same controller on a shared
 study (``_worker``).
 """
 
