@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 import textwrap
@@ -294,6 +293,7 @@ def test_no_planted_secret_reaches_any_output_or_file(
 def _ui(out: Outputs, lineage: str, tracking: str, work: Path) -> None:
     """`lineage ui` until it prints its URL, then stopped; its output is checked."""
     import socket
+    import threading
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -307,23 +307,23 @@ def _ui(out: Outputs, lineage: str, tracking: str, work: Path) -> None:
         text=True,
         start_new_session=True,
     )
-    assert proc.stdout is not None
-    text = ""
-    deadline = time.monotonic() + 150
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))  # type: ignore[union-attr]
+    reader.start()
+    deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-            if ready:
-                line = proc.stdout.readline()
-                text += line
-                if "http://" in line:
-                    break
+            if any("MLflow UI for" in line for line in list(lines)):
+                break
+            time.sleep(0.2)
     finally:
         os.killpg(proc.pid, 15)
         try:
-            rest, _ = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
-            rest, _ = proc.communicate()
-        text += rest or ""
+            proc.wait()
+        reader.join(timeout=30)
+    text = "".join(lines)
+    assert "MLflow UI for postgresql://" in text, text[-3000:]
     out.seen.append(("lineage ui (output)", text))
