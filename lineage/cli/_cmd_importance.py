@@ -1,5 +1,5 @@
 """``lineage importance``: rank the hyperparameters of an experiment by how much of a target
-metric they explain (random forest, held-out permutation importance, bootstrap intervals),
+metric they explain (boosted random forest, held-out permutation importance, t intervals),
 show which way each one points, the target's distribution and the best runs; ``--log``
 records it all, plots included, as an analysis run in the MLflow UI."""
 
@@ -18,12 +18,12 @@ examples:
   lineage importance -e mnist --target val_loss --goal minimize
   lineage importance -e mnist --target acc --goal maximize --top 0.2 --format json
   lineage importance -e mnist --target val_loss --goal minimize --where "params.optimizer = 'adam'" --log
-columns: importance is each parameter's share (they sum to 1) of the held-out error a random
-forest loses when that parameter's value is swapped with other runs'; ci is the 95% bootstrap
-interval (runs resampled); sig(nificant) is by definition "the interval excludes zero": a
-significant parameter's lower bound is above 0 (shown to 1 digit when under 0.01); rho is Spearman's correlation (numeric parameters); best is the
-category with the best mean target, or the value in the best run. type: num, log (numeric on
-a log scale) or cat(levels).
+columns: importance is each parameter's share (they sum to 1) of the held-out error a
+(boosted) random forest loses when that parameter's value is swapped with other runs'; ci is
+the 95% t interval of that share; sig(nificant) means, by definition, that the interval
+excludes 0 (its lower end is above 0, printed non-zero); rho is Spearman's correlation
+(numeric parameters); best is the category with the best mean target, or the value in the best
+run. type: num, log (numeric on a log scale) or cat(levels).
 default params: every parameter that varies; on a campaign's runs, the campaign's tuned
 parameters. Parameters with identical values in every run are ranked once (lr = optimizer.lr).
 A named parameter no analysed run has (a conditional one never drawn) is reported as never

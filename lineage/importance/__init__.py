@@ -3,7 +3,8 @@
 ``get_param_importances(runs, target=..., goal=...)`` ranks the parameters of any MLflow runs
 (``lineage.store`` records or an ``mlflow.search_runs`` frame) with a pluggable
 :class:`ImportanceEvaluator`; the default, :class:`RandomForestImportance`, is a random forest
-scored by held-out permutation importance over bootstrap replicates.
+(boosted by out-of-bag residuals) scored by cross-fitted, held-out permutation importance,
+with a t interval per parameter and ``significant`` = that interval excludes zero.
 ``analyze_experiment`` reads an experiment from a tracking store, ranks it, and with
 ``log=True`` records the analysis (plots, tables, importances as metrics) as an MLflow run
 tagged ``lineage.run_type=analysis``.

@@ -2,8 +2,8 @@
 
 The statistic. Every run is held out of the model once per round of ``n_folds``-fold
 cross-fitting. For a held-out run ``i`` and a parameter ``j``, ``D[i, j]`` is how much worse
-the model predicts run ``i`` when ``j``'s value is replaced by the value of another run
-(averaged over ``n_repeats`` draws and over the rounds): the per-run loss increase of
+the model predicts run ``i`` when ``j``'s value is replaced by the value of another held-out
+run (averaged over ``n_repeats`` draws and over the rounds): the per-run loss increase of
 Breiman's permutation importance, measured on data the model did not see. A parameter's
 importance is the mean of ``D[:, j]`` over the runs; for independent parameters it estimates
 twice the model's total-effect variance of ``j`` (the Sobol' total index times the target's
@@ -40,7 +40,7 @@ from lineage.importance._types import EncodedParams
 
 __all__ = ["CrossFittedPermutationImportance"]
 
-_MAX_SCORED_PER_FIT = 2000  # held-out runs scored per model: beyond this only costs time
+_MAX_SCORED_PER_FIT = 1000  # held-out runs scored per model: beyond this only costs time
 
 
 class CrossFittedPermutationImportance(ImportanceEvaluator):
@@ -208,6 +208,12 @@ def _loss_increase(
         # parent's importance to the child.
         where = np.flatnonzero(~missing[j][held]) if len(has) >= 2 else np.arange(len(held))
         pool = has if len(has) >= 2 else np.arange(X.shape[0])
+        # Values come from the other held-out runs: a training run's value sits where the
+        # model was fitted to it (a split placed beside it), which makes a no-effect
+        # parameter look useful; held-out runs are exchangeable with the run scored.
+        inner = np.intersect1d(pool, held, assume_unique=True)
+        if len(inner) >= 2:
+            pool = inner
 
         for _ in range(repeats):
             swapped = base.copy()

@@ -1,7 +1,7 @@
 """Figures of lineage analyses: PNG (matplotlib, Agg) and interactive HTML (plotly).
 
 ``render_importance(result, directory)`` draws an importance analysis into ``directory``:
-``importance.png`` (bars with bootstrap intervals), ``target_distribution.png``,
+``importance.png`` (bars with 95% intervals), ``target_distribution.png``,
 ``scatter/<param>.png`` (one per ranked parameter) and ``importance.html`` (all of them,
 interactive, self-contained). matplotlib and plotly are imported only when drawing.
 """

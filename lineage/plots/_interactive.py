@@ -72,7 +72,7 @@ def _bars(result: ImportanceResult) -> Any:
         **_layout(
             f"Importance for {result.target} ({result.goal}, {result.n_runs} runs{scope})",
             height=160 + 32 * len(params),
-            xaxis_title="importance (95% bootstrap interval); grey: no detectable effect",
+            xaxis_title="importance (95% interval); blue: the interval excludes 0 (significant)",
         )
     )
     return fig

@@ -51,7 +51,7 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
-    """Horizontal bars, most important on top, with the bootstrap interval as error bars."""
+    """Horizontal bars, most important on top, with the 95% interval as error bars."""
     params = result.params
     fig = _figure(7.5, 1.2 + 0.42 * len(params))
     ax = fig.add_subplot()
@@ -86,8 +86,7 @@ def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
     ax.set_yticks(ypos, labels=names)
     ax.set_xlim(0, right)
     ax.set_xlabel(
-        "importance (share of held-out error; 95% bootstrap interval; "
-        "significant = interval excludes 0)"
+        "importance: share of held-out error, with 95% interval (significant = interval excludes 0)"
     )
     scope = f", best {result.top:g} of runs" if result.top else ""
     ax.set_title(
