@@ -9,6 +9,7 @@ process creates its experiment with :func:`ensure_experiment` and writes batches
     writer = sql_writer(uri)               # None: not a SQL store, use MlflowClient.log_batch
     writer.write(run_id, Batch(points=[("loss", 0.5, 1733212800000, 1)], tags={...}))
     writer.set_status(run_id, "FINISHED", end_time_ms); writer.set_name(run_id, "trial-3")
+    writer.set_start_time(run_id, start_ms)    # a run created ahead of its work
     writer.close()
 
 A :class:`Writer` is used from one thread at a time; ``write`` is idempotent (a batch sent

@@ -132,6 +132,13 @@ class SqlWriter(Writer):
         )
         return True
 
+    def set_start_time(self, run_id: str, start_ms: int) -> bool:
+        self._statement(
+            "UPDATE runs SET start_time = ? WHERE run_uuid = ? AND lifecycle_stage = 'active'",
+            (start_ms, run_id),
+        )
+        return True
+
     def set_name(self, run_id: str, name: str) -> bool:
         # MLflow keeps the name in runs.name and in the mlflow.runName tag; both, as it does.
         self.write(run_id, Batch(tags={MLFLOW_RUN_NAME: name}))
@@ -153,7 +160,7 @@ class SqlWriter(Writer):
 
     def _statement(self, sql: str, args: tuple[Any, ...]) -> None:
         """One statement (``?`` placeholders) in its own transaction, retried while the
-        database is busy. (``tuner/_lineage.py`` calls it to rename runs: use ``set_name``.)"""
+        database is busy."""
 
         def once() -> None:
             self._transaction(lambda conn, cur: cur.execute(conn.dialect.sql(sql), args))

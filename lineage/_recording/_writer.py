@@ -95,6 +95,12 @@ class Writer(ABC):
         does; False when this writer cannot, and the caller should use the client."""
         return False
 
+    def set_start_time(self, run_id: str, start_ms: int) -> bool:
+        """Move an active run's start time to ``start_ms`` (ms since the epoch), for a run
+        created ahead of the work it records. MLflow's API has no such call, so a writer
+        that goes through the client returns False and the run keeps its creation time."""
+        return False
+
     def set_name(self, run_id: str, name: str) -> bool:
         """Rename the run (``runs.name`` and the ``mlflow.runName`` tag, as MLflow keeps
         both); False when this writer cannot, and the caller should use the client."""

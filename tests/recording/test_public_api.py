@@ -164,6 +164,29 @@ def test_sql_writer_batches_read_back_through_mlflow(store_uri: str) -> None:
     assert got.data.metrics["loss"] == pytest.approx(1 / 50)
 
 
+def test_set_start_time_moves_only_active_runs(store_uri: str) -> None:
+    """A run created ahead of its work gets the work's start time; a deleted run keeps its
+    own; the client writer cannot and says so."""
+    from lineage._recording._client import ClientWriter
+
+    client = MlflowClient(tracking_uri=store_uri)
+    exp = ensure_experiment(client, "ahead")
+    run_id = client.create_run(exp, start_time=1_700_000_000_000).info.run_id
+    gone = client.create_run(exp, start_time=1_700_000_000_000).info.run_id
+    client.delete_run(gone)
+    writer = sql_writer(store_uri)
+    assert writer is not None
+    try:
+        assert writer.set_start_time(run_id, 1_700_000_050_000)
+        writer.set_start_time(gone, 1_700_000_050_000)
+    finally:
+        writer.close()
+    assert client.get_run(run_id).info.start_time == 1_700_000_050_000
+    assert client.get_run(gone).info.start_time == 1_700_000_000_000
+    assert ClientWriter(client).set_start_time(run_id, 1) is False
+    assert client.get_run(run_id).info.start_time == 1_700_000_050_000
+
+
 def test_sql_writer_on_other_stores(tmp_path: Path, sqlite_uri: str) -> None:
     assert sql_writer(f"file://{tmp_path}/mlruns") is None
     assert sql_writer("http://127.0.0.1:5000") is None

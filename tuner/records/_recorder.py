@@ -382,18 +382,11 @@ class LineageRecorder:
             self._client.set_terminated(run_id, status, end_time=end_ms)
 
     def _set_start_time(self, run_id: str, start_ms: int) -> None:
-        if self._sql is None:
-            return  # created as the trial started (see the module's text)
-        setter = getattr(self._sql, "set_start_time", None)
-        if setter is not None and setter(run_id, start_ms):
-            return
-        # MLflow's API has no way to change start_time (update_run_info takes status, end
-        # time and name); lineage's SQL writer has no public method for it yet, so this is
-        # the one place the tuner sends it a statement of its own.
-        self._sql._statement(
-            "UPDATE runs SET start_time = ? WHERE run_uuid = ? AND lifecycle_stage = 'active'",
-            (start_ms, run_id),
-        )
+        # MLflow's API cannot change start_time (update_run_info takes status, end time and
+        # name): without a writer that can, the run keeps the time it was created at, which
+        # is when the trial started (no run is created ahead then; see the module's text).
+        if self._sql is not None:
+            self._sql.set_start_time(run_id, start_ms)
 
     def _refill(self) -> None:
         while self._pool.qsize() < self._pool_size:
