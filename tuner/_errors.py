@@ -21,3 +21,19 @@ class ConfigError(TunerError):
 
 class BudgetExhausted(TunerError):
     """The campaign stopped because ``budget.max_failures`` trials failed."""
+
+
+class StorageUnavailable(TunerError):
+    """A study storage (or the lineage store's database) that cannot be opened, in one line
+    naming the setting, the masked URL, what is wrong and the fix
+    (`tuner.config.explain_storage_error`), e.g. ``storage postgresql://me:****@db:5432/optuna:
+    PostgreSQL database 'optuna' does not exist on db:5432; create it with: createdb -h db
+    -p 5432 -U me optuna``.
+
+    ``exit_code`` 2 when the config names something that is not there (a missing database,
+    a scheme without a driver, an unknown host, refused credentials), 1 when a server that
+    should be there did not answer (connection refused, timeout)."""
+
+    def __init__(self, line: str, *, exit_code: int = 1) -> None:
+        super().__init__(line)
+        self.exit_code = exit_code

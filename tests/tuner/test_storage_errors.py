@@ -1,5 +1,5 @@
 """A PostgreSQL database that does not exist (issue 14.9, at run time), on the real server at
-127.0.0.1:5432: `tuner run`, `tuner resume` and `tuner worker` say so in one line with the
+127.0.0.1:5432: `tuner run`, `resume`, `worker` and `status` say so in one line with the
 ``createdb`` command, exit 2, print no traceback and create nothing.
 
 Before: `tuner run` printed SQLAlchemy's raw ``OperationalError ... (Background on this error
@@ -44,14 +44,15 @@ def _one_error_line(stderr: str, command: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["run", "resume", "worker"])
+@pytest.mark.parametrize("command", ["run", "resume", "worker", "status"])
 def test_missing_study_database_is_named_with_createdb(
     command: str, campaign: Any, tmp_path: Path
 ) -> None:
     name = _missing()
     campaign(storage=f"{PG_BASE}/{name}", budget={"trials": 1})
     before, files = _databases(), _files(tmp_path)
-    proc = tuner_cli(command, "campaign.yaml", "--quiet", cwd=tmp_path)
+    flags = () if command == "status" else ("--quiet",)
+    proc = tuner_cli(command, "campaign.yaml", *flags, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc.stderr, command)
     assert f"storage postgresql://postgres@127.0.0.1:5432/{name}:" in line

@@ -40,6 +40,7 @@ def print_warnings(config: Any, prog: str) -> None:
 
 def execute(config: Any, *, quiet: bool, resume: bool) -> int:
     """Shared by `tuner run` and `tuner resume`."""
+    from lineage.masking import mask_mapping
     from tuner.campaign import Controller, Observer
     from tuner.records import pareto_line
 
@@ -66,7 +67,7 @@ def execute(config: Any, *, quiet: bool, resume: bool) -> int:
         if best is not None and "trials" in best:
             line += "; " + pareto_line(best, config.metric_names)
         elif best is not None:
-            line += f"; best trial {best['number']}: {best['value']:.6g} with {best['params']}"
+            line += f"; best trial {best['number']}: {best['value']:.6g} with {mask_mapping(best['params'])}"
         print(line)
         if result.stop_reason:
             print(result.stop_reason)

@@ -66,7 +66,15 @@ def _connect(url: str) -> tuple[Any, str] | None:
         except ImportError:
             return None
         dsn = "postgresql://" + url.split("://", 1)[1]
-        return psycopg.connect(dsn, connect_timeout=10), "%s"
+        try:
+            return psycopg.connect(dsn, connect_timeout=10), "%s"
+        except psycopg.Error as exc:
+            from tuner.config._uris import storage_unavailable
+
+            error = storage_unavailable(exc, url)
+            if error is None:
+                raise
+            raise error from None
     return None
 
 
@@ -335,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
     from lineage.masking import mask_mapping
     from tuner.config import load_config
 
-    config = load_config(args.config)
+    config = load_config(args.config, check_options=False)  # read-only: no Optuna import
     status = collect(config)
     # A parameter under a secret-looking name (``api_token``) is shown masked.
     if status["best"]:

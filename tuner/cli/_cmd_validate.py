@@ -80,8 +80,10 @@ def summary(config: CampaignConfig) -> dict[str, Any]:
     }
 
 
-def describe_range(param: Parameter) -> str:
+def describe_range(param: Parameter, *, secret: bool = False) -> str:
     if param.type == "categorical":
+        if secret:  # a secret-named parameter's choices are the secrets themselves
+            return f"{len(param.choices or [])} choices (masked)"
         return ", ".join(json.dumps(c) for c in param.choices or [])
     text = f"[{param.low}, {param.high}]"
     if param.step is not None:
@@ -102,7 +104,7 @@ def _duration(seconds: float | None) -> str:
 
 def _print_table(config: CampaignConfig) -> None:
     from lineage.console import print_table
-    from lineage.masking import mask_argv, mask_mapping, mask_uri
+    from lineage.masking import is_secret_name, mask_argv, mask_mapping, mask_uri
 
     b, t, s, r = config.budget, config.trial, config.sampler, config.resources
     goals = ", ".join(f"{o.goal} {o.metric}" for o in config.all_objectives)
@@ -145,7 +147,7 @@ def _print_table(config: CampaignConfig) -> None:
         (
             name,
             p.type,
-            describe_range(p),
+            describe_range(p, secret=is_secret_name(name)),
             ", ".join(f"{k} in {json.dumps(v)}" for k, v in (p.when or {}).items()),
         )
         for name, p in config.parameters.items()

@@ -268,9 +268,16 @@ def _keys_at(data: Any, path: typing.Sequence[Any]) -> list[str]:
 
 
 def parse_config(
-    data: Any, *, source: str | Path | None = None, base_dir: str | Path | None = None
+    data: Any,
+    *,
+    source: str | Path | None = None,
+    base_dir: str | Path | None = None,
+    check_options: bool = True,
 ) -> CampaignConfig:
-    """Validate already-parsed YAML ``data`` (``${VAR}`` expanded here)."""
+    """Validate already-parsed YAML ``data`` (``${VAR}`` expanded here).
+
+    ``check_options=False`` skips checking sampler/pruner options against Optuna's
+    signatures, which imports Optuna (~0.5 s): for commands that only read a campaign."""
     where = str(source) if source is not None else "config"
     if not isinstance(data, dict):
         if data is None:
@@ -299,6 +306,7 @@ def parse_config(
                 "base_dir": base,
                 "source_path": Path(source).expanduser() if source else None,
                 "display": where,
+                "check_options": check_options,
             },
         )
     except ValidationError as exc:
@@ -321,8 +329,10 @@ def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
     return f"{at}invalid YAML ({what})"
 
 
-def load_config(path: str | Path) -> CampaignConfig:
-    """Read and validate the campaign at ``path``. Raises :class:`ConfigError` (exit code 2)."""
+def load_config(path: str | Path, *, check_options: bool = True) -> CampaignConfig:
+    """Read and validate the campaign at ``path``. Raises :class:`ConfigError` (exit code 2).
+
+    ``check_options=False``: see :func:`parse_config` (``tuner status`` reads with it)."""
     where = str(path)
     file = Path(path).expanduser()
     try:
@@ -345,4 +355,6 @@ def load_config(path: str | Path) -> CampaignConfig:
         raise ConfigError(f"{where}: invalid YAML ({' '.join(str(exc).split())}).") from None
     if is_mindoptimizer_config(data):
         raise ConfigError(mindoptimizer_message(where))
-    return parse_config(data, source=where, base_dir=file.resolve().parent)
+    return parse_config(
+        data, source=where, base_dir=file.resolve().parent, check_options=check_options
+    )

@@ -180,7 +180,7 @@ class CampaignConfig(_Model):
             self.pruner = PrunerConfig(name=NO_PRUNING)
         if self.lineage.experiment is None:
             self.lineage.experiment = self.name
-        check_campaign(self)
+        check_campaign(self, check_options=context.get("check_options", True))
         return self
 
     # ----- derived values ----------------------------------------------------------------

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 
 from lineage.masking import mask_uri
 from lineage.uri import DEFAULT_TRACKING_URI
+from tuner._errors import StorageUnavailable
 from tuner.config._types import RuleError
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ __all__ = [
     "check_uris",
     "explain_storage_error",
     "optuna_storage_url",
+    "storage_unavailable",
     "tracking_uri",
 ]
 
@@ -210,3 +212,17 @@ def optuna_storage_url(config: CampaignConfig) -> str:
         return absolute_uri(config.storage, config.base_dir)
     directory = _local_dir(tracking_uri(config)) or Path.cwd().resolve()
     return f"sqlite:///{directory / 'optuna.db'}"
+
+
+_BAD_INPUT = ("does not exist", "has no driver", "is unknown", "authentication failed")
+
+
+def storage_unavailable(
+    exc: BaseException, url: str, field: str = "storage"
+) -> StorageUnavailable | None:
+    """`StorageUnavailable` explaining ``exc`` (raised opening ``url``), or None when it is
+    not a failure to open the database (the caller re-raises ``exc`` then)."""
+    line = explain_storage_error(exc, url, field=field)
+    if line is None:
+        return None
+    return StorageUnavailable(line, exit_code=2 if any(k in line for k in _BAD_INPUT) else 1)

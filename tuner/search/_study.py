@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.storages import BaseStorage, RDBStorage
 
-from tuner._errors import ConfigError, TunerError
+from tuner._errors import ConfigError, StorageUnavailable, TunerError
+from tuner.config._uris import storage_unavailable
 
 if TYPE_CHECKING:
     from tuner.config import CampaignConfig
@@ -32,37 +33,6 @@ __all__ = [
     "sqlite_pragmas",
     "storage_unavailable",
 ]
-
-
-class StorageUnavailable(TunerError):
-    """A study storage (or the lineage store's database) that cannot be opened, in one line
-    naming the setting, the masked URL, what is wrong and the fix (`explain_storage_error`),
-    e.g. ``storage postgresql://me:****@db:5432/optuna: PostgreSQL database 'optuna' does
-    not exist on db:5432; create it with: createdb -h db -p 5432 -U me optuna``.
-
-    ``exit_code`` 2 when the config names something that is not there (a missing database,
-    a scheme without a driver, an unknown host, refused credentials), 1 when a server that
-    should be there did not answer (connection refused, timeout)."""
-
-    def __init__(self, line: str, *, exit_code: int = 1) -> None:
-        super().__init__(line)
-        self.exit_code = exit_code
-
-
-_BAD_INPUT = ("does not exist", "has no driver", "is unknown", "authentication failed")
-
-
-def storage_unavailable(
-    exc: BaseException, url: str, field: str = "storage"
-) -> StorageUnavailable | None:
-    """`StorageUnavailable` explaining ``exc`` (raised opening ``url``), or None when it is
-    not a failure to open the database (the caller re-raises ``exc`` then)."""
-    from tuner.config import explain_storage_error
-
-    line = explain_storage_error(exc, url, field=field)
-    if line is None:
-        return None
-    return StorageUnavailable(line, exit_code=2 if any(k in line for k in _BAD_INPUT) else 1)
 
 
 def check_storage(url: str, field: str = "storage") -> None:
