@@ -1,5 +1,5 @@
 """Former home of the URI helpers, kept for callers not yet moved to :mod:`lineage.uri`
-(``tuner/_lineage.py`` and ``lineage/importance/_experiment.py`` import it); new code imports
+(``lineage/importance/_experiment.py`` imports it); new code imports
 :mod:`lineage.uri`."""
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def import_summaries(
         on_start(len(runs))
     if not runs:
         return []
-    from lineage._uri import resolve_tracking_uri
+    from lineage.uri import resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     name = experiment or base.name or "mindinsight"
