@@ -25,6 +25,8 @@ __all__ = [
     "EXPERIMENT_KIND",
     "EXPERIMENT_KIND_TRAINING",
     "FRAMEWORK_PREFIX",
+    "FROZEN_PARAMS",
+    "FROZEN_PARAMS_KEYS",
     "GIT_BRANCH",
     "GIT_COMMIT",
     "GIT_DIRTY",
@@ -32,6 +34,11 @@ __all__ = [
     "HOST",
     "IDENTITY_KEYS",
     "IDENTITY_PREFIXES",
+    "IMPORT_SOURCE",
+    "MINDSPORE_CONFLICTS",
+    "MINDSPORE_FROZEN_PARAMS",
+    "MINDSPORE_LR_ERROR",
+    "MINDSPORE_TRAINABLE_PARAMS",
     "MLFLOW_PARENT_RUN_ID",
     "MLFLOW_RUN_NAME",
     "MLFLOW_SOURCE_GIT_BRANCH",
@@ -42,6 +49,7 @@ __all__ = [
     "MLFLOW_USER",
     "NOT_IDENTITY",
     "OUTCOME",
+    "PARAM_COUNT_TRAINABLE",
     "PARAM_TYPES",
     "PID",
     "PLATFORM",
@@ -50,6 +58,8 @@ __all__ = [
     "RUN_TYPE_ANALYSIS",
     "RUN_TYPE_CAMPAIGN",
     "RUN_TYPE_TRIAL",
+    "TRAINABLE_PARAMS",
+    "TRAINABLE_PARAMS_KEYS",
     "USER",
     "data_tag",
     "framework_tag",
@@ -84,6 +94,26 @@ RUN_TYPE = "lineage.run_type"
 RUN_TYPE_ANALYSIS = "analysis"
 RUN_TYPE_CAMPAIGN = "campaign"
 RUN_TYPE_TRIAL = "trial"
+#: Where an imported run came from (``mindinsight``: ``lineage import-mindinsight``).
+IMPORT_SOURCE = "lineage.import.source"
+#: The MindSpore callback's own: params it could not log (a value already stored differs,
+#: JSON) and why the learning rate could not be read.
+MINDSPORE_CONFLICTS = "lineage.mindspore.conflicts"
+MINDSPORE_LR_ERROR = "lineage.mindspore.lr_error"
+#: Frozen and trainable parameter counts (or names) that ``lineage diagnose`` reads, tags or
+#: params, in the order it looks; the unprefixed names are what scripts commonly log.
+FROZEN_PARAMS = "lineage.frozen_params"
+MINDSPORE_FROZEN_PARAMS = "lineage.mindspore.frozen_params"
+TRAINABLE_PARAMS = "lineage.trainable_params"
+MINDSPORE_TRAINABLE_PARAMS = "lineage.mindspore.trainable_params"
+PARAM_COUNT_TRAINABLE = "lineage.param_count.trainable"
+FROZEN_PARAMS_KEYS = (FROZEN_PARAMS, "frozen_params", MINDSPORE_FROZEN_PARAMS)
+TRAINABLE_PARAMS_KEYS = (
+    TRAINABLE_PARAMS,
+    "trainable_params",
+    MINDSPORE_TRAINABLE_PARAMS,
+    PARAM_COUNT_TRAINABLE,
+)
 
 
 def framework_tag(name: str) -> str:
@@ -92,7 +122,8 @@ def framework_tag(name: str) -> str:
 
 
 def data_tag(name: str, field: str) -> str:
-    """``lineage.data.<name>.<field>`` (field: path, fingerprint, size, files)."""
+    """``lineage.data.<name>.<field>`` (field: path, fingerprint, size, files, and from
+    MindSpore pipelines and MindInsight imports kind and samples)."""
     return f"{DATA_PREFIX}{name}.{field}"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lineage import tags
 from lineage._errors import UsageError
 from lineage.cli._common import add_common, format_cell, print_csv, print_json
 
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 for r in search_runs(
                     store, experiments=args.experiment, where=args.where, limit=args.limit
                 )
-                if r.tags.get("lineage.run_type") != "analysis"
+                if r.tags.get(tags.RUN_TYPE) != tags.RUN_TYPE_ANALYSIS
             ]
         results = [(r, diagnose_run(r, store=store, checks=checks)) for r in records]
 

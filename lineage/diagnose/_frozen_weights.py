@@ -16,14 +16,10 @@ import json
 from collections.abc import Mapping
 
 from lineage.diagnose._base import Check, Finding, RunData, fmt
+from lineage.tags import FROZEN_PARAMS_KEYS, TRAINABLE_PARAMS_KEYS
 
-FROZEN_KEYS = ("lineage.frozen_params", "frozen_params", "lineage.mindspore.frozen_params")
-TRAINABLE_KEYS = (
-    "lineage.trainable_params",
-    "trainable_params",
-    "lineage.mindspore.trainable_params",
-    "lineage.param_count.trainable",
-)
+FROZEN_KEYS = FROZEN_PARAMS_KEYS
+TRAINABLE_KEYS = TRAINABLE_PARAMS_KEYS
 
 
 def _lookup(data: RunData, keys: tuple[str, ...]) -> str | None:

@@ -41,6 +41,7 @@ from typing import Any
 from lineage.mindinsight._discover import SummaryRun
 from lineage.mindinsight._proto import lineage_event, summary_event
 from lineage.mindinsight._records import RecordError, iter_records
+from lineage.tags import data_tag
 
 __all__ = ["TrainingRecord", "read_run"]
 
@@ -168,13 +169,13 @@ def _read_lineage(run: SummaryRun, record: TrainingRecord) -> None:
         ds = train.train_dataset
         if ds.HasField("train_dataset_size"):
             params["train_size"] = int(ds.train_dataset_size)
-            record.tags["lineage.data.train.samples"] = str(ds.train_dataset_size)
+            record.tags[data_tag("train", "samples")] = str(ds.train_dataset_size)
             batch = params.get("batch_size")
             if batch and ds.train_dataset_size % batch == 0:
                 # MindSpore stores batches x batch size, so this is exact.
                 params["steps_per_epoch"] = ds.train_dataset_size // batch
         if ds.train_dataset_path:
-            record.tags["lineage.data.train.path"] = ds.train_dataset_path
+            record.tags[data_tag("train", "path")] = ds.train_dataset_path
         if train.algorithm.HasField("network"):
             params["network.name"] = train.algorithm.network
         if train.algorithm.HasField("loss"):
@@ -187,9 +188,9 @@ def _read_lineage(run: SummaryRun, record: TrainingRecord) -> None:
         vd = evaluation.valid_dataset
         if vd.HasField("valid_dataset_size"):
             params["val_size"] = int(vd.valid_dataset_size)
-            record.tags["lineage.data.val.samples"] = str(vd.valid_dataset_size)
+            record.tags[data_tag("val", "samples")] = str(vd.valid_dataset_size)
         if vd.valid_dataset_path:
-            record.tags["lineage.data.val.path"] = vd.valid_dataset_path
+            record.tags[data_tag("val", "path")] = vd.valid_dataset_path
         step = epochs if epochs else 1
         for name, value in _metrics(evaluation.metric).items():
             record.metrics.append((f"val_{name}", value, step, record.end_ms or 0))

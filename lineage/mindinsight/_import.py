@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lineage import tags as T
 from lineage._errors import LineageError, StoreError, UsageError
 from lineage.mindinsight._convert import TrainingRecord, read_run
 from lineage.mindinsight._discover import SummaryRun, find_runs
@@ -138,16 +139,11 @@ def _client(uri: str) -> Any:
 
 
 def _experiment(client: Any, name: str) -> str:
+    # A new experiment carries the experiment kind tag, as every experiment lineage creates.
+    from lineage.recording import ensure_experiment
+
     try:
-        found = client.get_experiment_by_name(name)
-        if found is not None:
-            if found.lifecycle_stage != "active":
-                raise UsageError(
-                    f"--experiment names a deleted experiment; restore it or choose another, "
-                    f"got {name!r}"
-                )
-            return str(found.experiment_id)
-        return str(client.create_experiment(name))
+        return ensure_experiment(client, name)
     except LineageError:
         raise
     except Exception as exc:
@@ -229,9 +225,9 @@ def _write(
     start_tags = {
         KEY_TAG: run.train_id,
         BASE_TAG: str(run.base_dir),
-        "lineage.import.source": "mindinsight",
-        "mlflow.source.name": str(run.summary_dir),
-        "mlflow.source.type": "LOCAL",
+        T.IMPORT_SOURCE: "mindinsight",
+        T.MLFLOW_SOURCE_NAME: str(run.summary_dir),
+        T.MLFLOW_SOURCE_TYPE: "LOCAL",
     }
     try:
         created = client.create_run(
@@ -290,7 +286,7 @@ def record_summary_dir(
     tags = {
         KEY_TAG: summary.train_id,
         BASE_TAG: str(base),
-        "lineage.import.source": "mindinsight",
+        T.IMPORT_SOURCE: "mindinsight",
     }
     handle = run if run is not None else lineage.active_run()
     if handle is not None:

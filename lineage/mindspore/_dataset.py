@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from lineage.tags import data_tag
+
 # Attributes under which MindSpore's file-backed source datasets keep their location.
 _PATH_ATTRS = ("dataset_dir", "dataset_files", "dataset_file", "dataset_path", "file_path")
 # In-memory sources larger than this are not hashed (fingerprint left unset).
@@ -45,14 +47,14 @@ class DatasetInfo:
         return {k: v for k, v in out.items() if v is not None}
 
     def tags(self) -> dict[str, Any]:
-        p = f"lineage.data.{self.role}"
-        out: dict[str, Any] = {f"{p}.kind": ",".join(self.source_kinds)}
+        role = self.role
+        out: dict[str, Any] = {data_tag(role, "kind"): ",".join(self.source_kinds)}
         if self.sources:
-            out[f"{p}.path"] = ",".join(self.sources)[:4000]
+            out[data_tag(role, "path")] = ",".join(self.sources)[:4000]
         if self.fingerprint:
-            out[f"{p}.fingerprint"] = self.fingerprint
+            out[data_tag(role, "fingerprint")] = self.fingerprint
         if self.samples is not None:
-            out[f"{p}.samples"] = self.samples
+            out[data_tag(role, "samples")] = self.samples
         return out
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 
+from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._dataset import DatasetInfo, describe_dataset
@@ -149,7 +150,7 @@ class TrainingRecorder:
             except UsageError:
                 self.conflicts[key] = str(value)
         if self.conflicts:
-            self.run.set_tags({"lineage.mindspore.conflicts": json.dumps(self.conflicts)[:4000]})
+            self.run.set_tags({T.MINDSPORE_CONFLICTS: json.dumps(self.conflicts)[:4000]})
 
     def _artifact(self, rel: str, content: Any) -> None:
         if self._tmp is None:
@@ -212,7 +213,7 @@ class TrainingRecorder:
         self.run.set_tags(
             {
                 "frozen_params": len(counts.frozen_weights),
-                "lineage.framework.mindspore": ms.__version__,
+                T.framework_tag("mindspore"): ms.__version__,
             }
         )
         self._artifact("frozen_params.json", counts.frozen_weights)
@@ -431,7 +432,7 @@ class TrainingRecorder:
             if status == "FINISHED" and self.checkpoints == "last" and self._began:
                 self.save_checkpoint()
             if self._lr is not None and self._lr.failed:
-                self.run.set_tags({"lineage.mindspore.lr_error": self._lr.failed})
+                self.run.set_tags({T.MINDSPORE_LR_ERROR: self._lr.failed})
         finally:
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)

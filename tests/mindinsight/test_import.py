@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow.tracking import MlflowClient
 
+from lineage import tags
 from lineage.mindinsight import find_runs, import_summaries
 from lineage.store import open_store
 
@@ -171,7 +173,13 @@ def test_import_is_idempotent_on_every_store(copy_base: Path, store_uri: str) ->
     assert [
         r.status for r in import_summaries(copy_base, experiment="contract", tracking_uri=store_uri)
     ] == ["unchanged"] * 8
-    assert len(_runs(store_uri, "contract")) == 8
+    runs = _runs(store_uri, "contract")
+    assert len(runs) == 8
+    assert {r.tags[tags.IMPORT_SOURCE] for r in runs} == {"mindinsight"}
+    assert {r.tags[tags.MLFLOW_SOURCE_TYPE] for r in runs} == {"LOCAL"}
+    # Created like every experiment lineage makes: the MLflow UI opens it on its runs.
+    experiment = MlflowClient(tracking_uri=store_uri).get_experiment_by_name("contract")
+    assert experiment.tags[tags.EXPERIMENT_KIND] == tags.EXPERIMENT_KIND_TRAINING
 
 
 def test_a_changed_directory_replaces_its_run(copy_base: Path, sqlite_uri: str) -> None:
