@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from tuner.records import _tags as T
+from tuner.records._tags import RUN_TYPE
 from tuner.records._trial import trial_run_name
 
 __all__ = ["RUN_TYPE", "reconcile_runs"]
-
-#: The tag that tells campaign, trial, reserved and analysis runs apart.
-RUN_TYPE = "lineage.run_type"
 
 
 def reconcile_runs(
@@ -34,28 +33,28 @@ def reconcile_runs(
         return counts
     runs = client.search_runs(
         [exp.experiment_id],
-        filter_string=f"tags.`tuner.campaign` = '{campaign}' and attributes.status = 'RUNNING'",
+        filter_string=f"tags.`{T.CAMPAIGN}` = '{campaign}' and attributes.status = 'RUNNING'",
         max_results=5000,
     )
     now = time.time()
     for run in runs:
         kind = run.data.tags.get(RUN_TYPE)
         number = (used or {}).get(run.info.run_id)
-        if number is not None and kind == "reserved":
-            client.set_tag(run.info.run_id, RUN_TYPE, "trial")
-            client.set_tag(run.info.run_id, "tuner.trial_number", str(number))
-            client.set_tag(run.info.run_id, "mlflow.runName", trial_run_name(campaign, number))
-            kind = "trial"
-        if kind == "reserved":
+        if number is not None and kind == T.RUN_TYPE_RESERVED:
+            client.set_tag(run.info.run_id, RUN_TYPE, T.RUN_TYPE_TRIAL)
+            client.set_tag(run.info.run_id, T.TRIAL_NUMBER, str(number))
+            client.set_tag(run.info.run_id, T.MLFLOW_RUN_NAME, trial_run_name(campaign, number))
+            kind = T.RUN_TYPE_TRIAL
+        if kind == T.RUN_TYPE_RESERVED:
             client.set_terminated(run.info.run_id, "KILLED")
             client.delete_run(run.info.run_id)
             counts["deleted"] += 1
-        elif kind == "trial":
+        elif kind == T.RUN_TYPE_TRIAL:
             client.log_batch(
                 run.info.run_id,
                 tags=[
-                    RunTag("tuner.state", "FAIL"),
-                    RunTag("tuner.fail_reason", reason),
+                    RunTag(T.STATE, "FAIL"),
+                    RunTag(T.FAIL_REASON, reason),
                 ],
             )
             client.set_terminated(run.info.run_id, "KILLED", end_time=int(now * 1000))

@@ -34,7 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lineage.masking import mask_argv, mask_uri, mask_value
-from tuner.records._reconcile import RUN_TYPE, reconcile_runs
+from tuner.records import _tags as T
+from tuner.records._reconcile import reconcile_runs
 from tuner.records._trial import trial_run_name
 
 __all__ = ["LineageRecorder"]
@@ -155,21 +156,21 @@ class LineageRecorder:
         masked = mask_argv(list(argv))
         self._handed[run_id] = True
         tags = {
-            RUN_TYPE: "trial",
-            "mlflow.runName": trial_run_name(self.campaign, number, attempt),
-            "tuner.trial_number": str(number),
-            "tuner.attempt": str(attempt),
-            "tuner.sampler": sampler,
-            "tuner.device": device,
-            "tuner.command": _value(" ".join(masked)),
-            "lineage.command": _value(" ".join(masked)),
-            "tuner.state": "RUNNING",
+            T.RUN_TYPE: T.RUN_TYPE_TRIAL,
+            T.MLFLOW_RUN_NAME: trial_run_name(self.campaign, number, attempt),
+            T.TRIAL_NUMBER: str(number),
+            T.ATTEMPT: str(attempt),
+            T.SAMPLER: sampler,
+            T.DEVICE: device,
+            T.TRIAL_COMMAND: _value(" ".join(masked)),
+            T.COMMAND: _value(" ".join(masked)),
+            T.STATE: "RUNNING",
         }
         for name, value in env.items():
-            tags[f"tuner.env.{name}"] = _value(mask_value(name, value))
+            tags[f"{T.ENV_PREFIX}{name}"] = _value(mask_value(name, value))
         tags.update(extra_tags or {})
         param_items = {k: _value(v) for k, v in params.items()}
-        name = tags["mlflow.runName"]
+        name = tags[T.MLFLOW_RUN_NAME]
 
         start_ms = int(started_at * 1000) if started_at is not None else None
 
@@ -327,7 +328,7 @@ class LineageRecorder:
                 run = client.create_run(
                     self.experiment_id,
                     run_name=self.campaign,
-                    tags={RUN_TYPE: "campaign", "tuner.campaign": self.campaign, **tags},
+                    tags={T.RUN_TYPE: T.RUN_TYPE_CAMPAIGN, T.CAMPAIGN: self.campaign, **tags},
                 )
                 self.parent_run_id = run.info.run_id
                 self._log(self.parent_run_id, params={k: _value(v) for k, v in params.items()})
@@ -352,7 +353,7 @@ class LineageRecorder:
         if not started:
             self._guard("delete", lambda: self._discard(run_id))
             return
-        self._log(run_id, tags={"tuner.state": "FAIL", "tuner.fail_reason": reason})
+        self._log(run_id, tags={T.STATE: "FAIL", T.FAIL_REASON: reason})
         self._guard("status", lambda: self._set_status(run_id, "KILLED", end_ms))
 
     def _discard(self, run_id: str) -> None:
@@ -363,9 +364,9 @@ class LineageRecorder:
         run = self._client.create_run(
             self.experiment_id,
             tags={
-                RUN_TYPE: "reserved",
-                "mlflow.parentRunId": self.parent_run_id,
-                "tuner.campaign": self.campaign,
+                T.RUN_TYPE: T.RUN_TYPE_RESERVED,
+                T.MLFLOW_PARENT_RUN_ID: self.parent_run_id,
+                T.CAMPAIGN: self.campaign,
             },
         )
         return str(run.info.run_id)

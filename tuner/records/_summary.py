@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tuner.records import _tags as T
+
 if TYPE_CHECKING:
     from tuner.config import CampaignConfig
 
@@ -49,10 +51,10 @@ def campaign_tags(c: CampaignConfig) -> dict[str, str]:
     from lineage.masking import mask_argv, mask_uri
 
     return {
-        "tuner.study": c.study_name,
-        "tuner.storage": mask_uri(c.optuna_storage_url()),
-        "tuner.command": " ".join(mask_argv(list(c.command))),
-        "tuner.config_path": str(c.source_path or ""),
+        T.STUDY: c.study_name,
+        T.STORAGE: mask_uri(c.optuna_storage_url()),
+        T.TRIAL_COMMAND: " ".join(mask_argv(list(c.command))),
+        T.CONFIG_PATH: str(c.source_path or ""),
     }
 
 
@@ -66,23 +68,23 @@ def summary_tags(
     Pareto front (several: ``tuner.pareto.size``, ``tuner.pareto.numbers``, and
     ``tuner.pareto.front``, a JSON list of ``{"number", "values": {metric: value}}``), and
     why it stopped. ``best`` is what `tuner.campaign` reports (see ``best_of``)."""
-    tags = {f"tuner.count.{k}": str(v) for k, v in counts.items()}
+    tags = {f"{T.COUNT_PREFIX}{k}": str(v) for k, v in counts.items()}
     if best is not None and "trials" in best:
         front = list(best["trials"])
-        tags["tuner.pareto.size"] = str(len(front))
-        tags["tuner.pareto.numbers"] = ",".join(str(t["number"]) for t in front)
+        tags[T.PARETO_SIZE] = str(len(front))
+        tags[T.PARETO_NUMBERS] = ",".join(str(t["number"]) for t in front)
         names = list(metric_names)
-        tags["tuner.pareto.front"] = _clip(
+        tags[T.PARETO_FRONT] = _clip(
             json.dumps(
                 [{"number": t["number"], "values": _named(names, t["values"])} for t in front],
                 default=str,
             )
         )
     elif best is not None:
-        tags["tuner.best.number"] = str(best["number"])
-        tags["tuner.best.value"] = repr(best["value"])
+        tags[T.BEST_NUMBER] = str(best["number"])
+        tags[T.BEST_VALUE] = repr(best["value"])
     if stop_reason:
-        tags["tuner.stop_reason"] = str(stop_reason)
+        tags[T.STOP_REASON] = str(stop_reason)
     return tags
 
 

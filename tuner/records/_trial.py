@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tuner.records import _tags as T
+
 if TYPE_CHECKING:
     from tuner.executors import TrialOutcome
 
@@ -29,26 +31,26 @@ def trial_end_tags(
 ) -> dict[str, str]:
     """``tuner.state`` (COMPLETE, PRUNED, FAIL), how the process ended, why it failed or was
     pruned, the trial it was retried as, and its objective values."""
-    tags = {"tuner.state": state, "tuner.duration_s": f"{outcome.duration:.3f}"}
+    tags = {T.STATE: state, T.DURATION: f"{outcome.duration:.3f}"}
     if outcome.exit_code is not None:
-        tags["tuner.exit_code"] = str(outcome.exit_code)
+        tags[T.EXIT_CODE] = str(outcome.exit_code)
     if outcome.signal_name is not None:
-        tags["tuner.signal"] = outcome.signal_name
+        tags[T.SIGNAL] = outcome.signal_name
     if state == "PRUNED":
-        tags["tuner.prune_reason"] = reason or "pruned"
+        tags[T.PRUNE_REASON] = reason or "pruned"
     elif state == "FAIL":
-        tags["tuner.fail_reason"] = reason or "failed"
+        tags[T.FAIL_REASON] = reason or "failed"
         if retried_as is not None:
-            tags["tuner.retried_as"] = str(retried_as)
+            tags[T.RETRIED_AS] = str(retried_as)
     if values is not None:
         for name, value in zip(metric_names, values, strict=True):
-            tags[f"tuner.value.{name}"] = repr(value)
+            tags[f"{T.VALUE_PREFIX}{name}"] = repr(value)
     return tags
 
 
 def interrupted_tags(reason: str) -> dict[str, str]:
     """The closing tags of a run whose attempt was interrupted (it is re-run as a copy)."""
-    return {"tuner.state": "FAIL", "tuner.fail_reason": reason}
+    return {T.STATE: "FAIL", T.FAIL_REASON: reason}
 
 
 def output_tail(outcome: TrialOutcome) -> str:

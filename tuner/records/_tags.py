@@ -1,0 +1,94 @@
+"""The names of the MLflow tags a campaign writes, spelled once.
+
+``tuner.*`` tags are the tuner's own; the ``lineage.*`` and ``mlflow.*`` ones it shares with
+``lineage`` come from `lineage.tags`, so ``lineage runs``, ``show`` and ``diff`` read what
+the tuner wrote. Every run of a campaign (parent, trials, reserved) carries `CAMPAIGN`.
+"""
+
+from __future__ import annotations
+
+from lineage.tags import (
+    CAMPAIGN,
+    COMMAND,
+    MLFLOW_PARENT_RUN_ID,
+    MLFLOW_RUN_NAME,
+    RUN_TYPE,
+    RUN_TYPE_CAMPAIGN,
+    RUN_TYPE_TRIAL,
+)
+
+__all__ = [
+    "ATTEMPT",
+    "BEST_NUMBER",
+    "BEST_VALUE",
+    "CAMPAIGN",
+    "COMMAND",
+    "CONFIG_PATH",
+    "COUNT_PREFIX",
+    "DEVICE",
+    "DURATION",
+    "ENV_PREFIX",
+    "ERROR",
+    "EXIT_CODE",
+    "FAIL_REASON",
+    "MLFLOW_PARENT_RUN_ID",
+    "MLFLOW_RUN_NAME",
+    "PARETO_FRONT",
+    "PARETO_NUMBERS",
+    "PARETO_SIZE",
+    "PRUNE_REASON",
+    "RETRIED_AS",
+    "RUN_TYPE",
+    "RUN_TYPE_CAMPAIGN",
+    "RUN_TYPE_RESERVED",
+    "RUN_TYPE_TRIAL",
+    "SAMPLER",
+    "SIGNAL",
+    "STATE",
+    "STOP_REASON",
+    "STORAGE",
+    "STUDY",
+    "TRIAL_COMMAND",
+    "TRIAL_NUMBER",
+    "VALUE_PREFIX",
+]
+
+#: A child run created ahead for the next trial (deleted when no trial used it).
+RUN_TYPE_RESERVED = "reserved"
+
+# ----- a trial run -----------------------------------------------------------------------------
+TRIAL_NUMBER = "tuner.trial_number"
+ATTEMPT = "tuner.attempt"
+SAMPLER = "tuner.sampler"
+DEVICE = "tuner.device"
+#: The trial's command line, secrets masked (also under `COMMAND`, lineage's own name).
+TRIAL_COMMAND = "tuner.command"
+#: ``tuner.env.<NAME>``: the campaign's ``env`` entries, secrets masked.
+ENV_PREFIX = "tuner.env."
+#: RUNNING, then COMPLETE, PRUNED or FAIL.
+STATE = "tuner.state"
+DURATION = "tuner.duration_s"
+EXIT_CODE = "tuner.exit_code"
+SIGNAL = "tuner.signal"
+PRUNE_REASON = "tuner.prune_reason"
+FAIL_REASON = "tuner.fail_reason"
+#: On a failed attempt that was run again: the number of the trial that re-runs it.
+RETRIED_AS = "tuner.retried_as"
+#: ``tuner.value.<metric>``: the objective values of a COMPLETE trial.
+VALUE_PREFIX = "tuner.value."
+
+# ----- the campaign's parent run ------------------------------------------------------------
+STUDY = "tuner.study"
+STORAGE = "tuner.storage"
+CONFIG_PATH = "tuner.config_path"
+#: ``tuner.count.<STATE>``: trials by final state when the campaign stopped.
+COUNT_PREFIX = "tuner.count."
+BEST_NUMBER = "tuner.best.number"
+BEST_VALUE = "tuner.best.value"
+STOP_REASON = "tuner.stop_reason"
+#: Why the controller failed (its own error, or closing the campaign's runs failed).
+ERROR = "tuner.error"
+#: A multi-objective campaign's Pareto front: its size, trial numbers and values (JSON).
+PARETO_SIZE = "tuner.pareto.size"
+PARETO_NUMBERS = "tuner.pareto.numbers"
+PARETO_FRONT = "tuner.pareto.front"
