@@ -49,7 +49,7 @@ costs a full fit (10,000 runs x 20 params went from 12 to 6 s of CPU with 4 fits
 
 
 class CrossFittedPermutationImportance(ImportanceEvaluator):
-    """Held-out permutation importance of any regressor, cross-fitted, with a bootstrap
+    """Held-out permutation importance of any regressor, cross-fitted, with Student's t
     interval over runs and significance = the interval excludes zero.
 
     Subclasses say which model to grow (:meth:`_model`) and store its hyper-parameters; the

@@ -45,7 +45,9 @@ class RandomForestImportance(CrossFittedPermutationImportance):
             residuals are mostly noise, and fitting them costs power).
         n_folds: folds of each cross-fitting round (fewer when there are fewer runs).
         n_rounds: rounds of cross-fitting; every run is held out once per round, and its
-            loss increases are averaged over rounds.
+            loss increases are averaged over rounds. Past ``max_fit_samples`` the models
+            grow on random subsamples instead, and only as many are fitted as it takes to
+            score about 4,000 held-out runs (at least two per round).
         n_repeats: values drawn per parameter and held-out run.
         n_bootstrap: accepted for compatibility with earlier versions and ignored (the
             interval is Student's t interval of the per-run mean, no resampling).
