@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import mindspore as ms
@@ -82,6 +83,10 @@ def train(
         run = lineage.start_run(experiment="callback", tracking_uri=uri)
         callbacks.append(LineageCallback(run=run, weight_stats=False))
     model.train(2, ds_train, callbacks=callbacks, dataset_sink_mode=False)
+    # SummaryRecord names its files by the second they were opened: an evaluation opened in
+    # the training's second would reuse the training's lineage file name (a fast machine
+    # does that), and the directory would hold two files instead of three.
+    time.sleep(1.05 - time.time() % 1.0)
     model.eval(ds_eval.batch(128), callbacks=callbacks, dataset_sink_mode=False)
     if run is not None:
         run.end()
