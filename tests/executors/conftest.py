@@ -63,14 +63,10 @@ def _ray(address: str) -> Callable[[int, str], Executor]:
     return make
 
 
-@pytest.fixture(
-    params=[
-        "inprocess",
-        "local",
-        pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow]),
-    ]
-)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+_RAY = pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])
+
+
+def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "ray":
         factory = _ray(request.getfixturevalue("ray_cluster_address"))
     elif request.param == "local":
@@ -89,8 +85,14 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
                 ray.shutdown()
 
 
-@pytest.fixture
-def processes_only(backend: Backend) -> Backend:
-    if not backend.processes:
-        pytest.skip("the in-process executor runs no process: nothing to signal or watch")
-    return backend
+@pytest.fixture(params=["inprocess", "local", _RAY])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """Every executor."""
+    yield from _backend(request, tmp_path)
+
+
+@pytest.fixture(params=["local", _RAY])
+def processes_only(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """The executors that run a process (signals, timeouts, devices, output): the in-process
+    one has none, so these tests are not generated for it rather than skipped."""
+    yield from _backend(request, tmp_path)
