@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner.records import NOTE_TAG, Analysis, campaign_note, summary_tags
+from tuner.records import _tags as T
 
 if TYPE_CHECKING:
     from tuner.campaign._controller import Controller
@@ -49,11 +50,11 @@ def close_campaign(
             tags[NOTE_TAG] = _note(ctl)
         except BaseException as exc:  # the runs are closed all the same
             failures.append(exc)
-            tags = {f"tuner.count.{k}": str(v) for k, v in ctl.counts.items()}
-            tags["tuner.error"] = _describe(exc)
+            tags = {f"{T.COUNT_PREFIX}{k}": str(v) for k, v in ctl.counts.items()}
+            tags[T.ERROR] = _describe(exc)
             status = "FAILED"
         if crashed:
-            tags["tuner.error"] = _describe(error)
+            tags[T.ERROR] = _describe(error)
         step(lambda: recorder.close(status, tags=tags, reason=why))
     step(lambda: ctl.campaign_dir.release(clean=clean and not failures))
     if failures and error is None:

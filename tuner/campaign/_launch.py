@@ -13,6 +13,7 @@ from tuner import _protocol as protocol
 from tuner.campaign._running import Prepared, RunningTrial
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec
+from tuner.records import _tags as T
 from tuner.search import _internals as internals
 from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR, RERUN_OF_ATTR, RETRY_OF_USER_ATTR
 
@@ -113,7 +114,7 @@ class Launcher:
             "started": handle.started_at,
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
-        extra = {"tuner.campaign": self.config.name}
+        extra = {T.CAMPAIGN: self.config.name}
         for attr in (RERUN_OF_ATTR, RETRY_OF_USER_ATTR):
             if trial.user_attrs.get(attr) is not None:
                 extra[attr] = str(trial.user_attrs[attr])

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tuner.executors import _procs
+from tuner.records import _tags as T
 from tuner.search import _internals as internals
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
@@ -157,9 +158,9 @@ def requeue_and_close(
             continue
         reason = str(frozen.system_attrs.get(STALE_ATTR, "stale")) if frozen else "stale"
         tags = {
-            "tuner.state": "FAIL",
-            "tuner.fail_reason": f"{reason} (as trial {new})",
-            "tuner.retried_as": str(new),
+            T.STATE: "FAIL",
+            T.FAIL_REASON: f"{reason} (as trial {new})",
+            T.RETRIED_AS: str(new),
         }
         if recorder is not None:
             recorder.trial_finished(run_id, status="FAILED", tags=tags, output_tail="")
