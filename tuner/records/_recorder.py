@@ -169,7 +169,8 @@ class LineageRecorder:
         for name, value in env.items():
             tags[f"{T.ENV_PREFIX}{name}"] = _value(mask_value(name, value))
         tags.update(extra_tags or {})
-        param_items = {k: _value(v) for k, v in params.items()}
+        # A secret-named parameter (``api_token``) is recorded masked, as lineage records it.
+        param_items = {k: _value(mask_value(k, v)) for k, v in params.items()}
         name = tags[T.MLFLOW_RUN_NAME]
 
         start_ms = int(started_at * 1000) if started_at is not None else None
@@ -331,7 +332,10 @@ class LineageRecorder:
                     tags={T.RUN_TYPE: T.RUN_TYPE_CAMPAIGN, T.CAMPAIGN: self.campaign, **tags},
                 )
                 self.parent_run_id = run.info.run_id
-                self._log(self.parent_run_id, params={k: _value(v) for k, v in params.items()})
+                self._log(
+                    self.parent_run_id,
+                    params={k: _value(mask_value(k, v)) for k, v in params.items()},
+                )
             else:
                 self.parent_run_id = run.info.run_id
                 client.update_run(self.parent_run_id, status="RUNNING")
