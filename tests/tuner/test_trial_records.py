@@ -121,7 +121,10 @@ def test_parent_description_links_the_importance_analysis(campaign, run_campaign
     (parent,) = [r for r in runs if r.data.tags.get("lineage.run_type") == "campaign"]
     (analysis,) = [r for r in runs if r.data.tags.get("lineage.run_type") == "analysis"]
     note = parent.data.tags["mlflow.note.content"]
-    link = f"#/experiments/{parent.info.experiment_id}/runs/{analysis.info.run_id}"
+    link = (
+        f"#/experiments/{parent.info.experiment_id}/runs/{analysis.info.run_id}"
+        "?workflowType=machine_learning"
+    )
     assert f"]({link})" in note
     assert "importance of each parameter for `loss` (minimize)" in note
     assert "scatter plot per parameter" in note and "Best trial: #" in note

@@ -206,7 +206,12 @@ def campaign_note(
     if linked:
         lines += ["", "**Hyperparameter importance**"]
         for a in linked:
-            link = f"#/experiments/{experiment_id}/runs/{a.run_id}" if experiment_id else a.run_id
+            # MLflow 3's UI opens its GenAI view unless the link asks for the training one.
+            link = (
+                f"#/experiments/{experiment_id}/runs/{a.run_id}?workflowType=machine_learning"
+                if experiment_id
+                else a.run_id
+            )
             lines.append(
                 f"- [importance of each parameter for `{a.metric}` ({a.goal})]({link}): the "
                 "ranking with 95% intervals (metrics `importance.<param>`), a bar chart and one "
