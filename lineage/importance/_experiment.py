@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lineage import tags
 from lineage.importance._analysis import get_param_importances
 from lineage.importance._base import ImportanceEvaluator
 from lineage.importance._result import ImportanceResult
 
 __all__ = ["ANALYSIS_RUN_TYPE", "RUN_TYPE_TAG", "analyze_experiment", "training_runs"]
 
-RUN_TYPE_TAG = "lineage.run_type"
-ANALYSIS_RUN_TYPE = "analysis"
+RUN_TYPE_TAG = tags.RUN_TYPE
+ANALYSIS_RUN_TYPE = tags.RUN_TYPE_ANALYSIS
 CAMPAIGN_TAG = "tuner.campaign"
 SPACE_PREFIX = "space."  # the campaign run's params: one per tuned parameter
 _NOT_TRAINING = frozenset({"analysis", "campaign", "reserved"})
@@ -70,9 +71,9 @@ def analyze_experiment(
     :class:`~lineage.UsageError` for too few runs or a constant target (both exit 2), and
     :class:`~lineage.StoreError` when the store cannot be read.
     """
-    from lineage._uri import resolve_tracking_uri
     from lineage.query import search_runs
     from lineage.store import open_store
+    from lineage.uri import resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     store = open_store(uri)
@@ -125,7 +126,7 @@ def _campaign_spaces(
     wanted = {r.tags[CAMPAIGN_TAG] for r in kept if r.tags.get(CAMPAIGN_TAG)}
     if not wanted:
         return {}
-    parents = [r for r in runs if r.tags.get(RUN_TYPE_TAG) == "campaign"]
+    parents = [r for r in runs if r.tags.get(RUN_TYPE_TAG) == tags.RUN_TYPE_CAMPAIGN]
     if not wanted <= {r.tags.get(CAMPAIGN_TAG) for r in parents}:
         from lineage._errors import NotFoundError
         from lineage.query import search_runs

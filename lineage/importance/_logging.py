@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from lineage._errors import StoreError
-from lineage.importance._experiment import ANALYSIS_RUN_TYPE, RUN_TYPE_TAG
 from lineage.importance._result import ImportanceResult, format_bound
+from lineage.tags import RUN_TYPE, RUN_TYPE_ANALYSIS
 
 __all__ = ["log_analysis"]
 
@@ -111,7 +111,7 @@ def log_analysis(
 
     client = MlflowClient(tracking_uri=tracking_uri)
     tags = {
-        RUN_TYPE_TAG: ANALYSIS_RUN_TYPE,
+        RUN_TYPE: RUN_TYPE_ANALYSIS,
         "lineage.analysis.kind": "importance",
         "lineage.analysis.target": result.target,
         "lineage.analysis.goal": result.goal,
