@@ -37,11 +37,11 @@ from lineage.masking import mask_argv, mask_uri, mask_value
 from tuner.records import _tags as T
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._trial import trial_run_name
+from tuner.records._write import open_sql_writer, write_batch
 
 __all__ = ["LineageRecorder"]
 
 _log = logging.getLogger(__name__)
-_MAX_BATCH = 900  # MLflow accepts 1,000 metrics per log_batch
 
 
 def _value(v: Any) -> str:
@@ -308,7 +308,7 @@ class LineageRecorder:
             from lineage.recording import ensure_experiment
 
             self._client = client = MlflowClient(tracking_uri=self.tracking_uri)
-            self._sql = _sql_writer(self.tracking_uri)
+            self._sql = open_sql_writer(self.tracking_uri)
             if self._sql is None:
                 # No way to move a run's start time: create each trial's run as it starts.
                 self._pool_size = 0
@@ -408,39 +408,6 @@ class LineageRecorder:
         tags: Mapping[str, str] | None = None,
         metrics: Sequence[tuple[str, float, int, float]] = (),
     ) -> None:
-        if self._sql is not None:
-            from lineage.recording import Batch
-
-            batch = Batch(
-                points=[(k, v, int(t * 1000), s) for k, v, s, t in metrics],
-                params=dict(params or {}),
-                tags=dict(tags or {}),
-            )
-            if batch:
-                self._guard("log", lambda: self._sql.write(run_id, batch))
-            return
-        from mlflow.entities import Metric, Param, RunTag
-
-        param_list = [Param(k, v) for k, v in (params or {}).items()]
-        tag_list = [RunTag(k, v) for k, v in (tags or {}).items()]
-        metric_list = [Metric(k, v, int(t * 1000), s) for k, v, s, t in metrics]
-        while metric_list or param_list or tag_list:
-            chunk, metric_list = metric_list[:_MAX_BATCH], metric_list[_MAX_BATCH:]
-            p, param_list = param_list[:100], param_list[100:]
-            t, tag_list = tag_list[:100], tag_list[100:]
-            self._guard(
-                "log",
-                lambda c=chunk, p=p, t=t: self._client.log_batch(  # type: ignore[misc]
-                    run_id, metrics=c, params=p, tags=t
-                ),
-            )
-
-
-def _sql_writer(uri: str) -> Any:
-    from lineage.recording import sql_writer
-
-    try:
-        return sql_writer(uri)
-    except Exception as exc:  # schema it does not know, driver missing: use MlflowClient
-        _log.info("tuner lineage: MlflowClient instead of direct SQL writes: %s", exc)
-        return None
+        write_batch(
+            self._client, self._sql, run_id, self._guard, params=params, tags=tags, metrics=metrics
+        )

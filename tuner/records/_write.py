@@ -1,0 +1,65 @@
+"""How a batch of params, tags and metric points reaches a run: straight into MLflow's SQL
+tables through lineage's writer when the store is SQL, else through MLflow's client in
+chunks it accepts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["open_sql_writer", "write_batch"]
+
+_log = logging.getLogger(__name__)
+_MAX_BATCH = 900  # MLflow accepts 1,000 metrics per log_batch
+
+
+def open_sql_writer(uri: str) -> Any:
+    """lineage's SQL writer for ``uri``, or None (not a SQL store, or one it cannot write)."""
+    from lineage.recording import sql_writer
+
+    try:
+        return sql_writer(uri)
+    except Exception as exc:  # schema it does not know, driver missing: use MlflowClient
+        _log.info("tuner lineage: MlflowClient instead of direct SQL writes: %s", exc)
+        return None
+
+
+def write_batch(
+    client: Any,
+    sql: Any,
+    run_id: str,
+    guard: Callable[[str, Callable[[], Any]], Any],
+    *,
+    params: Mapping[str, str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    metrics: Sequence[tuple[str, float, int, float]] = (),
+) -> None:
+    """Write to ``run_id``; each store call goes through ``guard("log", call)``, which keeps a
+    failure from reaching the campaign. ``metrics`` are ``(key, value, step, time_s)``."""
+    if sql is not None:
+        from lineage.recording import Batch
+
+        batch = Batch(
+            points=[(k, v, int(t * 1000), s) for k, v, s, t in metrics],
+            params=dict(params or {}),
+            tags=dict(tags or {}),
+        )
+        if batch:
+            guard("log", lambda: sql.write(run_id, batch))
+        return
+    from mlflow.entities import Metric, Param, RunTag
+
+    param_list = [Param(k, v) for k, v in (params or {}).items()]
+    tag_list = [RunTag(k, v) for k, v in (tags or {}).items()]
+    metric_list = [Metric(k, v, int(t * 1000), s) for k, v, s, t in metrics]
+    while metric_list or param_list or tag_list:
+        chunk, metric_list = metric_list[:_MAX_BATCH], metric_list[_MAX_BATCH:]
+        p, param_list = param_list[:100], param_list[100:]
+        t, tag_list = tag_list[:100], tag_list[100:]
+        guard(
+            "log",
+            lambda c=chunk, p=p, t=t: client.log_batch(  # type: ignore[misc]
+                run_id, metrics=c, params=p, tags=t
+            ),
+        )
