@@ -70,18 +70,9 @@ def _param_values(rng: random.Random) -> dict[str, str]:
     }
 
 
-def build_store(path: Path, n_runs: int, seed: int = 0) -> None:
-    """A migrated MLflow SQLite store holding ``n_runs`` plain-mlflow-shaped runs."""
-    from mlflow.tracking import MlflowClient
-
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
-    uri = f"sqlite:///{tmp}"
-    client = MlflowClient(tracking_uri=uri)
-    exp_id = client.create_experiment("bench", artifact_location=(path.parent / "mlruns").as_uri())
-    # One run through MLflow itself, the template the bulk rows copy.
-    probe = client.create_run(exp_id, run_name="probe")
-    client.delete_run(probe.info.run_id)
+def make_rows(n_runs: int, art_root: str, seed: int = 0) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+    """The rows of ``n_runs`` plain-mlflow-shaped runs (see ``_mlflow_bulk.bulk_insert``);
+    the experiment id column of ``runs`` is 0, set by the caller."""
     rng = random.Random(seed)
     now = int(time.time() * 1000) - n_runs * 1000
     runs, params, metrics, latest, tags = [], [], [], [], []
@@ -90,10 +81,10 @@ def build_store(path: Path, n_runs: int, seed: int = 0) -> None:
         start = now + i * 1000
         end = start + rng.randint(1000, 100000)
         name = f"run-{i}"
-        art = f"{(path.parent / 'mlruns').as_uri()}/{run_id}/artifacts"
+        art = f"{art_root}/{run_id}/artifacts"
         runs.append(
             (run_id, name, "LOCAL", "train.py", "", "bench", "FINISHED", start, end, "",
-             "active", art, int(exp_id))
+             "active", art, 0)
         )  # fmt: skip
         params.extend((k, v, run_id) for k, v in _param_values(rng).items())
         loss = rng.uniform(0.05, 2.0)
@@ -114,12 +105,47 @@ def build_store(path: Path, n_runs: int, seed: int = 0) -> None:
                 ("mlflow.source.type", "LOCAL", run_id),
             ]
         )
-    bulk_insert(tmp, runs=runs, params=params, metrics=metrics, latest=latest, tags=tags)
+    return {"runs": runs, "params": params, "metrics": metrics, "latest": latest, "tags": tags}
+
+
+def _check_genuine(uri: str, rows: dict[str, list[tuple]]) -> None:  # type: ignore[type-arg]
     # MLflow must read the bulk rows back exactly as if it had written them.
-    check = client.get_run(runs[-1][0])
-    assert check.data.params == dict((k, v) for k, v, r in params if r == runs[-1][0])
+    from mlflow.tracking import MlflowClient
+
+    last = rows["runs"][-1][0]
+    check = MlflowClient(tracking_uri=uri).get_run(last)
+    assert check.data.params == {k: v for k, v, r in rows["params"] if r == last}
     assert set(check.data.metrics) == set(METRICS), check.data.metrics
+
+
+def build_store(path: Path, n_runs: int, seed: int = 0) -> None:
+    """A migrated MLflow SQLite store holding ``n_runs`` plain-mlflow-shaped runs."""
+    from mlflow.tracking import MlflowClient
+
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    uri = f"sqlite:///{tmp}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment("bench", artifact_location=(path.parent / "mlruns").as_uri())
+    # One run through MLflow itself, the template the bulk rows copy.
+    probe = client.create_run(exp_id, run_name="probe")
+    client.delete_run(probe.info.run_id)
+    rows = make_rows(n_runs, (path.parent / "mlruns").as_uri(), seed)
+    rows["runs"] = [(*r[:12], int(exp_id)) for r in rows["runs"]]
+    bulk_insert(tmp, **rows)
+    _check_genuine(uri, rows)
     shutil.move(tmp, path)
+
+
+def build_pg_store(name: str, n_runs: int, art_root: Path, seed: int = 0) -> str:
+    """The same runs in a fresh PostgreSQL database ``name``; its URI."""
+    from _bench_stores import pg_bulk_insert, pg_create
+
+    uri = pg_create(name)
+    rows = make_rows(n_runs, art_root.as_uri(), seed)
+    pg_bulk_insert(uri, experiment="bench", artifact_root=art_root.as_uri(), **rows)
+    _check_genuine(uri, rows)
+    return uri
 
 
 def _cpu() -> float:

@@ -14,10 +14,10 @@ and the ``ON CONFLICT`` upsert both databases share; a :class:`Dialect` supplies
   connection, a deadlock);
 - ``columns(raw)``: the schema, for the check that the tables are MLflow's;
 - ``json_agg``, ``run_document_sql``, ``rendered_runs_sql``: JSON built by the database.
-  SQLite renders the run table (and ``lineage runs --format json`` output) itself; on
-  PostgreSQL only params and tags are folded into JSON objects today, and the two
-  ``*_sql`` hooks return ``None`` so the reader builds the rest in Python. Issue 19 fills
-  them in with ``json_build_object``/``json_agg`` and the store picks them up unchanged.
+  SQLite and PostgreSQL render the run table (and ``lineage runs --format json`` output)
+  themselves (``_sql_text.py``: ``json_group_object``; ``_sql_text_pg.py``:
+  ``json_build_object``/``json_agg``); a dialect whose hooks return ``None`` leaves the
+  reader to build the rest in Python.
 
 A dialect object belongs to one connection: SQLite's JSON support is probed per database.
 """
@@ -239,6 +239,11 @@ class PostgresDialect(Dialect):
             raise map_error(self, exc, f"cannot connect to {masked(uri)}") from exc
         return raw
 
+    def begin_read(self, raw: Any) -> None:
+        # The JIT compiler costs seconds on the run-document statement (one plan node per
+        # JSON expression, each compiled) and saves nothing on these short scans.
+        raw.execute("SET LOCAL jit = off")
+
     def is_transient(self, exc: BaseException) -> bool:
         import psycopg
 
@@ -248,6 +253,22 @@ class PostgresDialect(Dialect):
             | psycopg.errors.DeadlockDetected
             | psycopg.errors.SerializationFailure,
         )
+
+    @property
+    def renders_json(self) -> bool:
+        return True
+
+    def run_document_sql(self, scope: str) -> str | None:
+        from lineage.store._sql_text_pg import run_document_sql
+
+        return run_document_sql(scope)
+
+    def rendered_runs_sql(
+        self, scope: str, order: Sequence[tuple[str, str, bool]], limit: int | None
+    ) -> tuple[str, list[Any]] | None:
+        from lineage.store._sql_text_pg import rendered_runs_sql
+
+        return rendered_runs_sql(scope, order, limit)
 
     def columns(self, raw: Any, tables: Collection[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = defaultdict(set)
