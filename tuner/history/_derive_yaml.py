@@ -1,0 +1,182 @@
+"""A `DerivedCampaign` as a commented campaign YAML (what ``tuner init --from`` writes)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuner.history._derive import DerivedCampaign, DerivedParameter
+
+__all__ = ["PLACEHOLDER_PROGRAM", "default_name", "render_campaign"]
+
+#: The program of the command written when lineage recorded none: not a program anyone has,
+#: so the campaign cannot start before the user replaces it, and every parameter draws
+#: ``tuner validate``'s "appears in no command placeholder" warning.
+PLACEHOLDER_PROGRAM = "CHANGE-ME-no-command-was-recorded"
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "y", "n", "~"}
+
+
+def default_name(experiment: str) -> str:
+    """``<experiment>-refined``, made a valid campaign name."""
+    base = re.sub(r"[^A-Za-z0-9_.\-]+", "-", experiment).strip("-") or "campaign"
+    if not base[0].isalpha():
+        base = f"c-{base}"
+    return f"{base}-refined"
+
+
+def _y(value: Any) -> str:
+    """One scalar as YAML that reads back as the same value and type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return json.dumps(str(value))
+        text = repr(value)
+        mantissa, _, exponent = text.partition("e")
+        if exponent and "." not in mantissa:
+            text = f"{mantissa}.0e{exponent}"  # YAML 1.1 reads 1e-05 as a string
+        return text
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text)
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else _y(value)
+
+
+def _flow(mapping: dict[str, Any]) -> str:
+    parts = []
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            parts.append(f"{key}: {_flow(value)}")
+        elif isinstance(value, list):
+            parts.append(f"{key}: [{', '.join(_y(v) for v in value)}]")
+        else:
+            parts.append(f"{key}: {_y(value)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _wrap(text: str, indent: str = "", width: int = 96) -> list[str]:
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(indent) + 2 + len(line) + 1 + len(word) > width:
+            lines.append(f"{indent}# {line}")
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        lines.append(f"{indent}# {line}")
+    return lines
+
+
+def _param_lines(p: DerivedParameter) -> list[str]:
+    recorded = (
+        f"recorded range [{_short(p.recorded[0])}, {_short(p.recorded[1])}]"
+        if p.is_range
+        else f"recorded choices {', '.join(_y(v) for v in p.recorded)}"
+    )
+    if p.tuned:
+        out = _wrap(f"{p.reason}; best run: {_short(p.best)}; {recorded}.", "  ")
+        return [*out, f"  {p.name}: {_flow(p.spec)}"]
+    where = (
+        f"passed as {p.flag} {_y(p.best)} in the command"
+        if p.flag
+        else "NOT PASSED: no recorded command line passes it, so the script's own default applies"
+    )
+    return _wrap(f"{p.name} = {_y(p.best)}: {p.reason}; {where}; {recorded}.", "  ")
+
+
+def render_campaign(
+    derived: DerivedCampaign,
+    *,
+    name: str | None = None,
+    trials: int = 20,
+    invocation: str | None = None,
+    tracking_uri: str | None = None,
+) -> str:
+    """The campaign YAML, every decision explained in a comment.
+
+    ``tracking_uri``: what to write as the lineage store (and the warm-start source's);
+    default the store the runs were read from (a URI holding a password is written as
+    ``${MLFLOW_TRACKING_URI}`` instead: a campaign file must not hold a secret).
+    """
+    from lineage.masking import mask_uri
+
+    d = derived
+    uri = tracking_uri or d.tracking_uri
+    if mask_uri(uri) != uri:
+        uri = "${MLFLOW_TRACKING_URI}"
+    head = [
+        f"Derived from history by: {invocation}" if invocation else "Derived from history.",
+        f"Source: {d.n_runs} finished runs of experiment {d.experiment!r} with "
+        f"{d.target}" + (f", where {d.where}" if d.where else "") + ".",
+        f"Best run: {d.best_run_id} ({d.best_run_name}), {d.target} = {d.best_value:.6g}.",
+        f"Analysis: {d.analysis}.",
+    ]
+    if d.ranked:
+        head.append(
+            "Tuned: the parameters the analysis finds significant (the lower end of the 95% "
+            "interval of their importance is above 0), each over the range the best quarter "
+            "of the runs (at least 3) used, widened by a tenth of the recorded span on each "
+            "side and kept within the recorded range (on the log scale where the values "
+            "spread over decades); a categorical keeps the choices those runs used. Fixed: "
+            "every other varying parameter, at the best run's value, in the command."
+        )
+    else:
+        head.append("Tuned: every varying parameter, over its recorded range or choices.")
+    if d.left_out:
+        listed = "; ".join(f"{k} ({v})" for k, v in d.left_out.items())
+        head.append(f"Left out (not hyperparameters of this campaign): {listed}.")
+    lines: list[str] = []
+    for text in head:
+        lines += _wrap(text)
+    lines += ["", f"name: {_y(name or default_name(d.experiment))}"]
+    if d.command is None:
+        lines += _wrap(
+            f"PLACEHOLDER: {d.command_source}; replace it with the command that trains one "
+            "run, passing each parameter as a {name} placeholder."
+        )
+        lines.append(f"command: [{_y(PLACEHOLDER_PROGRAM)}]")
+    else:
+        lines += _wrap(f"From {d.command_source}.")
+        lines.append(f"command: [{', '.join(json.dumps(a) for a in d.command)}]")
+        missing = [p.name for p in d.tuned if p.flag is None]
+        if missing:
+            lines += _wrap(
+                f"NOT PASSED: the recorded command line has no flag for {', '.join(missing)}; "
+                "add one with a {name} placeholder, or set reads_tuner_params: true if the "
+                "script reads TUNER_PARAMS (tuner validate warns until then)."
+            )
+    if d.workdir:
+        lines += ["# Where the runs ran (lineage.cwd).", f"workdir: {_y(d.workdir)}"]
+    lines += [f"target: {{metric: {_y(d.target)}, goal: {d.goal}}}", "parameters:"]
+    for p in d.tuned:
+        lines += _param_lines(p)
+    for p in d.fixed:
+        lines += _param_lines(p)
+    source: dict[str, Any] = {"experiment": d.experiment}
+    if d.where:
+        source["where"] = d.where
+    source["tracking_uri"] = uri
+    lines += [
+        f"budget: {{trials: {trials}}}",
+        "# Earlier runs enter the study as finished trials before the first new one (those",
+        "# outside the tuned ranges are skipped); they do not count against budget.trials.",
+        "warm_start:",
+        "  from:",
+        f"    - {_flow(source)}",
+        "lineage:",
+        f"  tracking_uri: {_y(uri)}",
+    ]
+    return "\n".join(lines) + "\n"
