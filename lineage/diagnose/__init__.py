@@ -31,6 +31,12 @@ check id                  reads
                           ``trainable_params`` (a count), with the training loss
 ``gradient_vanishing``    metric ``grad_norm`` (global L2 norm of the gradients)
 ``gradient_exploding``    metric ``grad_norm``
+``constant_column``       metrics ``data.<role>.<column>.{std,min,max}``: one value across
+                          the first batch (tag ``lineage.data.<role>.columns`` for the kind)
+``data_out_of_range``     the same metrics against the ``implied_range`` of that tag (the
+                          range the pipeline's Normalize/Rescale imply)
+``labels_out_of_range``   a label column's min/max against the tag's ``classes`` (the
+                          network's output size)
 ========================  ==================================================================
 
 Metric names are matched by tokens (see :mod:`lineage.diagnose._names`): the training loss is
@@ -57,12 +63,15 @@ import numpy as np
 from lineage._errors import UsageError
 from lineage.diagnose import _names
 from lineage.diagnose._base import SEVERITIES, Check, Finding, RunData, Series
+from lineage.diagnose._constant_column import ConstantColumn
+from lineage.diagnose._data_out_of_range import DataOutOfRange
 from lineage.diagnose._distribution_shift import DistributionShift
 from lineage.diagnose._divergence import Divergence
 from lineage.diagnose._frozen_weights import FrozenWeights
 from lineage.diagnose._gradient_exploding import GradientExploding
 from lineage.diagnose._gradient_vanishing import GradientVanishing
 from lineage.diagnose._hyperparameter_range import HyperparameterRange
+from lineage.diagnose._labels_out_of_range import LabelsOutOfRange
 from lineage.diagnose._loss_runaway import LossRunaway
 from lineage.diagnose._near_full_batch import NearFullBatch
 from lineage.diagnose._oscillation import Oscillation
@@ -110,6 +119,9 @@ CHECKS: dict[str, type[Check]] = {
         FrozenWeights,
         GradientVanishing,
         GradientExploding,
+        ConstantColumn,
+        DataOutOfRange,
+        LabelsOutOfRange,
     )
 }
 

@@ -140,5 +140,10 @@ class Thresholds:
     #: ... or any single gradient norm at or above this multiple of the initial level.
     grad_explode_spike: float = 1e5
 
+    # -- data_out_of_range ---------------------------------------------------------------
+    #: Values may pass the range the pipeline implies by this share of its width (float
+    #: rounding of Rescale/Normalize, a 0-255 source read as 0-256).
+    data_range_tolerance: float = 0.01
+
 
 DEFAULT_THRESHOLDS = Thresholds()

@@ -354,6 +354,9 @@ def test_registry_has_every_documented_check() -> None:
         "frozen_weights",
         "gradient_vanishing",
         "gradient_exploding",
+        "constant_column",
+        "data_out_of_range",
+        "labels_out_of_range",
     ]
 
 
