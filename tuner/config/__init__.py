@@ -22,6 +22,8 @@ from tuner.config._model import (
     ResourcesConfig,
     SamplerConfig,
     TrialConfig,
+    WarmStartConfig,
+    WarmStartSource,
 )
 from tuner.config._placeholders import BUILTINS as PLACEHOLDER_BUILTINS
 from tuner.config._placeholders import render as render_arg
@@ -41,6 +43,8 @@ __all__ = [
     "ResourcesConfig",
     "SamplerConfig",
     "TrialConfig",
+    "WarmStartConfig",
+    "WarmStartSource",
     "config_error",
     "explain_storage_error",
     "load_config",

@@ -144,7 +144,7 @@ def _model_at(path: typing.Sequence[Any]) -> type[BaseModel] | None:
     for part in path:
         current = _unwrap(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
-            field = current.model_fields.get(str(part))
+            field = _fields_by_key(current).get(str(part))
             if field is None:
                 return None
             current = field.annotation
@@ -159,6 +159,12 @@ def _model_at(path: typing.Sequence[Any]) -> type[BaseModel] | None:
                 return None
     current = _unwrap(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by the YAML key that sets them (the alias when it has one: a key
+    such as ``from`` is a Python keyword)."""
+    return {f.alias or name: f for name, f in model.model_fields.items()}
 
 
 def _unwrap(tp: Any) -> Any:
@@ -222,7 +228,7 @@ def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError
         return ConfigError(message(where, path, "is required"))
     if kind == "extra_forbidden":
         model = _model_at(path[:-1])
-        known = list(model.model_fields) if model else []
+        known = list(_fields_by_key(model)) if model else []
         text = unknown_key(where, path, known, present=_keys_at(data, path[:-1]))
         others = [
             format_path(_user_path(tuple(e["loc"]), data, keep_last=True))

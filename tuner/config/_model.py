@@ -38,6 +38,7 @@ from tuner.config._sections import (
     TrialConfig,
 )
 from tuner.config._types import RuleError
+from tuner.config._warm_start import WarmStartConfig, WarmStartSource
 from tuner.search._registry import NO_PRUNING
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ __all__ = [
     "ResourcesConfig",
     "SamplerConfig",
     "TrialConfig",
+    "WarmStartConfig",
+    "WarmStartSource",
 ]
 
 
@@ -109,6 +112,11 @@ class CampaignConfig(_Model):
     )
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+    warm_start: WarmStartConfig | None = Field(
+        default=None,
+        description="earlier runs (experiments, campaigns) imported as finished trials "
+        "before the first trial",
+    )
 
     _source_path: Path | None = PrivateAttr(default=None)
     _display: str = PrivateAttr(default="config")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.config._placeholders import BUILTINS, placeholders
 from tuner.config._types import RuleError, UnknownKey, format_value, suggest
 from tuner.config._uris import check_uris
+from tuner.config._warm_start import check_warm_start
 from tuner.search._registry import (
     ALTERNATIVES,
     GRID_SAMPLERS,
@@ -35,6 +36,7 @@ def check_campaign(config: CampaignConfig, *, check_options: bool = True) -> Non
     if check_options:
         _check_pruner(config)
     check_uris(config.storage, config.lineage.tracking_uri)
+    check_warm_start(config)
 
 
 def campaign_warnings(config: CampaignConfig) -> list[str]:

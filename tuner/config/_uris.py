@@ -25,6 +25,7 @@ __all__ = [
     "STORAGE_SCHEMES",
     "TRACKING_SCHEMES",
     "absolute_uri",
+    "check_tracking_uri",
     "check_uris",
     "explain_storage_error",
     "optuna_storage_url",
@@ -72,7 +73,11 @@ def _check_storage(storage: str) -> None:
 
 
 def _check_tracking(tracking: str) -> None:
-    path = ("lineage", "tracking_uri")
+    check_tracking_uri(("lineage", "tracking_uri"), tracking)
+
+
+def check_tracking_uri(path: tuple[str | int, ...], tracking: str) -> None:
+    """Raise :class:`RuleError` at ``path`` for a tracking URI MLflow cannot open."""
     _check_sqlite(path, tracking)
     m = _SCHEME.match(tracking)
     if m is None or len(m.group(1)) == 1:  # no scheme, or a Windows drive letter: a path
@@ -100,7 +105,7 @@ def _check_tracking(tracking: str) -> None:
     )
 
 
-def _check_sqlite(path: tuple[str, ...], uri: str) -> None:
+def _check_sqlite(path: tuple[str | int, ...], uri: str) -> None:
     if uri.startswith("sqlite:") and not uri.startswith("sqlite:///"):
         raise RuleError(
             path,

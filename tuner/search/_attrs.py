@@ -9,8 +9,11 @@ from __future__ import annotations
 
 __all__ = [
     "ATTEMPT_ATTR",
+    "ENQUEUED_FROM_ATTR",
     "FAILED_ATTEMPT",
     "FAIL_ATTR",
+    "IMPORTED_ATTR",
+    "IMPORTED_FROM_ATTR",
     "LAUNCH_ATTR",
     "PARENT_RUN_ATTR",
     "PRUNE_ATTR",
@@ -18,8 +21,11 @@ __all__ = [
     "RETRY_HISTORY_ATTR",
     "RETRY_OF_ATTR",
     "RETRY_OF_USER_ATTR",
+    "SPACE_ATTR",
+    "SPACE_CHANGES_ATTR",
     "STALE_ATTR",
     "SYSTEM_PREFIX",
+    "WARM_START_ATTR",
 ]
 
 # ----- user attributes of a trial ------------------------------------------------------------
@@ -35,6 +41,12 @@ RETRY_OF_USER_ATTR = "tuner.retry_of"
 #: On the copy of an interrupted trial: the number of the interrupted trial.
 RERUN_OF_ATTR = "tuner.rerun_of"
 
+#: On a trial imported by ``warm_start:``: where it came from (``{"run_id", "source",
+#: "tracking_uri"}``, the URI's password masked).
+IMPORTED_FROM_ATTR = "tuner.imported_from"
+#: On a trial enqueued by ``warm_start.enqueue_best``: the run id of the earlier run it re-runs.
+ENQUEUED_FROM_ATTR = "tuner.enqueued_from"
+
 # ----- system attributes of a trial ----------------------------------------------------------
 #: Every tuner system attribute starts so; a re-queued copy inherits none of them.
 SYSTEM_PREFIX = "tuner:"
@@ -46,7 +58,17 @@ FAILED_ATTEMPT = "tuner:failed_attempt"
 #: On a re-queued stale trial: the number of the trial it replaces, and the whole chain.
 RETRY_OF_ATTR = "tuner:retry_of"
 RETRY_HISTORY_ATTR = "tuner:retry_history"
+#: A trial imported from an earlier run by ``warm_start:`` (value: the source run id). A
+#: finished trial every sampler sees; it does not count against the budget.
+IMPORTED_ATTR = "tuner:imported"
 
 # ----- user attributes of the study ----------------------------------------------------------
 #: The campaign's parent MLflow run, reused by every later controller of the study.
 PARENT_RUN_ATTR = "mlflow_parent_run_id"
+#: What ``warm_start:`` imported, once (``{"imported", "skipped", "enqueued"}``): a study
+#: that has it is never imported into again (`tuner resume`, a second `tuner run`).
+WARM_START_ATTR = "tuner.warm_start"
+#: The search space the study was last run with (``{name: parameter as in the YAML}``).
+SPACE_ATTR = "tuner.space"
+#: Every accepted change of the space (``--allow-space-change``): ``[{"at", "change"}]``.
+SPACE_CHANGES_ATTR = "tuner.space_changes"

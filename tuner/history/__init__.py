@@ -1,0 +1,33 @@
+"""History: what a campaign learns from the lineage store before its first trial.
+
+- ``_sources``: the runs one ``warm_start.from`` entry selects (lineage's public store API);
+- ``_warm_start``: those runs as finished Optuna trials of the new space (`load_history`),
+  imported once into the study (`apply`).
+
+>>> from tuner.history import apply, load_history
+>>> plan = load_history(config)          # ConfigError (exit 2) for a source it cannot read
+>>> print("\\n".join(plan.lines()))       # imported / skipped, one line each
+>>> apply(study, plan)                   # before the first ask; never imports twice
+"""
+
+from __future__ import annotations
+
+from tuner.history._sources import SourceRuns, read_source, source_uri
+from tuner.history._warm_start import (
+    SKIP_REASONS,
+    SourceTally,
+    WarmStartPlan,
+    apply,
+    load_history,
+)
+
+__all__ = [
+    "SKIP_REASONS",
+    "SourceRuns",
+    "SourceTally",
+    "WarmStartPlan",
+    "apply",
+    "load_history",
+    "read_source",
+    "source_uri",
+]
