@@ -12,7 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from tuner.search import _internals as internals
-from tuner.search._attrs import STALE_ATTR
+from tuner.search._attrs import FAIL_ATTR, STALE_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -39,19 +39,47 @@ def ask_within_budget(
     """``study.ask()`` unless the study already holds ``budget`` counted trials (then None).
 
     A WAITING (re-queued or enqueued) trial is always taken first, whatever the count. The
-    trial's first heartbeat is recorded before the lock is released.
+    trial's first heartbeat is recorded before the lock is released. When the lock was lost
+    while held (its database session died), the count is checked again under the lock, and a
+    new trial beyond the budget is given back (FAIL, superseded, never run).
     """
     import optuna
 
-    with lock.hold():
-        waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
-        if not waiting and counted_trials(study) >= budget:
-            return None
-        with warnings.catch_warnings():
-            # "Heartbeat of storage is supposed to be used with Study.optimize": this module
-            # records the heartbeats that optimize would.
-            warnings.filterwarnings("ignore", message="Heartbeat of storage")
-            trial = study.ask(fixed_distributions)
+    while True:
+        with lock.hold() as held:
+            waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+            if not waiting and counted_trials(study) >= budget:
+                return None
+            with warnings.catch_warnings():
+                # "Heartbeat of storage is supposed to be used with Study.optimize": this
+                # module records the heartbeats that optimize would.
+                warnings.filterwarnings("ignore", message="Heartbeat of storage")
+                trial = study.ask(fixed_distributions)
+            if heartbeat is not None:
+                heartbeat.add(internals.trial_id(trial))
+        if not held.lost or trial.number in {t.number for t in waiting}:
+            return trial
+        # The lock's database session died while it was held (a restart, terminated
+        # connections): another controller may have counted and asked at the same time. The
+        # first to re-check over the budget gives its new trial back and asks again.
+        with lock.hold():
+            if counted_trials(study) <= budget:
+                return trial
+            _give_back(study, trial, budget)
         if heartbeat is not None:
-            heartbeat.add(internals.trial_id(trial))
-        return trial
+            heartbeat.remove(internals.trial_id(trial))
+
+
+def _give_back(study: optuna.Study, trial: optuna.Trial, budget: int) -> None:
+    """End a trial that was created beyond the budget, before it ran: FAIL and superseded
+    (so it does not count), with the reason; no copy is queued."""
+    import optuna
+
+    storage, trial_id = internals.storage_of(study), internals.trial_id(trial)
+    reason = (
+        f"not run: created beyond budget.trials={budget} while the study lock's database "
+        "session was lost (another controller asked at the same time)"
+    )
+    storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+    storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
+    storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)

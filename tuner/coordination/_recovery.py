@@ -99,12 +99,18 @@ def requeue_stale(
     add a WAITING copy with the same parameters. Returns ``[(stale_number, new_number)]``.
 
     ``study`` must use ``storage`` (made by `tuner.coordination._heartbeat.heartbeat_storage`). Safe to call from any number of
-    processes at once: each stale trial is re-queued exactly once.
+    processes at once: each stale trial is re-queued exactly once. Nothing is re-queued
+    within a grace period after this process saw the database unreachable.
     """
     import optuna
 
     grace = storage.grace_period or 2 * (storage.get_heartbeat_interval() or 1)
     done: list[tuple[int, int]] = []
+    outage = getattr(storage, "outage", None)
+    if outage is not None and outage.quiet_for() < grace:
+        # Nobody could record a heartbeat while the database was unreachable: give every
+        # live worker a grace period to beat again before calling its trials stale.
+        return done
     with lock.hold():
         for trial_id in internals.stale_trial_ids(storage, internals.study_id(study)):
             old = storage.get_trial(trial_id)

@@ -57,23 +57,31 @@ def check_storage(url: str, field: str = "storage") -> None:
 
 
 def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
-    """``RDBStorage(url, **kwargs)``, surviving a race to create Optuna's tables; a database
-    that cannot be opened raises `StorageUnavailable` (one line, the fix in it).
+    """``RDBStorage(url, **kwargs)`` that survives the database's faults
+    (`tuner.search._resilient.ResilientRDBStorage`: lost connections are retried with
+    backoff, a full disk is one line), and a race to create Optuna's tables; a database that
+    cannot be opened raises `StorageUnavailable` (one line, the fix in it).
 
     The first client of an empty database creates the tables. Two clients doing so at once
     (a worker starting while `tuner status` or a notebook's ``load_study`` opens the same
     database) make one of them fail with "already exists" or a duplicate key on PostgreSQL's
-    catalog; by then the other has created them, so a second attempt finds them."""
+    catalog; by then the other has created them, so a second attempt finds them. A connection
+    lost meanwhile is retried the same way."""
     import time
 
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+    from tuner.search._resilient import ResilientRDBStorage, is_disconnect
+
     for attempt in range(5):
         try:
-            return RDBStorage(url, **kwargs)
+            return ResilientRDBStorage(url, **kwargs)
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             text = str(exc).lower()
-            if attempt == 4 or not ("already exists" in text or "duplicate key" in text):
+            # A connection dropped while the tables are checked is tried again, briefly (a
+            # server that is not there at all is reported within seconds).
+            retried = "already exists" in text or "duplicate key" in text or is_disconnect(exc)
+            if attempt == 4 or not retried:
                 error = storage_unavailable(exc, url)
                 if error is None:
                     raise

@@ -1,0 +1,406 @@
+"""A study storage that outlives its database's faults: dropped connections, a restart, a
+full disk.
+
+Optuna's `RDBStorage` raises on the first lost connection (``OperationalError:
+(psycopg.errors.AdminShutdown) terminating connection ...``), so one PostgreSQL restart used
+to end every controller of a campaign. `ResilientRDBStorage` retries each storage call with
+capped exponential backoff while the database is unreachable, and says so in one line per
+outage (`Outage`); the pool pings a connection before lending it, so an idle connection
+that the server dropped is replaced without an error at all. A call the database answers
+with anything else (a bad value, a finished trial) raises at once, as before.
+
+A SQLite study on a full disk raises `DiskFull`: one line naming the file, the free space
+there and the space needed; nothing is retried (the transaction was rolled back whole).
+
+Retried writes are safe to repeat: a failed transaction was rolled back by the server. The
+one window that is not covered is a commit that the server applied just as the connection
+died (its answer lost): a state change repeated then finds the trial already in that state
+and is taken as done; a created trial would be created twice (see docs/design.md).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import random
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import optuna
+from optuna.storages import RDBStorage
+
+from tuner._errors import StorageUnavailable, TunerError
+
+__all__ = [
+    "DiskFull",
+    "Outage",
+    "ResilientRDBStorage",
+    "is_disconnect",
+    "is_disk_full",
+    "outage_for",
+    "retrying",
+    "set_outage_sink",
+]
+
+T = TypeVar("T")
+
+#: How long a call waits for the database to come back before the controller gives up
+#: (seconds; ``TUNER_DB_OUTAGE_TIMEOUT``).
+DEFAULT_OUTAGE_TIMEOUT = 600.0
+#: An outage shorter than this is reported in one line once it is over; a longer one is
+#: reported when it reaches this age, and again when it ends.
+ANNOUNCE_AFTER = 2.0
+_FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
+
+# Lower-cased fragments of the messages that libpq/psycopg, PyMySQL and SQLAlchemy give for a
+# connection that is gone or a server that is not (yet) accepting connections.
+_DISCONNECT_TEXT = (
+    "terminating connection",
+    "server closed the connection",
+    "connection refused",
+    "could not connect",
+    "connection failed",
+    "connection is closed",
+    "connection already closed",
+    "the database system is",
+    "ssl connection has been closed",
+    "consuming input failed",
+    "no connection to the server",
+    "connection timed out",
+    "connection reset",
+    "broken pipe",
+    "lost connection",
+    "server has gone away",
+    "cannot operate on a closed",
+    "can't reconnect until invalid",
+)
+_DISK_FULL_TEXT = ("database or disk is full", "no space left on device")
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 12:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says the database connection was lost or the
+    server is not reachable: worth a retry once it is back."""
+    import sqlalchemy.exc
+
+    for err in _chain(exc):
+        if isinstance(err, sqlalchemy.exc.DBAPIError) and err.connection_invalidated:
+            return True
+        if isinstance(
+            err, sqlalchemy.exc.PendingRollbackError | sqlalchemy.exc.ResourceClosedError
+        ):
+            text = str(err).lower()
+            if any(t in text for t in _DISCONNECT_TEXT):
+                return True
+        name = type(err).__name__
+        if name in {"OperationalError", "InterfaceError", "AdminShutdown", "DisconnectionError"}:
+            text = str(err).lower()
+            if any(t in text for t in _DISCONNECT_TEXT):
+                return True
+    return False
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a write that found no space left."""
+    for err in _chain(exc):
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+            return True
+        if any(t in str(err).lower() for t in _DISK_FULL_TEXT):
+            return True
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own first line (no SQL, no SQLAlchemy background link)."""
+    import sqlalchemy.exc
+
+    for err in _chain(exc):
+        if isinstance(err, sqlalchemy.exc.DBAPIError) and err.orig is not None:
+            exc = err.orig
+            break
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    # psycopg: 'connection failed: connection to server at "h", port 5432 failed: ...'
+    return text.split(" failed: ")[-1][:200]
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+_sink: Callable[[str], Any] = _say
+
+
+def set_outage_sink(sink: Callable[[str], Any] | None) -> None:
+    """Where outage lines go (default: stderr); None restores the default."""
+    global _sink
+    _sink = sink or _say
+
+
+class Outage:
+    """The state of one database as this process sees it, shared by all its threads (the
+    controller's loop, the heartbeat thread, the study lock), so one outage is one report.
+
+    Thread-safe."""
+
+    def __init__(self, url: str) -> None:
+        from lineage.uri import masked
+
+        self.label = masked(url)
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._reason = ""
+        self._announced = False
+        self._ended: float | None = None
+        self.count = 0  # outages seen (for tests and benchmarks)
+
+    @property
+    def down(self) -> bool:
+        return self._since is not None
+
+    def failed(self, exc: BaseException) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._since is None:
+                self._since, self._reason, self._announced = now, _reason(exc), False
+                self.count += 1
+            if not self._announced and now - self._since >= ANNOUNCE_AFTER:
+                self._announced = True
+                _sink(
+                    f"study database {self.label}: connection lost ({self._reason}); "
+                    f"reconnecting with backoff for up to {outage_timeout():g}s"
+                )
+
+    def recovered(self) -> None:
+        with self._lock:
+            if self._since is None:
+                return
+            now = time.monotonic()
+            took = now - self._since
+            if self._announced:
+                _sink(f"study database {self.label}: reconnected after {took:.1f}s")
+            else:
+                _sink(
+                    f"study database {self.label}: connection lost ({self._reason}); "
+                    f"reconnected after {took:.1f}s"
+                )
+            self._since, self._ended = None, now
+
+    def quiet_for(self) -> float:
+        """Seconds since the last outage ended (0 while one lasts, infinite if none)."""
+        with self._lock:
+            if self._since is not None:
+                return 0.0
+            return float("inf") if self._ended is None else time.monotonic() - self._ended
+
+
+_outages: dict[str, Outage] = {}
+_outages_lock = threading.Lock()
+
+
+def outage_for(url: str) -> Outage:
+    """The one `Outage` of ``url`` in this process."""
+    with _outages_lock:
+        if url not in _outages:
+            _outages[url] = Outage(url)
+        return _outages[url]
+
+
+def outage_timeout() -> float:
+    try:
+        return float(os.environ.get("TUNER_DB_OUTAGE_TIMEOUT") or DEFAULT_OUTAGE_TIMEOUT)
+    except ValueError:
+        return DEFAULT_OUTAGE_TIMEOUT
+
+
+def retrying(call: Callable[[], T], outage: Outage) -> T:
+    """``call()``, repeated with capped exponential backoff (and jitter) while it fails
+    because the database is unreachable; `StorageUnavailable` (exit 1) once that lasted
+    `outage_timeout` seconds. Other errors propagate at once."""
+    delay = _FIRST_DELAY
+    deadline: float | None = None
+    while True:
+        try:
+            result = call()
+        except Exception as exc:
+            if not is_disconnect(exc):
+                raise
+            outage.failed(exc)
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + outage_timeout()
+            if now >= deadline:
+                raise StorageUnavailable(
+                    f"study database {outage.label}: unreachable for {outage_timeout():g}s "
+                    f"({_reason(exc)}); trials that ended meanwhile keep their results in the "
+                    "lineage store; continue the campaign once it is back (tuner resume / "
+                    "tuner worker)"
+                ) from None
+            time.sleep(min(delay * (0.5 + random.random()), max(0.0, deadline - now)))
+            delay = min(delay * 2, _MAX_DELAY)
+            continue
+        if outage.down:
+            outage.recovered()
+        return result
+
+
+class DiskFull(TunerError):
+    """A write to a file-backed store found no space left. ``exit_code`` 1; the message
+    names the file, the free space there and the space needed."""
+
+    @classmethod
+    def at(cls, path: Path, what: str) -> DiskFull:
+        path = Path(path)
+        folder = path.parent if path.parent.exists() else Path(".")
+        free = shutil.disk_usage(folder).free
+        size = sum(
+            p.stat().st_size
+            for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal"))
+            if p.exists()
+        )
+        # Room for SQLite's write-ahead log to grow and be checkpointed back, with a margin.
+        need = max(16 << 20, size + (8 << 20))
+        return cls(
+            f"{path}: disk full writing {what} ({_size(free)} free on {folder}, need at least "
+            f"{_size(need)}); the store is intact: free space there, then continue with "
+            "tuner resume"
+        )
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+_RETRIED = (
+    "create_new_study",
+    "delete_study",
+    "set_study_user_attr",
+    "set_study_system_attr",
+    "get_study_id_from_name",
+    "get_study_name_from_id",
+    "get_study_directions",
+    "get_study_user_attrs",
+    "get_study_system_attrs",
+    "get_all_studies",
+    "_create_new_trial",
+    "set_trial_param",
+    "_set_trial_param",
+    "get_trial_param",
+    "set_trial_intermediate_value",
+    "set_trial_user_attr",
+    "set_trial_system_attr",
+    "get_trial_user_attrs",
+    "get_trial_system_attrs",
+    "get_trial_id_from_study_id_trial_number",
+    "get_trial",
+    "get_all_trials",
+    "_get_trials",
+    "get_best_trial",
+    "_get_best_trial_id",
+    "get_n_trials",
+    "record_heartbeat",
+    "_get_stale_trial_ids",
+)
+
+
+class ResilientRDBStorage(RDBStorage):
+    """`optuna.storages.RDBStorage` whose every call survives a lost connection (see the
+    module's text). Same constructor; a server database's pool pings before lending.
+
+    Thread- and process-safety are Optuna's. A call blocks while its database is down (at most
+    ``TUNER_DB_OUTAGE_TIMEOUT`` s, then `StorageUnavailable`)."""
+
+    def __init__(self, url: str, engine_kwargs: dict[str, Any] | None = None, **kwargs: Any):
+        engine_kwargs = dict(engine_kwargs or {})
+        self.sqlite_path: Path | None = None
+        if url.startswith("sqlite"):
+            tail = url.split(":///", 1)[1].split("?", 1)[0] if ":///" in url else ""
+            self.sqlite_path = Path(tail) if tail and tail != ":memory:" else None
+        else:
+            engine_kwargs.setdefault("pool_pre_ping", True)
+        self.outage = outage_for(url)
+        self._depth = threading.local()
+        super().__init__(url, engine_kwargs=engine_kwargs, **kwargs)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        state.pop("_depth", None)
+        state.pop("outage", None)
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)
+        self._depth = threading.local()
+        self.outage = outage_for(self.url)
+
+    def _guarded(self, name: str, call: Callable[[], T]) -> T:
+        # Only the outermost call retries (get_best_trial calls get_trial, ...).
+        if getattr(self._depth, "n", 0):
+            return call()
+        self._depth.n = 1
+        try:
+            return retrying(call, self.outage)
+        except TunerError:
+            raise
+        except Exception as exc:
+            if self.sqlite_path is not None and is_disk_full(exc):
+                raise DiskFull.at(self.sqlite_path, "the Optuna study") from None
+            raise
+        finally:
+            self._depth.n = 0
+
+    def set_trial_state_values(
+        self,
+        trial_id: int,
+        state: optuna.trial.TrialState,
+        values: Sequence[float] | None = None,
+    ) -> bool:
+        tries = [0]
+
+        def call() -> bool:
+            tries[0] += 1
+            try:
+                return bool(RDBStorage.set_trial_state_values(self, trial_id, state, values))
+            except optuna.exceptions.UpdateFinishedTrialError:
+                # A retry after a commit whose answer was lost: already done.
+                if (
+                    tries[0] > 1
+                    and state.is_finished()
+                    and RDBStorage.get_trial(self, trial_id).state == state
+                ):
+                    return True
+                raise
+
+        return self._guarded("set_trial_state_values", call)
+
+
+def _wrap(name: str) -> Callable[..., Any]:
+    base = getattr(RDBStorage, name)
+
+    @functools.wraps(base)
+    def method(self: ResilientRDBStorage, *args: Any, **kwargs: Any) -> Any:
+        return self._guarded(name, lambda: base(self, *args, **kwargs))
+
+    return method
+
+
+for _name in _RETRIED:
+    setattr(ResilientRDBStorage, _name, _wrap(_name))
