@@ -8,7 +8,13 @@ attempt that is retried, or a trial interrupted by a crash or Ctrl-C and re-queu
 superseded; a trial that failed its last attempt is not. So a campaign ends with exactly
 ``budget.trials`` counted trials, each COMPLETE, PRUNED or FAIL (failed after all its retries).
 ``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
-trial does not).
+trial does not). Earlier runs imported by ``warm_start:`` (system attribute ``tuner:imported``)
+are finished trials of the study that never count: the controller asks up to
+``budget.trials`` plus their number.
+
+Before anything is created, `run` refuses a campaign whose study was run with another search
+space (one line, exit 2) unless ``allow_space_change``, and reads the ``warm_start`` sources
+(a bad source: one line, exit 2); see `tuner.campaign._history`.
 
 Whether this controller is the campaign's only one (``tuner run``) or one of several on a
 shared study (``tuner worker``) is the injected `tuner.coordination.Coordination`'s business.
@@ -23,6 +29,13 @@ from typing import TYPE_CHECKING, Any
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
 from tuner.campaign._closing import close_campaign, link_analyses
+from tuner.campaign._history import (
+    Preflight,
+    count_imported,
+    note_space_changes,
+    preflight,
+    read_history,
+)
 from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher
 from tuner.campaign._outcome import best_of, judge, tell
@@ -40,12 +53,13 @@ from tuner.records import (
     trial_end_tags,
 )
 from tuner.search import _internals as internals
-from tuner.search._attrs import FAILED_ATTEMPT, STALE_ATTR
+from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR, STALE_ATTR
 
 if TYPE_CHECKING:
     import optuna
 
     from tuner.config import CampaignConfig
+    from tuner.history import WarmStartPlan
     from tuner.records import LineageRecorder
 
 __all__ = ["CampaignResult", "Controller", "Observer", "RunningTrial"]  # re-exported
@@ -58,7 +72,10 @@ class Controller:
     the campaign's only controller; ``tuner worker`` passes a `tuner.coordination.SharedStudy`),
     ``executor`` (default: local slots from ``config.resources``, or Ray), ``storage`` (an
     Optuna storage; default: the coordination's) and ``recorder`` (default: MLflow at
-    ``config.tracking_uri()``). `run` may be called once.
+    ``config.tracking_uri()``). ``warm_start``: the plan of `tuner.history.load_history`
+    (default: read from ``config.warm_start`` when the study has not imported yet).
+    ``allow_space_change``: go on when the study was run with another search space (the
+    change is recorded); else that is a `ConfigError`. `run` may be called once.
     """
 
     def __init__(
@@ -73,6 +90,8 @@ class Controller:
         poll_interval: float = 0.05,
         importance: bool = True,
         handle_signals: bool = True,
+        warm_start: WarmStartPlan | None = None,
+        allow_space_change: bool = False,
     ) -> None:
         self.config = config
         self._coordination = coordination or Standalone(config)
@@ -98,13 +117,18 @@ class Controller:
         self._stale: list[Any] = []
         self._prepared: list[Prepared] = []
         self._launcher: Launcher | None = None
+        self._plan = warm_start
+        self._allow_space_change = allow_space_change
+        self._preflight: Preflight | None = None
+        #: Trials imported by ``warm_start:`` (finished, never counted against the budget).
+        self.imported = 0
 
     # ----- public --------------------------------------------------------------------------
 
     @property
     def finished(self) -> int:
         assert self.study is not None
-        return counted_trials(self.study) - len(self.running) - self._waiting()
+        return counted_trials(self.study) - self.imported - len(self.running) - self._waiting()
 
     def run(self) -> CampaignResult:
         """Run the campaign until ``budget.trials`` trials are counted, the failure budget is
@@ -118,8 +142,17 @@ class Controller:
         # Before the campaign directory: a store that cannot be opened leaves nothing.
         if self._recorder is None:
             self._recorder = open_recorder(self.config)  # checks the lineage store's access
+        # A bad warm_start source or a changed space: refused before anything is made.
+        plan, unread = read_history(self.config, self._plan)
         if self._storage is None:
             self._storage = self._coordination.open_storage()
+        self._preflight = preflight(
+            self.config,
+            self._storage,
+            allow_space_change=self._allow_space_change,
+            plan=plan,
+            unread=unread,
+        )
         previous = self.campaign_dir.acquire()
         clean = False
         status = "FAILED"
@@ -145,11 +178,13 @@ class Controller:
             raise
         finally:
             close_campaign(self, status, clean=clean, error=error)
+            note_space_changes(self)
         result = self._result()
         if self._importance and self._stop_reason is None and self.timings:
             analyses = run_importance(self.config, self.counts["COMPLETE"])
             result.importance = "\n".join(a.line for a in analyses)
             link_analyses(self, analyses)
+            note_space_changes(self)
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
         return result
@@ -165,7 +200,13 @@ class Controller:
         assert self._storage is not None  # opened by `run`
         with self._coordination.setting_up():
             self.study = study = create_study(self.config, self._storage)
+            assert self._preflight is not None  # made by `run`
+            for line in self._preflight.apply(study):
+                self._observer.message(line)
+            self.imported = count_imported(study)
             for trial in study.get_trials(deepcopy=False):
+                if IMPORTED_ATTR in trial.system_attrs:
+                    continue
                 if trial.state.name in self.counts and STALE_ATTR not in trial.system_attrs:
                     self.counts[trial.state.name] += 1
                 if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
@@ -175,6 +216,7 @@ class Controller:
             self._stale, live = self._coordination.orphans(study)
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
+            self._preflight.record(self._recorder)
             if self._executor is None:
                 from tuner.executors._factory import default_executor
 
@@ -272,7 +314,7 @@ class Controller:
 
     def _prepare(self) -> Prepared | None:
         assert self._launcher is not None
-        return self._launcher.prepare(self.budget)
+        return self._launcher.prepare(self.budget + self.imported)
 
     def _start(self, prepared: Prepared) -> None:
         assert self._launcher is not None

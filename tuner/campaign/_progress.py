@@ -193,7 +193,7 @@ def _finished(controller: Controller) -> list[Any]:
         return []
     import optuna
 
-    from tuner.search._attrs import STALE_ATTR
+    from tuner.search._attrs import IMPORTED_ATTR, STALE_ATTR
 
     states = (
         optuna.trial.TrialState.COMPLETE,
@@ -201,7 +201,11 @@ def _finished(controller: Controller) -> list[Any]:
         optuna.trial.TrialState.FAIL,
     )
     trials = controller.study.get_trials(deepcopy=False, states=states)
-    return [t for t in trials if STALE_ATTR not in t.system_attrs]
+    return [
+        t
+        for t in trials
+        if STALE_ATTR not in t.system_attrs and IMPORTED_ATTR not in t.system_attrs
+    ]
 
 
 def _short(value: Any) -> str:

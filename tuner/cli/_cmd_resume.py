@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuner.cli._cmd_run import add_space_change_flag
+
 ORDER = 21
 
 
@@ -18,6 +20,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--quiet", "-q", action="store_true", help="no live progress view")
+    add_space_change_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -37,4 +40,6 @@ def run(args: argparse.Namespace) -> int:
             f"{args.config}: no campaign {config.name!r} in {mask_uri(config.optuna_storage_url())} "
             "to resume; start it with `tuner run`"
         )
-    return execute(config, quiet=args.quiet, resume=True)
+    return execute(
+        config, quiet=args.quiet, resume=True, allow_space_change=args.allow_space_change
+    )

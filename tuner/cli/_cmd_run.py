@@ -20,14 +20,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--quiet", "-q", action="store_true", help="no live progress view")
+    add_space_change_flag(parser)
     parser.set_defaults(handler=run)
+
+
+def add_space_change_flag(parser: argparse.ArgumentParser) -> None:
+    """``--allow-space-change``, shared by `tuner run` and `tuner resume`."""
+    parser.add_argument(
+        "--allow-space-change",
+        action="store_true",
+        help="go on when the campaign's study was run with another search space (parameters "
+        "added, removed, or with other bounds or choices); the change is recorded in the "
+        "campaign's MLflow run. Without it such a run is refused (exit 2).",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from tuner.config import load_config
 
     config = load_config(args.config)
-    return execute(config, quiet=args.quiet, resume=False)
+    return execute(
+        config, quiet=args.quiet, resume=False, allow_space_change=args.allow_space_change
+    )
 
 
 def print_warnings(config: Any, prog: str) -> None:
@@ -38,7 +52,7 @@ def print_warnings(config: Any, prog: str) -> None:
         print(f"{prog}: warning: {line}", file=sys.stderr)
 
 
-def execute(config: Any, *, quiet: bool, resume: bool) -> int:
+def execute(config: Any, *, quiet: bool, resume: bool, allow_space_change: bool = False) -> int:
     """Shared by `tuner run` and `tuner resume`."""
     from lineage.masking import mask_mapping
     from tuner.campaign import Controller, Observer
@@ -52,7 +66,7 @@ def execute(config: Any, *, quiet: bool, resume: bool) -> int:
 
         observer = RichObserver()
     try:
-        result = Controller(config, observer=observer).run()
+        result = Controller(config, observer=observer, allow_space_change=allow_space_change).run()
     finally:
         close = getattr(observer, "close", None)
         if close is not None:

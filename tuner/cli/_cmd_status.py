@@ -26,6 +26,7 @@ ORDER = 22
 LAUNCH_ATTR = "tuner.launch"
 ATTEMPT_ATTR = "tuner.attempt"
 STALE_ATTR = "tuner:stale"
+IMPORTED_ATTR = "tuner:imported"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "status",
         help="show a campaign's progress",
         description="Show the campaign in CONFIG: trials by state (superseded attempts of "
-        "interrupted trials apart from failures), the best trial so far, running trials with "
+        "interrupted trials apart from failures, earlier runs imported by warm_start apart "
+        "from the campaign's own trials), the best trial so far, running trials with "
         "their device and elapsed time, and whether a controller is alive. Reads the Optuna "
         "storage only; works while `tuner run` is running.",
     )
@@ -106,20 +108,23 @@ def _read_sql(url: str, study_name: str) -> dict[str, Any] | None:
             raise _NoStudy
         study_id = rows[0][0]
         directions = [str(r[2]).upper() for r in rows if r[2] is not None]
-        # Every trial with its values and whether it was superseded, in one query.
+        # Every trial with its values, whether it was superseded and whether it was imported
+        # by warm_start, in one query.
         try:
             trial_rows = q(
                 "SELECT t.trial_id, t.number, t.state, t.datetime_start, v.objective, v.value, "
                 "v.value_type, (SELECT COUNT(*) FROM trial_system_attributes a "
+                "WHERE a.trial_id = t.trial_id AND a.key = ?), "
+                "(SELECT COUNT(*) FROM trial_system_attributes a "
                 "WHERE a.trial_id = t.trial_id AND a.key = ?) "
                 "FROM trials t LEFT JOIN trial_values v ON v.trial_id = t.trial_id "
                 "WHERE t.study_id = ? ORDER BY t.number, v.objective",
-                (STALE_ATTR, study_id),
+                (STALE_ATTR, IMPORTED_ATTR, study_id),
             )
         except Exception as exc:
             raise _Unreadable from exc
         trials: dict[int, dict[str, Any]] = {}
-        for tid, number, state, start, objective, value, vtype, stale in trial_rows:
+        for tid, number, state, start, objective, value, vtype, stale, imported in trial_rows:
             t = trials.setdefault(
                 tid,
                 {
@@ -129,6 +134,7 @@ def _read_sql(url: str, study_name: str) -> dict[str, Any] | None:
                     "start": start,
                     "values": {},
                     "stale": bool(stale),
+                    "imported": bool(imported),
                 },
             )
             if objective is not None:
@@ -180,13 +186,15 @@ def _external(value: float, dist_json: str) -> Any:
 
 
 def _best(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The best COMPLETE trial (single objective) or the Pareto front, as trial dicts."""
+    """The best COMPLETE trial (single objective) or the Pareto front, as trial dicts; of
+    the campaign's own trials (not those imported by warm_start)."""
     signs = [-1.0 if d == "MAXIMIZE" else 1.0 for d in data["directions"]] or [1.0]
     n = len(signs)
     done = [
         t
         for t in data["trials"]
         if t["state"] == "COMPLETE"
+        and not t.get("imported")
         and len(t["values"]) == n
         and all(v is not None for v in t["values"].values())
     ]
@@ -241,6 +249,7 @@ def _from_optuna(url: str, study_name: str) -> dict[str, Any]:
                 "start": t.datetime_start,
                 "values": dict(enumerate(t.values or [])),
                 "stale": STALE_ATTR in t.system_attrs,
+                "imported": IMPORTED_ATTR in t.system_attrs,
                 "params": t.params,
                 "attrs": t.user_attrs,
             }
@@ -275,8 +284,12 @@ def collect(config: Any) -> dict[str, Any]:
     counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
     running = []
     now = time.time()
+    imported = 0
     for t in data["trials"]:
         state = t["state"]
+        if t.get("imported"):  # an earlier run, not a trial of this campaign
+            imported += 1
+            continue
         if state == "FAIL" and t["stale"]:
             states["SUPERSEDED"] += 1
             continue
@@ -324,6 +337,7 @@ def collect(config: Any) -> dict[str, Any]:
         "budget": {"trials": config.budget.trials, "finished": sum(counted.values())},
         "trials": states,
         "finished": counted,
+        "warm_start": imported,
         "best": best,
         "running": running,
         "stale": bool(running) and not alive,
@@ -369,6 +383,11 @@ def run(args: argparse.Namespace) -> int:
         )
         + "\n"
     )
+    if status["warm_start"]:
+        out.write(
+            f"warm start: {status['warm_start']} earlier run(s) imported as finished trials "
+            "(seen by the sampler, not counted against the budget)\n"
+        )
     best = status["best"]
     if best and "value" in best:
         out.write(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}\n")

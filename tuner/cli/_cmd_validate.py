@@ -1,4 +1,5 @@
-"""``tuner validate CONFIG``: check a campaign config and summarize it; touches no store."""
+"""``tuner validate CONFIG``: check a campaign config and summarize it; writes to no store
+(it reads the ``warm_start`` sources, to say what a run would import)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "line naming the file, the key, the rule and the value received, and exit 2. Nothing "
         "is created in the lineage store or the Optuna storage. A config that is valid but "
         "probably wrong (a parameter no command placeholder passes to the script) gets one "
-        "warning line on stderr and still exits 0.",
+        "warning line on stderr and still exits 0. With warm_start, its sources are read and "
+        "two lines say how many earlier runs a run would import and how many it would skip, "
+        "and why.",
     )
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--format", choices=["table", "json"], default="table")
@@ -39,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
         # Option values only the Optuna constructors check (types, ranges).
         make_sampler(config)
         make_pruner(config)
+        plan = None
+        if config.warm_start is not None:
+            from tuner.history import load_history
+
+            plan = load_history(config)
     except ConfigError as exc:
         if args.format == "json":
             json.dump({"valid": False, "error": str(exc)}, sys.stdout)
@@ -48,10 +56,15 @@ def run(args: argparse.Namespace) -> int:
         raise
     warnings = config.warnings()
     if args.format == "json":
-        json.dump({**summary(config), "warnings": warnings}, sys.stdout, indent=2, default=str)
+        extra: dict[str, Any] = {"warnings": warnings}
+        if plan is not None:
+            extra["warm_start"] = {**plan.summary(), "lines": plan.lines()}
+        json.dump({**summary(config), **extra}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         _print_table(config)
+        for line in plan.lines() if plan is not None else []:
+            print(line)
     for line in warnings:
         print(f"tuner validate: warning: {line}", file=sys.stderr)
     return 0

@@ -156,7 +156,8 @@ def load_history(config: CampaignConfig) -> WarmStartPlan:
         trials.extend(_convert(config, got, tally))
         tallies.append(tally)
     plan = WarmStartPlan(trials, tallies)
-    plan.enqueue = _best(config, trials, section.enqueue_best)
+    # An enqueued trial is run whatever the count: never more of them than the budget.
+    plan.enqueue = _best(config, trials, min(section.enqueue_best, config.budget.trials))
     return plan
 
 

@@ -44,6 +44,8 @@ __all__ = [
     "RUN_TYPE_TRIAL",
     "SAMPLER",
     "SIGNAL",
+    "SPACE_CHANGE",
+    "SPACE_CHANGE_PARAM_PREFIX",
     "STATE",
     "STOP_REASON",
     "STORAGE",
@@ -92,3 +94,7 @@ ERROR = "tuner.error"
 PARETO_SIZE = "tuner.pareto.size"
 PARETO_NUMBERS = "tuner.pareto.numbers"
 PARETO_FRONT = "tuner.pareto.front"
+#: The last accepted change of the search space (``--allow-space-change``), one line; each
+#: change is also a param ``space_change.<n>`` of the campaign's run.
+SPACE_CHANGE = "tuner.space_change"
+SPACE_CHANGE_PARAM_PREFIX = "space_change."
