@@ -91,9 +91,9 @@ def data_columns(data: RunData) -> list[DataColumn]:
         if not isinstance(described, dict):
             continue
         for cname, info in described.items():
-            col = found.get((role, _safe(str(cname))))
-            if col is not None and isinstance(info, dict):
-                col.info = info
+            described_col = found.get((role, _safe(str(cname))))
+            if described_col is not None and isinstance(info, dict):
+                described_col.info = info
     return [found[k] for k in sorted(found)]
 
 

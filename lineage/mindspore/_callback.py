@@ -54,6 +54,13 @@ class LineageCallback(Callback):
     ``epoch_time``, ``train_time``, ``throughput`` (samples/s), ``train_loss``,
     ``weight_norm`` and ``weight_delta`` (see ``weight_stats``), and after
     every evaluation ``val_<metric>`` (all of them, not only the last evaluation).
+    ``data_sample`` (default True: 16 rows; an int: that many; False: off) draws the first
+    batch as the network receives it, after the pipeline: ``dataset/train_sample.png``, an
+    image grid denormalised from the pipeline's ``Normalize`` with each label underneath, or
+    ``dataset/train_sample_table.png`` for other tensors, plus per-column min/mean/max/std
+    (metrics ``data.train.<column>.*`` at step 0) that ``lineage diagnose`` checks. Each
+    serialized pipeline is also drawn, one box per operation, as
+    ``dataset/<role>_pipeline.png`` beside its JSON.
     ``checkpoints=True`` uploads a checkpoint per epoch (the files a ``ModelCheckpoint`` in
     the same callback list writes, else its own), ``"last"`` only the final weights.
 
@@ -73,6 +80,7 @@ class LineageCallback(Callback):
         fingerprint_data: bool = True,
         all_ranks: bool = False,
         weight_stats: bool | None = None,
+        data_sample: bool | int = True,
     ) -> None:
         super().__init__()
         self.recorder = TrainingRecorder(
@@ -83,6 +91,7 @@ class LineageCallback(Callback):
             fingerprint_data=fingerprint_data,
             all_ranks=all_ranks,
             weight_stats=weight_stats,
+            data_sample=data_sample,
         )
         self.checkpoints = checkpoints
         self._eval_started = 0.0
@@ -108,6 +117,8 @@ class LineageCallback(Callback):
         if cb.get("dataset_sink_mode") and cb.get("sink_size", -1) > 0:
             params["sink_size"] = cb.get("sink_size")
         self.recorder.global_step = int(cb.get("cur_step_num") or 0)
+        # In sink mode the step's inputs are device placeholders: sample the dataset instead.
+        self.recorder._sample_from_dataset = bool(cb.get("dataset_sink_mode"))
         self.recorder.begin(
             network=cb.get("network"),
             optimizer=optimizer,

@@ -26,6 +26,7 @@ def record_training(
     fingerprint_data: bool = True,
     all_ranks: bool = False,
     weight_stats: bool | None = None,
+    data_sample: bool | int = True,
 ) -> TrainingRecorder:
     """Start recording a hand-written training loop; returns the `TrainingRecorder`.
 
@@ -46,6 +47,11 @@ def record_training(
                     rec.step(loss, batch=x, grads=grads)  # grads: optional, grad_norm
                 rec.epoch_end(val_accuracy=evaluate(net, val_ds))
 
+    ``data_sample`` (True: 16 rows, an int: that many, False: off) draws the first batch as
+    the loop receives it (see `LineageCallback`): pass the whole row, ``batch=(x, y)``, to
+    the first ``rec.step`` to draw exactly that batch with its labels; given only ``x`` (or
+    nothing), the recorder reads the first batch from ``dataset`` itself.
+
     Leaving the ``with`` block ends the run (FAILED on an exception) when the recorder
     started it; without ``with``, call ``rec.end()``.
     """
@@ -57,6 +63,7 @@ def record_training(
         fingerprint_data=fingerprint_data,
         all_ranks=all_ranks,
         weight_stats=weight_stats,
+        data_sample=data_sample,
     )
     rec.begin(
         network=network,

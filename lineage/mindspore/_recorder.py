@@ -19,8 +19,14 @@ metrics     per global step: loss, lr (when the lr changes over steps; ``lr.grou
             of the epoch's logged losses), epoch_time, train_time, throughput (samples/s),
             weight_norm, weight_delta, eval_time, val_<metric> for every evaluation
             (``val_loss`` from ``eval_loss``)
-artifacts   frozen_params.json, model/network.txt, dataset/<role>_pipeline.json,
-            lr_schedule.json (dynamic lr), checkpoints/*.ckpt (when asked)
+            data.train.<column>.{min,mean,max,std} at step 0: the first batch (data_sample)
+artifacts   frozen_params.json, model/network.txt, dataset/<role>_pipeline.json and its
+            picture dataset/<role>_pipeline.png, lr_schedule.json (dynamic lr),
+            checkpoints/*.ckpt (when asked); with data_sample: dataset/train_sample.png
+            (image grid), dataset/train_sample_table.png (other tensors),
+            dataset/train_sample.json
+tags (data) lineage.data.train.columns: per column kind, dtype, shape, the value range the
+            pipeline implies, the class count; lineage.data.<role>.{sample,graph}_error
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._dataset import DatasetInfo, describe_dataset
+from lineage.mindspore._sample import DataSample, build_sample, network_outputs, sample_count
 
 _MAX_SCHEDULE_POINTS = 100_000
 _AUTO_WEIGHT_STATS = 50_000_000
@@ -55,6 +62,11 @@ def _host(tensors: Any) -> list[np.ndarray]:
 
 def _snapshot(params: list[Any]) -> list[np.ndarray]:
     return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in params]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
 
 
 def _global_norm(arrays: list[np.ndarray]) -> float:
@@ -79,7 +91,11 @@ class TrainingRecorder:
     weights and of their change since the previous epoch) at every epoch end; by default
     on for models up to 50 million trainable weights (it keeps one host copy of them).
     In data-parallel training only rank 0 records (every call is a no-op on other ranks)
-    unless ``all_ranks=True``.
+    unless ``all_ranks=True``. ``data_sample``: draw the first training batch as the network
+    receives it (True: 16 rows, an int: that many, False: off) -- an image grid with labels,
+    a table of other tensors, per-column statistics (see :mod:`lineage.mindspore._sample`).
+    It is taken from the ``batch`` given to the first `step` when that holds every dataset
+    column, else from a fresh iterator over the training dataset.
 
     Not thread-safe: drive it from the training loop's thread.
     """
@@ -94,7 +110,9 @@ class TrainingRecorder:
         fingerprint_data: bool = True,
         all_ranks: bool = False,
         weight_stats: bool | None = None,
+        data_sample: bool | int = True,
     ) -> None:
+        self._sample_count = sample_count(data_sample)
         if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
             raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
         if checkpoints not in CHECKPOINT_MODES:
@@ -120,6 +138,10 @@ class TrainingRecorder:
         self._tmp: Path | None = None
         self._began = False
         self._ended = False
+        self._sampled = False
+        self._sample_from_dataset = False  # set by the callback in dataset sink mode
+        self._train_dataset: Any = None
+        self._train_info: DatasetInfo | None = None
         self._reset_epoch(time.perf_counter())
 
     @property
@@ -205,6 +227,7 @@ class TrainingRecorder:
         if train_dataset is not None:
             info = self._describe(train_dataset, "train")
             values.update(info.params())
+            self._train_dataset, self._train_info = train_dataset, info
         if batch_size is not None:
             values["batch_size"] = batch_size
         values.update(params or {})  # what the caller knows better (e.g. the Model's amp level)
@@ -242,7 +265,106 @@ class TrainingRecorder:
             if info.pipeline_error:
                 pipeline["serialize_error"] = info.pipeline_error
             self._artifact(f"dataset/{role}_pipeline.json", pipeline)
+            self._graph_artifact(info)
         return info
+
+    def _tmp_file(self, rel: str) -> Path:
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
+        path = self._tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _graph_artifact(self, info: DatasetInfo) -> None:
+        # A picture is never worth a failed training: an error is noted in a tag instead.
+        if not info.pipeline:
+            return
+        try:
+            from lineage.plots._pipeline import save_pipeline_graph
+
+            title = f"{info.role} data pipeline (sources on top; the last step feeds the network)"
+            if info.pipeline_error:
+                title += "\nnot serializable, operation names only: " + info.pipeline_error[:80]
+            rel = f"dataset/{info.role}_pipeline.png"
+            self.run.log_artifact(
+                save_pipeline_graph(info.pipeline, self._tmp_file(rel), title=title), "dataset"
+            )
+        except Exception as exc:
+            self.run.set_tags({T.data_tag(info.role, "graph_error"): _one_line(exc)})
+
+    def _log_sample(self, batch: Any) -> None:
+        self._sampled = True
+        ds = self._train_dataset
+        try:
+            names = [str(n) for n in ds.get_col_names()] if ds is not None else []
+            if (
+                not self._sample_from_dataset
+                and isinstance(batch, list | tuple)
+                and names
+                and len(batch) == len(names)
+            ):
+                arrays = list(batch)
+            elif ds is not None:
+                it = ds.create_tuple_iterator(num_epochs=1, output_numpy=True)
+                arrays = list(next(iter(it)))
+            else:
+                return
+            sample = build_sample(
+                "train",
+                names or [f"column{i}" for i in range(len(arrays))],
+                arrays,
+                count=self._sample_count,
+                pipeline=self._train_info.pipeline if self._train_info else None,
+                classes=network_outputs(self.network),
+            )
+            self.run.set_tags(
+                {T.data_tag("train", "columns"): json.dumps(sample.describe())[:4000]}
+            )
+            metrics = {k: v for k, v in sample.metrics().items() if np.isfinite(v)}
+            if metrics:
+                self.run.log_metrics(metrics, step=0)
+            self._sample_artifacts(sample)
+        except Exception as exc:
+            self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
+
+    def _sample_artifacts(self, sample: DataSample) -> None:
+        from lineage.plots._samples import TableColumn, save_image_grid, save_sample_table
+
+        n = sample.count
+        doc: dict[str, Any] = {"rows": n, "columns": sample.describe(), "stats": {}}
+        for c in sample.columns:
+            doc["stats"][c.name] = c.stats
+            if c.kind != "image":
+                doc["columns"][c.name]["first_rows"] = c.rows.reshape(len(c.rows), -1)[
+                    :, :64
+                ].tolist()
+        self._artifact("dataset/train_sample.json", doc)
+        images, label = sample.images(), sample.label()
+        if images is not None and images.layout:
+            labels = None
+            if label is not None:
+                labels = [str(v) for v in label.rows.reshape(len(label.rows), -1)[:, 0]]
+            how = f"{images.name} {images.shape} {images.dtype}"
+            if images.range_source:
+                how += f", from {images.range_source}"
+            path = save_image_grid(
+                images.rows,
+                self._tmp_file("dataset/train_sample.png"),
+                layout=images.layout,
+                labels=labels,
+                channel_ranges=images.channel_ranges,
+                title=f"train: first {len(images.rows)} of the first batch as the network "
+                f"receives it ({how}); {label.name if label else 'no label'} underneath",
+            )
+            self.run.log_artifact(path, "dataset")
+        tabular = sample.tabular()
+        if tabular:
+            path = save_sample_table(
+                [TableColumn(c.name, c.batch, len(c.rows)) for c in tabular],
+                self._tmp_file("dataset/train_sample_table.png"),
+                title="train: the first batch as the network receives it",
+            )
+            self.run.log_artifact(path, "dataset")
 
     def describe_eval_dataset(self, dataset: Any) -> None:
         """Record the validation dataset (once)."""
@@ -302,6 +424,10 @@ class TrainingRecorder:
         """
         if self.disabled:
             return
+        if not self._sampled and self._sample_count and self._began:
+            started = time.perf_counter()
+            self._log_sample(batch)
+            self._epoch_start += time.perf_counter() - started  # not training time
         now = time.perf_counter()
         new_step = self.global_step + 1 if step is None else int(step)
         done = max(new_step - self.global_step, 1)
