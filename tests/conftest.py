@@ -25,6 +25,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_BASE = "postgresql://postgres@127.0.0.1:5432"
 
+# Every `mlflow server` the tests start (directly or through `lineage ui`) inherits this:
+# MLflow 3's GenAI job runner (eight huey consumer processes) is no part of what is tested,
+# and on two cores it doubles each server's start-up.
+os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+
 
 @pytest.fixture
 def repo_root() -> Path:

@@ -136,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"port {args.port} on {args.host} is in use: choose another with --port")
     env = dict(os.environ)
     env.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # an existing file store is still served
+    # MLflow 3 starts a GenAI job runner beside the UI (about eight huey consumer processes,
+    # each importing MLflow): nothing the training-runs view uses, and on a small machine it
+    # doubles the wait for the first page. MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true keeps it.
+    env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"
     stopping = False
