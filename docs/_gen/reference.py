@@ -217,6 +217,10 @@ def _schema() -> dict[str, Any]:
 
 
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    options = [n for n in node.get("anyOf", ()) if n.get("type") != "null"]
+    if len(options) == 1 and "$ref" in options[0]:
+        # An optional section (`warm_start: ... | None`): the section's own keys.
+        node = {**{k: v for k, v in node.items() if k != "anyOf"}, **options[0]}
     ref = node.get("$ref")
     if ref:
         merged = dict(defs[ref.rsplit("/", 1)[-1]])
@@ -346,8 +350,9 @@ def config_reference() -> str:
             f"| `{name}` | {_type(node, defs)} | {_default(name, node, top_required, defs)} | {_md(description)} |"
         )
     out.append("")
-    for name, model, _required in sections:
-        node = schema["properties"][name]
+    pending = [(name, schema["properties"][name], model) for name, model, _ in sections]
+    while pending:
+        name, node, model = pending.pop(0)
         resolved = _resolve(node, defs)
         if "properties" in resolved:
             prefix = f"{name}."
@@ -355,7 +360,8 @@ def config_reference() -> str:
             prefix = f"{name}.NAME."
         else:
             prefix = f"{name}[]."
-        out += [f"## `{name}` {{#{name}}}", ""]
+        anchor = re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")
+        out += [f"## `{name}` {{#{anchor}}}", ""]
         if model.get("description"):
             out += [_md(model["description"]), ""]
         if model.get("additionalProperties") is False:
@@ -363,6 +369,11 @@ def config_reference() -> str:
         required = set(model.get("required", ()))
         out += ["| key | type | default | meaning |", "|---|---|---|---|"]
         for field, fnode in model.get("properties", {}).items():
+            inner = _resolve(fnode, defs)
+            for sub in (inner.get("items"), inner.get("additionalProperties")):
+                # A list (or mapping) of sections inside a section: its own table below.
+                if isinstance(sub, dict) and "properties" in _resolve(sub, defs):
+                    pending.append((f"{prefix}{field}", fnode, _resolve(sub, defs)))
             out.append(
                 f"| `{prefix}{field}` | {_type(fnode, defs)} | "
                 f"{_default(field, fnode, required, defs)} | {_md(fnode.get('description', ''))} |"
