@@ -391,9 +391,11 @@ def test_bad_sources_are_one_line_and_create_nothing(
             "",
         ),
     ]
-    for source, head, tail in cases:
+    for i, (source, head, tail) in enumerate(cases):
         config = campaign(SCRIPT, warm_start={"from": [source]})
-        for command in ("validate", "run"):
+        # `tuner run` for the three kinds the issue names (unknown experiment, a mapping to a
+        # param nobody recorded, an unreachable store); `validate` reads sources the same way.
+        for command in ("validate", "run") if i in (0, 2, 5) else ("validate",):
             rc, out, err = cli(command, _path(config))
             assert rc == 2, (source, command, out, err)
             line = err.strip()
@@ -405,6 +407,57 @@ def test_bad_sources_are_one_line_and_create_nothing(
     from mlflow.tracking import MlflowClient
 
     assert MlflowClient(tracking_uri=sqlite_uri).get_experiment_by_name("t") is None
+
+
+# ----- every sampler sees the imported trials ------------------------------------------------
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random", "cmaes", "qmc", "nsga2", "grid"])
+def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -> None:
+    """Imported trials are COMPLETE trials with the space's distributions: each sampler asks
+    and is told with them in the study (GP too; left out here for its fitting time)."""
+    import optuna
+
+    from tuner.config import parse_config
+    from tuner.history import apply
+    from tuner.history._warm_start import WarmStartPlan
+    from tuner.search import distributions, sample_params
+    from tuner.search._registry import make_sampler
+
+    config = parse_config(
+        {
+            "name": "s",
+            "command": ["x"],
+            "reads_tuner_params": True,
+            "target": {"metric": "loss", "goal": "minimize"},
+            "parameters": {
+                "x": {"type": "float", "low": 0.0, "high": 1.0, "step": 0.25},
+                "n": {"type": "int", "low": 1, "high": 3},
+            },
+            "budget": {"trials": 3},
+            "sampler": {"name": sampler, "seed": 1},
+        },
+        base_dir=tmp_path,
+    )
+    trials = [
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.COMPLETE,
+            value=(x - 0.3) ** 2,
+            params={"x": x, "n": 2},
+            distributions=distributions(config, {"x": x, "n": 2}),
+            system_attrs={IMPORTED_ATTR: f"run{i}"},
+        )
+        for i, x in enumerate([0.0, 0.25, 0.5, 0.75, 1.0, 0.25])
+    ]
+    study = optuna.create_study(sampler=make_sampler(config))
+    assert apply(study, WarmStartPlan(trials, [])) == 6
+    assert apply(study, WarmStartPlan(trials, [])) == 0  # never twice
+    for _ in range(3):
+        trial = study.ask()
+        params = sample_params(trial, config)
+        study.tell(trial, (params["x"] - 0.3) ** 2)
+    done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert len(done) == 9 and sum(IMPORTED_ATTR in t.system_attrs for t in done) == 6
 
 
 # ----- one run -> one trial ------------------------------------------------------------------
