@@ -19,7 +19,7 @@ from tuner.records import _tags as T
 if TYPE_CHECKING:
     from tuner.campaign._controller import Controller
 
-__all__ = ["close_campaign", "link_analyses"]
+__all__ = ["close_campaign", "link_analyses", "log_campaign_report"]
 
 _STOPPED = "interrupted: the controller stopped while the trial ran"
 
@@ -62,17 +62,85 @@ def close_campaign(
 
 
 def link_analyses(ctl: Controller, analyses: Sequence[Analysis]) -> None:
-    """The parent run's description, now with a link to each importance analysis run."""
+    """The parent run's description, now with a link to each importance analysis run and
+    to the campaign report that `log_campaign_report` adds to the first of them."""
     parent = ctl._recorder.parent_run_id if ctl._recorder else None
     if parent is None or not any(a.run_id for a in analyses):
         return
     note = _note(ctl, analyses)
+    report = log_campaign_report(ctl, analyses)
+    if report is not None:
+        note += "\n\n" + _report_note(ctl, *report)
     try:
         from mlflow.tracking import MlflowClient
 
         MlflowClient(tracking_uri=ctl.config.tracking_uri()).set_tag(parent, NOTE_TAG, note)
     except Exception as exc:  # the analysis exists either way; say so, do not fail
         ctl._observer.message(f"warning: could not link the analysis runs: {exc}")
+
+
+def log_campaign_report(
+    ctl: Controller, analyses: Sequence[Analysis]
+) -> tuple[str, list[str]] | None:
+    """Draw the campaign's report from its study (`lineage.report`) into the artifacts
+    (``report/``) of the first importance analysis run; return that run's id and the views
+    drawn, or ``None`` (no analysis run, or the report failed: a warning, never an error)."""
+    run_id = next((a.run_id for a in analyses if a.run_id), None)
+    if run_id is None or ctl.study is None:
+        return None
+    import tempfile
+
+    try:
+        from lineage.report import log_report, render_report
+
+        order = _importance_order(ctl, analyses)
+        with tempfile.TemporaryDirectory(prefix="tuner-report-") as tmp:
+            report = render_report(
+                ctl.study,
+                tmp,
+                target_names=ctl.config.metric_names,
+                importances=order,
+                title=f"Campaign {ctl.config.name}: report of its trials",
+            )
+            log_report(report, tracking_uri=ctl.config.tracking_uri(), run_id=run_id)
+    except Exception as exc:  # the campaign is over and recorded; the pictures are extra
+        ctl._observer.message(f"warning: the campaign report was not drawn: {_describe(exc)}")
+        return None
+    return run_id, [v["title"] for v in report.views]
+
+
+def _importance_order(ctl: Controller, analyses: Sequence[Analysis]) -> dict[str, list[str]]:
+    """Each objective's tuned parameters, most important first, from the ``importance.<p>``
+    metrics of its analysis run (so the report's contour shows the pair the ranking names)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=ctl.config.tracking_uri())
+    order: dict[str, list[str]] = {}
+    for a in analyses:
+        if not a.run_id:
+            continue
+        metrics = client.get_run(a.run_id).data.metrics
+        scores = {
+            p: metrics[f"importance.{p}"]
+            for p in ctl.config.parameters
+            if f"importance.{p}" in metrics
+        }
+        order[a.metric] = sorted(scores, key=lambda p: -scores[p])
+    return order
+
+
+def _report_note(ctl: Controller, run_id: str, views: Sequence[str]) -> str:
+    exp = ctl._recorder.experiment_id if ctl._recorder else None
+    link = (
+        f"#/experiments/{exp}/runs/{run_id}/artifactPath/report/report.html"
+        "?workflowType=machine_learning"
+        if exp
+        else run_id
+    )
+    return (
+        f"**Campaign report**: [how the search went]({link}) (`report/report.html`, "
+        f"interactive; one PNG per view in `report/`): {'; '.join(views)}."
+    )
 
 
 def _stop(ctl: Controller) -> str | None:
