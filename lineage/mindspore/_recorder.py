@@ -335,9 +335,9 @@ class TrainingRecorder:
         for c in sample.columns:
             doc["stats"][c.name] = c.stats
             if c.kind != "image":
-                doc["columns"][c.name]["first_rows"] = c.rows.reshape(len(c.rows), -1)[
-                    :, :64
-                ].tolist()
+                flat = c.rows.reshape(len(c.rows), -1)[:, :64]
+                rows = flat[:, 0] if flat.shape[1] == 1 else flat
+                doc["columns"][c.name]["first_rows"] = rows.tolist()
         self._artifact("dataset/train_sample.json", doc)
         images, label = sample.images(), sample.label()
         if images is not None and images.layout:

@@ -116,8 +116,11 @@ def save_pipeline_graph(graph: dict[str, Any], path: Path, *, title: str = "") -
     for d in range(levels):  # root at the bottom
         centre.append(y + heights[d] / 2)
         y += heights[d] + _GAP_IN
-    top = y - _GAP_IN + 0.25 + (0.45 if title else 0.0)
     width = max(1, len(leaves)) * _COLUMN_IN
+    # 10 pt: about 11 characters per inch.
+    title = "\n".join(textwrap.fill(t, int(width * 11)) for t in title.splitlines())
+    title_in = (title.count("\n") + 1) * 0.2 + 0.25 if title else 0.0
+    top = y - _GAP_IN + 0.25 + title_in
     fig = _figure(width, top)
     fig.set_layout_engine("none")
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
@@ -159,5 +162,5 @@ def save_pipeline_graph(graph: dict[str, Any], path: Path, *, title: str = "") -
                 },
             )
     if title:
-        ax.text(width / 2, top - 0.3, title, ha="center", va="center", fontsize=10)
+        ax.text(width / 2, top - 0.15, title, ha="center", va="top", fontsize=10)
     return _save(fig, path)

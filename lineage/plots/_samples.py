@@ -7,12 +7,17 @@ Agg canvas, like :mod:`lineage.plots._static`.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lineage.plots._static import _figure, _save
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["TableColumn", "save_image_grid", "save_sample_table", "to_display"]
 
@@ -94,8 +99,14 @@ def save_image_grid(
             x = pad + c * tile_w + (w - 1) / 2
             y = pad + r * tile_h + h - 0.5 + band / 2
             ax.text(x, y, str(text), ha="center", va="center", fontsize=9)
-    fig.suptitle(f"{title}\n{how}" if title else how, fontsize=9)
+    fig.suptitle(_wrap(f"{title}\n{how}" if title else how, fig), fontsize=9)
     return _save(fig, path)
+
+
+def _wrap(text: str, fig: Figure) -> str:
+    """``text`` wrapped to the figure's width (9 pt: about 13 characters per inch)."""
+    width = max(30, int(fig.get_figwidth() * 13))
+    return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
 
 
 class TableColumn:
@@ -167,5 +178,5 @@ def save_sample_table(columns: Sequence[TableColumn], path: Path, *, title: str 
     note = f" ({cut} values per row not shown)" if cut else ""
     batch_rows = len(columns[0].flat()) if columns else 0
     sub = f"first {n} of {batch_rows} rows; min/mean/max over the whole batch{note}"
-    fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize=9)
+    fig.suptitle(_wrap(f"{title}\n{sub}" if title else sub, fig), fontsize=9)
     return _save(fig, path)

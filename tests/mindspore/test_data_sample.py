@@ -158,7 +158,7 @@ def test_fit_records_the_batch_the_network_received(runs: dict[str, Any], read_r
     assert columns["label"] == {"kind": "label", "dtype": "int32", "shape": [32], "classes": 10}
     doc = view.artifact_json("dataset/train_sample.json")
     assert doc["rows"] == 12
-    assert doc["columns"]["label"]["first_rows"] == [[int(v)] for v in label[:12]]
+    assert doc["columns"]["label"]["first_rows"] == [int(v) for v in label[:12]]
     assert "sample_error" not in " ".join(view.tags)
 
 
