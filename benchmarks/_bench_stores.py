@@ -103,13 +103,18 @@ class Server:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_TRACKING_")}
+        # No job runner (its huey consumers are six more processes to start): searches only.
+        env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
         mlflow_bin = Path(sys.executable).with_name("mlflow")
         self.log = workdir / "server.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [str(mlflow_bin), "server", "--backend-store-uri", backend_uri,
                  "--default-artifact-root", str(workdir / "artifacts"), "--host", "127.0.0.1",
-                 "--port", str(port), "--workers", str(workers)],
+                 "--port", str(port), "--workers", str(workers),
+                 # A worker busy with a search of 10,000 runs misses uvicorn's 5 s health
+                 # check on a loaded machine and is killed mid-request without this.
+                 "--uvicorn-opts", "--timeout-worker-healthcheck 300"],
                 env=env, cwd=workdir, start_new_session=True, stdout=out,
                 stderr=subprocess.STDOUT,
             )  # fmt: skip

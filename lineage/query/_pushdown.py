@@ -1,7 +1,8 @@
 """Derive from a ``--where`` tree a condition the store can test in SQL.
 
 Only positive tests translate (a run without the key fails them): ``=``, ``<``..., ``in``,
-``like`` and ``is not null``. Negative ones (``!=``, ``not ...``, ``is null``) pass runs that
+``like`` and ``is not null`` (a param or tag ``like`` keeps its pattern, which the SQL
+stores read as presence of the key and MLflow's search takes as it is). Negative ones (``!=``, ``not ...``, ``is null``) pass runs that
 lack the key, so they, and ``or`` over anything untranslatable, give no condition.
 
 :func:`to_prefilter` states a *necessary* condition: the exact filter always runs afterwards,
@@ -71,6 +72,10 @@ def _compare(node: Compare) -> tuple[Prefilter | None, bool]:
             isinstance(v, str) and to_number(v) is None and v != "" for v in node.values
         ):
             return KeyCondition(field.kind, field.key, op, tuple(node.values)), True
+        if op in ("like", "ilike"):
+            # Stores that cannot test a pattern exactly (SQL: case rules differ) require
+            # only the key; MLflow's search takes the pattern (``_mlflow_filter.py``).
+            return KeyCondition(field.kind, field.key, op, (str(node.values[0]),)), False
         return KeyCondition(field.kind, field.key), False
     if field.key == "status" and op in ("=", "in"):
         return AttrCondition("status", op, tuple(str(v).upper() for v in node.values)), True

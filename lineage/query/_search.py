@@ -111,7 +111,9 @@ def search_runs(
     if prefilter is not None:
         # Selective filters read only the runs that can match; keys are checked by index.
         runs = store.candidates(exp_ids, prefilter)
-        if _missing(store, [*where_fields, *sort_fields], exp_ids):
+        # Keys the candidates hold exist; only the others are asked of the store.
+        named = [f for f in [*where_fields, *sort_fields] if not _held(runs, f)]
+        if named and _missing(store, named, exp_ids):
             everything = store.runs(exp_ids)  # only now: to name the known keys
             check_known(where_fields, everything, "--where")
             check_known(sort_fields, everything, "--sort")
@@ -144,7 +146,7 @@ def search_runs_json(
     key is a number (a metric, ``start_time``, ``end_time`` or ``duration``), and every key
     named exists. Errors are the ones :func:`search_runs` raises.
     """
-    if limit is not None and limit < 0:
+    if (limit is not None and limit < 0) or not store.renders_json:
         return None
     node = parse_where(where) if where and where.strip() else None
     prefilter = None
@@ -165,6 +167,12 @@ def search_runs_json(
     if _missing(store, named, exp_ids):
         return None  # the general path names the unknown key
     return store.runs_json(exp_ids, limit, prefilter, order)
+
+
+def _held(runs: Sequence[RunRecord], field: Field) -> bool:
+    if field.kind not in ("params", "metrics"):
+        return True
+    return any(field.key in getattr(run, field.kind) for run in runs)
 
 
 def _missing(store: RunStore, fields: Sequence[Field], exp_ids: list[str] | None) -> bool:

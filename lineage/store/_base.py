@@ -81,6 +81,12 @@ class RunStore(abc.ABC):
             return set(keys)
         return {k for k in keys if any(k in getattr(r, kind) for r in runs)}
 
+    @property
+    def renders_json(self) -> bool:
+        """Whether :meth:`runs_json` may render runs (else it always returns ``None``, and
+        callers skip what they would prepare for it)."""
+        return False
+
     def runs_json(
         self,
         experiments: Sequence[str] | None,

@@ -11,7 +11,8 @@ def open_store(tracking_uri: str | None = None, *, cache: bool = False) -> RunSt
     ``sqlite:///mlflow.db``).
 
     SQLite and PostgreSQL stores with a known MLflow schema are read with plain SQL and no
-    ``import mlflow``; anything else (``file:``, ``http(s)://``, an unknown schema) goes
+    ``import mlflow``; an ``http(s)://`` tracking server through its REST API, the filter
+    pushed to the server (``_http.py``); anything else (``file:``, an unknown schema)
     through ``MlflowClient``. ``cache=True`` (short-lived processes such as the CLI only: see
     ``lineage/store/_cache.py``) keeps a SQLite store's run table between processes, reused
     only while SQLite's change counter says no one wrote since. Raises :class:`~lineage.NotFoundError` for a SQLite file that
@@ -25,6 +26,10 @@ def open_store(tracking_uri: str | None = None, *, cache: bool = False) -> RunSt
             return SqlRunStore(uri, cache=cache)
         except SchemaMismatch:
             pass
+    if uri.lower().startswith(("http://", "https://")):
+        from lineage.store._http import HttpRunStore
+
+        return HttpRunStore(uri)
     from lineage.store._client import ClientRunStore
 
     return ClientRunStore(uri)

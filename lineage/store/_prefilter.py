@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 class KeyCondition(Value):
     """The run has ``key`` among its ``kind`` (params, metrics, tags); with ``op``, its value
     also satisfies ``value op values[0]`` (``in``: equals one of ``values``). Metric values
-    are numbers; param and tag values are compared as exact text (``=``/``in`` only)."""
+    are numbers; param and tag values are compared as exact text (``=``/``in``), or matched
+    against a pattern (``like``/``ilike``, SQL's ``%`` and ``_``), which a store may also
+    read as presence only."""
 
     _fields = ("kind", "key", "op", "values")
     __slots__ = _fields

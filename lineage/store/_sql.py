@@ -189,6 +189,10 @@ class SqlRunStore(RunStore):
             )
         return assemble(heads, params, metrics, tags)
 
+    @property
+    def renders_json(self) -> bool:
+        return self._db.dialect.renders_json
+
     def runs_json(
         self,
         experiments: Sequence[str] | None,

@@ -92,7 +92,9 @@ def _key_sql(pf: KeyCondition, *, exists: bool) -> tuple[str, list[Any]]:
     else:
         sql = f"r.run_uuid IN (SELECT x.run_uuid FROM {table} x WHERE x.key = ?"
     args: list[Any] = [pf.key]
-    if pf.op is not None:
+    # A pattern only requires the key here: SQLite's LIKE ignores ASCII case, PostgreSQL's
+    # reads a backslash as an escape; the exact filter tests it afterwards.
+    if pf.op is not None and pf.op not in ("like", "ilike"):
         test, test_args = _value_test("x.value", pf.op, pf.values)
         sql += f" AND {test}"
         args += test_args

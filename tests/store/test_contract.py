@@ -1,5 +1,6 @@
-"""The RunStore contract, once, for every backend: plain SQL on SQLite and PostgreSQL, and
-the MlflowClient reader on the same stores."""
+"""The RunStore contract, once, for every backend: plain SQL on SQLite and PostgreSQL, the
+REST reader on an ``mlflow server`` (over PostgreSQL), and the MlflowClient reader on the
+same stores."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lineage import NotFoundError, UsageError
 from lineage.query import search_runs
 from lineage.store import RunStore, open_store
 from lineage.store._client import ClientRunStore
+from lineage.store._http import HttpRunStore
 from lineage.store._sql import SqlRunStore
 
 pytestmark = pytest.mark.slow
@@ -29,7 +31,7 @@ def store(request: pytest.FixtureRequest, sample: Logged) -> Iterator[RunStore]:
     uri = sample.uri
     st: RunStore = open_store(uri) if request.param == "sql" else ClientRunStore(uri)
     if request.param == "sql":
-        assert isinstance(st, SqlRunStore)
+        assert isinstance(st, SqlRunStore | HttpRunStore)
     yield st
     st.close()
 
@@ -214,6 +216,13 @@ PUSHDOWN_CASES = [
     "metrics.val_loss > 0",  # NaN never matches
     "params.optimizer like 'adam%' and start_time >= 1700000001000",
     "end_time < '2100-01-01' and params.`odd key/x` = '1'",
+    "params.optimizer like 'ad%' or tags.team ilike 'NL_'",
+    "params.optimizer ilike 'ADAM' and not params.lr = '0.001'",
+    "metrics.accuracy in (0.8, 0.85) or metrics.loss <= 0.2",
+    "(status = 'FAILED' or metrics.accuracy > 0.75) and tags.team != 'nlp'",
+    "params.optimizer not in ('sgd', 'adam') and metrics.val_loss is null",
+    "start_time > 1700000000500 and end_time <= 1700000002500 and status in ('FINISHED')",
+    "params.epochs = '10' and (metrics.loss < 0.25 or params.lr = '0.1')",
 ]
 
 
@@ -276,8 +285,10 @@ def test_runs_rendered_by_the_database_equal_the_general_path(sample: Logged) ->
     import json
 
     with open_store(sample.uri) as store:
-        assert isinstance(store, SqlRunStore)
         rendered = store.runs_json(None, None)  # SQLite and PostgreSQL render them alike
+        if isinstance(store, HttpRunStore):
+            assert rendered is None and not store.renders_json  # MLflow's JSON is its own
+            return
         assert rendered is not None
         assert [json.loads(t) for t in rendered] == _as_cli_json(store.runs())
         only_b = store.runs_json([sample.exp_b], 5) or []
@@ -318,6 +329,9 @@ def test_queries_rendered_by_the_database_equal_the_general_path(
     with open_store(sample.uri) as store:
         rendered = search_runs_json(store, **query)  # type: ignore[arg-type]
         expected = _as_cli_json(search_runs(store, **query))  # type: ignore[arg-type]
+    if sample.uri.startswith("http"):
+        assert rendered is None
+        return
     assert rendered is not None
     assert [json.loads(t) for t in rendered] == expected
     assert expected or where == "metrics.val_loss < 1"  # each query selects something
@@ -382,3 +396,92 @@ def test_rendered_runs_cover_odd_rows_and_defer_huge_values(sqlite_uri: str) -> 
     client.log_metric(unnamed, "huge", 1.4628471007768097e200)
     with open_store(sqlite_uri) as store:
         assert store.runs_json(None, None) is None  # SQLite's printf is inexact up there
+
+
+#: --where queries MLflow's search also states, with MLflow's spelling of each.
+SAME_AS_MLFLOW = [
+    ("params.optimizer = 'adam'", "params.optimizer = 'adam'"),
+    ("metrics.loss < 0.35 and tags.team = 'vision'", "metrics.loss < 0.35 AND tags.team = 'vision'"),
+    ("params.optimizer like 'ad%'", "params.optimizer LIKE 'ad%'"),
+    ("tags.team ilike 'NL_'", "tags.team ILIKE 'NL_'"),
+    ("status = 'failed'", "attributes.status = 'FAILED'"),
+    ("start_time >= 1700000001000", "attributes.start_time >= 1700000001000"),
+    ("metrics.accuracy >= 0.8 and params.epochs = '10'",
+     "metrics.accuracy >= 0.8 AND params.epochs = '10'"),
+    ("params.`odd key/x` = '1'", "params.`odd key/x` = '1'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("where", "mlflow_filter"), SAME_AS_MLFLOW)
+def test_where_selects_what_mlflow_search_selects(
+    sample: Logged, where: str, mlflow_filter: str
+) -> None:
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    exps = [sample.exp_a, sample.exp_b]
+    theirs = MlflowClient(tracking_uri=sample.uri).search_runs(
+        exps, mlflow_filter, run_view_type=ViewType.ACTIVE_ONLY
+    )
+    with open_store(sample.uri) as store:
+        ours = search_runs(store, experiments=exps, where=where)
+    assert ours, where
+    assert sorted(r.run_id for r in ours) == sorted(r.info.run_id for r in theirs)
+
+
+@pytest.mark.parametrize(
+    "sample", [pytest.param("http", marks=pytest.mark.postgres)], indirect=True
+)
+def test_http_store_reads_the_table_once_per_pushed_search(
+    sample: Logged, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One filtered query: one search per branch of its or, keys checked on the candidates
+    (no second read), and a search larger than a page split by run id and merged."""
+    import lineage.store._http as http
+
+    with open_store(sample.uri) as store:
+        assert isinstance(store, HttpRunStore)
+        sent: list[str] = []
+        real = store._search
+
+        def spy(ids, where, max_results, token=None):  # type: ignore[no-untyped-def]
+            sent.append(where)
+            return real(ids, where, max_results, token)
+
+        monkeypatch.setattr(store, "_search", spy)
+        where = "params.optimizer = 'adam' or metrics.loss < 0.35"
+        got = search_runs(store, where=where, sort=["-metrics.accuracy"])
+        assert [r.name for r in got] == ["adam", "adam2", "sgd"]
+        assert sorted(sent) == ["metrics.`loss` < 0.35", "params.`optimizer` = 'adam'"]
+        sent.clear()
+        monkeypatch.setattr(http, "FIRST_PAGE", 1)
+        assert [r.name for r in store.runs()] == ["beta1", "adam2", "adam", "sgd"]
+        assert len(sent) == 17 and all("run_id ILIKE" in w for w in sent[1:])
+
+
+@pytest.mark.parametrize(
+    "sample", [pytest.param("http", marks=pytest.mark.postgres)], indirect=True
+)
+def test_cli_over_http_prints_what_the_library_finds(sample: Logged) -> None:
+    """`lineage runs` against the server, as a user runs it: the same runs, no traceback."""
+    import json
+    import subprocess
+    import sys
+
+    where = "params.optimizer like 'ad%' or status = 'failed'"
+    cli = [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", sample.uri]
+    out = subprocess.run(
+        [*cli, "--where", where, "--sort=-metrics.accuracy", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    with open_store(sample.uri) as store:
+        expected = _as_cli_json(search_runs(store, where=where, sort=["-metrics.accuracy"]))
+    assert json.loads(out.stdout) == expected and [r["run_name"] for r in expected] == [
+        "adam",
+        "adam2",
+    ]
+    bad = subprocess.run([*cli, "--where", "metrics.nope > 1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown metric 'nope'" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -251,3 +251,34 @@ def test_value_classes_unpack_in_field_order_like_the_tuples_they_replaced() -> 
     kind, key = parse_field("params.lr")
     assert (kind, key) == ("params", "lr")
     assert repr(MetricPoint(1, 2.0, 3)) == "MetricPoint(step=1, value=2.0, timestamp=3)"
+
+
+def test_mlflow_filters_state_a_superset_in_mlflow_syntax() -> None:
+    from lineage.query._pushdown import to_prefilter
+    from lineage.store._mlflow_filter import MAX_SEARCHES, mlflow_filters
+
+    def filters(expr: str) -> list[str]:
+        return mlflow_filters(to_prefilter(parse_where(expr)))
+
+    assert filters("params.opt = 'adam' and metrics.loss < 0.5") == [
+        "params.`opt` = 'adam' AND metrics.`loss` < 0.5"
+    ]
+    assert filters("params.opt in ('a', 'b') or tags.t like 'x%'") == [
+        "params.`opt` = 'a'",
+        "params.`opt` = 'b'",
+        "tags.`t` LIKE 'x%'",
+    ]
+    assert filters("params.lr < 0.01") == ["params.`lr` IS NOT NULL"]  # "1e-3" must match
+    assert filters("metrics.acc is not null") == [""]  # NaN is present, fails every test
+    assert filters("not params.opt = 'adam'") == [""]
+    assert filters("params.opt = 'adam' or not metrics.loss < 1") == [""]
+    assert filters("status in ('failed', 'KILLED') and start_time > 1700000000000.5") == [
+        "attributes.status = 'FAILED' AND attributes.start_time >= 1700000000000",
+        "attributes.status = 'KILLED' AND attributes.start_time >= 1700000000000",
+    ]
+    assert filters('params.name = "it\'s"') == ['params.`name` = "it\'s"']
+    assert filters("params.p like 'a\\\\%'") == ["params.`p` IS NOT NULL"]  # PostgreSQL escape
+    wide = " or ".join(f"metrics.m = {i}" for i in range(MAX_SEARCHES + 1))
+    assert filters(wide) == [""]
+    both = "(params.a = 'x' or params.a = 'y') and (params.b = 'x' or params.b = 'y')"
+    assert len(filters(both)) == 4
