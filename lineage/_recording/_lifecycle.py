@@ -83,6 +83,10 @@ def _excepthook(
     _state["exc_type"] = exc_type
     for run in list(_active):
         run._note_exception(exc_type, exc)
+    if getattr(exc, "said_by_caller", False):
+        # A full spool: one line naming the path and the space needed; Python exits 1.
+        print(f"lineage: {exc}", file=sys.stderr)
+        return
     hook = _prev_excepthook or sys.__excepthook__
     hook(exc_type, exc, tb)
 

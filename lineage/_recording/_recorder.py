@@ -137,6 +137,7 @@ class Recorder:
         while True:
             batch = self._pending if self._pending is not None else self._take()
             if not batch:
+                self.writer.sync()
                 return True
             self._pending = batch
             try:
@@ -148,9 +149,11 @@ class Recorder:
                 )
                 return False
             except LineageError as exc:
-                # The run is gone or deleted: nothing later can succeed, so stop retrying.
+                # The run is gone or deleted, or the spool's disk is full: nothing later can
+                # succeed, so stop retrying (a full spool is said once, by ``Run.end``).
                 self.last_error = self.fatal = exc
-                log.error("lineage: run %s: %s", self.run_id, mask_uri(str(exc)))
+                if not getattr(exc, "said_by_caller", False):
+                    log.error("lineage: run %s: %s", self.run_id, mask_uri(str(exc)))
                 return False
             except Exception as exc:
                 self.last_error = exc

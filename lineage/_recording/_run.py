@@ -204,6 +204,10 @@ class Run:
         try:
             self._recorder.close(_FLUSH_TIMEOUT_S)
         except StoreError:
+            if isinstance(self._recorder.fatal, StoreError) and getattr(
+                self._recorder.fatal, "said_by_caller", False
+            ):
+                raise self._recorder.fatal from None  # a full spool: no room to spill either
             path = spill(self._recorder.unsent(), self.run_id)
             print(
                 f"lineage: run {self.run_id}: store unreachable, unsent records saved to {path}",

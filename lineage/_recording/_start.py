@@ -12,7 +12,8 @@ from lineage._params import types_tag_from_tags
 from lineage._recording import _lifecycle
 from lineage._recording._experiment import default_run_name, experiment_from_env
 from lineage._recording._run import Run
-from lineage._recording._writer import RunInfo, Writer
+from lineage._recording._spool import SpoolingWriter
+from lineage._recording._writer import RunInfo, TransientError, Writer
 from lineage.uri import masked, resolve_tracking_uri
 
 
@@ -70,11 +71,39 @@ def _sql_writer(uri: str, *, warn: bool) -> Writer | None:
         raise StoreError(f"tracking store {masked(uri)} cannot be opened: {one_line(exc)}") from exc
 
 
+def _http_writer(uri: str) -> Writer | None:
+    """For an ``http(s)://`` server: its REST API, several requests in flight, with a local
+    spool while it is unreachable (``LINEAGE_HTTP_WRITER=0``: MLflow's client instead)."""
+    from lineage.uri import scheme
+
+    if scheme(uri) not in ("http", "https") or os.environ.get("LINEAGE_HTTP_WRITER", "1") == "0":
+        return None
+    from lineage._recording._http import HttpWriter
+    from lineage._recording._spool import SpoolingWriter
+
+    return SpoolingWriter(HttpWriter(uri), uri)
+
+
 def _read_run(writer: Writer | None, client: LazyClient, run_id: str) -> RunInfo | None:
+    from lineage._recording._spool import SpoolingWriter
     from lineage._recording._sql import SqlWriter
 
     if isinstance(writer, SqlWriter):
         return writer.read_run(run_id)
+    if isinstance(writer, SpoolingWriter):
+        try:
+            return writer.inner.read_run(run_id)
+        except TransientError as exc:
+            # The server is away: attach blind; what we write waits in the spool, and a
+            # param the run already holds with another value is reported when it is back.
+            writer.go_down(exc)
+            return RunInfo(
+                experiment_id=os.environ.get("MLFLOW_EXPERIMENT_ID", ""),
+                status="RUNNING",
+                lifecycle_stage="active",
+                params={},
+                tags={},
+            )
     from mlflow.exceptions import MlflowException
 
     try:
@@ -124,7 +153,7 @@ def start_run(
     # Attaching reads the run through SQL (no MLflow import). Creating goes through MLflow,
     # which also creates and migrates a new store; the SQL writer is then opened again. Opening
     # it first also fails fast on an unreachable server (MLflow retries for about a minute).
-    writer = _sql_writer(uri, warn=attach_id is not None)
+    writer = _sql_writer(uri, warn=attach_id is not None) or _http_writer(uri)
     start_tags: dict[str, str] = {}
     if record_identity:
         from lineage._identity import identity_tags
@@ -159,6 +188,10 @@ def start_run(
             if run_name:
                 start_tags[T.MLFLOW_RUN_NAME] = run_name
             run_id_ = attach_id
+        elif isinstance(writer, SpoolingWriter):
+            experiment_id, run_id_ = _create_over_http(writer, experiment, run_name, start_tags)
+            start_tags = {}
+            existing_params, existing_types = {}, {}
         else:
             try:
                 experiment_id = experiment_from_env(client.get(), experiment)
@@ -217,6 +250,41 @@ def start_run(
         run._end_quietly("FAILED")
         raise
     return run
+
+
+def _create_over_http(
+    writer: SpoolingWriter, experiment: str | None, run_name: str | None, tags: dict[str, str]
+) -> tuple[str, str]:
+    """``(experiment id, run id)`` of a new run on the server; while the server is away, a
+    run created in the spool (a provisional id, the experiment resolved on delivery)."""
+    import time
+
+    env_id = os.environ.get("MLFLOW_EXPERIMENT_ID") if experiment is None else None
+    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    run_name = run_name or default_run_name()
+    start = int(time.time() * 1000)
+    try:
+        if env_id:
+            if writer.inner.experiment_name(env_id) is None:
+                raise NotFoundError(f"MLFLOW_EXPERIMENT_ID names no experiment, got {env_id!r}")
+            experiment_id = env_id
+        else:
+            experiment_id = writer.inner.experiment_id(
+                name, (T.EXPERIMENT_KIND, T.EXPERIMENT_KIND_TRAINING)
+            )
+        return experiment_id, writer.inner.create_run(
+            experiment_id, run_name=run_name, tags=tags, start_time=start
+        )
+    except TransientError as exc:
+        writer.go_down(exc)
+        local = writer.create_spooled(
+            experiment=env_id or name,
+            by_name=not env_id,
+            run_name=run_name,
+            tags=tags,
+            start_time=start,
+        )
+        return env_id or "", local
 
 
 def _json_dict(text: str | None) -> dict[str, str]:

@@ -106,6 +106,11 @@ class Writer(ABC):
         both); False when this writer cannot, and the caller should use the client."""
         return False
 
+    def sync(self) -> bool:
+        """Deliver what this writer keeps aside (a spool) if it can now; True when nothing
+        waits. Called by the recorder when it has nothing else to write."""
+        return True
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Safe to call twice."""
 

@@ -1,0 +1,466 @@
+"""The local spool: where records wait while the tracking server is away.
+
+A :class:`SpoolingWriter` wraps the writer of an ``http(s)://`` store. While the server answers
+it passes every call through. The first call that fails for a reason that may pass (refused
+connection, timeout, HTTP 5xx/429) makes it *down*: one warning line, and from then on every
+write, status, rename and run creation is appended to this process's journal in the spool, in
+order, and the call returns at once. Every few seconds (and whenever the recorder is idle) it
+replays the journal; when the whole journal is in the store it deletes it, says so in one line
+and goes back to passing calls through.
+
+Where: ``$LINEAGE_SPOOL_DIR`` (the tuner points its trials at the campaign's), else
+``~/.cache/lineage/spool``; one folder per tracking server (a hash of its address), one
+journal per process: ``<time ns>-<pid>-<random>.jsonl``.
+
+Crash safety: a journal is append-only JSON lines, each ``fsync``-ed before the call returns;
+a torn last line (the process died mid-write) is skipped. The process writing a journal holds
+an exclusive ``flock`` on it; any other process writing to the same server replays journals
+nobody holds (a process that died) and deletes them, so records survive the process too.
+
+Exactly once: replaying is idempotent. A metric point is ``(key, timestamp, step, value)``
+and MLflow's SQL store keeps one row per point (its primary key): a request applied whose
+answer was lost, sent again, stores nothing twice. Params are sent only where the run has none
+of that name; tags and statuses are set in journal order (the last wins, as it did live). A
+run created while the server was away gets a provisional id and the tag
+``lineage.spool_id=<provisional id>``; replay looks for a run with that tag before creating
+one, so a creation is never made twice.
+
+A full disk: :class:`SpoolFullError` (a :class:`~lineage.StoreError`, exit code 1) naming the
+journal and the free space needed; nothing half-written stays in the journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import IO, Any
+
+from lineage._errors import LineageError, StoreError, TransientError
+from lineage._recording._http import HttpWriter
+from lineage._recording._writer import Batch, Writer, WriteResult
+
+log = logging.getLogger("lineage.recording")
+
+SPOOL_TAG = "lineage.spool_id"
+_RETRY_MIN_S = 0.5
+_RETRY_MAX_S = 5.0
+
+
+class SpoolFullError(StoreError):
+    """The spool's disk is full; the message names the path and the space needed. A
+    training script that does not catch it ends with this one line and exit code 1."""
+
+    said_by_caller = True
+
+
+def spool_root() -> Path:
+    env = os.environ.get("LINEAGE_SPOOL_DIR")
+    if env:
+        return Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "lineage" / "spool"
+
+
+def spool_dir(uri: str, root: Path | None = None) -> Path:
+    """The folder of the journals for tracking server ``uri``."""
+    from lineage.uri import masked
+
+    address = masked(uri).rstrip("/")
+    return (root or spool_root()) / hashlib.sha256(address.encode()).hexdigest()[:16]
+
+
+def _batch_op(run_id: str, batch: Batch) -> dict[str, Any]:
+    return {
+        "op": "batch",
+        "run": run_id,
+        "points": [list(p) for p in batch.points],
+        "params": batch.params,
+        "tags": batch.tags,
+    }
+
+
+def _read_ops(path: Path) -> list[dict[str, Any]]:
+    ops = []
+    with path.open("rb") as fh:
+        for line in fh:
+            try:
+                ops.append(json.loads(line))
+            except ValueError:
+                break  # a torn last line: the process died mid-write
+    return ops
+
+
+class SpoolingWriter(Writer):
+    """``inner`` while the server answers, the spool while it does not. Used from one thread
+    at a time (the recorder's, or the tuner's lineage thread)."""
+
+    kind = "mlflow-http+spool"
+
+    def __init__(self, inner: HttpWriter, uri: str, *, root: Path | None = None) -> None:
+        from lineage.uri import masked
+
+        self.inner = inner
+        self.uri = uri
+        self.directory = spool_dir(uri, root)
+        self.down = False
+        self.delivered = 0  # ops replayed from journals
+        self._shown = masked(uri)
+        self._journal: IO[bytes] | None = None
+        self._path: Path | None = None
+        self._replayed = 0  # ops of our own journal already in the store
+        self._ids: dict[str, str] = {}  # provisional run id -> the server's
+        self._next_try = 0.0
+        self._retry_s = _RETRY_MIN_S
+        self._lock = threading.Lock()
+        # The tuner creates runs from its controller thread while its lineage thread writes.
+        self._busy = threading.RLock()
+        self._others_checked = False
+        self._warned = False
+
+    # -- state ------------------------------------------------------------------------------
+    def go_down(self, exc: BaseException) -> None:
+        if not self.down:
+            self.down = True
+            self._retry_s = _RETRY_MIN_S
+            self._next_try = time.monotonic() + self._retry_s
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "lineage: tracking server %s unreachable (%s); records wait in the spool %s "
+                "and are sent when it is back",
+                self._shown,
+                str(exc)[:200],
+                self.directory,
+            )
+
+    def run_id(self, run_id: str) -> str:
+        """The server's id of ``run_id`` (itself unless it was created in the spool)."""
+        return self._ids.get(run_id, run_id)
+
+    @property
+    def journal(self) -> Path | None:
+        return self._path
+
+    # -- Writer ----------------------------------------------------------------------------
+    def write(self, run_id: str, batch: Batch) -> WriteResult:
+        with self._busy:
+            return self._write(run_id, batch)
+
+    def _write(self, run_id: str, batch: Batch) -> WriteResult:
+        if not self.down and not self._others_checked:
+            self._others_checked = True
+            self._drain_others()
+        if not self.down:
+            try:
+                return self.inner.write(self.run_id(run_id), batch)
+            except TransientError as exc:
+                self.go_down(exc)
+        self._append(_batch_op(run_id, batch))
+        self.sync()
+        return WriteResult()
+
+    def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+        return self._call({"op": "status", "run": run_id, "status": status, "end_time": end_time})
+
+    def set_name(self, run_id: str, name: str) -> bool:
+        return self._call({"op": "name", "run": run_id, "name": name})
+
+    def _call(self, op: dict[str, Any]) -> bool:
+        with self._busy:
+            return self._call_locked(op)
+
+    def _call_locked(self, op: dict[str, Any]) -> bool:
+        if not self.down:
+            try:
+                self._apply(op)
+                return True
+            except TransientError as exc:
+                self.go_down(exc)
+        self._append(op)
+        return True
+
+    def create_spooled(
+        self,
+        *,
+        experiment: str,
+        by_name: bool,
+        run_name: str | None,
+        tags: dict[str, str],
+        start_time: int,
+    ) -> str:
+        """A provisional run id; the run is created when the journal is replayed."""
+        local = uuid.uuid4().hex
+        self._append(
+            {
+                "op": "create",
+                "run": local,
+                "experiment": experiment,
+                "by_name": by_name,
+                "run_name": run_name,
+                "tags": {**tags, SPOOL_TAG: local},
+                "start_time": start_time,
+            }
+        )
+        return local
+
+    def create_run(
+        self,
+        experiment_id: str,
+        *,
+        tags: dict[str, str],
+        run_name: str | None = None,
+        start_time: int | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """A run created on the server now, waiting while it is away (up to ``timeout``, default
+        ``$LINEAGE_SPOOL_CREATE_WAIT`` or 600 s, then :class:`~lineage.TransientError`): a
+        caller that must hand the run id to another process cannot take a provisional one.
+        Created once: a retry after a lost answer finds the run by its ``lineage.spool_id``."""
+        if timeout is None:
+            timeout = float(os.environ.get("LINEAGE_SPOOL_CREATE_WAIT", "600"))
+        local = uuid.uuid4().hex
+        tags = {**tags, SPOOL_TAG: local}
+        deadline = time.monotonic() + timeout
+        sent = False
+        while True:
+            try:
+                found = self.inner.find_run(experiment_id, SPOOL_TAG, local) if sent else None
+                sent = True
+                run_id = found or self.inner.create_run(
+                    experiment_id, run_name=run_name, tags=tags, start_time=start_time
+                )
+                break
+            except TransientError as exc:
+                self.go_down(exc)
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(self._retry_s)
+                self._retry_s = min(self._retry_s * 2, _RETRY_MAX_S)
+        return run_id  # the recorder's thread delivers the journal, if any
+
+    def sync(self, *, force: bool = False) -> bool:
+        """Replay the journal if the server may be back; True when nothing waits."""
+        with self._busy:
+            return self._sync(force)
+
+    def _sync(self, force: bool) -> bool:
+        if not self.down:
+            return True
+        now = time.monotonic()
+        if not force and now < self._next_try:
+            return False
+        if self._path is None or not _read_ops(self._path)[self._replayed :]:
+            # Nothing waits: the next call tries the server itself (no line: nothing to say).
+            self.down = False
+            self._close_journal(delete=True)
+            return True
+        try:
+            self._replay_own()
+        except TransientError:
+            self._retry_s = min(self._retry_s * 2, _RETRY_MAX_S)
+            self._next_try = time.monotonic() + self._retry_s
+            return False
+        self.down = False
+        self._warned = False
+        log.warning(
+            "lineage: tracking server %s is back; %d spooled records delivered",
+            self._shown,
+            self._replayed,
+        )
+        self._close_journal(delete=True)
+        self._drain_others()
+        return True
+
+    def wait(self, timeout: float) -> bool:
+        """Replay until the journal is delivered or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + timeout
+        while not self.sync(force=True):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(self._retry_s, max(0.0, deadline - time.monotonic())))
+        return True
+
+    def close(self) -> None:
+        """Try once more; what is still undelivered stays in the journal for the next process."""
+        wait = float(os.environ.get("LINEAGE_SPOOL_WAIT", "0"))
+        delivered = self.wait(wait) if self.down else True
+        if not delivered and self._path is not None:
+            log.warning(
+                "lineage: tracking server %s still unreachable; %s keeps the unsent records, "
+                "delivered by the next lineage process writing to it "
+                "(or: python -m lineage.recording drain %s)",
+                self._shown,
+                self._path,
+                self._shown,
+            )
+            self._close_journal(delete=False)
+        self.inner.close()
+
+    # -- journal ----------------------------------------------------------------------------
+    def _append(self, op: dict[str, Any]) -> None:
+        data = (json.dumps(op, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            if self._journal is None:
+                self._open_journal(len(data))
+            assert self._journal is not None and self._path is not None
+            start = self._journal.tell()
+            try:
+                self._journal.write(data)
+                self._journal.flush()
+                os.fsync(self._journal.fileno())
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    self._journal.truncate(start)  # nothing half-written stays
+                    self._journal.seek(start)
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise self._full(self._path, len(data)) from exc
+                raise StoreError(f"spool {self._path}: cannot write: {exc}") from exc
+
+    def _full(self, path: Path, needed: int) -> SpoolFullError:
+        try:
+            free = shutil.disk_usage(path.parent).free
+        except OSError:
+            free = 0
+        return SpoolFullError(
+            f"spool {path}: no space left on the device; needs {needed:,} bytes free "
+            f"(has {free:,}) to keep the records of tracking server {self._shown}"
+        )
+
+    def _open_journal(self, needed: int) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            (self.directory / "server.txt").write_text(self._shown + "\n")
+            name = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}.jsonl"
+            self._path = self.directory / name
+            fh = self._path.open("ab")
+        except OSError as exc:
+            path = self._path or self.directory
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise self._full(path, needed) from exc
+            raise StoreError(f"spool {path}: cannot write: {exc}") from exc
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        self._journal = fh
+        self._replayed = 0
+
+    def _close_journal(self, *, delete: bool) -> None:
+        if self._journal is None:
+            return
+        if delete and self._path is not None:
+            with contextlib.suppress(OSError):
+                self._path.unlink()
+        self._journal.close()  # releases the lock
+        self._journal = None
+        self._path = None if delete else self._path
+
+    def _replay_own(self) -> None:
+        if self._path is None:
+            return
+        ops = _read_ops(self._path)
+        for op in ops[self._replayed :]:
+            self._apply(op)
+            self._replayed += 1
+            self.delivered += 1
+
+    def _drain_others(self) -> int:
+        """Replay the journals no live process holds; the number delivered."""
+        done = 0
+        if not self.directory.is_dir():
+            return 0
+        for path in sorted(self.directory.glob("*.jsonl")):
+            if path == self._path:
+                continue
+            try:
+                fh = path.open("rb")
+            except OSError:
+                continue
+            with fh:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # its process is alive and sends it itself
+                if not path.exists():
+                    continue  # drained and deleted by another process meanwhile
+                try:
+                    ops = _read_ops(path)
+                    for op in ops:
+                        self._apply(op)
+                except TransientError as exc:
+                    self.go_down(exc)
+                    return done
+                except LineageError as exc:
+                    log.error("lineage: spool %s: %s; journal kept", path, exc)
+                    continue
+                path.unlink()
+                done += len(ops)
+                log.warning(
+                    "lineage: delivered %d spooled records of a finished process (%s) to %s",
+                    len(ops),
+                    path.name,
+                    self._shown,
+                )
+        self.delivered += done
+        return done
+
+    def _apply(self, op: dict[str, Any]) -> None:
+        kind = op["op"]
+        run_id = self.run_id(op["run"])
+        if kind == "batch":
+            batch = Batch(
+                points=[(str(k), float(v), int(ts), int(s)) for k, v, ts, s in op["points"]],
+                params=dict(op["params"]),
+                tags=dict(op["tags"]),
+            )
+            self.inner.write(run_id, batch)
+        elif kind == "status":
+            self.inner.set_status(run_id, op["status"], op["end_time"])
+        elif kind == "name":
+            self.inner.set_name(run_id, op["name"])
+        elif kind == "create":
+            self._ids[op["run"]] = self._create(op)
+        else:
+            raise StoreError(f"spool: unknown record {kind!r}")
+
+    def _create(self, op: dict[str, Any]) -> str:
+        from lineage import tags as T
+
+        if op["by_name"]:
+            experiment_id = self.inner.experiment_id(
+                op["experiment"], (T.EXPERIMENT_KIND, T.EXPERIMENT_KIND_TRAINING)
+            )
+        else:
+            experiment_id = op["experiment"]
+        found = self.inner.find_run(experiment_id, SPOOL_TAG, op["run"])
+        if found is not None:
+            return found
+        return self.inner.create_run(
+            experiment_id, run_name=op["run_name"], tags=op["tags"], start_time=op["start_time"]
+        )
+
+
+def drain(uri: str, *, timeout: float = 0.0) -> int:
+    """Deliver the journals left for ``uri`` by processes that ended; the records delivered.
+    Raises :class:`~lineage.TransientError` when the server is still unreachable."""
+    writer = SpoolingWriter(HttpWriter(uri), uri)
+    try:
+        deadline = time.monotonic() + timeout
+        done = 0
+        while True:
+            writer.down = False
+            done += writer._drain_others()
+            if not writer.down:
+                return done
+            if time.monotonic() >= deadline:
+                raise TransientError(f"tracking server {writer._shown} is still unreachable")
+            time.sleep(1.0)
+    finally:
+        writer.inner.close()

@@ -1,0 +1,122 @@
+"""The local spool without a server: a full disk, a torn journal, a dead process's journal.
+
+The server outage itself (a real ``mlflow server`` stopped and started) is
+``tests/cluster/test_mlflow_outage.py``. A full disk is simulated at the write layer
+(``os.fsync`` raising ENOSPC in the script's process): this machine cannot mount a small
+file system for a test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage._errors import TransientError
+from lineage._recording._spool import SpoolingWriter, spool_dir
+from lineage._recording._writer import Batch, WriteResult
+
+FULL_DISK = """
+import errno, os
+import lineage
+
+def full(fd):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+os.fsync = full  # the write layer: every journal append fails as on a full disk
+with lineage.start_run(record_identity=False) as run:
+    for i in range(100):
+        run.log_metric("loss", 1.0 / (i + 1), step=i)
+"""
+
+
+def _closed_port_uri() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"  # nothing listens: connection refused at once
+
+
+def test_a_full_spool_is_one_line_and_exit_1(tmp_path: Path, python: str) -> None:
+    uri = _closed_port_uri()
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": uri,
+        "MLFLOW_RUN_ID": uuid.uuid4().hex,
+        "LINEAGE_SPOOL_DIR": str(tmp_path / "spool"),
+    }
+    done = subprocess.run(
+        [python, "-c", FULL_DISK], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    folder = next((tmp_path / "spool").iterdir())
+    assert not [p for p in folder.glob("*.jsonl") if p.stat().st_size]  # nothing half-written
+    assert last.startswith(f"lineage: spool {folder}/")
+    assert ".jsonl: no space left on the device; needs " in last
+    assert "bytes free (has " in last
+    errors = [line for line in done.stderr.splitlines() if "no space" in line]
+    assert errors == [last]
+
+
+class _Server:
+    """A stand-in for the http writer: down until ``up``, then applies what it gets."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.applied: list[tuple[str, Any]] = []
+
+    def write(self, run_id: str, batch: Batch) -> WriteResult:
+        if not self.up:
+            raise TransientError("connection refused")
+        self.applied.append((run_id, list(batch.points)))
+        return WriteResult()
+
+    def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+        if not self.up:
+            raise TransientError("connection refused")
+        self.applied.append((run_id, status))
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def test_journal_of_a_dead_process_is_delivered_in_order_and_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LINEAGE_SPOOL_DIR", str(tmp_path))
+    uri = "http://tracking.example:5000"
+    folder = spool_dir(uri)
+    folder.mkdir(parents=True)
+    ops = [
+        {"op": "batch", "run": "r1", "points": [["loss", 0.5, 1, 0]], "params": {}, "tags": {}},
+        {"op": "batch", "run": "r1", "points": [["loss", 0.25, 2, 1]], "params": {}, "tags": {}},
+        {"op": "status", "run": "r1", "status": "FINISHED", "end_time": 3},
+    ]
+    text = "".join(json.dumps(op) + "\n" for op in ops) + '{"op": "batch", "run"'  # torn
+    (folder / "1-999-abcdef.jsonl").write_text(text)
+
+    server = _Server()
+    writer = SpoolingWriter(server, uri)  # type: ignore[arg-type]
+    writer.write("r2", Batch(points=[("acc", 0.9, 5, 0)]))  # down: kept in its own journal
+    assert writer.down and writer.journal is not None and not server.applied
+    server.up = True
+    assert writer.sync(force=True)
+    assert server.applied == [
+        ("r2", [("acc", 0.9, 5, 0)]),
+        ("r1", [("loss", 0.5, 1, 0)]),
+        ("r1", [("loss", 0.25, 2, 1)]),
+        ("r1", "FINISHED"),
+    ]
+    assert not list(folder.glob("*.jsonl"))
+    writer.write("r2", Batch(points=[("acc", 0.95, 6, 1)]))  # up again: straight through
+    assert server.applied[-1] == ("r2", [("acc", 0.95, 6, 1)])
