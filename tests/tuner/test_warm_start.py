@@ -92,33 +92,33 @@ def test_from_an_earlier_campaign(
     one is re-run first and counts against the budget, the imported ones do not; `tuner
     status` shows them apart; a second `tuner run` never imports again."""
     common = {"command": ["python", "trial.py"], "reads_tuner_params": True}
-    prior = campaign(SCRIPT, name="prior", budget={"trials": 3, "max_failures": 5}, **common)
+    prior = campaign(SCRIPT, name="prior", budget={"trials": 2, "max_failures": 5}, **common)
     run_campaign(prior)
     prior_runs = {
         r.info.run_id: r
         for r in mlflow_runs(sqlite_uri, "prior")
         if r.data.tags.get("lineage.run_type") == "trial"
     }
-    assert len(prior_runs) == 3
+    assert len(prior_runs) == 2
 
     config = campaign(
         SCRIPT,
         name="next",
-        budget={"trials": 2, "max_failures": 5},
+        budget={"trials": 1, "max_failures": 5},
         warm_start={"from": [{"campaign": "prior"}], "enqueue_best": 1},
         **common,
     )
     seen = _Lines()
     result = run_campaign(config, observer=seen)
-    assert result.finished == 2 and result.counts["COMPLETE"] == 2
+    assert result.finished == 1 and result.counts["COMPLETE"] == 1
     assert seen.lines[:2] == [
-        "warm start: 3 earlier run(s) imported as finished trials (3 from campaign 'prior'); "
+        "warm start: 2 earlier run(s) imported as finished trials (2 from campaign 'prior'); "
         "the 1 best re-run first as new trials; imported trials do not count against "
         "budget.trials",
         "warm start: 0 runs skipped",
     ]
     imported, own = _imported(config)
-    assert len(imported) == 3 and len(own) == 2
+    assert len(imported) == 2 and len(own) == 1
     assert {t.system_attrs[IMPORTED_ATTR] for t in imported} == set(prior_runs)
     for t in imported:
         assert t.state.name == "COMPLETE"
@@ -133,22 +133,22 @@ def test_from_an_earlier_campaign(
 
     rc, out, _ = cli("status", _path(config), "--format", "json")
     status = json.loads(out)
-    assert rc == 0 and status["warm_start"] == 3
-    assert status["budget"] == {"trials": 2, "finished": 2}
-    assert status["trials"]["COMPLETE"] == 2
+    assert rc == 0 and status["warm_start"] == 2
+    assert status["budget"] == {"trials": 1, "finished": 1}
+    assert status["trials"]["COMPLETE"] == 1
     assert status["best"]["number"] in {t.number for t in own}
     rc, out, _ = cli("status", _path(config))
-    assert "warm start: 3 earlier run(s) imported as finished trials" in out
+    assert "warm start: 2 earlier run(s) imported as finished trials" in out
 
     again = _Lines()
     run_campaign(config, observer=again)  # a second `tuner run`: the budget is reached
     imported2, own2 = _imported(config)
-    assert len(imported2) == 3 and len(own2) == 2
+    assert len(imported2) == 2 and len(own2) == 1
     assert not any(line.startswith("warm start") for line in again.lines)
     trial_runs = [
         r for r in mlflow_runs(sqlite_uri, "next") if r.data.tags.get("lineage.run_type") == "trial"
     ]
-    assert len(trial_runs) == 2
+    assert len(trial_runs) == 1
 
 
 def test_attribute_names_match_status() -> None:
