@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from lineage.cli import main
+from tests.report._report_helpers import check_png
 
 pytestmark = pytest.mark.slow
 
@@ -23,16 +24,6 @@ def _cli(*args: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(args))
     return code, out.getvalue(), err.getvalue()
-
-
-def check_png(path: Path) -> None:
-    """A real picture: decodes, a few KB at least, more than one colour."""
-    import matplotlib.image
-
-    assert path.stat().st_size > 8_000, path
-    pixels = matplotlib.image.imread(path)
-    assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 300, pixels.shape
-    assert float(pixels[..., :3].std()) > 0.02, f"{path} is nearly one colour"
 
 
 @pytest.fixture(scope="module")

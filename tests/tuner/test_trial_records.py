@@ -128,6 +128,19 @@ def test_parent_description_links_the_importance_analysis(campaign, run_campaign
     assert f"]({link})" in note
     assert "importance of each parameter for `loss` (minimize)" in note
     assert "scatter plot per parameter" in note and "Best trial: #" in note
+    # Issue 17: the campaign report is in the analysis run's artifacts; the description
+    # links its page.
+    from mlflow.tracking import MlflowClient
+
+    from tests.report._report_helpers import check_png
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    logged = {a.path for a in client.list_artifacts(analysis.info.run_id, "report")}
+    for name in ("report.html", "history.png", "parallel.png", "slice.png", "intermediate.png"):
+        assert f"report/{name}" in logged, logged
+    local = client.download_artifacts(analysis.info.run_id, "report/history.png", "dl")
+    check_png(Path(local))
+    assert f"runs/{analysis.info.run_id}/artifactPath/report/report.html" in note
 
 
 def test_run_prints_the_config_warnings(campaign, tmp_path):
