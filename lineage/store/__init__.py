@@ -1,7 +1,8 @@
 """Read runs back from any MLflow tracking store, fast.
 
 ``open_store(uri)`` returns a :class:`RunStore`: plain SQL over MLflow's own tables for
-SQLite and PostgreSQL stores, ``MlflowClient`` for everything else. Queries over the runs
+SQLite and PostgreSQL stores, MLflow's REST search with the filter pushed down for an
+``mlflow server``, ``MlflowClient`` for everything else. Queries over the runs
 (``--where``, sorting) live in :mod:`lineage.query`.
 """
 
