@@ -149,6 +149,10 @@ def test_from_an_earlier_campaign(
         r for r in mlflow_runs(sqlite_uri, "next") if r.data.tags.get("lineage.run_type") == "trial"
     ]
     assert len(trial_runs) == 1
+    (parent,) = [
+        r for r in mlflow_runs(sqlite_uri, "next") if r.data.tags["lineage.run_type"] == "campaign"
+    ]
+    assert parent.data.tags["tuner.warm_start"] == "\n".join(seen.lines[:2])
 
 
 def test_attribute_names_match_status() -> None:

@@ -47,7 +47,8 @@ class Preflight:
     plan: WarmStartPlan | None = None
     #: The accepted change of the space (``x.high 1.0 -> 2.0; lr added``), or None.
     change: str | None = None
-    lines: list[str] = field(default_factory=list)
+    #: The warm-start lines once the plan was imported (for the campaign's MLflow run).
+    imported: list[str] = field(default_factory=list)
 
     def apply(self, study: optuna.Study) -> list[str]:
         """Import the plan (once), record the space (and its change); lines to show."""
@@ -61,7 +62,8 @@ class Preflight:
             left = self.config.budget.trials - (counted_trials(study) - count_imported(study))
             self.plan.enqueue = self.plan.enqueue[: max(0, left)]
             apply(study, self.plan)
-            out.extend(self.plan.lines())
+            self.imported = self.plan.lines()
+            out.extend(self.imported)
         spec = space_spec(self.config)
         if study.user_attrs.get(SPACE_ATTR) != spec:
             study.set_user_attr(SPACE_ATTR, spec)
@@ -73,9 +75,14 @@ class Preflight:
         return out
 
     def record(self, recorder: LineageRecorder) -> None:
-        """The accepted change in the campaign's MLflow run (tag and a new param)."""
-        change, parent = self.change, recorder.parent_run_id
-        if change is None or parent is None:
+        """The import (tag) and the accepted change (tag and a new param) in the campaign's
+        MLflow run."""
+        change, parent, imported = self.change, recorder.parent_run_id, self.imported
+        if parent is None:
+            return
+        if imported:
+            recorder.call(lambda client: client.set_tag(parent, T.WARM_START, "\n".join(imported)))
+        if change is None:
             return
 
         def write(client: Any) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from tuner._errors import TunerError
 from tuner.campaign._controller import Controller
+from tuner.campaign._history import count_imported
 from tuner.coordination import (
     CampaignDir,
     Heartbeat,
@@ -110,9 +111,8 @@ def run_worker(
                 if optuna.trial.TrialState.WAITING in states:
                     break  # re-queued work: another round
                 if optuna.trial.TrialState.RUNNING not in states:
-                    return WorkerResult(
-                        rounds, requeued, counted_trials(study), config.budget.trials
-                    )
+                    counted = counted_trials(study) - count_imported(study)
+                    return WorkerResult(rounds, requeued, counted, config.budget.trials)
                 # Others still run trials; stay to re-queue them if their worker dies.
                 time.sleep(interval)
                 requeued.extend(requeue_and_close(study_box[0], rdb, lock, None, tracking))

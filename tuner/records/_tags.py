@@ -53,6 +53,7 @@ __all__ = [
     "TRIAL_COMMAND",
     "TRIAL_NUMBER",
     "VALUE_PREFIX",
+    "WARM_START",
 ]
 
 #: A child run created ahead for the next trial (deleted when no trial used it).
@@ -98,3 +99,5 @@ PARETO_FRONT = "tuner.pareto.front"
 #: change is also a param ``space_change.<n>`` of the campaign's run.
 SPACE_CHANGE = "tuner.space_change"
 SPACE_CHANGE_PARAM_PREFIX = "space_change."
+#: What ``warm_start:`` imported into the campaign's study: the two lines `tuner run` printed.
+WARM_START = "tuner.warm_start"
