@@ -166,16 +166,19 @@ def apply(study: optuna.Study, plan: WarmStartPlan) -> int:
     the study already holds the import). See the module's contract."""
     if WARM_START_ATTR in study.user_attrs:
         return 0
-    done = {
-        str(t.system_attrs[IMPORTED_ATTR])
-        for t in study.get_trials(deepcopy=False)
-        if IMPORTED_ATTR in t.system_attrs
+    trials = study.get_trials(deepcopy=False)
+    done = {str(t.system_attrs[IMPORTED_ATTR]) for t in trials if IMPORTED_ATTR in t.system_attrs}
+    queued = {
+        str(t.user_attrs[ENQUEUED_FROM_ATTR]) for t in trials if ENQUEUED_FROM_ATTR in t.user_attrs
     }
     new = [t for t in plan.trials if str(t.system_attrs[IMPORTED_ATTR]) not in done]
     if new:
         study.add_trials(new)
     for params, run_id in plan.enqueue:
-        study.enqueue_trial(params, user_attrs={ENQUEUED_FROM_ATTR: run_id}, skip_if_exists=False)
+        if run_id not in queued:  # a controller that died mid-import enqueued it already
+            study.enqueue_trial(
+                params, user_attrs={ENQUEUED_FROM_ATTR: run_id}, skip_if_exists=False
+            )
     study.set_user_attr(WARM_START_ATTR, plan.summary())
     return len(new)
 
