@@ -509,7 +509,9 @@ def test_values_are_read_as_the_space_declares_them(tmp_path: Path) -> None:
         run(3, **{**base, "drop": "0.25"}),
         run(4, **{**base, "opt": "rmsprop"}),
         run(5, **{k: v for k, v in base.items() if k != "nesterov"}),
+        run(6, **base),
     ]
+    runs[-1].tags["tuner.state"] = "PRUNED"  # a pruned trial of an earlier campaign
     assert config.warm_start is not None
     source = config.warm_start.sources[0]
     tally = SourceTally(source.label, "sqlite:///x.db")
@@ -518,6 +520,6 @@ def test_values_are_read_as_the_space_declares_them(tmp_path: Path) -> None:
         {"layers": 3, "drop": 0.2, "opt": "sgd", "nesterov": True, "width": None},
         {"layers": 3, "drop": 0.2, "opt": "adam", "width": 128},
     ]
-    assert tally.skipped == {"outside the space": 3, "missing a parameter": 1}
+    assert tally.skipped == {"outside the space": 3, "missing a parameter": 1, "pruned": 1}
     assert tally.examples["outside the space"] == "run run0002: layers=2.5 is outside [1, 4]"
     assert math.isclose(trials[0].value or 0.0, 0.5)
