@@ -67,6 +67,8 @@ class DerivedParameter:
     importance: ParamImportance | None = None
     #: Whether ``recorded`` is a ``(low, high)`` range rather than choices.
     is_range: bool = False
+    #: Whether the best run had it (a conditional parameter may be inactive there).
+    in_best: bool = True
     #: Why it is tuned over this range, or why it is fixed (one line).
     reason: str = ""
     #: The command-line flag that passes it (``--batch-size``), when the runs recorded one.
@@ -333,6 +335,7 @@ def _derive_parameter(
     kind = _infer_kind(recorded_type, texts)
     values = [_parse(kind, t) for t in texts]
     best = next((v for r, v in zip(present, values, strict=True) if r is rows[0]), None)
+    in_best = best is not None
     if best is None and values:
         best = values[0]  # the best run lacks it: a conditional parameter, not active there
     k = max(TOP_MIN, math.ceil(TOP_SHARE * len(present)))
@@ -377,6 +380,7 @@ def _derive_parameter(
         reason=reason,
         flag=flag,
         is_range=not as_categorical,
+        in_best=in_best,
     )
 
 

@@ -94,8 +94,8 @@ def derive_command(
             continue
         if p.tuned:
             text = "{" + p.name + ("?}" if p.spec.get("when") else "}")
-        elif source is best:
-            continue  # the best run's own value is already there
+        elif source is best or not p.in_best:
+            continue  # the best run's own value is already there (or it had none)
         else:
             text = _value_text(p.best)
         found = _find(argv, [p.flag])

@@ -89,6 +89,11 @@ def _param_lines(p: DerivedParameter) -> list[str]:
     if p.tuned:
         out = _wrap(f"{p.reason}; best run: {_short(p.best)}; {recorded}.", "  ")
         return [*out, f"  {p.name}: {_flow(p.spec)}"]
+    if not p.in_best:
+        reason = p.reason.replace("at the best run's value", "as in the best run")
+        text = f"{p.name}: {reason}: "
+        text += f"the best run did not have it (inactive there), so it is not set; {recorded}."
+        return _wrap(text, "  ")
     where = (
         f"passed as {p.flag} {_y(p.best)} in the command"
         if p.flag

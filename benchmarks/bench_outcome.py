@@ -1,0 +1,401 @@
+"""Trials to reach a target: random, cold TPE, warm-started TPE and a ``tuner init`` campaign.
+
+For each task and seed, side by side in one run:
+
+(a) ``random``: Optuna's RandomSampler over the task's full space;
+(b) ``tpe-cold``: Optuna's default TPESampler over the full space, from nothing;
+(c) ``tpe-warm``: the same, with ``warm_start: {from: [{experiment: PRIOR}]}``: the prior
+    campaign's runs enter the study through the tuner's own machinery
+    (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``);
+(d) ``tuner-init``: the campaign ``tuner init --from PRIOR`` derives
+    (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
+    ``load_config``): significant parameters tuned over refined ranges, the rest fixed at the
+    prior's best values, warm-started from the prior the same way.
+
+The prior is a TPE campaign (its own seed) on a *related variant* of the task: another
+data subsample and a model one size smaller (fewer iterations / boosting rounds, a looser
+solver tolerance), recorded into a real MLflow SQLite store as one finished run per trial
+(params + the metric), the way a campaign or ``LineageCallback`` leaves them.
+
+The target of a task is the cold campaign's median final best over the seeds; a method's
+trials-to-target for a seed is the first new trial whose best-so-far reaches it (imported
+trials are not counted: they cost nothing now). Printed: the median over seeds (``>N`` when
+most seeds never got there within the budget), the ratio to cold TPE, and how many seeds
+reached the target. Trials are evaluated in this process (scikit-learn on data that ships
+with it); the search spaces, the warm start and the derivation are the tuner's.
+
+    python benchmarks/bench_outcome.py                # 3 tasks x 10 seeds, 30 trials (minutes)
+    python benchmarks/bench_outcome.py --quick        # 1 task x 2 seeds (seconds)
+    python benchmarks/bench_outcome.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+
+METHODS = ("random", "tpe-cold", "tpe-warm", "tuner-init")
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    metric: str
+    goal: str
+    #: The campaign's ``parameters:`` section.
+    space: dict[str, dict[str, Any]]
+    #: ``evaluate(params, variant, seed) -> metric``; ``variant``: the prior's related task.
+    evaluate: Callable[[dict[str, Any], bool], float]
+
+
+def _split(loader: Any, train: int, seed: int, stratify: bool = True) -> tuple[Any, ...]:
+    from sklearn.model_selection import train_test_split
+
+    X, y = loader(return_X_y=True)
+    return tuple(
+        train_test_split(
+            X, y, train_size=train, random_state=seed, stratify=y if stratify else None
+        )
+    )
+
+
+_DATA: dict[tuple[str, bool], tuple[Any, ...]] = {}
+
+
+def _data(name: str, variant: bool) -> tuple[Any, ...]:
+    """The task's split; the variant's comes from another subsample of the same data."""
+    key = (name, variant)
+    if key not in _DATA:
+        from sklearn import datasets
+        from sklearn.preprocessing import StandardScaler
+
+        seed = 1 if variant else 0
+        if name == "digits-mlp":
+            Xa, Xb, ya, yb = _split(datasets.load_digits, 500, seed)
+            Xa, Xb = Xa / 16.0, Xb / 16.0
+        elif name == "cancer-gbm":
+            Xa, Xb, ya, yb = _split(datasets.load_breast_cancer, 350, seed)
+        else:
+            Xa, Xb, ya, yb = _split(datasets.load_diabetes, 300, seed, stratify=False)
+            scaler = StandardScaler().fit(Xa)
+            Xa, Xb = scaler.transform(Xa), scaler.transform(Xb)
+        _DATA[key] = (Xa, Xb, ya, yb)
+    return _DATA[key]
+
+
+def _digits_mlp(p: dict[str, Any], variant: bool) -> float:
+    from sklearn.neural_network import MLPClassifier
+
+    Xa, Xb, ya, yb = _data("digits-mlp", variant)
+    model = MLPClassifier(
+        (int(p["hidden"]),),
+        activation=p["activation"],
+        learning_rate_init=p["lr"],
+        alpha=p["alpha"],
+        batch_size=int(p["batch_size"]),
+        max_iter=5 if variant else 8,  # the prior's model trains for fewer epochs
+        random_state=0,
+    ).fit(Xa, ya)
+    return float(model.score(Xb, yb))
+
+
+def _cancer_gbm(p: dict[str, Any], variant: bool) -> float:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import log_loss
+
+    Xa, Xb, ya, yb = _data("cancer-gbm", variant)
+    model = HistGradientBoostingClassifier(
+        learning_rate=p["learning_rate"],
+        max_leaf_nodes=int(p["max_leaf_nodes"]),
+        min_samples_leaf=int(p["min_samples_leaf"]),
+        l2_regularization=p["l2_regularization"],
+        max_iter=20 if variant else 30,  # the prior's model: fewer boosting rounds
+        early_stopping=False,
+        random_state=0,
+    ).fit(Xa, ya)
+    return float(log_loss(yb, model.predict_proba(Xb)))
+
+
+def _diabetes_svr(p: dict[str, Any], variant: bool) -> float:
+    from sklearn.metrics import mean_squared_error
+    from sklearn.svm import SVR
+
+    Xa, Xb, ya, yb = _data("diabetes-svr", variant)
+    model = SVR(
+        C=p["C"],
+        gamma=p["gamma"],
+        epsilon=p["epsilon"],
+        shrinking=bool(p["shrinking"]),
+        tol=1e-2 if variant else 1e-3,  # the prior's solver stops earlier
+    ).fit(Xa, ya)
+    return float(mean_squared_error(yb, model.predict(Xb)) ** 0.5)
+
+
+TASKS = {
+    "diabetes-svr": Task(
+        "diabetes-svr",
+        "val_rmse",
+        "minimize",
+        {
+            "C": {"type": "float", "low": 0.01, "high": 1.0e4, "log": True},
+            "gamma": {"type": "float", "low": 1.0e-4, "high": 10.0, "log": True},
+            "epsilon": {"type": "float", "low": 0.01, "high": 20.0, "log": True},
+            "shrinking": {"type": "categorical", "choices": [True, False]},
+        },
+        _diabetes_svr,
+    ),
+    "cancer-gbm": Task(
+        "cancer-gbm",
+        "val_logloss",
+        "minimize",
+        {
+            "learning_rate": {"type": "float", "low": 1.0e-3, "high": 1.0, "log": True},
+            "max_leaf_nodes": {"type": "int", "low": 2, "high": 64, "log": True},
+            "min_samples_leaf": {"type": "int", "low": 1, "high": 100, "log": True},
+            "l2_regularization": {"type": "float", "low": 1.0e-6, "high": 10.0, "log": True},
+        },
+        _cancer_gbm,
+    ),
+    "digits-mlp": Task(
+        "digits-mlp",
+        "val_accuracy",
+        "maximize",
+        {
+            "lr": {"type": "float", "low": 1.0e-4, "high": 1.0, "log": True},
+            "alpha": {"type": "float", "low": 1.0e-6, "high": 1.0, "log": True},
+            "hidden": {"type": "int", "low": 8, "high": 256, "log": True},
+            "batch_size": {"type": "categorical", "choices": [16, 32, 64, 128, 256]},
+            "activation": {"type": "categorical", "choices": ["relu", "tanh", "logistic"]},
+        },
+        _digits_mlp,
+    ),
+}
+
+
+# ----- the tuner's machinery --------------------------------------------------------------------
+
+
+def _config(task: Task, work: Path, name: str, extra: dict[str, Any]) -> Any:
+    import yaml
+
+    from tuner.config import load_config
+
+    data = {
+        "name": name,
+        "command": [sys.executable, "-c", "pass"],
+        "reads_tuner_params": True,
+        "target": {"metric": task.metric, "goal": task.goal},
+        "parameters": task.space,
+        "budget": {"trials": 1},
+        **extra,
+    }
+    path = work / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_config(path)
+
+
+def _record_prior(task: Task, seed: int, trials: int, uri: str) -> str:
+    """A TPE campaign on the variant task, recorded as one finished MLflow run per trial."""
+    import optuna
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    experiment = f"{task.name}-prior-{seed}"
+    client = MlflowClient(uri)
+    exp_id = client.create_experiment(experiment)
+    study = optuna.create_study(
+        direction=task.goal, sampler=optuna.samplers.TPESampler(seed=10_000 + seed)
+    )
+    for _ in range(trials):
+        trial = study.ask()
+        params = {n: _suggest(trial, n, s) for n, s in task.space.items()}
+        value = task.evaluate(params, True)
+        study.tell(trial, value)
+        run = client.create_run(exp_id).info.run_id
+        now = int(time.time() * 1000)
+        client.log_batch(
+            run,
+            metrics=[Metric(task.metric, value, now, 0)],
+            params=[Param(k, str(v)) for k, v in params.items()],
+        )
+        client.set_terminated(run)
+    return experiment
+
+
+def _suggest(trial: Any, name: str, spec: dict[str, Any]) -> Any:
+    if spec["type"] == "categorical":
+        return trial.suggest_categorical(name, spec["choices"])
+    if spec["type"] == "int":
+        return trial.suggest_int(name, spec["low"], spec["high"], log=spec.get("log", False))
+    return trial.suggest_float(name, spec["low"], spec["high"], log=spec.get("log", False))
+
+
+def _campaign(
+    task: Task, method: str, seed: int, budget: int, config: Any, fixed: dict[str, Any]
+) -> list[float]:
+    """Best-so-far after each new trial."""
+    import optuna
+
+    from tuner.history import apply, load_history
+    from tuner.search import sample_params
+
+    sampler: optuna.samplers.BaseSampler = (
+        optuna.samplers.RandomSampler(seed=seed)
+        if method == "random"
+        else optuna.samplers.TPESampler(seed=seed)
+    )
+    study = optuna.create_study(direction=task.goal, sampler=sampler)
+    if config.warm_start is not None:
+        apply(study, load_history(config))
+    sign = 1.0 if task.goal == "minimize" else -1.0
+    best, curve = math.inf, []
+    for _ in range(budget):
+        trial = study.ask()
+        params = {**fixed, **sample_params(trial, config)}
+        value = task.evaluate(params, False)
+        study.tell(trial, value)
+        best = min(best, sign * value)
+        curve.append(sign * best)
+    return curve
+
+
+def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) -> dict[str, Any]:
+    from tuner.history._derive import derive_campaign
+    from tuner.history._derive_yaml import render_campaign
+
+    uri = f"sqlite:///{work / 'mlflow.db'}"
+    experiment = _record_prior(task, seed, prior_trials, uri)
+    warm = {"warm_start": {"from": [{"experiment": experiment}]}, "lineage": {"tracking_uri": uri}}
+    plain = _config(task, work, f"{task.name}-s{seed}", {"lineage": {"tracking_uri": uri}})
+    warmed = _config(task, work, f"{task.name}-warm-s{seed}", warm)
+    derived = derive_campaign(experiment, target=task.metric, goal=task.goal, tracking_uri=uri)
+    path = work / f"{task.name}-init-s{seed}.yaml"
+    path.write_text(render_campaign(derived, trials=budget))
+    from tuner.config import load_config
+
+    init = load_config(path)
+    fixed = {p.name: p.best for p in derived.fixed if p.in_best}
+    curves = {
+        "random": _campaign(task, "random", seed, budget, plain, {}),
+        "tpe-cold": _campaign(task, "tpe-cold", seed, budget, plain, {}),
+        "tpe-warm": _campaign(task, "tpe-warm", seed, budget, warmed, {}),
+        "tuner-init": _campaign(task, "tuner-init", seed, budget, init, fixed),
+    }
+    return {
+        "curves": curves,
+        "tuned": [p.name for p in derived.tuned],
+        "fixed": fixed,
+        "ranges": {p.name: p.spec for p in derived.tuned},
+    }
+
+
+def _reached(curve: list[float], target: float, goal: str) -> int | None:
+    for i, best in enumerate(curve, start=1):
+        if (best <= target) if goal == "minimize" else (best >= target):
+            return i
+    return None
+
+
+def summarize(task: Task, seeds: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    finals = [s["curves"]["tpe-cold"][-1] for s in seeds]
+    target = statistics.median(finals)
+    out: dict[str, Any] = {"task": task.name, "metric": task.metric, "goal": task.goal}
+    out["target"] = target
+    out["methods"] = {}
+    for method in METHODS:
+        hits = [_reached(s["curves"][method], target, task.goal) for s in seeds]
+        counted = [h if h is not None else budget + 1 for h in hits]
+        out["methods"][method] = {
+            "trials_to_target": hits,
+            "median": statistics.median(counted),
+            "reached": sum(h is not None for h in hits),
+            "median_final_best": statistics.median(s["curves"][method][-1] for s in seeds),
+        }
+    cold = out["methods"]["tpe-cold"]["median"]
+    for m in out["methods"].values():
+        m["ratio_to_cold"] = m["median"] / cold
+    out["tuned"] = [s["tuned"] for s in seeds]
+    out["ranges"] = seeds[0]["ranges"]
+    out["seeds"] = len(seeds)
+    return out
+
+
+def _show(n: float, budget: int) -> str:
+    return f">{budget}" if n > budget else f"{n:g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 task, 2 seeds, 12 trials")
+    parser.add_argument("--tasks", nargs="*", choices=sorted(TASKS), default=None)
+    parser.add_argument("--seeds", type=int, default=None, help="default 10 (quick: 2)")
+    parser.add_argument("--budget", type=int, default=None, help="trials per campaign (30)")
+    parser.add_argument("--prior", type=int, default=None, help="prior campaign trials (24)")
+    parser.add_argument(
+        "--json", default=None, help="also write the results here (rewritten after each seed)"
+    )
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    tasks = args.tasks or (["diabetes-svr"] if args.quick else list(TASKS))
+    n_seeds = args.seeds or (2 if args.quick else 10)
+    budget = args.budget or (12 if args.quick else 30)
+    prior = args.prior or (16 if args.quick else 24)
+    started = time.perf_counter()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-outcome-") as tmp:
+        work = Path(tmp)
+        for name in tasks:
+            task = TASKS[name]
+            seeds: list[dict[str, Any]] = []
+            for s in range(n_seeds):
+                seeds.append(run_seed(task, s, budget, prior, work))
+                finals = {m: f"{c[-1]:.4g}" for m, c in seeds[-1]["curves"].items()}
+                print(f"{name} seed {s}: final best {finals}", file=sys.stderr, flush=True)
+                if args.json:  # partial results survive an interrupted run
+                    partial = [*results, summarize(task, seeds, budget)]
+                    Path(args.json).write_text(json.dumps(partial, indent=2, default=str))
+            summary = summarize(task, seeds, budget)
+            results.append(summary)
+            _print(summary, budget, len(seeds))
+    took = time.perf_counter() - started
+    print(f"{len(tasks)} task(s) x {n_seeds} seeds, budget {budget}, prior {prior}: {took:.0f}s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+    return 0
+
+
+def _print(summary: dict[str, Any], budget: int, n_seeds: int) -> None:
+    goal = summary["goal"]
+    print(
+        f"\n{summary['task']}: target {summary['metric']} {'<=' if goal == 'minimize' else '>='} "
+        f"{summary['target']:.4g} (cold TPE's median final best after {budget} trials)"
+    )
+    print(f"  {'method':<11} {'median trials':>13} {'ratio to cold':>13} {'reached':>8}")
+    for method, m in summary["methods"].items():
+        print(
+            f"  {method:<11} {_show(m['median'], budget):>13} {m['ratio_to_cold']:>13.2f} "
+            f"{m['reached']:>5}/{n_seeds}"
+        )
+    tuned = {", ".join(t) for t in summary["tuned"]}
+    print(f"  tuner init tuned: {' | '.join(sorted(tuned))}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
