@@ -160,7 +160,7 @@ def save_sample_table(columns: Sequence[TableColumn], path: Path, *, title: str 
             row.append(_cell(float(getattr(np, stat)(f))) if f is not None else "")
         body.append(row)
     row_labels = [str(i) for i in range(n)] + ["min", "mean", "max"]
-    fig = _figure(1.2 + 0.95 * max(1, len(headers)), 0.9 + 0.26 * (len(body) + 1))
+    fig = _figure(1.2 + 0.95 * max(1, len(headers)), 0.75 + 0.2 * (len(body) + 1))
     ax = fig.add_subplot()
     ax.axis("off")
     table = ax.table(
