@@ -101,6 +101,11 @@ class Coordination(abc.ABC):
         running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
         if not running:
             return [], False
+        from tuner.search._resilient import outage_for, retrying
+
         config = self.config
-        live = live_trial_ids(config.optuna_storage_url(), config.study_name, default_timing()[1])
+        url = config.optuna_storage_url()
+        live = retrying(
+            lambda: live_trial_ids(url, config.study_name, default_timing()[1]), outage_for(url)
+        )
         return [t for t in running if internals.trial_id(t) not in live], bool(live)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import os
 import random
 import shutil
@@ -43,9 +44,11 @@ __all__ = [
     "ResilientRDBStorage",
     "is_disconnect",
     "is_disk_full",
+    "is_restarting",
     "outage_for",
     "retrying",
     "set_outage_sink",
+    "starting",
 ]
 
 T = TypeVar("T")
@@ -79,6 +82,18 @@ _DISCONNECT_TEXT = (
     "server has gone away",
     "cannot operate on a closed",
     "can't reconnect until invalid",
+    "is not currently accepting connections",
+)
+# Of those, the ones a server that exists gives while it restarts or refuses sessions for a
+# while: worth waiting for even when a controller starts (a refused connection is not: the
+# server may not be there at all, and the user should hear so at once).
+_RESTARTING_TEXT = (
+    "terminating connection",
+    "server closed the connection",
+    "the database system is",
+    "is not currently accepting connections",
+    "consuming input failed",
+    "connection reset",
 )
 _DISK_FULL_TEXT = ("database or disk is full", "no space left on device")
 
@@ -112,6 +127,12 @@ def is_disconnect(exc: BaseException) -> bool:
             if any(t in text for t in _DISCONNECT_TEXT):
                 return True
     return False
+
+
+def is_restarting(exc: BaseException) -> bool:
+    """Whether ``exc`` says a database that exists is restarting or refusing sessions for a
+    while (not: no server listens there)."""
+    return any(t in str(err).lower() for err in _chain(exc) for t in _RESTARTING_TEXT)
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -256,6 +277,40 @@ def retrying(call: Callable[[], T], outage: Outage) -> T:
         if outage.down:
             outage.recovered()
         return result
+
+
+def starting(call: Callable[[], T], url: str, window: float = 30.0) -> T:
+    """``call()`` when a controller starts: retried with backoff for up to ``window`` s while
+    the database is restarting (`is_restarting`); anything else raises at once."""
+    delay, deadline = 0.2, time.monotonic() + window
+    outage = outage_for(url)
+    while True:
+        try:
+            result = call()
+        except Exception as exc:
+            if not is_restarting(exc) or time.monotonic() >= deadline:
+                raise
+            outage.failed(exc)
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, _MAX_DELAY)
+            continue
+        if outage.down:
+            outage.recovered()
+        return result
+
+
+class _QuietFallback(logging.Filter):
+    """Optuna logs a lost connection during ``_get_trials`` (raw SQL and all) before it
+    retries with another query: the outage is reported once, by `Outage`, instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if not text.startswith("Caught an error from sqlalchemy"):
+            return True
+        return not any(t in text.lower() for t in _DISCONNECT_TEXT)
+
+
+logging.getLogger("optuna.storages._rdb.storage").addFilter(_QuietFallback())
 
 
 class DiskFull(TunerError):

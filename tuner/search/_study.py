@@ -37,18 +37,24 @@ __all__ = [
 
 def check_storage(url: str, field: str = "storage") -> None:
     """Connect to the database at ``url`` once, creating nothing (no table, no SQLite file:
-    a SQLite URL is not checked); `StorageUnavailable` when that fails."""
+    a SQLite URL is not checked); `StorageUnavailable` when that fails. A database that is
+    restarting is waited for (`tuner.search._resilient.starting`)."""
     if url.startswith("sqlite"):
         return
     import sqlalchemy
 
-    try:
+    from tuner.search._resilient import starting
+
+    def connect() -> None:
         engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
         try:
             with engine.connect():
                 pass
         finally:
             engine.dispose()
+
+    try:
+        starting(connect, url)
     except Exception as exc:
         error = storage_unavailable(exc, url, field)
         if error is None:
@@ -71,11 +77,11 @@ def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
 
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
-    from tuner.search._resilient import ResilientRDBStorage, is_disconnect
+    from tuner.search._resilient import ResilientRDBStorage, is_disconnect, starting
 
     for attempt in range(5):
         try:
-            return ResilientRDBStorage(url, **kwargs)
+            return starting(lambda: ResilientRDBStorage(url, **kwargs), url)
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             text = str(exc).lower()
             # A connection dropped while the tables are checked is tried again, briefly (a
