@@ -7,7 +7,11 @@ What a new user clicks through after the quickstart, checked in a real browser:
    ``custom_model_development``);
 2. ``campaign-run.png``: the campaign's parent run, whose description links the importance
    analysis run;
-3. ``analysis-artifacts.png``: the analysis run's artifacts (the importance plots).
+3. ``analysis-artifacts.png``: the analysis run's artifacts (the importance plots);
+4. ``report-<view>.png``: each picture of the campaign report (``report/<view>.png`` in the
+   analysis run: history, parallel coordinates, slice, intermediate values...) and
+   ``report-page.png``, its interactive page (``report/report.html``), each opened through
+   the MLflow UI's artifact view as the description's link opens it.
 
 It runs a small campaign (10 sub-second trials, so that the closing importance analysis runs)
 into a fresh SQLite lineage store, starts ``lineage ui`` on it, and calls
@@ -103,6 +107,28 @@ def find_runs(uri: str) -> dict[str, str]:
             found[kind] = run.info.run_id
             found[f"{kind}_description"] = run.data.tags.get("mlflow.note.content", "")
     return found
+
+
+def report_pages(
+    uri: str, exp: str, runs: dict[str, str], view: str, problems: list[str]
+) -> dict[str, str]:
+    """``report-<view>.png`` -> the UI page of each picture of the campaign report, and
+    ``report-page.png`` -> its interactive page; a problem when the report is missing."""
+    from mlflow.tracking import MlflowClient
+
+    files = [
+        a.path for a in MlflowClient(tracking_uri=uri).list_artifacts(runs["analysis"], "report")
+    ]
+    pictures = sorted(p for p in files if p.endswith(".png"))
+    if "report/report.html" not in files or not pictures:
+        problems.append(f"the analysis run holds no campaign report (report/: {files})")
+        return {}
+    if "artifactPath/report/report.html" not in runs.get("campaign_description", ""):
+        problems.append("the campaign run's description does not link the report")
+    base = f"{exp}/runs/{runs['analysis']}/artifactPath"
+    pages = {f"report-{Path(p).stem}.png": f"{base}/{p}{view}" for p in pictures}
+    pages["report-page.png"] = f"{base}/report/report.html{view}"
+    return pages
 
 
 def start_ui(uri: str, cwd: Path) -> tuple[subprocess.Popen[str], str]:
@@ -205,6 +231,7 @@ def main() -> int:
         pages["campaign-run.png"] = f"{exp}/runs/{runs['campaign']}{view}"
     if "analysis" in runs:
         pages["analysis-artifacts.png"] = f"{exp}/runs/{runs['analysis']}/artifacts{view}"
+        pages.update(report_pages(uri, exp, runs, view, problems))
     try:
         with tempfile.TemporaryDirectory() as profile:
             for name, page in pages.items():

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["WARM_START_KEYS", "Report", "is_warm_started", "render_report"]
 
-#: User or system attributes (or, for runs read from MLflow, tags) that mark a trial as
-#: warm-started: imported from earlier runs rather than sampled by this study.
-WARM_START_KEYS = ("tuner.warm_start", "tuner.warm_start.source", "warm_start")
+#: System or user attributes (or, for runs read from MLflow, tags) that mark a trial as
+#: warm-started: imported from earlier runs rather than sampled by this study. The tuner's
+#: ``warm_start:`` sets both (``tuner.search`` spells them; ``lineage`` cannot import it).
+WARM_START_KEYS = ("tuner:imported", "tuner.imported_from")
 PAGE = "report.html"
 INDEX = "report.json"
 _MAX_PARALLEL_PARAMS = 10
@@ -110,7 +111,7 @@ def render_report(
 
     Per objective: the optimization history with the best-so-far line (warm-started trials
     as diamonds), parallel coordinates of the parameters and the objective with the
-    ``best`` best trials in red, a contour of the two most important parameters and a slice
+    ``best`` best trials in red (at most a quarter of them), a contour of the two most important parameters and a slice
     of each. Then the intermediate values (pruned trials dotted, an x where each stopped)
     when trials reported any, and the Pareto front for two or three objectives.
 
@@ -206,8 +207,9 @@ def _save_page(report: Report, figures: Sequence[F.Figure], path: Path) -> Path:
             full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}
         )
         parts.append(
-            f"<section id='{fig.stem}'><p>{html.escape(fig.caption)} "
-            f"<a href='{fig.stem}.png'>PNG</a></p>{body}</section>"
+            # No link to the PNG beside it: inside the MLflow UI the page is an iframe's
+            # srcdoc, where a relative link leads nowhere.
+            f"<section id='{fig.stem}'><p>{html.escape(fig.caption)}</p>{body}</section>"
         )
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
     toc = " · ".join(f"<a href='#{f.stem}'>{html.escape(f.title)}</a>" for f in figures)

@@ -24,11 +24,11 @@ def test_runs_become_trials_with_their_states_and_curves() -> None:
     runs = [_run(i) for i in range(6)]
     runs.append(_run(6, **{"tuner.state": "PRUNED"}))
     runs.append(_run(7, status="FAILED"))
-    runs.append(_run(8, **{"tuner.warm_start": "earlier-exp"}))
+    runs.append(_run(8, **{"tuner.imported_from": "r999"}))
     curves = {r.run_id: {"loss": [MetricPoint(s, 2.0 - s, 0) for s in range(3)]} for r in runs}
     study = study_from_runs(
         runs, targets=["loss"], goals=["minimize"], params=["lr", "opt", "w"],
-        histories=curves.__getitem__, warm_tags=["tuner.warm_start"],
+        histories=curves.__getitem__, warm_tags=["tuner.imported_from"],
     )  # fmt: skip
     trials = study.get_trials()
     assert [t.state.name for t in trials] == ["COMPLETE"] * 6 + ["PRUNED", "FAIL", "COMPLETE"]
@@ -55,7 +55,7 @@ def test_pruned_and_warm_started_trials_are_drawn_apart(tmp_path: Path) -> None:
     study = optuna.create_study(
         pruner=optuna.pruners.ThresholdPruner(upper=1.5), sampler=optuna.samplers.RandomSampler(0)
     )
-    study.enqueue_trial({"x": 0.1, "k": "a"}, user_attrs={"tuner.warm_start": "e1"})
+    study.enqueue_trial({"x": 0.1, "k": "a"}, user_attrs={"tuner.imported_from": {"run_id": "r1"}})
 
     def objective(trial: optuna.Trial) -> float:
         x, k = trial.suggest_float("x", -2, 2), trial.suggest_categorical("k", ["a", "b"])
