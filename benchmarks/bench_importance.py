@@ -23,7 +23,10 @@ and false-positive rate of the ``significant`` flag at those run counts.
 
 Cases with published truth: ``ishigami`` and ``g_function`` (total Sobol' indices in closed
 form), ``geometric`` (smooth effects halving down to about 1% of the variance, with
-interactions, three dummies: the kind issue 14.7 describes).
+interactions, three dummies: the kind issue 14.7 describes), and of that kind with total
+indices in closed form: ``levitan`` (Sobol' and Levitan 1999, geometric b), ``bratley``
+(Bratley, Fox and Niederreiter 1992, d = 6, down to 0.6%) and ``geometric2`` (exactly
+standardized smooth components and pairwise products, down to 1.15%).
 """
 
 from __future__ import annotations
@@ -133,6 +136,89 @@ def _geometric(p: dict[str, Any], rng: np.random.Generator) -> float:
     return y + 0.6 * t[0] * t[1] + 0.3 * t[2] * t[3]
 
 
+LEVITAN_B = (1.5, 1.0, 0.7, 0.45, 0.3, 0.2)
+
+
+def _levitan(p: dict[str, Any], rng: np.random.Generator) -> float:
+    # Sobol' and Levitan (1999): f = exp(sum b_i x_i) - I_d on [0, 1]^d, here with b falling
+    # off geometrically. A product of independent factors, so the total indices have a closed
+    # form (see _levitan_total): every parameter interacts with every other.
+    return math.exp(sum(b * p[f"x{i}"] for i, b in enumerate(LEVITAN_B))) - math.prod(
+        (math.exp(b) - 1.0) / b for b in LEVITAN_B
+    )
+
+
+def _levitan_total() -> list[float]:
+    # E[g_i] = (e^b - 1)/b, E[g_i^2] = (e^2b - 1)/2b; S_Ti = (1 - m_i^2/s_i) prod s / V with
+    # V = prod s - prod m^2: 0.571, 0.283, 0.145, 0.062, 0.028, 0.012.
+    m = [(math.exp(b) - 1.0) / b for b in LEVITAN_B]
+    s = [(math.exp(2 * b) - 1.0) / (2 * b) for b in LEVITAN_B]
+    whole = math.prod(s) - math.prod(v * v for v in m)
+    return [(1.0 - mi * mi / si) * math.prod(s) / whole for mi, si in zip(m, s, strict=True)]
+
+
+BRATLEY_D = 6
+
+
+def _bratley(p: dict[str, Any], rng: np.random.Generator) -> float:
+    # Bratley, Fox and Niederreiter (1992), the "K function" of the sensitivity-analysis test
+    # suites: f = sum_i (-1)^i prod_{j<=i} x_j on [0, 1]^6; effects fall off geometrically,
+    # all through products (interactions).
+    return sum((-1) ** i * math.prod(p[f"x{j}"] for j in range(i)) for i in range(1, BRATLEY_D + 1))
+
+
+def _bratley_total() -> list[float]:
+    # f is linear in each x_k: S_Tk = E[(df/dx_k)^2] / 12 / Var f, exact from the moments
+    # E[x] = 1/2, E[x^2] = 1/3: 0.740, 0.266, 0.076, 0.034, 0.0062, 0.0062.
+    def moment(a: int, b: int, skip: int = 0) -> float:
+        return math.prod(
+            (1.0, 0.5, 1.0 / 3.0)[(j <= a) + (j <= b)] for j in range(1, max(a, b) + 1) if j != skip
+        )
+
+    idx = range(1, BRATLEY_D + 1)
+    mean = sum((-1) ** i * 0.5**i for i in idx)
+    var = sum((-1) ** (i + k) * moment(i, k) for i in idx for k in idx) - mean**2
+    return [
+        sum((-1) ** (i + k) * moment(i, k, j) for i in idx for k in idx if min(i, k) >= j)
+        / 12
+        / var
+        for j in idx
+    ]
+
+
+GEO2_W = [0.55**k for k in range(7)]
+GEO2_PAIRS = {(0, 1): 0.4, (2, 3): 0.2, (4, 5): 0.1}
+_SQ = (math.sqrt(7.0), math.sqrt(2.0), math.sqrt(5.0), math.sqrt(12.0), math.sqrt(2.0))
+
+
+def _geometric2(p: dict[str, Any], rng: np.random.Generator) -> float:
+    # Issue 14.7's kind with an exact truth: seven smooth components with mean 0 and variance
+    # 1 exactly (Legendre polynomials, a cosine, a sine), weights falling off by 0.55, three
+    # pairwise products; total index of k = (w_k + sum of its products' c^2) / V.
+    x = [p[f"x{i}"] for i in range(7)]
+    z = [2.0 * v - 1.0 for v in x]
+    t = [
+        _SQ[0] * (5 * z[0] ** 3 - 3 * z[0]) / 2,
+        _SQ[1] * math.cos(math.pi * x[1]),
+        _SQ[2] * (3 * z[2] ** 2 - 1) / 2,
+        _SQ[3] * (x[3] - 0.5),
+        _SQ[4] * math.sin(2 * math.pi * x[4]),
+        math.sqrt(3.0) * z[5],
+        _SQ[2] * (3 * z[6] ** 2 - 1) / 2,
+    ]
+    y = sum(math.sqrt(w) * v for w, v in zip(GEO2_W, t, strict=True))
+    return y + sum(c * t[a] * t[b] for (a, b), c in GEO2_PAIRS.items())
+
+
+def _geometric2_total() -> list[float]:
+    # 0.484, 0.296, 0.143, 0.086, 0.042, 0.025, 0.0115
+    whole = sum(GEO2_W) + sum(c * c for c in GEO2_PAIRS.values())
+    return [
+        (w + sum(c * c for pair, c in GEO2_PAIRS.items() if k in pair)) / whole
+        for k, w in enumerate(GEO2_W)
+    ]
+
+
 # name -> (space, function, truth: higher = more important, 0 = no effect)
 CASES: dict[str, Case] = {
     # the two cases of importance_truth.py, unchanged
@@ -193,6 +279,21 @@ CASES: dict[str, Case] = {
         {f"x{i}": _u(0, 1) for i in range(9)},
         _geometric,
         [0.57, 0.35, 0.14, 0.090, 0.026, 0.013, 0, 0, 0],
+    ),
+    "levitan": (
+        {**{f"x{i}": _u(0, 1) for i in range(6)}, **{f"d{i}": _u(0, 1) for i in (1, 2, 3)}},
+        _levitan,
+        [*_levitan_total(), 0, 0, 0],
+    ),
+    "bratley": (
+        {**{f"x{i}": _u(0, 1) for i in range(BRATLEY_D)}, "d1": _u(0, 1), "d2": _u(0, 1)},
+        _bratley,
+        [*_bratley_total(), 0, 0],
+    ),
+    "geometric2": (
+        {**{f"x{i}": _u(0, 1) for i in range(7)}, **{f"d{i}": _u(0, 1) for i in (1, 2, 3)}},
+        _geometric2,
+        [*_geometric2_total(), 0, 0, 0],
     ),
 }
 

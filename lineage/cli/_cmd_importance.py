@@ -96,13 +96,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="record the analysis (plots, tables, importances as metrics) as an MLflow run",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the forest and resampling")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the model and resampling")
     add_common(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.importance import RandomForestImportance, analyze_experiment
+    from lineage.importance import AutoImportance, analyze_experiment
     from lineage.importance._result import format_bound
 
     if args.runs_shown < 0:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         where=args.where,
         params=args.params,
         top=args.top,
-        evaluator=RandomForestImportance(random_state=args.seed),
+        evaluator=AutoImportance(random_state=args.seed),
         log=args.log,
     )
     if args.format == "json":

@@ -2,9 +2,11 @@
 
 ``get_param_importances(runs, target=..., goal=...)`` ranks the parameters of any MLflow runs
 (``lineage.store`` records or an ``mlflow.search_runs`` frame) with a pluggable
-:class:`ImportanceEvaluator`; the default, :class:`RandomForestImportance`, is a random forest
-(boosted by out-of-bag residuals) scored by cross-fitted, held-out permutation importance,
-with a t interval per parameter and ``significant`` = that interval excludes zero.
+:class:`ImportanceEvaluator`; the default, :class:`AutoImportance`, fits a Gaussian process
+(:class:`GaussianProcessImportance`) or a random forest boosted by out-of-bag residuals
+(:class:`RandomForestImportance`), whichever predicts held-out runs better, and scores each
+parameter by cross-fitted, held-out permutation importance, with a t interval per parameter
+and ``significant`` = that interval excludes zero.
 ``analyze_experiment`` reads an experiment from a tracking store, ranks it, and with
 ``log=True`` records the analysis (plots, tables, importances as metrics) as an MLflow run
 tagged ``lineage.run_type=analysis``.
@@ -13,9 +15,11 @@ tagged ``lineage.run_type=analysis``.
 from __future__ import annotations
 
 from lineage.importance._analysis import MIN_RUNS, get_param_importances
+from lineage.importance._auto import AutoImportance
 from lineage.importance._base import ImportanceEvaluator, NotFittedError
 from lineage.importance._correlation import CorrelationImportance
 from lineage.importance._experiment import ANALYSIS_RUN_TYPE, analyze_experiment, training_runs
+from lineage.importance._gaussian_process import GaussianProcessImportance
 from lineage.importance._random_forest import RandomForestImportance
 from lineage.importance._result import ImportanceResult, ParamImportance
 from lineage.importance._types import EncodedParams, ParamSpec, encode, infer_spec
@@ -23,8 +27,10 @@ from lineage.importance._types import EncodedParams, ParamSpec, encode, infer_sp
 __all__ = [
     "ANALYSIS_RUN_TYPE",
     "MIN_RUNS",
+    "AutoImportance",
     "CorrelationImportance",
     "EncodedParams",
+    "GaussianProcessImportance",
     "ImportanceEvaluator",
     "ImportanceResult",
     "NotFittedError",

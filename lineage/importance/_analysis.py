@@ -75,7 +75,8 @@ def get_param_importances(
     under the first of them in ``params`` (else the shortest name), the others listed in
     ``result.aliases``. ``top`` (0 < top <= 1) analyses only
     the best ``top`` fraction of runs: what still matters once you are close to the optimum.
-    ``evaluator`` defaults to :class:`~lineage.importance.RandomForestImportance`.
+    ``evaluator`` defaults to :class:`~lineage.importance.AutoImportance` (a Gaussian process or
+    a random forest, whichever predicts held-out runs better).
 
     The importances of the result sum to one (equal shares when no parameter has any
     measurable effect); ``params`` are sorted most important first.
@@ -89,9 +90,9 @@ def get_param_importances(
     if top is not None and not (isinstance(top, int | float) and 0.0 < top <= 1.0):
         raise UsageError(f"top must be a fraction in (0, 1], got {top!r}")
     if evaluator is None:
-        from lineage.importance._random_forest import RandomForestImportance
+        from lineage.importance._auto import AutoImportance
 
-        evaluator = RandomForestImportance()
+        evaluator = AutoImportance()
     elif not isinstance(evaluator, ImportanceEvaluator):
         raise UsageError(
             f"evaluator must be an ImportanceEvaluator, got {type(evaluator).__name__}"
