@@ -4,7 +4,7 @@ Each worker is the real CLI (controller, study lock, heartbeats, MLflow lineage 
 SQLite store shared by the workers); each trial is a real process (``python -S``, sleeps
 0.2 s, prints its loss, read by a ``metrics:`` pattern). Reported: throughput, errors (worker
 exit codes and error lines), duplicate trials (two COMPLETE trials with the same
-parameters, or a trial number told twice), trials left RUNNING/WAITING, the peak number of
+parameters), trials left RUNNING/WAITING, the peak number of
 database sessions on the study's database (``pg_stat_activity``, sampled every 0.1 s).
 
     python benchmarks/bench_load.py [--workers 8] [--trials 300] [--json out.json]
@@ -114,11 +114,15 @@ def run_load(
         for line in err.decode(errors="replace").splitlines()
         if "error" in line.lower() or "Traceback" in line
     ]
+    ends = sorted(t.datetime_complete for t in counted if t.datetime_complete)
+    steady = (len(ends) - 1) / (ends[-1] - ends[0]).total_seconds() if len(ends) > 1 else 0.0
     return {
         "workers": workers,
         "trials": trials,
         "wall_s": round(wall, 1),
         "trials_per_s": round(states["COMPLETE"] / wall, 2),
+        # Between the first and the last trial end: without the workers' start-up.
+        "steady_trials_per_s": round(steady, 2),
         "exit_codes": [p.returncode for p in procs],
         "states": dict(states),
         "counted": len(counted),
