@@ -120,3 +120,31 @@ def store_uri(request: pytest.FixtureRequest) -> str:
 def python() -> str:
     """The interpreter running the tests, for subprocess trials and scripts."""
     return sys.executable
+
+
+# Under pytest-xdist (`pytest -n 2`, the default in pyproject.toml) each worker is its own
+# session. Tests that share an expensive session resource are grouped onto one worker, so the
+# resource is still made once per run: one Ray cluster and one MLflow server ("services"), one
+# MindSpore import, one recorded MindSpore run set, and so on. Cheap templates are per worker.
+_PER_WORKER = {"_sqlite_template", "_pg_template", "_pg_databases"}
+_SERVICES = {"_launched", "ray_cluster_address"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = set()
+        for name in info.names_closure:
+            defs = info.name2fixturedefs.get(name)
+            if not defs or name in _PER_WORKER:
+                continue
+            fixture = defs[-1]
+            if fixture.scope == "session" and fixture.baseid.startswith("tests"):
+                shared.add(name)
+        if shared:
+            group = "services" if shared & _SERVICES else min(shared)
+            item.add_marker(pytest.mark.xdist_group(group))
