@@ -94,7 +94,8 @@ def register(subparsers: Any) -> None:
         help="list runs: filter (--where), sort, choose columns",
         description="List the active runs of an MLflow store, filtered with --where "
         "(and/or/not, in, like), sorted by several keys. Reads SQLite/PostgreSQL stores "
-        "directly, any other store through MLflow.",
+        "directly, an mlflow server with the filter sent to it, any other store through "
+        "MLflow.",
     )
     add_query_arguments(parser)
     parser.add_argument(
