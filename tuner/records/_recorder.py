@@ -37,7 +37,7 @@ from lineage.masking import mask_argv, mask_uri, mask_value
 from tuner.records import _tags as T
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._trial import trial_run_name
-from tuner.records._write import open_sql_writer, write_batch
+from tuner.records._write import close_writer, open_http_writer, open_sql_writer, write_batch
 
 __all__ = ["LineageRecorder"]
 
@@ -257,9 +257,9 @@ class LineageRecorder:
             if self.parent_run_id is not None:
                 if tags:
                     self._log(self.parent_run_id, tags=dict(tags))
-                self._guard(
-                    "status", lambda: self._client.set_terminated(self.parent_run_id, status)
-                )
+                parent = self.parent_run_id
+                self._guard("status", lambda: self._set_status(parent, status))
+            self._guard("close", lambda: close_writer(self._sql))
 
         self._pool_size = 0
         self._jobs.put(finish)
@@ -274,7 +274,12 @@ class LineageRecorder:
 
     def _loop(self) -> None:
         while True:
-            job = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=1.0)
+            except queue.Empty:
+                if self._sql is not None:
+                    self._guard("spool", self._sql.sync)  # deliver spooled records when back
+                continue
             if job is None:
                 return
             try:
@@ -312,6 +317,8 @@ class LineageRecorder:
             if self._sql is None:
                 # No way to move a run's start time: create each trial's run as it starts.
                 self._pool_size = 0
+                # An mlflow server: records wait in a local spool while it is away.
+                self._sql = open_http_writer(self.tracking_uri)
             # New experiments are tagged mlflow.experimentKind=custom_model_development (the
             # MLflow UI then opens them on their runs).
             self.experiment_id = ensure_experiment(
@@ -365,14 +372,17 @@ class LineageRecorder:
         self._client.delete_run(run_id)
 
     def _create_reserved(self) -> str:
-        run = self._client.create_run(
-            self.experiment_id,
-            tags={
-                T.RUN_TYPE: T.RUN_TYPE_RESERVED,
-                T.MLFLOW_PARENT_RUN_ID: self.parent_run_id,
-                T.CAMPAIGN: self.campaign,
-            },
-        )
+        tags = {
+            T.RUN_TYPE: T.RUN_TYPE_RESERVED,
+            T.MLFLOW_PARENT_RUN_ID: self.parent_run_id,
+            T.CAMPAIGN: self.campaign,
+        }
+        create = getattr(self._sql, "create_run", None)
+        if create is not None:
+            # An mlflow server: waits (one warning line) while it is away, since the trial
+            # needs the run's id; created once even when an answer is lost.
+            return str(create(self.experiment_id, tags=tags))
+        run = self._client.create_run(self.experiment_id, tags=tags)
         return str(run.info.run_id)
 
     def _set_name(self, run_id: str, name: str) -> None:

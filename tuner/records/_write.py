@@ -1,6 +1,7 @@
 """How a batch of params, tags and metric points reaches a run: straight into MLflow's SQL
-tables through lineage's writer when the store is SQL, else through MLflow's client in
-chunks it accepts."""
+tables through lineage's writer when the store is SQL; to an ``mlflow server`` through
+lineage's http writer, which keeps records in a local spool while the server is away; else
+through MLflow's client in chunks it accepts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["open_sql_writer", "write_batch"]
+__all__ = ["close_writer", "open_http_writer", "open_sql_writer", "write_batch"]
 
 _log = logging.getLogger(__name__)
 _MAX_BATCH = 900  # MLflow accepts 1,000 metrics per log_batch
@@ -23,6 +24,22 @@ def open_sql_writer(uri: str) -> Any:
     except Exception as exc:  # schema it does not know, driver missing: use MlflowClient
         _log.info("tuner lineage: MlflowClient instead of direct SQL writes: %s", exc)
         return None
+
+
+def open_http_writer(uri: str) -> Any:
+    """lineage's spooling http writer for an ``http(s)://`` server, or None."""
+    from lineage.recording import http_writer
+
+    return http_writer(uri)
+
+
+def close_writer(writer: Any) -> None:
+    """Deliver what a spooling writer still holds if the server answers (else it stays in
+    the spool for the next process, which delivers it), and close it."""
+    from lineage.recording import SpoolingWriter
+
+    if isinstance(writer, SpoolingWriter):
+        writer.close()
 
 
 def write_batch(
