@@ -3,12 +3,17 @@ under faults is test_db_outage.py)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+import optuna
 import pytest
 import sqlalchemy
 from _pgfaults import terminate
 
 from tuner._errors import StorageUnavailable
-from tuner.coordination import StudyLock
+from tuner.coordination import StudyLock, ask_within_budget, counted_trials
+from tuner.coordination._lock import Held
 from tuner.search import _resilient as R
 
 
@@ -80,3 +85,31 @@ def test_the_study_lock_says_when_its_session_was_lost(pg_storage: str) -> None:
         assert not held.lost
     finally:
         lock.close()
+
+
+class _LockLostOnce:
+    """A study lock whose first hold loses its session while another controller asks."""
+
+    def __init__(self, study: optuna.Study) -> None:
+        self.study, self.holds = study, 0
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[Held]:
+        held = Held()
+        self.holds += 1
+        yield held
+        if self.holds == 1:
+            self.study.ask()  # the other controller, inside the lost lock
+            held.lost = True
+
+
+def test_a_trial_made_beyond_the_budget_under_a_lost_lock_is_given_back() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    lock = _LockLostOnce(study)
+    assert ask_within_budget(study, 1, lock) is None  # type: ignore[arg-type]
+    mine, theirs = study.get_trials()
+    assert (
+        mine.state.name == "FAIL" and "beyond budget.trials=1" in mine.system_attrs["tuner:stale"]
+    )
+    assert theirs.state.name == "RUNNING" and counted_trials(study) == 1
