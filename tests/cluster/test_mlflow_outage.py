@@ -247,3 +247,24 @@ def test_records_cross_an_outage_once(server: Server, tmp_path: Path) -> None:
     assert _history(url, trial, "m") == [(i, float(i)) for i in range(2500)]
     assert _run(url, recorder.parent_run_id or "")["info"]["status"] == "FINISHED"
     assert not list(spool.rglob("*.jsonl"))  # all delivered, no journal left
+
+
+def test_http_recording_keeps_every_point_once_in_order(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19.4: 20,000 points across 4 keys, requests of 1,000 points, 4 in flight."""
+    import lineage
+
+    monkeypatch.setenv("LINEAGE_SPOOL_DIR", str(tmp_path / "spool"))
+
+    with lineage.start_run(
+        experiment="http-order", tracking_uri=server.url, record_identity=False
+    ) as run:
+        assert run._recorder.writer.kind == "mlflow-http+spool"
+        for i in range(20_000):
+            run.log_metric(f"m{i % 4}", i * 0.5, step=i)
+        run.flush()
+    for k in range(4):
+        assert _history(server.url, run.run_id, f"m{k}") == [
+            (i, i * 0.5) for i in range(k, 20_000, 4)
+        ]
