@@ -43,7 +43,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
@@ -55,7 +55,7 @@ METHODS = ("random", "tpe-cold", "tpe-warm", "tuner-init")
 class Task:
     name: str
     metric: str
-    goal: str
+    goal: Literal["minimize", "maximize"]
     #: The campaign's ``parameters:`` section.
     space: dict[str, dict[str, Any]]
     #: ``evaluate(params, variant, seed) -> metric``; ``variant``: the prior's related task.
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     budget = args.budget or (12 if args.quick else 30)
     prior = args.prior or (16 if args.quick else 24)
     started = time.perf_counter()
-    results = []
+    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-outcome-") as tmp:
         work = Path(tmp)
         for name in tasks:

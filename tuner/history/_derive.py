@@ -30,49 +30,17 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
 from tuner.history._derive_command import command_flags, derive_command
+from tuner.history._derive_params import DerivedParameter, add_conditions, derive_parameter
 
 if TYPE_CHECKING:
-    from lineage.importance import ImportanceResult, ParamImportance
+    from lineage.importance import ImportanceResult
     from lineage.store import RunRecord
 
 __all__ = ["DerivedCampaign", "DerivedParameter", "derive_campaign"]
-
-#: The best runs a tuned range is refined around: this share of the runs, at least 3.
-TOP_SHARE = 0.25
-TOP_MIN = 3
-#: A tuned numeric range is widened by this share of the recorded span on each side.
-MARGIN = 0.1
-#: An int parameter with at most this many distinct recorded values is a categorical.
-FEW_INTS = 4
-
-
-@dataclass
-class DerivedParameter:
-    """One varying recorded hyperparameter and what the derived campaign does with it."""
-
-    name: str
-    #: ``float``, ``int``, ``bool`` or ``categorical`` (a bool is written as a categorical).
-    kind: Literal["float", "int", "bool", "categorical"]
-    tuned: bool
-    #: The campaign's ``parameters.<name>`` entry (empty when fixed).
-    spec: dict[str, Any]
-    #: ``(low, high)`` of the recorded values, or the recorded choices.
-    recorded: tuple[Any, ...]
-    log: bool
-    best: Any
-    importance: ParamImportance | None = None
-    #: Whether ``recorded`` is a ``(low, high)`` range rather than choices.
-    is_range: bool = False
-    #: Whether the best run had it (a conditional parameter may be inactive there).
-    in_best: bool = True
-    #: Why it is tuned over this range, or why it is fixed (one line).
-    reason: str = ""
-    #: The command-line flag that passes it (``--batch-size``), when the runs recorded one.
-    flag: str | None = None
 
 
 @dataclass
@@ -194,7 +162,7 @@ def derive_campaign(
         names.sort(key=lambda n: -ranked[n].importance if n in ranked else 1.0)
     flags = command_flags(rows)
     params = [
-        _derive_parameter(
+        derive_parameter(
             n,
             rows,
             types.get(n),
@@ -205,7 +173,7 @@ def derive_campaign(
         )
         for n in names
     ]
-    _add_conditions(params, rows)
+    add_conditions(params, rows)
     command, command_source, workdir = derive_command(best, rows, params)
     return DerivedCampaign(
         experiment=exp.name,
@@ -281,211 +249,5 @@ def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:
     return out
 
 
-# ----- one param ------------------------------------------------------------------------------
-
-
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
-
-
-def _parse(kind: str, text: str) -> Any:
-    if kind == "bool":
-        return text.strip().lower() == "true"
-    if kind == "int":
-        return int(float(text))
-    if kind == "float":
-        return float(text)
-    return text
-
-
-def _infer_kind(recorded_type: str | None, texts: Sequence[str]) -> str:
-    if recorded_type in ("int", "float", "bool"):
-        return recorded_type
-    if recorded_type == "str":
-        return "categorical"
-    if all(t.strip().lower() in ("true", "false") for t in texts):
-        return "bool"
-    try:
-        numbers = [float(t) for t in texts]
-    except ValueError:
-        return "categorical"
-    if not all(math.isfinite(x) for x in numbers):
-        return "categorical"
-    return (
-        "int"
-        if all(x.is_integer() and "." not in t for x, t in zip(numbers, texts, strict=True))
-        else "float"
-    )
-
-
-def _derive_parameter(
-    name: str,
-    rows: Sequence[RunRecord],
-    recorded_type: str | None,
-    *,
-    tuned: bool,
-    refine: bool,
-    importance: ParamImportance | None,
-    flag: str | None,
-) -> DerivedParameter:
-    from lineage.importance import infer_spec
-
-    present = [r for r in rows if _present(r.params.get(name))]
-    texts = [r.params[name] for r in present]
-    kind = _infer_kind(recorded_type, texts)
-    values = [_parse(kind, t) for t in texts]
-    best = next((v for r, v in zip(present, values, strict=True) if r is rows[0]), None)
-    in_best = best is not None
-    if best is None and values:
-        best = values[0]  # the best run lacks it: a conditional parameter, not active there
-    k = max(TOP_MIN, math.ceil(TOP_SHARE * len(present)))
-    top = values[:k]  # rows come best first
-    distinct = list(dict.fromkeys(values))
-    as_categorical = kind in ("bool", "categorical") or (
-        kind == "int" and len(distinct) <= FEW_INTS
-    )
-    log = False
-    if as_categorical:
-        recorded: tuple[Any, ...] = tuple(_sorted(distinct))
-        choices = _sorted(dict.fromkeys(top)) if refine else list(recorded)
-        if tuned and len(choices) < 2:
-            choices = list(recorded)  # the best runs agree: keep the others to check it
-        spec: dict[str, Any] = {"type": "categorical", "choices": choices}
-        how = f"the choices the best {len(top)} of {len(present)} runs used"
-        if choices == list(recorded):
-            how = f"every recorded choice ({len(present)} runs)"
-    else:
-        log = bool(infer_spec(name, values).log)
-        lo_all, hi_all = min(values), max(values)
-        recorded = (lo_all, hi_all)
-        lo, hi = _refine(values, top, log=log) if refine else recorded
-        spec = _numeric_spec(kind, lo, hi, log=log, values=values)
-        how = (
-            f"the span of the best {len(top)} of {len(present)} runs, widened by a tenth of "
-            f"the recorded span [{_show(lo_all)}, {_show(hi_all)}] on each side"
-            + (" (log scale)" if log else "")
-            if refine
-            else f"the recorded range ({len(present)} runs)"
-        )
-    reason = _reason(tuned, importance, how)
-    return DerivedParameter(
-        name=name,
-        kind=kind,  # type: ignore[arg-type]
-        tuned=tuned,
-        spec=spec if tuned else {},
-        recorded=recorded,
-        log=log,
-        best=best,
-        importance=importance,
-        reason=reason,
-        flag=flag,
-        is_range=not as_categorical,
-        in_best=in_best,
-    )
-
-
-def _present(text: str | None) -> bool:
-    return text is not None and text.strip().lower() not in ("", "none", "null", "nan")
-
-
-def _sorted(values: Any) -> list[Any]:
-    items = list(values)
-    try:
-        return sorted(items)
-    except TypeError:
-        return sorted(items, key=str)
-
-
-def _refine(values: Sequence[float], top: Sequence[float], *, log: bool) -> tuple[float, float]:
-    def scale(x: float) -> float:
-        return math.log10(x) if log else x
-
-    def back(x: float) -> float:
-        return 10.0**x if log else x
-
-    a, b = scale(min(values)), scale(max(values))
-    lo, hi = scale(min(top)), scale(max(top))
-    margin = MARGIN * (b - a)
-    return back(max(a, lo - margin)), back(min(b, hi + margin))
-
-
-def _numeric_spec(
-    kind: str, lo: float, hi: float, *, log: bool, values: Sequence[float]
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"type": kind}
-    if kind == "int":
-        low, high = math.floor(lo), math.ceil(hi)
-        if low == high:
-            low, high = low - 1 if low - 1 >= min(values) else low, high + 1
-        spec.update(low=int(low), high=int(high))
-        step = math.gcd(*(int(v) for v in values))
-        if not log and step > 1 and low % step == 0 and high % step == 0:
-            spec["step"] = step
-    else:
-        flow, fhigh = _round_down(lo), _round_up(hi)
-        if flow == fhigh:
-            fhigh = _round_up(fhigh * 1.01 if fhigh else 1e-3)
-        spec.update(low=flow, high=fhigh)
-    if log and spec["low"] > 0:
-        spec["log"] = True
-    return spec
-
-
-def _round_down(x: float, digits: int = 3) -> float:
-    return _round(x, digits, math.floor)
-
-
-def _round_up(x: float, digits: int = 3) -> float:
-    return _round(x, digits, math.ceil)
-
-
-def _round(x: float, digits: int, how: Any) -> float:
-    """``x`` to ``digits`` significant digits, rounded by ``how`` (floor or ceil)."""
-    if x == 0:
-        return 0.0
-    exponent = math.floor(math.log10(abs(x))) - digits + 1
-    unit = 10.0**exponent
-    return float(f"{how(x / unit) * unit:.{digits + 2}g}")
-
-
-def _show(x: Any) -> str:
-    return f"{x:.4g}" if isinstance(x, float) else str(x)
-
-
-def _reason(tuned: bool, imp: ParamImportance | None, how: str) -> str:
-    if imp is None:
-        rank = "not ranked"
-    else:
-        rank = f"importance {imp.importance:.2f} [{imp.ci[0]:.2f}, {imp.ci[1]:.2f}], " + (
-            "significant" if imp.significant else "not significant"
-        )
-    if tuned:
-        return f"tuned ({rank}) over {how}"
-    return f"fixed at the best run's value ({rank})"
-
-
-def _add_conditions(params: list[DerivedParameter], rows: Sequence[RunRecord]) -> None:
-    """A tuned parameter some runs lack, present exactly when a tuned categorical takes
-    certain values, gets ``when: {that: [values]}`` (``momentum`` only with ``optimizer:
-    momentum``)."""
-    for p in params:
-        if not p.tuned:
-            continue
-        has = [_present(r.params.get(p.name)) for r in rows]
-        if all(has):
-            continue
-        for q in params:
-            if q is p or not q.tuned or q.spec.get("type") != "categorical":
-                continue
-            on = {r.params.get(q.name) for r, h in zip(rows, has, strict=True) if h}
-            off = {r.params.get(q.name) for r, h in zip(rows, has, strict=True) if not h}
-            if None in on or on & off:
-                continue
-            chosen = [c for c in q.spec["choices"] if str(c) in on or _text(c) in on]
-            if chosen:
-                p.spec["when"] = {q.name: chosen if len(chosen) > 1 else chosen[0]}
-                break
-
-
-def _text(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)

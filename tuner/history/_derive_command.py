@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lineage.store import RunRecord
-    from tuner.history._derive import DerivedParameter
+    from tuner.history._derive_params import DerivedParameter
 
 __all__ = ["command_flags", "derive_command", "recorded_argv"]
 
