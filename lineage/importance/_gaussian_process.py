@@ -55,7 +55,7 @@ class GaussianProcessImportance(CrossFittedPermutationImportance):
         n_repeats: int = 8,
         nu: float = 2.5,
         n_restarts: int = 0,
-        max_fit_samples: int | None = 600,
+        max_fit_samples: int | None = 300,
         confidence: float = 0.95,
         random_state: int | None = 0,
     ) -> None:
