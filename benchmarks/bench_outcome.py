@@ -274,8 +274,7 @@ def _campaign(
 
 
 def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) -> dict[str, Any]:
-    from tuner.history._derive import derive_campaign
-    from tuner.history._derive_yaml import render_campaign
+    from tuner.history import derive_campaign, render_campaign
 
     uri = f"sqlite:///{work / 'mlflow.db'}"
     experiment = _record_prior(task, seed, prior_trials, uri)

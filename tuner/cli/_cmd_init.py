@@ -60,8 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from tuner._errors import ConfigError
-    from tuner.history._derive import derive_campaign
-    from tuner.history._derive_yaml import render_campaign
+    from tuner.history import derive_campaign, render_campaign
 
     if args.trials < 1:
         raise ConfigError(f"--trials must be >= 1, got {args.trials}.")

@@ -2,7 +2,9 @@
 
 - ``_sources``: the runs one ``warm_start.from`` entry selects (lineage's public store API);
 - ``_warm_start``: those runs as finished Optuna trials of the new space (`load_history`),
-  imported once into the study (`apply`).
+  imported once into the study (`apply`);
+- ``_derive*``: a campaign derived from recorded runs (`derive_campaign`), written as a commented
+  YAML file (`render_campaign`) by ``tuner init --from``.
 
 >>> from tuner.history import apply, load_history
 >>> plan = load_history(config)          # ConfigError (exit 2) for a source it cannot read
@@ -12,6 +14,8 @@
 
 from __future__ import annotations
 
+from tuner.history._derive import DerivedCampaign, DerivedParameter, derive_campaign
+from tuner.history._derive_yaml import render_campaign
 from tuner.history._sources import SourceRuns, read_source, source_uri
 from tuner.history._warm_start import (
     SKIP_REASONS,
@@ -23,11 +27,15 @@ from tuner.history._warm_start import (
 
 __all__ = [
     "SKIP_REASONS",
+    "DerivedCampaign",
+    "DerivedParameter",
     "SourceRuns",
     "SourceTally",
     "WarmStartPlan",
     "apply",
+    "derive_campaign",
     "load_history",
     "read_source",
+    "render_campaign",
     "source_uri",
 ]
