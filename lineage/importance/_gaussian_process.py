@@ -28,6 +28,10 @@ from lineage.importance._types import EncodedParams
 
 __all__ = ["GaussianProcessImportance"]
 
+_LENGTH_SCALE_MAX = 1e3
+"""Upper bound of a length scale, on inputs scaled to [0, 1]: at it, the model is flat in that
+column (a no-effect parameter's answer)."""
+
 
 class GaussianProcessImportance(CrossFittedPermutationImportance):
     """A Gaussian-process surrogate (anisotropic Matern + white noise), cross-fitted; each
@@ -125,7 +129,7 @@ class GaussianProcessSurrogate:
         self.span_ = np.where(span > 0, span, 1.0)
         kernel = self.warm[-1] if self.warm else (
             ConstantKernel(1.0, (1e-2, 1e2))
-            * Matern(length_scale=np.full(X.shape[1], 0.5), length_scale_bounds=(1e-2, 1e3),
+            * Matern(length_scale=np.full(X.shape[1], 0.5), length_scale_bounds=(1e-2, _LENGTH_SCALE_MAX),
                      nu=self.nu)
             + WhiteKernel(1e-2, (1e-6, 1.0))
         )  # fmt: skip
