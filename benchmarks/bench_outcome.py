@@ -27,6 +27,7 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py                # 3 tasks x 10 seeds, 30 trials (minutes)
     python benchmarks/bench_outcome.py --quick        # 1 task x 2 seeds (seconds)
     python benchmarks/bench_outcome.py --json out.json
+    python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,6 +330,7 @@ def summarize(task: Task, seeds: list[dict[str, Any]], budget: int) -> dict[str,
     for m in out["methods"].values():
         m["ratio_to_cold"] = m["median"] / cold
     out["tuned"] = [s["tuned"] for s in seeds]
+    out["fixed"] = [sorted(s["fixed"]) for s in seeds]
     out["ranges"] = seeds[0]["ranges"]
     out["seeds"] = len(seeds)
     return out
@@ -345,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=None, help="trials per campaign (30)")
     parser.add_argument("--prior", type=int, default=None, help="prior campaign trials (24)")
     parser.add_argument(
+        "--jobs", type=int, default=1, help="processes, one (task, seed) each (default 1)"
+    )
+    parser.add_argument(
         "--json", default=None, help="also write the results here (rewritten after each seed)"
     )
     args = parser.parse_args(argv)
@@ -358,26 +364,59 @@ def main(argv: list[str] | None = None) -> int:
     prior = args.prior or (16 if args.quick else 24)
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
+    pairs = [(name, s) for name in tasks for s in range(n_seeds)]
+    done: dict[tuple[str, int], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-outcome-") as tmp:
-        work = Path(tmp)
-        for name in tasks:
-            task = TASKS[name]
-            seeds: list[dict[str, Any]] = []
-            for s in range(n_seeds):
-                seeds.append(run_seed(task, s, budget, prior, work))
-                finals = {m: f"{c[-1]:.4g}" for m, c in seeds[-1]["curves"].items()}
-                print(f"{name} seed {s}: final best {finals}", file=sys.stderr, flush=True)
-                if args.json:  # partial results survive an interrupted run
-                    partial = [*results, summarize(task, seeds, budget)]
-                    Path(args.json).write_text(json.dumps(partial, indent=2, default=str))
-            summary = summarize(task, seeds, budget)
-            results.append(summary)
-            _print(summary, budget, len(seeds))
+        jobs = [(name, s, budget, prior, str(Path(tmp) / f"{name}-{s}")) for name, s in pairs]
+        if args.jobs > 1:  # one process per (task, seed): each has its own MLflow store
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+                futures = {pool.submit(_run_job, *job): job[:2] for job in jobs}
+                for future in as_completed(futures):
+                    done[futures[future]] = future.result()
+                    _progress(*futures[future], done, tasks, n_seeds, budget, args.json)
+        else:
+            for job in jobs:
+                done[job[:2]] = _run_job(*job)
+                _progress(*job[:2], done, tasks, n_seeds, budget, args.json)
+    for name in tasks:
+        summary = summarize(TASKS[name], [done[name, s] for s in range(n_seeds)], budget)
+        results.append(summary)
+        _print(summary, budget, n_seeds)
     took = time.perf_counter() - started
     print(f"{len(tasks)} task(s) x {n_seeds} seeds, budget {budget}, prior {prior}: {took:.0f}s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     return 0
+
+
+def _run_job(name: str, seed: int, budget: int, prior: int, work: str) -> dict[str, Any]:
+    warnings.filterwarnings("ignore")
+    Path(work).mkdir(parents=True)
+    return run_seed(TASKS[name], seed, budget, prior, Path(work))
+
+
+def _progress(
+    name: str,
+    seed: int,
+    done: dict[tuple[str, int], dict[str, Any]],
+    tasks: list[str],
+    n_seeds: int,
+    budget: int,
+    out: str | None,
+) -> None:
+    finals = {m: f"{c[-1]:.4g}" for m, c in done[name, seed]["curves"].items()}
+    print(f"{name} seed {seed}: final best {finals}", file=sys.stderr, flush=True)
+    if out:  # partial results survive an interrupted run
+        partial = []
+        for task in tasks:
+            seeds = [done[task, s] for s in range(n_seeds) if (task, s) in done]
+            if seeds:
+                partial.append(summarize(TASKS[task], seeds, budget))
+        Path(out).write_text(json.dumps(partial, indent=2, default=str))
 
 
 def _print(summary: dict[str, Any], budget: int, n_seeds: int) -> None:
@@ -394,6 +433,9 @@ def _print(summary: dict[str, Any], budget: int, n_seeds: int) -> None:
         )
     tuned = {", ".join(t) for t in summary["tuned"]}
     print(f"  tuner init tuned: {' | '.join(sorted(tuned))}")
+    fixed = Counter(n for names in summary["fixed"] for n in names)
+    shown = ", ".join(f"{n} ({k}/{n_seeds})" for n, k in fixed.most_common())
+    print(f"  tuner init fixed: {shown or 'nothing'}")
 
 
 if __name__ == "__main__":

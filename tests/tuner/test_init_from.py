@@ -244,9 +244,12 @@ def test_init_tunes_what_matters_over_a_refined_range_and_fixes_the_rest(
     # significant: tuned on a log scale, around the best runs (lr = 0.01 is the peak), within
     # what was recorded
     assert lr["type"] == "float" and lr["log"] is True
-    assert 1e-4 <= lr["low"] < 0.01 < lr["high"] <= 0.1
-    assert lr["high"] / lr["low"] < 100  # narrower than the three recorded decades
+    assert 1e-4 < lr["low"] < 0.01 < lr["high"] <= 0.1  # narrower than recorded
+    # the best 4 runs span lr 10^-2.4..10^-1.6; the margin, 0.6/sqrt(4) = 0.3 of the three
+    # recorded decades on each side, reaches 10^-3.3 and (clipped to what was recorded) 0.1
+    assert lr["low"] == pytest.approx(10**-3.3, rel=0.01) and lr["high"] == 0.1
     assert "lr=" in text and "significant" in text and "best 4 of 16 runs" in text
+    assert "0.30 of the recorded span" in text
     # the rest: fixed in the command at the best run's values, importance in a comment
     assert set(config["parameters"]) == {"lr"}
     command = config["command"]
@@ -260,3 +263,38 @@ def test_init_tunes_what_matters_over_a_refined_range_and_fixes_the_rest(
     assert config["warm_start"]["from"][0] == {"experiment": "cmd", "tracking_uri": plain_runs}
     assert main(["validate", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_init_tunes_what_might_matter_and_fixes_only_what_surely_does_not(
+    plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """A parameter the analysis neither finds significant nor confidently negligible (the
+    upper end of its interval at or above 0.05) is tuned over its recorded range, not fixed."""
+    import dataclasses
+
+    import lineage.importance as importance
+
+    real = importance.get_param_importances
+
+    def widened(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        result.params = [
+            dataclasses.replace(p, ci=(0.0, 0.2)) if p.name == "hidden" else p
+            for p in result.params
+        ]
+        return result
+
+    monkeypatch.setattr(importance, "get_param_importances", widened)
+    out = tmp_path / "c.yaml"
+    argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize"]
+    code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    config = yaml.safe_load(text)
+    assert set(config["parameters"]) == {"lr", "hidden"}
+    assert config["parameters"]["hidden"] == {"type": "categorical", "choices": [16, 32, 64]}
+    flat = " ".join(text.split())
+    assert "not below 0.05, so it may matter) over every recorded choice" in flat
+    assert "# optimizer = " in text and "below 0.05, so it does not matter" in flat
+    command = config["command"]
+    assert command[command.index("--hidden") + 1] == "{hidden}"

@@ -4,13 +4,23 @@
 query API), ranks their varying hyperparameters with lineage's importance analysis
 (`lineage.importance.get_param_importances`) and decides, per parameter:
 
-- **tuned** when the analysis finds it significant (the lower end of its interval is above
-  zero), over a range *refined around the best runs*: the span of the values the best
-  quarter of the runs (at least 3) used, widened by a tenth of the recorded span on each
-  side (on the log scale when the values spread over decades) and kept within the recorded
-  range; a categorical keeps the choices those best runs used;
-- **fixed** at the best run's value otherwise (written into the command, where the recorded
-  command line passes it), with its importance in a comment.
+- **tuned, over a range refined around the best runs** when the analysis finds it
+  significant (the lower end of its 95% interval is above zero): the span of the values the
+  best quarter of the runs (``k`` of them, at least 3) used, widened on each side by
+  ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values spread over
+  decades; a quarter of the span for the best 6 of 24 runs) and kept within the recorded
+  range; a categorical keeps the choices those best runs used. The margin shrinks as more
+  runs locate the good region; it stays wide because the new campaign's optimum may have
+  moved from the recorded one (more epochs, more data);
+- **fixed** at the best run's value (written into the command, where the recorded command
+  line passes it), with its importance in a comment, only when the analysis is confident it
+  does not matter: not significant, and the upper end of its interval below `FIX_BELOW`
+  (0.05 of the explained variation);
+- **tuned over its recorded range** otherwise: not shown to matter, nor shown not to.
+
+The campaign warm-starts from the same runs: those inside the tuned ranges are imported (the
+best runs a refined range was built around among them), whatever their values of the fixed
+parameters, which is sound only because a parameter is fixed when it does not matter.
 
 When no parameter is significant (or there are fewer runs than the analysis needs) every
 varying parameter is tuned over its recorded range: too little evidence to fix anything.
@@ -34,10 +44,15 @@ from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
 from tuner.history._derive_command import command_flags, derive_command
-from tuner.history._derive_params import DerivedParameter, add_conditions, derive_parameter
+from tuner.history._derive_params import (
+    FIX_BELOW,
+    DerivedParameter,
+    add_conditions,
+    derive_parameter,
+)
 
 if TYPE_CHECKING:
-    from lineage.importance import ImportanceResult
+    from lineage.importance import ImportanceResult, ParamImportance
     from lineage.store import RunRecord
 
 __all__ = ["DerivedCampaign", "DerivedParameter", "derive_campaign"]
@@ -166,8 +181,8 @@ def derive_campaign(
             n,
             rows,
             types.get(n),
-            tuned=(n in significant) if decided else True,
-            refine=decided,
+            tuned=not (decided and _negligible(ranked.get(n))),
+            refine=n in significant,
             importance=ranked.get(n),
             flag=flags.get(n),
         )
@@ -247,6 +262,12 @@ def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:
             for k, v in found.items():
                 out.setdefault(str(k), str(v))
     return out
+
+
+def _negligible(imp: ParamImportance | None) -> bool:
+    """Whether the analysis is confident the parameter does not matter: not significant, and
+    the upper end of its interval below `FIX_BELOW`."""
+    return imp is not None and not imp.significant and imp.ci[1] < FIX_BELOW
 
 
 def _finite(value: Any) -> bool:

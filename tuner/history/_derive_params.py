@@ -14,13 +14,19 @@ if TYPE_CHECKING:
     from lineage.importance import ParamImportance
     from lineage.store import RunRecord
 
-__all__ = ["DerivedParameter", "add_conditions", "derive_parameter"]
+__all__ = ["FIX_BELOW", "DerivedParameter", "add_conditions", "derive_parameter", "margin_share"]
 
 #: The best runs a tuned range is refined around: this share of the runs, at least 3.
 TOP_SHARE = 0.25
 TOP_MIN = 3
-#: A tuned numeric range is widened by this share of the recorded span on each side.
-MARGIN = 0.1
+#: A refined numeric range is widened on each side by ``MARGIN / sqrt(k)`` of the recorded
+#: span, ``k`` the number of best runs it is refined around: the fewer runs locate the good
+#: region, the less that location is known, and a related task's optimum may have moved
+#: (0.24 of the span for the best 6 of 24 runs, 0.12 for 25 of 100).
+MARGIN = 0.6
+#: A parameter is fixed only when the upper end of the 95% interval of its importance is
+#: below this share of the explained variation: the analysis is confident it does not matter.
+FIX_BELOW = 0.05
 #: An int parameter with at most this many distinct recorded values is a categorical.
 FEW_INTS = 4
 
@@ -120,12 +126,13 @@ def derive_parameter(
         log = bool(infer_spec(name, values).log)
         lo_all, hi_all = min(values), max(values)
         recorded = (lo_all, hi_all)
-        lo, hi = _refine(values, top, log=log) if refine else recorded
+        share = margin_share(len(top))
+        lo, hi = _refine(values, top, log=log, share=share) if refine else recorded
         spec = _numeric_spec(kind, lo, hi, log=log, values=values)
         how = (
-            f"the span of the best {len(top)} of {len(present)} runs, widened by a tenth of "
-            f"the recorded span [{_show(lo_all)}, {_show(hi_all)}] on each side"
-            + (" (log scale)" if log else "")
+            f"the span of the best {len(top)} of {len(present)} runs, widened on each side by "
+            f"{share:.2f} of the recorded span [{_show(lo_all)}, {_show(hi_all)}] "
+            f"({MARGIN:g}/sqrt({len(top)}))" + (" on the log scale" if log else "")
             if refine
             else f"the recorded range ({len(present)} runs)"
         )
@@ -158,7 +165,15 @@ def _sorted(values: Any) -> list[Any]:
         return sorted(items, key=str)
 
 
-def _refine(values: Sequence[float], top: Sequence[float], *, log: bool) -> tuple[float, float]:
+def margin_share(k: int) -> float:
+    """The share of the recorded span a range refined around ``k`` best runs is widened by
+    on each side."""
+    return MARGIN / math.sqrt(max(k, 1))
+
+
+def _refine(
+    values: Sequence[float], top: Sequence[float], *, log: bool, share: float
+) -> tuple[float, float]:
     def scale(x: float) -> float:
         return math.log10(x) if log else x
 
@@ -167,7 +182,7 @@ def _refine(values: Sequence[float], top: Sequence[float], *, log: bool) -> tupl
 
     a, b = scale(min(values)), scale(max(values))
     lo, hi = scale(min(top)), scale(max(top))
-    margin = MARGIN * (b - a)
+    margin = share * (b - a)
     return back(max(a, lo - margin)), back(min(b, hi + margin))
 
 
@@ -216,14 +231,19 @@ def _show(x: Any) -> str:
 
 def _reason(tuned: bool, imp: ParamImportance | None, how: str) -> str:
     if imp is None:
-        rank = "not ranked"
-    else:
-        rank = f"importance {imp.importance:.2f} [{imp.ci[0]:.2f}, {imp.ci[1]:.2f}], " + (
-            "significant" if imp.significant else "not significant"
+        return f"tuned (not ranked) over {how}" if tuned else "fixed at the best run's value"
+    rank = f"importance {imp.importance:.2f} [{imp.ci[0]:.2f}, {imp.ci[1]:.2f}]"
+    if not tuned:
+        return (
+            f"fixed at the best run's value ({rank}: not significant, and the upper end of "
+            f"its interval is below {FIX_BELOW:g}, so it does not matter)"
         )
-    if tuned:
-        return f"tuned ({rank}) over {how}"
-    return f"fixed at the best run's value ({rank})"
+    if imp.significant:
+        return f"tuned ({rank}, significant) over {how}"
+    return (
+        f"tuned ({rank}, not significant, but the upper end of its interval is not below "
+        f"{FIX_BELOW:g}, so it may matter) over {how}"
+    )
 
 
 def add_conditions(params: list[DerivedParameter], rows: Sequence[RunRecord]) -> None:

@@ -7,6 +7,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from tuner.history._derive_params import FIX_BELOW, MARGIN
+
 if TYPE_CHECKING:
     from tuner.history._derive import DerivedCampaign, DerivedParameter
 
@@ -131,12 +133,16 @@ def render_campaign(
     ]
     if d.ranked:
         head.append(
-            "Tuned: the parameters the analysis finds significant (the lower end of the 95% "
-            "interval of their importance is above 0), each over the range the best quarter "
-            "of the runs (at least 3) used, widened by a tenth of the recorded span on each "
-            "side and kept within the recorded range (on the log scale where the values "
-            "spread over decades); a categorical keeps the choices those runs used. Fixed: "
-            "every other varying parameter, at the best run's value, in the command."
+            "Tuned over a refined range: the parameters the analysis finds significant (the "
+            "lower end of the 95% interval of their importance is above 0), each over the "
+            "span the best quarter of the runs (k of them, at least 3) used, widened on each "
+            f"side by {MARGIN:g}/sqrt(k) of the recorded span (the fewer runs, the less "
+            "certain where the good region is, and the new task's optimum may have moved) "
+            "and kept within the recorded range (on the log scale where the values spread "
+            "over decades); a categorical keeps the choices those runs used. Fixed, at the "
+            "best run's value in the command: only the parameters the analysis is confident "
+            f"do not matter (the upper end of their interval is below {FIX_BELOW:g}). Tuned "
+            "over the recorded range: the others (not shown to matter, nor shown not to)."
         )
     else:
         head.append("Tuned: every varying parameter, over its recorded range or choices.")
@@ -177,7 +183,8 @@ def render_campaign(
     lines += [
         f"budget: {{trials: {trials}}}",
         "# Earlier runs enter the study as finished trials before the first new one (those",
-        "# outside the tuned ranges are skipped); they do not count against budget.trials.",
+        "# outside the tuned ranges are skipped, whatever they set the fixed parameters to:",
+        "# those do not matter); they do not count against budget.trials.",
         "warm_start:",
         "  from:",
         f"    - {_flow(source)}",
