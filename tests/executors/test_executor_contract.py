@@ -69,6 +69,15 @@ def first_report(executor: Executor, handle: TrialHandle, limit: float = 90.0) -
     return got
 
 
+def read_dump(path: Path, limit: float = 30.0) -> dict[str, object]:
+    """The trial's dump, waiting for it: on Ray a cancelled task's outcome reaches the driver as
+    soon as the cancel is processed, while the node still signals the trial (its grace period)."""
+    deadline = time.monotonic() + limit
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return dict(json.loads(path.read_text()))
+
+
 def test_capacity_free_slots_and_a_full_executor(backend: Backend) -> None:
     executor = backend.make(slots=2)
     assert executor.capacity == 2 and executor.free_slots() == 2
@@ -127,7 +136,7 @@ def test_terminate_stops_the_trial(processes_only: Backend, tmp_path: Path) -> N
     handle.terminate()  # idempotent
     outcome = drive(executor, [handle])[0].outcome
     assert outcome.stopped and not outcome.succeeded and not outcome.timed_out
-    seen = json.loads(dump.read_text())
+    seen = read_dump(dump)
     assert seen["terminated"] is True  # SIGTERM reached the trial (its grace period began)
 
 
@@ -140,7 +149,7 @@ def test_prune_request_raises_the_flag_then_stops(processes_only: Backend, tmp_p
     handle.request_prune()  # idempotent
     outcome = drive(executor, [handle])[0].outcome
     assert outcome.stopped and not outcome.succeeded
-    seen = json.loads(dump.read_text())
+    seen = read_dump(dump)
     # The stop flag is up before the signal: a trial that checks should_prune() sees it.
     assert seen.get("prune_flag") is True or "pruned_at" in seen, seen
 
