@@ -118,14 +118,11 @@ def folded_sql(table: str, alias: str, agg: str = "json_group_object") -> str:
     )
 
 
-def rendered_runs_sql(
-    scope: str, order: Sequence[tuple[str, str, bool]], limit: int | None
-) -> tuple[str, list[Any]]:
-    """SQLite: each run of ``scope`` as the JSON object of ``run_to_dict``, and whether it
-    holds a metric of 1e100 or more (printf is inexact from ~1e105 up: such a run sends the
-    query down the general path); sorted by ``order`` (see ``RunStore.runs_json``), then
-    newest first. Returns the statement and the arguments of its ORDER BY, which follow the
-    scope's."""
+def order_keys(
+    order: Sequence[tuple[str, str, bool]], attributes: dict[str, str]
+) -> tuple[list[str], list[Any]]:
+    """The ORDER BY terms for ``order`` (metrics by their latest value, else the run attribute
+    expressions in ``attributes``, which differ by dialect) and their arguments."""
     keys: list[str] = []
     args: list[Any] = []
     for kind, key, descending in order:
@@ -136,9 +133,21 @@ def rendered_runs_sql(
             )
             args += [key, key]  # the expression appears twice below
         else:
-            value = ORDER_ATTRIBUTES[key]
+            value = attributes[key]
         # Missing and NaN last either way; ties keep the default order, as a stable sort.
         keys.append(f"{value} IS NULL, {value} {'DESC' if descending else 'ASC'}")
+    return keys, args
+
+
+def rendered_runs_sql(
+    scope: str, order: Sequence[tuple[str, str, bool]], limit: int | None
+) -> tuple[str, list[Any]]:
+    """SQLite: each run of ``scope`` as the JSON object of ``run_to_dict``, and whether it
+    holds a metric of 1e100 or more (printf is inexact from ~1e105 up: such a run sends the
+    query down the general path); sorted by ``order`` (see ``RunStore.runs_json``), then
+    newest first. Returns the statement and the arguments of its ORDER BY, which follow the
+    scope's."""
+    keys, args = order_keys(order, ORDER_ATTRIBUTES)
     metrics = (
         "coalesce((SELECT json_group_object(m.key, CASE WHEN m.is_nan THEN 'nan' "
         "ELSE json(printf('%!.17g', m.value)) END) FROM latest_metrics m "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lineage.store._sql_text import FROM, RUN_COLUMNS
+from lineage.store._sql_text import FROM, RUN_COLUMNS, order_keys
 from lineage.tags import MLFLOW_RUN_NAME
 
 TYPE_CHECKING = False
@@ -55,18 +55,7 @@ def rendered_runs_sql(
     """Each run of ``scope`` as the JSON object of ``run_to_dict`` and ``false`` (nothing
     here is too big to print exactly), sorted by ``order`` then newest first; the statement
     and the arguments of its ORDER BY."""
-    keys: list[str] = []
-    args: list[Any] = []
-    for kind, key, descending in order:
-        if kind == "metrics":
-            value = (
-                "(SELECT CASE WHEN o.is_nan THEN NULL ELSE o.value END FROM latest_metrics o "
-                "WHERE o.key = ? AND o.run_uuid = r.run_uuid)"
-            )
-            args += [key, key]
-        else:
-            value = _ORDER_ATTRIBUTES[key]
-        keys.append(f"{value} IS NULL, {value} {'DESC' if descending else 'ASC'}")
+    keys, args = order_keys(order, _ORDER_ATTRIBUTES)
     metrics = (
         "coalesce((SELECT json_object_agg(m.key, CASE WHEN m.is_nan THEN to_json('nan'::text) "
         "WHEN m.value = 'Infinity' THEN to_json('inf'::text) "
