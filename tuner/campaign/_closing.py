@@ -56,6 +56,9 @@ def close_campaign(
         if crashed:
             tags[T.ERROR] = _describe(error)
         step(lambda: recorder.close(status, tags=tags, reason=why))
+        lost = getattr(recorder, "fatal", None)  # a full disk took the last records
+        if lost is not None and error is None:
+            failures.append(lost)
     step(lambda: ctl.campaign_dir.release(clean=clean and not failures))
     if failures and error is None:
         raise failures[0]

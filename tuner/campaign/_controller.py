@@ -45,6 +45,7 @@ from tuner.campaign._state import TrialState
 from tuner.coordination import Coordination, Standalone, counted_trials, supersede
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
+    disk_full,
     interrupted_tags,
     open_recorder,
     output_tail,
@@ -170,7 +171,11 @@ class Controller:
                     status = "KILLED"
                     raise KeyboardInterrupt from None
                 except BaseException as exc:
-                    self._abort(f"controller error: {type(exc).__name__}: {exc}")
+                    # A full disk under any store ends the campaign with its one line.
+                    full = disk_full(exc, self.config.tracking_uri())
+                    self._abort(f"controller error: {type(full or exc).__name__}: {full or exc}")
+                    if full is not None and full is not exc:
+                        raise full from None
                     raise
             clean = True
         except BaseException as exc:
@@ -278,6 +283,9 @@ class Controller:
                 self._finalize(rt, outcome)
                 if self.timings:
                     self.timings[-1] += time.perf_counter() - t0
+            fatal = getattr(self._recorder, "fatal", None)
+            if fatal is not None:  # the lineage store or its spool is on a full disk
+                raise fatal
             if self._stop_reason is not None:
                 self._discard_prepared(f"interrupted: {self._stop_reason}")
                 self._stop_all(self._stop_reason)
@@ -319,7 +327,11 @@ class Controller:
     def _start(self, prepared: Prepared) -> None:
         assert self._launcher is not None
         t0 = time.perf_counter()
-        rt = self._launcher.start(prepared)
+        try:
+            rt = self._launcher.start(prepared)
+        except BaseException:
+            self._prepared.insert(0, prepared)  # back to WAITING by the stop that follows
+            raise
         self.running[rt.number] = rt
         self.timings.append(prepared.seconds + time.perf_counter() - t0)
 
@@ -392,7 +404,12 @@ class Controller:
         if self.study is None:
             return
         if self._prepared and self._recorder is not None:
-            self._discard_prepared(reason)
+            try:
+                self._discard_prepared(reason)
+            except Exception as exc:
+                if disk_full(exc) is None:
+                    raise
+                self._prepared.clear()  # still RUNNING in the study: `tuner resume` ends them
         if not self.running:
             return
         for rt in self.running.values():
@@ -407,7 +424,8 @@ class Controller:
                 frozen = internals.storage_of(self.study).get_trial(trial_id)
                 supersede(self.study, rt.number, trial_id, reason, rt.params, frozen)
             except Exception as exc:  # the storage itself may be what failed
-                self._observer.message(f"trial {rt.number}: could not be marked: {exc}")
+                if disk_full(exc) is None:  # a full disk is said once, as the campaign ends
+                    self._observer.message(f"trial {rt.number}: could not be marked: {exc}")
             if rt.run_id and self._recorder is not None:
                 self._recorder.trial_finished(
                     rt.run_id,

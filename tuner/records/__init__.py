@@ -2,13 +2,15 @@
 
 One parent run per campaign (its params, tags and closing summary), one child run per trial
 (written from a background thread, so no MLflow call is on a trial's path), the closing of
-runs a dead controller left, and the check that the store accepts our credentials.
+runs a dead controller left, the check that the store accepts our credentials, and what a
+full disk under any of the campaign's stores means (`disk_full`).
 """
 
 from __future__ import annotations
 
 from tuner.records._access import CredentialsError, check_tracking_access
 from tuner.records._campaign import open_recorder, start_campaign_run
+from tuner.records._disk_full import disk_full
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._recorder import LineageRecorder
 from tuner.records._summary import (
@@ -32,6 +34,7 @@ __all__ = [
     "campaign_params",
     "campaign_tags",
     "check_tracking_access",
+    "disk_full",
     "interrupted_tags",
     "open_recorder",
     "output_tail",

@@ -10,6 +10,10 @@ early; its start time is set when a trial takes it). MLflow's API cannot change 
 time, so on a store the SQL writer cannot reach (an ``http://`` server, a file store) no run is
 created ahead: the trial's run is created as the trial starts (one round trip).
 
+A full disk under the store or its spool is not a hiccup: nothing more can be recorded. It is
+kept (`fatal`, a one-line `DiskFull`) instead of logged, and the controller stops the campaign
+on it; later writes that find the disk still full say nothing more.
+
 The recorder remembers every run it handed out: `close` ends any a trial has not finished
 (KILLED, ``tuner.state=FAIL`` with the reason) and deletes the unused reserved ones, so no run
 of the campaign stays RUNNING whatever stopped the controller. Trial runs are named
@@ -35,6 +39,7 @@ from typing import Any
 
 from lineage.masking import mask_argv, mask_uri, mask_value
 from tuner.records import _tags as T
+from tuner.records._disk_full import disk_full
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._trial import trial_run_name
 from tuner.records._write import close_writer, open_http_writer, open_sql_writer, write_batch
@@ -55,7 +60,8 @@ class LineageRecorder:
     Methods are called from the controller thread; they only queue work, except `start`
     (which waits for the parent run) and `reserve_run` (which waits only when the pool is
     empty). `close` drains the queue. Errors are logged once per kind, never raised into
-    the controller: a lineage hiccup must not kill a campaign.
+    the controller: a lineage hiccup must not kill a campaign. A full disk is the exception:
+    `fatal` holds it (the controller stops on it) and `reserve_run` raises it.
     """
 
     def __init__(
@@ -79,6 +85,7 @@ class LineageRecorder:
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._errors: dict[str, str] = {}
+        self._fatal: Exception | None = None
         #: Run ids handed to trials and not finished yet -> whether a trial started in it.
         self._handed: dict[str, bool] = {}
         self._thread = threading.Thread(target=self._loop, name="tuner-lineage", daemon=True)
@@ -109,6 +116,9 @@ class LineageRecorder:
 
         self._ready.wait(timeout)
         if self._start_error is not None:
+            full = disk_full(self._start_error, self.tracking_uri)
+            if full is not None:
+                raise full from None
             from tuner.search._study import storage_unavailable
 
             explained = storage_unavailable(
@@ -122,12 +132,22 @@ class LineageRecorder:
             ) from self._start_error
 
     def reserve_run(self) -> str:
-        """A child run id for the next trial (from the pool; created now if it is empty)."""
+        """A child run id for the next trial (from the pool; created now if it is empty).
+        Raises `fatal` once the disk under the store or its spool is full."""
         self.wait_ready()
+        if self._fatal is not None:
+            raise self._fatal
         try:
             run_id = self._pool.get_nowait()
         except queue.Empty:
-            run_id = self._create_reserved()
+            try:
+                run_id = self._create_reserved()
+            except Exception as exc:
+                full = disk_full(exc, self.tracking_uri)
+                if full is None:
+                    raise
+                self._fatal = self._fatal or full
+                raise self._fatal from None
         self._handed[run_id] = False
         self._jobs.put(self._refill)
         return run_id
@@ -270,6 +290,12 @@ class LineageRecorder:
     def errors(self) -> dict[str, str]:
         return dict(self._errors)
 
+    @property
+    def fatal(self) -> Exception | None:
+        """The first full disk a write into the store or its spool found (a one-line
+        `tuner.search._resilient.DiskFull`), else ``None``: the campaign must stop."""
+        return self._fatal
+
     # ----- background thread ---------------------------------------------------------------
 
     def _loop(self) -> None:
@@ -288,6 +314,10 @@ class LineageRecorder:
                 self._note("job", exc)
 
     def _note(self, kind: str, exc: BaseException) -> None:
+        full = disk_full(exc, self.tracking_uri)
+        if full is not None:  # said once, by the controller as it stops
+            self._fatal = self._fatal or full
+            return
         if kind not in self._errors:
             self._errors[kind] = f"{type(exc).__name__}: {exc}"
             _log.warning("lineage %s failed: %s", kind, exc)
