@@ -12,7 +12,6 @@ the free space there and the space needed, and ``tuner resume``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,15 +23,6 @@ __all__ = ["disk_full"]
 _RESUME = "free space there, then continue with tuner resume"
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 12:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def disk_full(exc: BaseException, tracking_uri: str | None = None) -> DiskFull | None:
     """The campaign-ending `DiskFull` that ``exc`` (or what caused it) means, else ``None``.
 
@@ -41,16 +31,16 @@ def disk_full(exc: BaseException, tracking_uri: str | None = None) -> DiskFull |
     import errno
 
     from lineage.recording import SpoolFullError
-    from tuner.search._resilient import DiskFull, is_disk_full
+    from tuner.search._resilient import DiskFull, exception_chain, is_disk_full
 
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         if isinstance(err, DiskFull):
             return err
         if isinstance(err, SpoolFullError):
             return DiskFull(f"{err}; {_RESUME}")
     if not is_disk_full(exc):
         return None
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         if isinstance(err, OSError) and err.errno == errno.ENOSPC and err.filename:
             return DiskFull.at(Path(str(err.filename)), "the campaign's records")
     store = _sqlite_file(tracking_uri)

@@ -98,7 +98,8 @@ _RESTARTING_TEXT = (
 _DISK_FULL_TEXT = ("database or disk is full", "no space left on device")
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it (``__cause__``, else ``__context__``), at most 12 deep."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen and len(seen) < 12:
@@ -112,7 +113,7 @@ def is_disconnect(exc: BaseException) -> bool:
     server is not reachable: worth a retry once it is back."""
     import sqlalchemy.exc
 
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         if isinstance(err, sqlalchemy.exc.DBAPIError) and err.connection_invalidated:
             return True
         if isinstance(
@@ -132,12 +133,12 @@ def is_disconnect(exc: BaseException) -> bool:
 def is_restarting(exc: BaseException) -> bool:
     """Whether ``exc`` says a database that exists is restarting or refusing sessions for a
     while (not: no server listens there)."""
-    return any(t in str(err).lower() for err in _chain(exc) for t in _RESTARTING_TEXT)
+    return any(t in str(err).lower() for err in exception_chain(exc) for t in _RESTARTING_TEXT)
 
 
 def is_disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` (or what caused it) is a write that found no space left."""
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         if isinstance(err, OSError) and err.errno == errno.ENOSPC:
             return True
         if any(t in str(err).lower() for t in _DISK_FULL_TEXT):
@@ -149,7 +150,7 @@ def _reason(exc: BaseException) -> str:
     """The driver's own first line (no SQL, no SQLAlchemy background link)."""
     import sqlalchemy.exc
 
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         if isinstance(err, sqlalchemy.exc.DBAPIError) and err.orig is not None:
             exc = err.orig
             break
