@@ -301,6 +301,11 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
         "tuned": [p.name for p in derived.tuned],
         "fixed": fixed,
         "ranges": {p.name: p.spec for p in derived.tuned},
+        "importance": {
+            p.name: [round(p.importance.importance, 3), *(round(c, 3) for c in p.importance.ci)]
+            for p in derived.parameters
+            if p.importance is not None
+        },
     }
 
 
@@ -332,6 +337,7 @@ def summarize(task: Task, seeds: list[dict[str, Any]], budget: int) -> dict[str,
     out["tuned"] = [s["tuned"] for s in seeds]
     out["fixed"] = [sorted(s["fixed"]) for s in seeds]
     out["ranges"] = seeds[0]["ranges"]
+    out["importance"] = [s["importance"] for s in seeds]  # [importance, ci low, ci high]
     out["seeds"] = len(seeds)
     return out
 

@@ -15,7 +15,11 @@ query API), ranks their varying hyperparameters with lineage's importance analys
 - **fixed** at the best run's value (written into the command, where the recorded command
   line passes it), with its importance in a comment, only when the analysis is confident it
   does not matter: not significant, and the upper end of its interval below `FIX_BELOW`
-  (0.05 of the explained variation);
+  (0.05 of the explained variation), both over all the runs and over the best half of them
+  (`NEAR_TOP`; what still matters once the dominant parameters are right: a learning rate
+  spread over decades can explain 99% of the variation over all runs while the leaf size
+  still decides the last few percent near the optimum). With fewer than 16 runs there is
+  no best half to analyse, and nothing is fixed;
 - **tuned over its recorded range** otherwise: not shown to matter, nor shown not to.
 
 The campaign warm-starts from the same runs: those inside the tuned ranges are imported (the
@@ -46,6 +50,7 @@ from tuner._errors import ConfigError
 from tuner.history._derive_command import command_flags, derive_command
 from tuner.history._derive_params import (
     FIX_BELOW,
+    NEAR_TOP,
     DerivedParameter,
     add_conditions,
     derive_parameter,
@@ -157,6 +162,15 @@ def derive_campaign(
         except LineageError as exc:  # a constant target, say: fall back to tuning all
             analysis = f"importance not ranked ({' '.join(str(exc).split())})"
     ranked = {p.name: p for p in result.params} if result else {}
+    near: dict[str, ParamImportance] = {}
+    if result is not None and len(rows) >= MIN_RUNS / NEAR_TOP:
+        try:  # what still matters once the dominant parameters are right
+            close = get_param_importances(
+                rows, target=target, goal=goal, params=varying, top=NEAR_TOP, experiment=exp.name
+            )
+            near = {p.name: p for p in close.params}
+        except LineageError:  # the best runs agree on the target: nothing to tell apart
+            pass
     if result is not None:
         for name, same in result.aliases.items():
             for other in same:
@@ -181,9 +195,10 @@ def derive_campaign(
             n,
             rows,
             types.get(n),
-            tuned=not (decided and _negligible(ranked.get(n))),
+            tuned=not (decided and _negligible(ranked.get(n)) and _negligible(near.get(n))),
             refine=n in significant,
             importance=ranked.get(n),
+            near=near.get(n),
             flag=flags.get(n),
         )
         for n in names

@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from lineage.importance import ParamImportance
     from lineage.store import RunRecord
 
-__all__ = ["FIX_BELOW", "DerivedParameter", "add_conditions", "derive_parameter", "margin_share"]
+__all__ = [
+    "FIX_BELOW",
+    "NEAR_TOP",
+    "DerivedParameter",
+    "add_conditions",
+    "derive_parameter",
+    "margin_share",
+]
 
 #: The best runs a tuned range is refined around: this share of the runs, at least 3.
 TOP_SHARE = 0.25
@@ -27,6 +34,8 @@ MARGIN = 0.6
 #: A parameter is fixed only when the upper end of the 95% interval of its importance is
 #: below this share of the explained variation: the analysis is confident it does not matter.
 FIX_BELOW = 0.05
+#: ... and the same holds over this best share of the runs (enough runs to analyse them).
+NEAR_TOP = 0.5
 #: An int parameter with at most this many distinct recorded values is a categorical.
 FEW_INTS = 4
 
@@ -95,6 +104,7 @@ def derive_parameter(
     refine: bool,
     importance: ParamImportance | None,
     flag: str | None,
+    near: ParamImportance | None = None,
 ) -> DerivedParameter:
     from lineage.importance import infer_spec
 
@@ -136,7 +146,7 @@ def derive_parameter(
             if refine
             else f"the recorded range ({len(present)} runs)"
         )
-    reason = _reason(tuned, importance, how)
+    reason = _reason(tuned, importance, near, how)
     return DerivedParameter(
         name=name,
         kind=kind,  # type: ignore[arg-type]
@@ -229,20 +239,27 @@ def _show(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
-def _reason(tuned: bool, imp: ParamImportance | None, how: str) -> str:
+def _reason(
+    tuned: bool, imp: ParamImportance | None, near: ParamImportance | None, how: str
+) -> str:
     if imp is None:
         return f"tuned (not ranked) over {how}" if tuned else "fixed at the best run's value"
     rank = f"importance {imp.importance:.2f} [{imp.ci[0]:.2f}, {imp.ci[1]:.2f}]"
+    if near is not None:
+        rank += (
+            f", over the best half of the runs {near.importance:.2f} "
+            f"[{near.ci[0]:.2f}, {near.ci[1]:.2f}]"
+        )
     if not tuned:
         return (
-            f"fixed at the best run's value ({rank}: not significant, and the upper end of "
-            f"its interval is below {FIX_BELOW:g}, so it does not matter)"
+            f"fixed at the best run's value ({rank}: not significant, and the upper ends of its "
+            f"intervals are below {FIX_BELOW:g}, so it does not matter)"
         )
     if imp.significant:
-        return f"tuned ({rank}, significant) over {how}"
+        return f"tuned ({rank}; significant) over {how}"
     return (
-        f"tuned ({rank}, not significant, but the upper end of its interval is not below "
-        f"{FIX_BELOW:g}, so it may matter) over {how}"
+        f"tuned ({rank}; not significant, but not shown to be below {FIX_BELOW:g} either, so "
+        f"it may matter) over {how}"
     )
 
 

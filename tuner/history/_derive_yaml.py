@@ -141,7 +141,8 @@ def render_campaign(
             "and kept within the recorded range (on the log scale where the values spread "
             "over decades); a categorical keeps the choices those runs used. Fixed, at the "
             "best run's value in the command: only the parameters the analysis is confident "
-            f"do not matter (the upper end of their interval is below {FIX_BELOW:g}). Tuned "
+            f"do not matter (the upper end of their interval is below {FIX_BELOW:g}, over all "
+            "the runs and over their best half, where what decides the last percent shows). Tuned "
             "over the recorded range: the others (not shown to matter, nor shown not to)."
         )
     else:
