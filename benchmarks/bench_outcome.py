@@ -9,8 +9,9 @@ For each task and seed, side by side in one run:
     (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``);
 (d) ``tuner-init``: the campaign ``tuner init --from PRIOR`` derives
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
-    ``load_config``): significant parameters tuned over refined ranges, the rest fixed at the
-    prior's best values, warm-started from the prior the same way.
+    ``load_config``): significant parameters tuned over refined ranges, those the analysis is
+    confident do not matter fixed at the prior's best values, the rest tuned over the recorded
+    ranges; warm-started from the prior the same way.
 
 The prior is a TPE campaign (its own seed) on a *related variant* of the task: another
 data subsample and a model one size smaller (fewer iterations / boosting rounds, a looser

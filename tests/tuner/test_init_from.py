@@ -236,7 +236,7 @@ def test_init_without_a_recorded_command_writes_a_placeholder_validate_flags(
     assert code == 0
 
 
-def test_init_tunes_what_matters_over_a_refined_range_and_fixes_the_rest(
+def test_init_refines_what_matters_and_tunes_what_it_cannot_rule_out(
     plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "c.yaml"
