@@ -312,3 +312,22 @@ def test_init_fixes_only_what_surely_does_not_matter(
     assert command[command.index("--hidden") + 1] == "{hidden}"
     assert command[command.index("--optimizer") + 1] in ("sgd", "momentum")
     assert main(["validate", str(out)]) == 0
+
+
+def test_init_keeps_the_recorded_ranges_when_refined_ones_would_hold_too_few_runs(
+    plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """The warm start imports only the runs inside the tuned ranges: refined ranges holding
+    fewer than half of the runs (here: no margin around the best 4 of 16) give way to the
+    recorded ones, and the header says so."""
+    from tuner.history import _derive_params
+
+    monkeypatch.setattr(_derive_params, "MARGIN", 0.0)
+    out = tmp_path / "c.yaml"
+    argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize"]
+    code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    lr = yaml.safe_load(text)["parameters"]["lr"]
+    assert (lr["low"], lr["high"]) == (0.0001, 0.1)
+    assert "too few to warm-start from, so every range is the recorded one" in _flat(text)

@@ -24,7 +24,10 @@ query API), ranks their varying hyperparameters with lineage's importance analys
 
 The campaign warm-starts from the same runs: those inside the tuned ranges are imported (the
 best runs a refined range was built around among them), whatever their values of the fixed
-parameters, which is sound only because a parameter is fixed when it does not matter.
+parameters, which is sound only because a parameter is fixed when it does not matter. A
+narrower range pays off only while the imported runs still cover it: when the refined ranges
+together would hold fewer than half of the runs, every range is the recorded one (the
+sampler keeps the poor runs that show it where not to look).
 
 When no parameter is significant (or there are fewer runs than the analysis needs) every
 varying parameter is tuned over its recorded range: too little evidence to fix anything.
@@ -190,19 +193,30 @@ def derive_campaign(
     if result is not None:
         names.sort(key=lambda n: -ranked[n].importance if n in ranked else 1.0)
     flags = command_flags(rows)
-    params = [
-        derive_parameter(
-            n,
-            rows,
-            types.get(n),
-            tuned=not (decided and _negligible(ranked.get(n)) and _negligible(near.get(n))),
-            refine=n in significant,
-            importance=ranked.get(n),
-            near=near.get(n),
-            flag=flags.get(n),
+
+    def derive(refined: set[str]) -> list[DerivedParameter]:
+        return [
+            derive_parameter(
+                n,
+                rows,
+                types.get(n),
+                tuned=not (decided and _negligible(ranked.get(n)) and _negligible(near.get(n))),
+                refine=n in refined,
+                importance=ranked.get(n),
+                near=near.get(n),
+                flag=flags.get(n),
+            )
+            for n in names
+        ]
+
+    params = derive(significant)
+    covered = sum(_inside(r, params) for r in rows)
+    if significant and covered < len(rows) / 2:
+        params = derive(set())
+        analysis += (
+            f"; the refined ranges would hold {covered} of the {len(rows)} runs, too few to "
+            "warm-start from, so every range is the recorded one"
         )
-        for n in names
-    ]
     add_conditions(params, rows)
     command, command_source, workdir = derive_command(best, rows, params)
     return DerivedCampaign(
@@ -277,6 +291,26 @@ def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:
             for k, v in found.items():
                 out.setdefault(str(k), str(v))
     return out
+
+
+def _inside(run: RunRecord, params: Sequence[DerivedParameter]) -> bool:
+    """Whether the run's values lie in every tuned range (it would be imported)."""
+    for p in params:
+        text = run.params.get(p.name)
+        if not p.tuned or text is None:
+            continue
+        spec = p.spec
+        if spec["type"] == "categorical":
+            if not any(str(c).lower() == text.strip().lower() for c in spec["choices"]):
+                return False
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            return False
+        if not spec["low"] <= value <= spec["high"]:
+            return False
+    return True
 
 
 def _negligible(imp: ParamImportance | None) -> bool:
