@@ -139,7 +139,10 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
             stdout_tail=_tail(out_path),
             stderr_tail=stderr_tail,
         )
-    except KeyboardInterrupt:  # ray.cancel(force=False): prune or shutdown
+    except (KeyboardInterrupt, GeneratorExit):
+        # ray.cancel(force=False), for a prune or a shutdown, arrives as KeyboardInterrupt while
+        # the task runs, or closes the generator (GeneratorExit) when it waits at a yield: the
+        # trial gets its stop flag and SIGTERM with the grace period either way, not SIGKILL.
         if proc is not None:
             _stop(proc, control, payload["grace_period"])
     finally:
