@@ -107,3 +107,43 @@ def test_no_mlflow_run_is_left_running_whatever_ends_the_campaign(
     # The campaign directory says the controller did not exit cleanly (resume reconciles).
     assert controller.campaign_dir.previous()["clean_exit"] is False
     assert not controller.campaign_dir.controller_alive()
+
+
+def test_a_trial_told_before_its_run_was_ended_is_ended_as_it_finished_on_resume(
+    campaign: Any, sqlite_uri: str, run_campaign: Any
+) -> None:
+    """A controller that told the study a trial's result and stopped (a full disk, kill -9)
+    before the run's own end was written: resuming ends that run as its trial finished
+    (FINISHED, ``tuner.state=COMPLETE``, its value), not as interrupted."""
+    from mlflow.tracking import MlflowClient
+
+    from tuner.campaign import Controller
+    from tuner.executors._inprocess import InProcessExecutor
+
+    def executor() -> InProcessExecutor:
+        return InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=1)
+
+    config = campaign(budget={"trials": 3}, resources={"parallel": 1})
+    first = Controller(config, executor=executor(), importance=False, handle_signals=False)
+    first.run()
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    trial_runs = [
+        r for r in mlflow_runs(sqlite_uri) if r.data.tags.get("lineage.run_type") == "trial"
+    ]
+    assert len(trial_runs) == 3
+    victim = trial_runs[0]
+    value = victim.data.tags["tuner.value.loss"]
+    # As the dead controller left it: the run open, without its closing tags.
+    client.update_run(victim.info.run_id, status="RUNNING")
+    client.delete_tag(victim.info.run_id, "tuner.state")
+    client.delete_tag(victim.info.run_id, "tuner.value.loss")
+    first.campaign_dir.acquire()
+    first.campaign_dir.release(clean=False)
+
+    run_campaign(config, executor=executor())
+    run = client.get_run(victim.info.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["tuner.state"] == "COMPLETE"
+    assert run.data.tags["tuner.value.loss"] == value
+    others = [r for r in mlflow_runs(sqlite_uri) if r.data.tags.get("lineage.run_type") == "trial"]
+    assert sorted(r.info.status for r in others) == ["FINISHED"] * 3

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tuner.records._access import check_tracking_access
+from tuner.records._reconcile import EndedRun
 from tuner.records._recorder import LineageRecorder
 from tuner.records._summary import campaign_params, campaign_tags
-from tuner.search._attrs import LAUNCH_ATTR, PARENT_RUN_ATTR
+from tuner.records._trial import finished_trial_tags
+from tuner.search._attrs import IMPORTED_ATTR, LAUNCH_ATTR, PARENT_RUN_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -54,6 +56,30 @@ def start_campaign_run(
             for t in orphans
             if (t.user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
         },
+        ended_runs=_ended_runs(study, config.metric_names) if reconcile else None,
     )
     if recorder.parent_run_id and recorder.parent_run_id != parent:
         study.set_user_attr(PARENT_RUN_ATTR, recorder.parent_run_id)
+
+
+def _ended_runs(study: optuna.Study, metric_names: Sequence[str]) -> dict[str, EndedRun]:
+    """The runs of trials the study holds as complete or pruned, by run id: how to end each if the
+    controller that told the study stopped before it could end the run too."""
+    from tuner.campaign._state import TrialState
+
+    ended: dict[str, EndedRun] = {}
+    for trial in study.get_trials(deepcopy=False):
+        run_id = (trial.user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
+        # A failed trial's run left open is ended as interrupted, as before.
+        if not run_id or IMPORTED_ATTR in trial.system_attrs:
+            continue
+        if trial.state.name not in ("COMPLETE", "PRUNED"):
+            continue
+        state = TrialState(trial.state.name)
+        end = trial.datetime_complete
+        ended[str(run_id)] = EndedRun(
+            state.mlflow_status,
+            finished_trial_tags(trial, metric_names),
+            int(end.timestamp() * 1000) if end is not None else None,
+        )
+    return ended

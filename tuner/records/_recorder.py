@@ -40,7 +40,7 @@ from typing import Any
 from lineage.masking import mask_argv, mask_uri, mask_value
 from tuner.records import _tags as T
 from tuner.records._disk_full import disk_full
-from tuner.records._reconcile import reconcile_runs
+from tuner.records._reconcile import EndedRun, reconcile_runs
 from tuner.records._trial import trial_run_name
 from tuner.records._write import close_writer, open_http_writer, open_sql_writer, write_batch
 
@@ -100,6 +100,7 @@ class LineageRecorder:
         tags: Mapping[str, str],
         reconcile: str | None = None,
         used_runs: Mapping[str, int] | None = None,
+        ended_runs: Mapping[str, EndedRun] | None = None,
         wait: bool = True,
     ) -> None:
         """Open the experiment and the parent run (reuse ``parent_run_id`` when it exists),
@@ -107,7 +108,8 @@ class LineageRecorder:
         left (see `reconcile_runs`). With ``wait`` returns when the parent run exists."""
         self._thread.start()
         used = dict(used_runs or {})
-        self._jobs.put(lambda: self._open(parent_run_id, params, tags, reconcile, used))
+        ended = dict(ended_runs or {})
+        self._jobs.put(lambda: self._open(parent_run_id, params, tags, reconcile, used, ended))
         if wait:
             self.wait_ready()
 
@@ -336,6 +338,7 @@ class LineageRecorder:
         tags: Mapping[str, str],
         reconcile: str | None,
         used: Mapping[str, int],
+        ended: Mapping[str, EndedRun],
     ) -> None:
         try:
             from mlflow.tracking import MlflowClient
@@ -384,7 +387,7 @@ class LineageRecorder:
             self._guard(
                 "reconcile",
                 lambda: reconcile_runs(
-                    self.tracking_uri, self.experiment_name, self.campaign, reconcile, used
+                    self.tracking_uri, self.experiment_name, self.campaign, reconcile, used, ended
                 ),
             )
         self._ready.set()

@@ -8,9 +8,17 @@ from typing import TYPE_CHECKING
 from tuner.records import _tags as T
 
 if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
     from tuner.executors import TrialOutcome
 
-__all__ = ["interrupted_tags", "output_tail", "trial_end_tags", "trial_run_name"]
+__all__ = [
+    "finished_trial_tags",
+    "interrupted_tags",
+    "output_tail",
+    "trial_end_tags",
+    "trial_run_name",
+]
 
 
 def trial_run_name(campaign: str, number: int, attempt: int = 1) -> str:
@@ -44,6 +52,18 @@ def trial_end_tags(
             tags[T.RETRIED_AS] = str(retried_as)
     if values is not None:
         for name, value in zip(metric_names, values, strict=True):
+            tags[f"{T.VALUE_PREFIX}{name}"] = repr(value)
+    return tags
+
+
+def finished_trial_tags(trial: FrozenTrial, metric_names: Sequence[str]) -> dict[str, str]:
+    """The closing tags that can be rebuilt from a finished trial of the study alone (its
+    state and objective values), for a run whose own end was never written."""
+    tags = {T.STATE: trial.state.name}
+    if trial.state.name == "PRUNED":
+        tags[T.PRUNE_REASON] = "pruned (its run was ended on resume)"
+    if trial.values is not None and trial.state.name == "COMPLETE":
+        for name, value in zip(metric_names, trial.values, strict=False):
             tags[f"{T.VALUE_PREFIX}{name}"] = repr(value)
     return tags
 
