@@ -12,7 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from tuner.search import _internals as internals
-from tuner.search._attrs import FAIL_ATTR, STALE_ATTR
+from tuner.search._attrs import FAIL_ATTR, OWNER_ATTR, STALE_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -35,11 +35,13 @@ def ask_within_budget(
     lock: StudyLock,
     heartbeat: Heartbeat | None = None,
     fixed_distributions: dict[str, Any] | None = None,
+    owner: str | None = None,
 ) -> optuna.Trial | None:
     """``study.ask()`` unless the study already holds ``budget`` counted trials (then None).
 
     A WAITING (re-queued or enqueued) trial is always taken first, whatever the count. The
-    trial's first heartbeat is recorded before the lock is released. When the lock was lost
+    trial's first heartbeat (and its ``owner``, `OWNER_ATTR`) is recorded before the lock is
+    released. When the lock was lost
     while held (its database session died), the count is checked again under the lock, and a
     new trial beyond the budget is given back (FAIL, superseded, never run).
     """
@@ -55,6 +57,9 @@ def ask_within_budget(
                 # module records the heartbeats that optimize would.
                 warnings.filterwarnings("ignore", message="Heartbeat of storage")
                 trial = study.ask(fixed_distributions)
+            if owner is not None:
+                storage = internals.storage_of(study)
+                storage.set_trial_system_attr(internals.trial_id(trial), OWNER_ATTR, owner)
             if heartbeat is not None:
                 heartbeat.add(internals.trial_id(trial))
         if not held.lost or trial.number in {t.number for t in waiting}:

@@ -2,7 +2,12 @@
 
 It holds the campaign's lock (``.tuner/<campaign>/controller.lock``), so no other ``tuner
 run`` drives the study at the same time; ``tuner worker``s may still join a study on a server
-database, which is why new trials are still taken under the study lock.
+database, which is why new trials are still taken under the study lock, and why there its
+trials get heartbeats as a worker's do: a worker that joins sees them driven by a live
+controller (it neither re-queues them nor closes their MLflow runs). Each trial also names
+its owner (this host and campaign directory), so that the next ``tuner resume`` holding the
+same directory takes them as its dead predecessor's at once, without waiting out their last
+heartbeat.
 """
 
 from __future__ import annotations
@@ -14,8 +19,11 @@ from typing import TYPE_CHECKING, Any
 from tuner.coordination._base import Coordination
 from tuner.coordination._budget import ask_within_budget
 from tuner.coordination._campaign_dir import CampaignDir
+from tuner.coordination._heartbeat import Heartbeat, default_timing, heartbeat_storage
 from tuner.coordination._lock import StudyLock
 from tuner.coordination._recovery import recover_stale
+from tuner.records._trial import interrupted_tags
+from tuner.search._attrs import LAUNCH_ATTR, OWNER_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -24,6 +32,8 @@ if TYPE_CHECKING:
     from tuner.records import LineageRecorder
 
 __all__ = ["Standalone"]
+
+_INTERRUPTED = "interrupted: its controller died; re-run as another trial"
 
 
 class Standalone(Coordination):
@@ -38,9 +48,41 @@ class Standalone(Coordination):
     def __init__(self, config: CampaignConfig) -> None:
         super().__init__(config)
         self._lock = StudyLock(config.optuna_storage_url(), config.study_name)
+        self._heartbeat: Heartbeat | None = None
+        self._owner: str | None = None
+        if not config.optuna_storage_url().startswith("sqlite"):
+            path = self.campaign_dir().path.absolute()
+            self._owner = f"{socket.gethostname()}:{path}"
 
     def campaign_dir(self) -> CampaignDir:
         return CampaignDir(self.config.base_dir, self.config.name)
+
+    def joined(self, study: optuna.Study) -> None:
+        if self._owner is None or self._heartbeat is not None:
+            return
+        interval, grace = default_timing()
+        storage = heartbeat_storage(
+            self.config.optuna_storage_url(), interval=interval, grace=grace
+        )
+        self._heartbeat = Heartbeat(storage).start()
+
+    def orphans(self, study: optuna.Study) -> tuple[list[optuna.trial.FrozenTrial], bool]:
+        """As for any controller, and also every RUNNING trial this campaign directory's
+        previous controller asked for: this one holds the directory's lock, so that one is
+        dead even if its last heartbeat is recent."""
+        import optuna
+
+        stale, live = super().orphans(study)
+        if self._owner is None:
+            return stale, live
+        known = {t.number for t in stale}
+        running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        ours = [t for t in running if t.system_attrs.get(OWNER_ATTR) == self._owner]
+        stale += [t for t in ours if t.number not in known]
+        others_live = live and any(
+            t.number not in known and t.system_attrs.get(OWNER_ATTR) != self._owner for t in running
+        )
+        return stale, others_live
 
     def open_storage(self) -> optuna.storages.BaseStorage:
         from tuner.search._study import open_storage
@@ -57,12 +99,27 @@ class Standalone(Coordination):
         recorder: LineageRecorder,
         message: Callable[[str], Any],
     ) -> None:
-        del recorder  # the recorder reconciles the runs itself when it starts
         grace = self.config.trial.grace_period
         recover_stale(study, orphans, socket.gethostname(), grace, message)
+        if self._owner is None:
+            return  # the recorder reconciled the runs itself when it started
+        # On a shared study the recorder reconciles nothing while a worker is live: end the
+        # runs of the trials taken over here (again, harmlessly, if it did).
+        for frozen in orphans:
+            run_id = (frozen.user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
+            if run_id:
+                tags = interrupted_tags(_INTERRUPTED)
+                recorder.trial_finished(str(run_id), status="KILLED", tags=tags, output_tail="")
 
     def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
-        return ask_within_budget(study, budget, self._lock)
+        return ask_within_budget(study, budget, self._lock, self._heartbeat, owner=self._owner)
+
+    def trial_ended(self, trial_id: int) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.remove(trial_id)
 
     def close(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
         self._lock.close()

@@ -23,6 +23,7 @@ __all__ = [
     "RETRY_OF_USER_ATTR",
     "SPACE_ATTR",
     "SPACE_CHANGES_ATTR",
+    "OWNER_ATTR",
     "STALE_ATTR",
     "SYSTEM_PREFIX",
     "WARM_START_ATTR",
@@ -58,6 +59,10 @@ FAILED_ATTEMPT = "tuner:failed_attempt"
 #: On a re-queued stale trial: the number of the trial it replaces, and the whole chain.
 RETRY_OF_ATTR = "tuner:retry_of"
 RETRY_HISTORY_ATTR = "tuner:retry_history"
+#: On a trial asked for by ``tuner run``/``tuner resume`` on a server database: which
+#: campaign directory's controller drives it (``<host>:<path>``). The next controller holding
+#: that directory's lock knows the trial's driver is dead, whatever its last heartbeat.
+OWNER_ATTR = "tuner:owner"
 #: A trial imported from an earlier run by ``warm_start:`` (value: the source run id). A
 #: finished trial every sampler sees; it does not count against the budget.
 IMPORTED_ATTR = "tuner:imported"
