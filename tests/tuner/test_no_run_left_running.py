@@ -147,3 +147,63 @@ def test_a_trial_told_before_its_run_was_ended_is_ended_as_it_finished_on_resume
     assert run.data.tags["tuner.value.loss"] == value
     others = [r for r in mlflow_runs(sqlite_uri) if r.data.tags.get("lineage.run_type") == "trial"]
     assert sorted(r.info.status for r in others) == ["FINISHED"] * 3
+
+
+def test_a_trial_re_queued_by_another_controller_while_it_ran_is_not_told(
+    campaign: Any, sqlite_uri: str
+) -> None:
+    """Another controller re-queued a trial of this one (its heartbeats had stopped for the
+    grace period: this controller was cut off from the database): when the attempt ends its
+    result is not told (Optuna refuses a finished trial; before, the controller crashed with
+    ``ValueError: Cannot tell a FAIL trial``); the copy runs and counts, the attempt's run is
+    FAILED with the reason, and the budget stays exact."""
+    import optuna
+
+    from tuner.campaign import Controller
+    from tuner.coordination import supersede
+    from tuner.executors._inprocess import InProcessExecutor
+
+    config = campaign(budget={"trials": 3}, resources={"parallel": 1})
+    storage = optuna.storages.RDBStorage(config.optuna_storage_url())
+
+    def supersede_one() -> None:  # what another worker's requeue_stale does meanwhile
+        study = optuna.load_study(study_name=config.study_name, storage=storage)
+        frozen = study.trials[1]
+        reason = "no heartbeat for more than 30s (injected)"
+        supersede(study, 1, frozen._trial_id, reason, frozen.params, frozen)
+
+    class Superseding(InProcessExecutor):
+        def submit(self, spec: Any) -> Any:
+            handle = super().submit(spec)
+            if spec.number == 1:  # re-queued by the other while its process runs
+                ended = handle.poll
+
+                def poll() -> Any:
+                    supersede_one()
+                    handle.poll = ended
+                    return ended()
+
+                handle.poll = poll
+            return handle
+
+    controller = Controller(
+        config,
+        executor=Superseding(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=1),
+        storage=storage,
+        importance=False,
+        handle_signals=False,
+    )
+    controller.run()
+    trials = optuna.load_study(study_name=config.study_name, storage=storage).trials
+    stale = [t for t in trials if "tuner:stale" in t.system_attrs]
+    assert [t.number for t in stale] == [1] and stale[0].state.name == "FAIL"
+    counted = [t for t in trials if t not in stale]
+    assert len(counted) == 3 and {t.state.name for t in counted} == {"COMPLETE"}
+    assert [t.params for t in counted if t.user_attrs.get("tuner.rerun_of") == 1] == [
+        stale[0].params
+    ]
+    runs = {r.data.tags.get("tuner.trial_number"): r for r in mlflow_runs(sqlite_uri)}
+    run = runs["1"]
+    assert run.info.status == "FAILED"
+    assert run.data.tags["tuner.fail_reason"].startswith("superseded while it ran: no heartbeat")
+    assert not [r for r in runs.values() if r.info.status == "RUNNING"]

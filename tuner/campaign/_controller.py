@@ -38,7 +38,7 @@ from tuner.campaign._history import (
 )
 from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher
-from tuner.campaign._outcome import best_of, judge, tell
+from tuner.campaign._outcome import best_of, judge, superseded, tell
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
@@ -347,6 +347,30 @@ class Controller:
         state, values, reason = judge(self.config, rt, outcome)
         if reason:
             reason = scrub_text(reason, rt.secrets)
+        taken = superseded(self.study, rt)
+        if taken is not None:
+            self._coordination.trial_ended(internals.trial_id(rt.trial))
+            self._observer.message(
+                f"trial {rt.number}: ended {state.value} after another controller had re-queued "
+                f"it ({taken}); its result is not told, the copy counts"
+            )
+            if rt.run_id:
+                tags = trial_end_tags(
+                    "FAIL",
+                    outcome,
+                    reason=f"superseded while it ran: {taken}",
+                    metric_names=self.config.metric_names,
+                    values=values,
+                )
+                self._recorder.trial_finished(
+                    rt.run_id,
+                    status="FAILED",
+                    tags=tags,
+                    output_tail=scrub_text(output_tail(outcome), rt.secrets),
+                    ended_at=_ended_at(rt, outcome),
+                )
+            self._notify(force=True)
+            return
         rt.state = rt.state.to(state)
         retry = False
         if state is TrialState.FAIL:

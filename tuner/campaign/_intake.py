@@ -52,6 +52,8 @@ class MetricIntake:
         return outcome
 
     def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
+        import optuna  # loaded by the controller already
+
         points: list[tuple[str, float, int, float]] = []
         target = self.config.target.metric
         new_target = False
@@ -73,13 +75,20 @@ class MetricIntake:
                     and math.isfinite(value)
                     and report.step not in rt.reported_steps
                     and rt.prune_reason is None
+                    and not rt.superseded
                 ):
-                    rt.trial.report(value, report.step)
+                    try:
+                        rt.trial.report(value, report.step)
+                    except optuna.exceptions.UpdateFinishedTrialError:
+                        # Re-queued by another controller meanwhile: its copy runs there.
+                        rt.superseded = True
+                        rt.handle.terminate()
+                        break
                     rt.reported_steps.add(report.step)
                     new_target = True
         if rt.run_id and points:
             self._recorder.trial_metrics(rt.run_id, points)
-        if rt.prune_reason is not None:
+        if rt.prune_reason is not None or rt.superseded:
             return
         if new_target and rt.trial.should_prune():
             step = max(rt.reported_steps)

@@ -25,7 +25,19 @@ if TYPE_CHECKING:
     from tuner.config import CampaignConfig
     from tuner.executors import TrialOutcome
 
-__all__ = ["best_of", "judge", "tell"]
+__all__ = ["best_of", "judge", "superseded", "tell"]
+
+
+def superseded(study: optuna.Study, rt: RunningTrial) -> str | None:
+    """Why the study already holds ``rt``'s trial as ended by someone else, else ``None``.
+
+    Another controller re-queues a trial whose heartbeats stopped for the grace period (this
+    controller was cut off from the database, or too slow to beat); its copy counts, and this
+    attempt's result must not be told (Optuna refuses to tell a finished trial)."""
+    frozen = internals.storage_of(study).get_trial(internals.trial_id(rt.trial))
+    if not frozen.state.is_finished() or STALE_ATTR not in frozen.system_attrs:
+        return None
+    return str(frozen.system_attrs[STALE_ATTR])
 
 
 def judge(

@@ -33,6 +33,9 @@ class RunningTrial:
     history: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
     reported_steps: set[int] = field(default_factory=set)
     prune_reason: str | None = None
+    #: Another controller re-queued this trial while it ran (the study holds it as ended):
+    #: nothing more is told about it, and its process is stopped.
+    superseded: bool = False
     last_check: float = 0.0
     #: Secret values the attempt received (argv flags, env); masked out of its output and
     #: fail reason before they are recorded.
