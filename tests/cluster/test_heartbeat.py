@@ -98,3 +98,25 @@ def test_a_stale_trial_is_requeued_once_with_its_params(url: str) -> None:
     assert counted_trials(study) == 2  # kept and the copy; the stale one does not count
     assert ask_within_budget(study, 3, lock, hb) is not None
     assert ask_within_budget(study, 3, lock, hb) is None
+
+
+def test_a_trial_whose_controller_died_before_its_first_heartbeat_is_requeued(url: str) -> None:
+    """Killed between ``study.ask`` and the trial's first heartbeat (a worker asking ahead of a
+    free slot, kill -9): the trial has no heartbeat at all, which Optuna never calls stale, so
+    it stayed RUNNING for ever and every worker waited on it. The first look gives it a
+    heartbeat on its behalf; a grace period later it is stale and re-queued like any other."""
+    study, storage = _study(url)
+    lock = StudyLock(url, "s")
+    orphan = ask_within_budget(study, 3, lock)  # no Heartbeat: none recorded
+    assert orphan is not None
+    orphan.suggest_float("x", 0, 1)
+    assert live_trial_ids(url, "s", 2) == set()
+    assert requeue_stale(study, storage, lock) == []  # first look: a heartbeat on its behalf
+    assert live_trial_ids(url, "s", 2) == {orphan._trial_id}
+    deadline = time.monotonic() + 15
+    moved: list[tuple[int, int]] = []
+    while not moved and time.monotonic() < deadline:
+        time.sleep(0.5)
+        moved = requeue_stale(study, storage, lock)
+    assert [old for old, _ in moved] == [orphan.number]
+    assert study.trials[orphan.number].state.name == "FAIL"

@@ -67,10 +67,54 @@ def n_trials(study: optuna.Study) -> int:
 def stale_trial_ids(storage: RDBStorage, study_id_: int) -> list[int]:
     """Ids of RUNNING trials whose heartbeat is older than the storage's grace period.
 
+    A RUNNING trial with no heartbeat at all (its controller died between creating it and
+    recording its first heartbeat) gets one now, on its behalf: a live owner beats it again
+    within the interval, a dead one never does, and the trial turns stale one grace period
+    later (the database's clock throughout). Optuna skips such trials, so they stayed RUNNING
+    for ever and every worker waited on them. Call under the study lock (a trial is created
+    and gets its first heartbeat under it).
+
     Why: Optuna fails stale trials only inside ``study.optimize``
     (``fail_stale_trials``), and then without the re-queue under the tuner's lock.
     """
-    return list(storage._get_stale_trial_ids(study_id_))
+    import contextlib
+
+    import optuna
+    import sqlalchemy
+
+    stale = list(storage._get_stale_trial_ids(study_id_))
+    # During a database outage the next round marks them (the stale ones above stand).
+    with contextlib.suppress(
+        sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError
+    ):
+        _beat_unbeaten(storage, study_id_)
+    return stale
+
+
+def _beat_unbeaten(storage: RDBStorage, study_id_: int) -> None:
+    import sqlalchemy
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from optuna.trial import TrialState
+
+    with _create_scoped_session(storage.scoped_session, True) as session:
+        unbeaten = (
+            session.query(models.TrialModel.trial_id)
+            .outerjoin(
+                models.TrialHeartbeatModel,
+                models.TrialHeartbeatModel.trial_id == models.TrialModel.trial_id,
+            )
+            .filter(models.TrialModel.study_id == study_id_)
+            .filter(models.TrialModel.state == TrialState.RUNNING)
+            .filter(models.TrialHeartbeatModel.trial_id.is_(None))
+            .all()
+        )
+        for (trial_id,) in unbeaten:
+            session.add(
+                models.TrialHeartbeatModel(
+                    trial_id=trial_id, heartbeat=session.execute(sqlalchemy.func.now()).scalar_one()
+                )
+            )
 
 
 def create_trial_row(
