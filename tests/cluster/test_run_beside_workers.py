@@ -57,19 +57,25 @@ def _tuner(*args: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def _launched(storage: str, proc: subprocess.Popen[bytes], log: Path) -> list[Any]:
+def _launched(url: str, proc: subprocess.Popen[bytes], log: Path) -> list[Any]:
     """The study's RUNNING trials whose process started, once there is one."""
+    # One storage for every look: a storage per look keeps a session open each until it is
+    # collected, and a few hundred looks exhaust PostgreSQL's max_connections.
+    storage = optuna.storages.RDBStorage(url)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.3)
-        try:
-            study = optuna.load_study(study_name="mixed", storage=storage)
-        except KeyError:
-            continue
-        running = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
-        launched = [t for t in running if "tuner.launch" in t.user_attrs]
-        if launched:
-            return launched
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+            try:
+                study = optuna.load_study(study_name="mixed", storage=storage)
+            except KeyError:
+                continue
+            running = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+            launched = [t for t in running if "tuner.launch" in t.user_attrs]
+            if launched:
+                return launched
+    finally:
+        storage.engine.dispose()
     raise AssertionError(log.read_text()[-3000:])
 
 

@@ -66,9 +66,16 @@ def _worker(config: Path, creds: dict[str, str], log: Path) -> subprocess.Popen[
     )
 
 
+_LOOKS: dict[str, optuna.storages.RDBStorage] = {}
+
+
 def _study(storage: str) -> optuna.Study:
+    # One storage per database for every look: a storage per look keeps a session open each
+    # until it is collected, and polling exhausts PostgreSQL's max_connections under load.
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna.load_study(study_name="shared", storage=storage)
+    if storage not in _LOOKS:
+        _LOOKS[storage] = optuna.storages.RDBStorage(storage)
+    return optuna.load_study(study_name="shared", storage=_LOOKS[storage])
 
 
 def test_three_workers_finish_exactly_the_budget(

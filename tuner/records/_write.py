@@ -34,11 +34,18 @@ def open_http_writer(uri: str) -> Any:
 
 
 def close_writer(writer: Any) -> None:
-    """Deliver what a spooling writer still holds if the server answers (else it stays in
-    the spool for the next process, which delivers it), and close it."""
+    """Deliver what a spooling writer still holds, waiting up to ``$LINEAGE_SPOOL_WAIT``
+    seconds (default 30) for a server that is away; what it still holds then stays in the
+    spool for the next process, which delivers it; close it. The campaign's closing records
+    (the parent run's status among them) are the last ones written, often just after the
+    server came back and before the spool tried it again."""
+    import os
+
     from lineage.recording import SpoolingWriter
 
     if isinstance(writer, SpoolingWriter):
+        if writer.down:
+            writer.wait(float(os.environ.get("LINEAGE_SPOOL_WAIT") or 30))
         writer.close()
 
 
