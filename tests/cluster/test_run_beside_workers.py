@@ -126,7 +126,7 @@ def test_resume_right_after_kill_9_takes_over_the_dead_runs_trials(
     tmp_path: Path, pg_storage: str
 ) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    config = _campaign(tmp_path, pg_storage, trials=3, steps=30)
+    config = _campaign(tmp_path, pg_storage, trials=3, steps=20)
     run = _tuner("run", str(config), cwd=tmp_path, log=tmp_path / "run.log")
     doomed = _launched(pg_storage, run, tmp_path / "run.log")[0]
     run.send_signal(signal.SIGKILL)
