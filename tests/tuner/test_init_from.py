@@ -82,6 +82,7 @@ def test_init_from_mindspore_runs_validates_and_runs(
     assert set(config["parameters"]) == {"lr", "hidden"}
     assert "trainable_params (on no recorded command line" in " ".join(text.split())
     assert config["warm_start"]["from"][0]["experiment"] == "digits"
+    assert "enqueue_best" not in config["warm_start"]  # one trial: no room to re-run the best
 
     assert main(["validate", str(out)]) == 0
     capsys.readouterr()
@@ -268,8 +269,33 @@ def test_init_refines_what_matters_and_tunes_what_it_cannot_rule_out(
     assert "steps (on no recorded command line" in " ".join(text.split())
     assert config["workdir"] == str(Path(plain_runs.removeprefix("sqlite:///")).parent)
     assert config["warm_start"]["from"][0] == {"experiment": "cmd", "tracking_uri": plain_runs}
+    # the 3 best earlier configurations re-run first (budget 20: at most a quarter of it)
+    assert config["warm_start"]["enqueue_best"] == 3
+    assert "the 3 best earlier configurations" in flat and "at most a quarter" in flat
     assert main(["validate", str(out)]) == 0
-    assert "warning" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    assert "the 3 best re-run first as new trials" in " ".join(captured.out.split())
+
+
+@pytest.mark.parametrize(("trials", "enqueued"), [(8, 2), (3, 0)])
+def test_init_reruns_the_best_configurations_within_a_quarter_of_the_budget(
+    plain_runs: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    trials: int,
+    enqueued: int,
+) -> None:
+    out = tmp_path / "c.yaml"
+    argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize", "--trials", str(trials)]
+    code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))
+    assert code == 0, err
+    config = yaml.safe_load(out.read_text())
+    assert config["budget"]["trials"] == trials
+    assert config["warm_start"].get("enqueue_best", 0) == enqueued
+    assert main(["validate", str(out)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert ("re-run first" in said) == bool(enqueued)
 
 
 def test_init_fixes_only_what_surely_does_not_matter(

@@ -32,6 +32,15 @@ sampler keeps the poor runs that show it where not to look).
 When no parameter is significant (or there are fewer runs than the analysis needs) every
 varying parameter is tuned over its recorded range: too little evidence to fix anything.
 
+The campaign re-runs the `ENQUEUE_BEST` (3) best earlier configurations first
+(``warm_start.enqueue_best``, never more than a quarter of the budget: `enqueue_count`), as
+new trials that count against the budget. The earlier runs say where the good region was
+when they were recorded, and the data, the model or the code may have changed since (why
+else tune again); these few trials measure the campaign's own task there, where the earlier
+evidence is densest, and from the first trials on give the sampler values of that task to
+tell good from poor by (without them the first new trials, wherever they land, are the only
+ones it has). Measured in ``benchmarks/bench_outcome.py`` (docs/benchmarks.md, issue 12).
+
 Which recorded params are hyperparameters: a campaign's trials hold the campaign's search
 space (its campaign run's ``space.*`` params); runs launched by hand hold the flags of their
 recorded command line (``lineage.command``), the knobs the user turned, so quantities a
@@ -63,7 +72,24 @@ if TYPE_CHECKING:
     from lineage.importance import ImportanceResult, ParamImportance
     from lineage.store import RunRecord
 
-__all__ = ["DerivedCampaign", "DerivedParameter", "derive_campaign"]
+__all__ = [
+    "ENQUEUE_BEST",
+    "DerivedCampaign",
+    "DerivedParameter",
+    "derive_campaign",
+    "enqueue_count",
+]
+
+#: The best earlier configurations a derived campaign re-runs first (``enqueue_best``) ...
+ENQUEUE_BEST = 3
+#: ... and never more than this share of its budget (the rest is the sampler's to spend).
+ENQUEUE_SHARE = 0.25
+
+
+def enqueue_count(trials: int) -> int:
+    """How many best earlier configurations a derived campaign of ``trials`` trials re-runs
+    first: `ENQUEUE_BEST`, at most `ENQUEUE_SHARE` of the budget (3 of 20, 2 of 8, none of 3)."""
+    return max(0, min(ENQUEUE_BEST, int(ENQUEUE_SHARE * trials)))
 
 
 @dataclass

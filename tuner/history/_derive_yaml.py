@@ -7,6 +7,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from tuner.history._derive import enqueue_count
 from tuner.history._derive_params import FIX_BELOW, MARGIN
 
 if TYPE_CHECKING:
@@ -189,7 +190,19 @@ def render_campaign(
         "warm_start:",
         "  from:",
         f"    - {_flow(source)}",
-        "lineage:",
-        f"  tracking_uri: {_y(uri)}",
     ]
+    enqueue = enqueue_count(trials)
+    if enqueue:
+        fixed = " (with the fixed parameters at the best run's value)" if d.fixed else ""
+        lines += _wrap(
+            f"Re-run first, as new trials counted in budget.trials: the {enqueue} best earlier "
+            f"configurations{fixed}, at most a quarter of the budget. The earlier runs say "
+            "where the good region was when they were recorded (the data, the model or the "
+            "code may have changed since); these trials measure this campaign's task there, "
+            "where the earlier evidence is densest, and from the start give the sampler values "
+            "of this task to tell good from poor by.",
+            "  ",
+        )
+        lines.append(f"  enqueue_best: {enqueue}")
+    lines += ["lineage:", f"  tracking_uri: {_y(uri)}"]
     return "\n".join(lines) + "\n"
