@@ -14,24 +14,30 @@ included:
 
 Scored like ``importance_truth.py``: ``order`` = relevant parameters in the true order,
 ``dummies`` = every no-effect parameter below every relevant one. Times are the median wall
-seconds of one call and its CPU seconds (user + system, children included).
+seconds of one call and its CPU seconds (user + system, children included). The method
+``in_process`` calls ``get_param_importances`` with the default evaluator on the runs as
+generated (no store, no start-up; the order of the runs, hence the folds, differs from the
+CLI's) and prints which model it kept and its held-out R².
 
 Usage: ``python benchmarks/bench_importance.py [--runs 200] [--seeds 5] [--cases a,b]
-[--methods lineage,fanova,ped_anova] [--large]`` (``--large``: also time ``lineage`` on
-10,000 runs x 20 params); ``--power 15,30,100 [--power-reps 40]`` measures instead the power
-and false-positive rate of the ``significant`` flag at those run counts.
+[--random K] [--methods lineage,in_process,fanova,ped_anova] [--large]`` (``--large``: also
+time ``lineage`` on 10,000 runs x 20 params); ``--power 15,30,60,100 [--power-reps 40]``
+measures instead the power and false-positive rate of the ``significant`` flag at those run
+counts.
 
 Cases with published truth: ``ishigami`` and ``g_function`` (total Sobol' indices in closed
 form), ``geometric`` (smooth effects halving down to about 1% of the variance, with
 interactions, three dummies: the kind issue 14.7 describes), and of that kind with total
 indices in closed form: ``levitan`` (Sobol' and Levitan 1999, geometric b), ``bratley``
 (Bratley, Fox and Niederreiter 1992, d = 6, down to 0.6%) and ``geometric2`` (exactly
-standardized smooth components and pairwise products, down to 1.15%).
+standardized smooth components and pairwise products, down to 1.15%). ``--random K`` adds
+the first K cases of a random family of that kind with exact totals (``_random_case``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import resource
@@ -298,6 +304,93 @@ CASES: dict[str, Case] = {
 }
 
 
+# ---- a random family of issue 14.7's kind ------------------------------------------------
+
+_GRID = (np.arange(200_000) + 0.5) / 200_000  # midpoints: moments of a component on [0, 1]
+_SHAPES = ("quadratic", "cubic", "linear", "cosine", "sine", "exp", "tanh", "log", "bump")
+
+
+def _shape(kind: str, rng: np.random.Generator) -> Callable[[float], float]:
+    """A smooth function of [0, 1], shifted and scaled to mean 0 and variance 1."""
+    a, b = rng.uniform(0.5, 1.5), rng.uniform(0.0, math.pi)
+    f: Callable[[Any], Any] = {
+        "quadratic": lambda x: 3 * (2 * x - 1) ** 2 - 1,
+        "cubic": lambda x: 5 * (2 * x - 1) ** 3 - 3 * (2 * x - 1),
+        "linear": lambda x: x,
+        "cosine": lambda x: np.cos(math.pi * a * x + b),
+        "sine": lambda x: np.sin(2 * math.pi * x),
+        "exp": lambda x: np.exp((1 + a) * x),
+        "tanh": lambda x: np.tanh((2 + 2 * a) * (x - 0.3 - b / 8)),
+        "log": lambda x: np.log(x + 0.05),
+        "bump": lambda x: np.exp(-(((x - 0.3 - b / 8) / 0.2) ** 2)),
+    }[kind]
+    values = f(_GRID)
+    mean, sd = float(values.mean()), float(values.std())
+    return lambda x: (float(f(x)) - mean) / sd
+
+
+def _random_case(k: int) -> Case | None:
+    """Case ``random<k>``: 5-8 standardized smooth components (drawn from ``_SHAPES``) with
+    weights falling off by a ratio of 0.45-0.7, one to three pairwise products and sometimes a
+    triple one, two or three no-effect parameters. The terms are products of independent
+    mean-0 factors, hence orthogonal, so the total indices are exact: (w_i + the squared
+    coefficients of the products holding i) / the sum of all. Drawn until the weakest total
+    is 0.7-1.5% and each total is at least 1.25 times the next (None when none is found)."""
+    rng = np.random.default_rng(1000 + k)
+    d, dummies = int(rng.integers(5, 9)), int(rng.integers(2, 4))
+    shapes = [_shape(_SHAPES[int(rng.integers(len(_SHAPES)))], rng) for _ in range(d)]
+    products: list[tuple[int, ...]] = []
+    for _ in range(int(rng.integers(1, 4))):
+        pair = tuple(sorted(rng.choice(d, 2, replace=False).tolist()))
+        if pair not in products:
+            products.append(pair)
+    if rng.random() < 0.5:
+        products.append(tuple(sorted(rng.choice(d, 3, replace=False).tolist())))
+    for _ in range(200):
+        ratio = rng.uniform(0.45, 0.7)
+        w = [ratio**i for i in range(d)]
+        c = [rng.uniform(0.2, 0.6) * math.sqrt(w[min(t)] * w[max(t)]) ** 0.5 for t in products]
+        whole = sum(w) + sum(v * v for v in c)
+        total = [
+            (w[i] + sum(v * v for t, v in zip(products, c, strict=True) if i in t)) / whole
+            for i in range(d)
+        ]
+        ranked = sorted(total, reverse=True)
+        if 0.007 <= ranked[-1] <= 0.015 and all(
+            a >= 1.25 * b for a, b in itertools.pairwise(ranked)
+        ):
+            break
+    else:
+        return None
+
+    def fn(p: dict[str, Any], _: np.random.Generator) -> float:
+        t = [shape(p[f"x{i}"]) for i, shape in enumerate(shapes)]
+        y = sum(math.sqrt(wi) * ti for wi, ti in zip(w, t, strict=True))
+        return y + sum(v * math.prod(t[i] for i in tp) for tp, v in zip(products, c, strict=True))
+
+    space = {f"x{i}": _u(0, 1) for i in range(d)} | {f"d{i}": _u(0, 1) for i in range(dummies)}
+    return space, fn, [*total, *[0.0] * dummies]
+
+
+def _case(name: str) -> Case:
+    if name.startswith("random") and name not in CASES:
+        made = _random_case(int(name[len("random") :]))
+        if made is None:
+            raise SystemExit(f"{name}: no case of the family for that seed")
+        CASES[name] = made
+    return CASES[name]
+
+
+def _random_names(count: int) -> list[str]:
+    names: list[str] = []
+    k = 0
+    while len(names) < count:
+        if _random_case(k) is not None:
+            names.append(f"random{k}")
+        k += 1
+    return names
+
+
 def _drop(case: str, p: dict[str, Any]) -> list[str]:
     if case == "conditional" and p["optimizer"] != "momentum":
         return ["momentum"]
@@ -348,7 +441,7 @@ def build_store(path: Path, experiment: str, rows: list[tuple[dict[str, str], fl
 
 
 def _case_rows(case: str, n: int, seed: int) -> list[tuple[dict[str, str], float]]:
-    space, fn, _ = CASES[case]
+    space, fn, _ = _case(case)
     rng = np.random.default_rng(seed)
     rows = []
     for _ in range(n):
@@ -450,6 +543,27 @@ def _timed_call(cmd: list[str]) -> tuple[dict[str, Any], float, float]:
     return json.loads(proc.stdout), wall, cpu
 
 
+def _in_process(
+    rows: list[tuple[dict[str, str], float]], fits: list[tuple[str, float]]
+) -> tuple[dict[str, Any], float, float]:
+    """The default evaluator on the runs in the order they were generated (the CLI reads
+    them back in MLflow's order, which changes the folds)."""
+    from lineage.importance import AutoImportance, get_param_importances
+    from lineage.store import RunRecord
+
+    runs = [
+        RunRecord(run_id=f"{i:032x}", experiment_id="0", experiment="bench", name=f"run-{i}",
+                  status="FINISHED", start_time=i, end_time=i + 1, params=p, metrics={"y": y})
+        for i, (p, y) in enumerate(rows)
+    ]  # fmt: skip
+    evaluator = AutoImportance()
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = get_param_importances(runs, target="y", goal="minimize", evaluator=evaluator)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    fits.append((evaluator.model_, evaluator.cv_r2_))
+    return result.to_dict(top_runs=0), wall, cpu
+
+
 def _large(methods: list[str]) -> None:
     rng = np.random.default_rng(0)
     rows = []
@@ -524,7 +638,19 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--methods", default="lineage,fanova,ped_anova")
+    ap.add_argument(
+        "--methods",
+        default="lineage,fanova,ped_anova",
+        help="lineage (the CLI, a process), in_process (get_param_importances on the runs as "
+        "generated, no store, no start-up), fanova, ped_anova",
+    )
+    ap.add_argument(
+        "--random",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also the first K cases of the random family (random<k>, see _random_case)",
+    )
     ap.add_argument("--large", action="store_true", help="also time 10,000 runs x 20 params")
     ap.add_argument("--large-methods", default="lineage")
     ap.add_argument("--optuna-worker", nargs=3, metavar=("METHOD", "URI", "EXPERIMENT"))
@@ -542,15 +668,22 @@ def main() -> int:
         _power([int(v) for v in args.power.split(",")], args.power_reps)
         return 0
     methods = args.methods.split(",")
+    cases = [*filter(None, args.cases.split(",")), *_random_names(args.random)]
     print(f"{'case':10s} {'method':10s} {'order':>6s} {'dummies':>8s} {'wall s':>7s} {'cpu s':>6s}")
-    for case in filter(None, args.cases.split(",")):
-        space, _, truth = CASES[case]
+    for case in cases:
+        space, _, truth = _case(case)
         tally = {m: [0, 0, [], []] for m in methods}
+        fits: list[tuple[str, float]] = []
         for seed in range(args.seeds):
+            rows = _case_rows(case, args.runs, seed)
             with tempfile.TemporaryDirectory() as d:
-                uri = build_store(Path(d) / "mlflow.db", case, _case_rows(case, args.runs, seed))
+                if any(m != "in_process" for m in methods):
+                    uri = build_store(Path(d) / "mlflow.db", case, rows)
                 for method in methods:  # interleaved, so machine load hits all alike
-                    out, wall, cpu = _timed_call(_command(method, uri, case))
+                    if method == "in_process":
+                        out, wall, cpu = _in_process(rows, fits)
+                    else:
+                        out, wall, cpu = _timed_call(_command(method, uri, case))
                     o, dl = _score(out["params"], list(space), truth)
                     t = tally[method]
                     t[0] += o
@@ -562,6 +695,12 @@ def main() -> int:
                 f"{case:10s} {method:10s} {o:>4d}/{args.seeds} {dl:>6d}/{args.seeds} "
                 f"{statistics.median(walls):7.2f} {statistics.median(cpus):6.2f}"  # type: ignore[arg-type]
             )
+        if fits:
+            models = ", ".join(
+                f"{m} x{sum(f[0] == m for f in fits)}" for m in sorted({f[0] for f in fits})
+            )
+            r2 = [f[1] for f in fits]
+            print(f"{'':10s} in_process: {models}; held-out R2 {min(r2):.4f}-{max(r2):.4f}")
         sys.stdout.flush()
     if args.large:
         _large(args.large_methods.split(","))

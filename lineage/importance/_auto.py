@@ -36,13 +36,15 @@ class AutoImportance(ImportanceEvaluator):
         min_gp_runs: below this many runs, the forest without comparison: with a dozen
             training runs per fold the kernel's length scales overfit, and the false-positive
             rate of ``significant`` at 15 runs was 0.12 with the Gaussian process against 0.03
-            with the forest (``bench_importance.py --power``).
-        max_gp_runs: above this many runs, the forest without comparison (a Gaussian process
-            took 9 s of CPU at 500 runs x 10 parameters and 18 s at 1,000; the forest 2-3 s).
+            with the forest (``bench_importance.py --power``; measured with the product
+            kernel, the default before issue 14.7).
+        max_gp_runs: above this many runs, the forest without comparison (the additive
+            Gaussian process took 4 s of CPU at 500 runs x 10 parameters and 8.5 s at 1,000,
+            its fits capped at 300 runs; the forest 2-3 s).
         runs_per_column: the Gaussian process is tried only with at least this many runs per
-            input column (one length scale each; a 30-level categorical is 30 columns): with
-            160 runs for 32 columns a no-effect integer came out significant, and 200 runs
-            for 28 columns took 24 s of CPU (the forest: 2 s).
+            input column (length scales per column; a 30-level categorical is 30 columns):
+            with 160 runs for 32 columns a no-effect integer came out significant, and 200
+            runs for 28 columns took 24 s of CPU (the forest: 2 s; product kernel).
         confidence: the two-sided level of the intervals (both models).
         random_state: seed for the folds, the draws and the models.
 
