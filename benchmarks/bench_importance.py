@@ -40,6 +40,7 @@ import argparse
 import itertools
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
@@ -633,6 +634,11 @@ def _power(sizes: list[int], reps: int) -> None:
             sys.stdout.flush()
 
 
+def _print_load() -> None:
+    one, five, fifteen = os.getloadavg()
+    print(f"load average {one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=200)
@@ -669,6 +675,7 @@ def main() -> int:
         return 0
     methods = args.methods.split(",")
     cases = [*filter(None, args.cases.split(",")), *_random_names(args.random)]
+    _print_load()
     print(f"{'case':10s} {'method':10s} {'order':>6s} {'dummies':>8s} {'wall s':>7s} {'cpu s':>6s}")
     for case in cases:
         space, _, truth = _case(case)
@@ -704,6 +711,7 @@ def main() -> int:
         sys.stdout.flush()
     if args.large:
         _large(args.large_methods.split(","))
+    _print_load()
     return 0
 
 
