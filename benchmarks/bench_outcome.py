@@ -6,7 +6,10 @@ For each task and seed, side by side in one run:
 (b) ``tpe-cold``: Optuna's default TPESampler over the full space, from nothing;
 (c) ``tpe-warm``: the same, with ``warm_start: {from: [{experiment: PRIOR}]}``: the prior
     campaign's runs enter the study through the tuner's own machinery
-    (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``);
+    (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``), and
+    the sampler compares them with the new trials by rank (``compare: rank``, the default:
+    ``tuner.search._registry.ranked_if_warm``);
+(c') ``tpe-warm-value``: the same with ``compare: value`` (raw values, as Optuna alone does);
 (d) ``tuner-init``: the campaign ``tuner init --from PRIOR`` derives
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
     ``load_config``): significant parameters tuned over refined ranges, those the analysis is
@@ -52,7 +55,7 @@ from typing import Any, Literal
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
-METHODS = ("random", "tpe-cold", "tpe-warm", "tuner-init")
+METHODS = ("random", "tpe-cold", "tpe-warm", "tpe-warm-value", "tuner-init")
 
 
 @dataclass(frozen=True)
@@ -256,11 +259,12 @@ def _campaign(
 
     from tuner.history import apply, load_history
     from tuner.search import sample_params
+    from tuner.search._registry import ranked_if_warm
 
     sampler: optuna.samplers.BaseSampler = (
         optuna.samplers.RandomSampler(seed=seed)
         if method == "random"
-        else optuna.samplers.TPESampler(seed=seed)
+        else ranked_if_warm(config, optuna.samplers.TPESampler(seed=seed))
     )
     study = optuna.create_study(direction=task.goal, sampler=sampler)
     if config.warm_start is not None:
@@ -285,6 +289,8 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
     warm = {"warm_start": {"from": [{"experiment": experiment}]}, "lineage": {"tracking_uri": uri}}
     plain = _config(task, work, f"{task.name}-s{seed}", {"lineage": {"tracking_uri": uri}})
     warmed = _config(task, work, f"{task.name}-warm-s{seed}", warm)
+    by_value = {**warm, "warm_start": {**warm["warm_start"], "compare": "value"}}
+    warmed_value = _config(task, work, f"{task.name}-warm-value-s{seed}", by_value)
     derived = derive_campaign(experiment, target=task.metric, goal=task.goal, tracking_uri=uri)
     path = work / f"{task.name}-init-s{seed}.yaml"
     path.write_text(render_campaign(derived, trials=budget))
@@ -296,6 +302,7 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
         "random": _campaign(task, "random", seed, budget, plain, {}),
         "tpe-cold": _campaign(task, "tpe-cold", seed, budget, plain, {}),
         "tpe-warm": _campaign(task, "tpe-warm", seed, budget, warmed, {}),
+        "tpe-warm-value": _campaign(task, "tpe-warm-value", seed, budget, warmed_value, {}),
         "tuner-init": _campaign(task, "tuner-init", seed, budget, init, fixed),
     }
     return {
@@ -433,10 +440,10 @@ def _print(summary: dict[str, Any], budget: int, n_seeds: int) -> None:
         f"\n{summary['task']}: target {summary['metric']} {'<=' if goal == 'minimize' else '>='} "
         f"{summary['target']:.4g} (cold TPE's median final best after {budget} trials)"
     )
-    print(f"  {'method':<11} {'median trials':>13} {'ratio to cold':>13} {'reached':>8}")
+    print(f"  {'method':<14} {'median trials':>13} {'ratio to cold':>13} {'reached':>8}")
     for method, m in summary["methods"].items():
         print(
-            f"  {method:<11} {_show(m['median'], budget):>13} {m['ratio_to_cold']:>13.2f} "
+            f"  {method:<14} {_show(m['median'], budget):>13} {m['ratio_to_cold']:>13.2f} "
             f"{m['reached']:>5}/{n_seeds}"
         )
     tuned = {", ".join(t) for t in summary["tuned"]}

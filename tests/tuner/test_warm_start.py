@@ -426,6 +426,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
     from tuner.history import apply
     from tuner.history._warm_start import WarmStartPlan
     from tuner.search import distributions, sample_params
+    from tuner.search._ranked import RankedWarmStart
     from tuner.search._registry import make_sampler
 
     config = parse_config(
@@ -440,9 +441,13 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
             },
             "budget": {"trials": 3},
             "sampler": {"name": sampler, "seed": 1},
+            "warm_start": {"from": [{"experiment": "earlier"}]},
         },
         base_dir=tmp_path,
     )
+    made = make_sampler(config)
+    # Samplers that learn from values read the imported runs by rank (`compare: rank`).
+    assert isinstance(made, RankedWarmStart) == (sampler in ("tpe", "cmaes", "nsga2")), made
     trials = [
         optuna.trial.create_trial(
             state=optuna.trial.TrialState.COMPLETE,
@@ -453,7 +458,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
         )
         for i, x in enumerate([0.0, 0.25, 0.5, 0.75, 1.0, 0.25])
     ]
-    study = optuna.create_study(sampler=make_sampler(config))
+    study = optuna.create_study(sampler=made)
     assert apply(study, WarmStartPlan(trials, [])) == 6
     assert apply(study, WarmStartPlan(trials, [])) == 0  # never twice
     for _ in range(3):

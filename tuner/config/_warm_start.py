@@ -9,6 +9,7 @@ warm_start:
       params: {lr: optimizer.lr}         # optional: campaign parameter -> recorded param
       target: accuracy                   # optional: recorded metric of the campaign's target
   enqueue_best: 0                        # the K best earlier configurations re-run first
+  compare: rank                          # rank (default) or value: how the sampler sees them
 ```
 
 Only what can be checked without opening a store is checked here (one source kind, the
@@ -20,7 +21,7 @@ experiment, a mapped name no run recorded, an unreachable store) as the same one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -143,6 +144,12 @@ class WarmStartConfig(_Model):
         ge=0,
         description="re-run the K best imported configurations first, as new trials (they "
         "count against budget.trials; imported trials do not)",
+    )
+    compare: Literal["rank", "value"] = Field(
+        default="rank",
+        description="how the sampler weighs imported runs against the campaign's own trials: "
+        "rank (each set's values replaced by their normal scores within the set, so a source "
+        "whose metric sits at another level still guides the search) or value (as recorded)",
     )
 
 

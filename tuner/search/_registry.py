@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALTERNATIVES",
     "GRID_SAMPLERS",
+    "LEARNING",
     "MULTI_OBJECTIVE_SAMPLERS",
     "NAMED_OPTIONS",
     "NEEDS",
@@ -39,6 +40,7 @@ __all__ = [
     "make_sampler",
     "missing_dependency",
     "module_available",
+    "ranked_if_warm",
     "search_space",
     "torch_available",
 ]
@@ -83,6 +85,10 @@ NUMERIC_ONLY: dict[str, int] = {"cmaes": 2}
 GRID_SAMPLERS: tuple[str, ...] = ("grid",)
 #: What a message suggests instead of a sampler that does not fit the search space.
 ALTERNATIVES: dict[str, str] = {"cmaes": "tpe or gp", "grid": "tpe or random"}
+
+#: Samplers that learn from trials' values (random, qmc and grid ignore them): a warm start
+#: with ``compare: rank`` wraps these (`ranked_if_warm`).
+LEARNING: tuple[str, ...] = ("tpe", "gp", "cmaes", "nsga2")
 
 #: Keyword arguments an Optuna class requires, with the value used when options omit them.
 PRUNER_REQUIRED: dict[str, dict[str, Any]] = {"percentile": {"percentile": 25.0}}
@@ -200,7 +206,21 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
         kwargs.setdefault("constant_liar", True)
     if config.sampler.seed is not None:
         kwargs["seed"] = config.sampler.seed
-    return _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
+    sampler = _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
+    return ranked_if_warm(config, sampler)
+
+
+def ranked_if_warm(
+    config: CampaignConfig, sampler: optuna.samplers.BaseSampler
+) -> optuna.samplers.BaseSampler:
+    """``sampler``, reading imported runs by rank when the campaign warm-starts with
+    ``compare: rank`` and the sampler learns from values (`tuner.search._ranked`)."""
+    section = config.warm_start
+    if section is None or section.compare != "rank" or config.sampler.name not in LEARNING:
+        return sampler
+    from tuner.search._ranked import RankedWarmStart
+
+    return RankedWarmStart(sampler)
 
 
 def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:

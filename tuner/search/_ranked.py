@@ -1,0 +1,166 @@
+"""Warm-started samplers compare imported and new trials by rank, not by raw value.
+
+Imported runs come from a related task: fewer epochs, another data subsample, a smaller
+model, an older version of the code. Their metric sits at another level, and a sampler that
+ranks raw values across both sets is misled either way:
+
+- the old task scored better (an RMSE of 52 against the new task's 54): the sampler's best
+  group holds imported trials only, for the whole campaign, so it keeps proposing around the
+  old optimum and never refines the new one;
+- the old task scored worse: every imported trial falls into the poor group, and they sit
+  exactly where the old campaign found good configurations, so the sampler is steered away
+  from that region.
+
+`RankedWarmStart` wraps the campaign's sampler. Before the sampler reads the trials, each
+objective of every COMPLETE trial is replaced by its normal score within its own group (the
+imported runs of one source, or the campaign's own trials): ``Phi^-1((rank + 0.5) / n)``, the
+Gaussian-copula transform of Salinas, Shen and Perrone, "A quantile-based approach for
+hyperparameter transfer learning" (ICML 2020). The best tenth of each group then counts as the
+best tenth, whatever its level. Only the sampler's view changes: the study, ``tuner status``,
+the report and MLflow keep every recorded value. Until the campaign has a finished trial of
+its own, the sampler sees the imported values as they are.
+
+Imports Optuna: `tuner.search._registry.make_sampler` imports this module only when it wraps.
+Uses Optuna's private ``Study._get_trials`` (the call every built-in sampler reads trials
+through); see `tuner.search._internals` for the project's other uses.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+from optuna.samplers import BaseSampler
+
+from tuner.search._attrs import IMPORTED_ATTR, IMPORTED_FROM_ATTR
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
+    from optuna.trial import FrozenTrial, TrialState
+
+__all__ = ["RankedWarmStart", "ranked_view"]
+
+
+def _group(trial: FrozenTrial) -> str | None:
+    """``None`` for the campaign's own trials; the source of an imported one."""
+    if IMPORTED_ATTR not in trial.system_attrs:
+        return None
+    mark = trial.user_attrs.get(IMPORTED_FROM_ATTR)
+    if isinstance(mark, dict):
+        return f"{mark.get('tracking_uri')}\n{mark.get('source')}"
+    return ""
+
+
+def ranked_view(trials: Sequence[FrozenTrial], directions: int) -> list[FrozenTrial]:
+    """``trials`` with every COMPLETE trial's values replaced by their normal scores within
+    its group; unchanged (the same objects) when there are not both imported and own
+    finished trials."""
+    from optuna.trial import TrialState
+
+    groups: dict[str | None, list[FrozenTrial]] = {}
+    for t in trials:
+        if t.state == TrialState.COMPLETE and t.values is not None:
+            groups.setdefault(_group(t), []).append(t)
+    if None not in groups or len(groups) < 2:
+        return list(trials)
+    normal = NormalDist()
+    scores: dict[int, list[float]] = {}
+    for members in groups.values():
+        n = len(members)
+        for k in range(directions):
+            # Ties get the mean of their ranks, so equal values stay equal.
+            ordered = sorted(members, key=lambda t: t.values[k])
+            i = 0
+            while i < n:
+                j = i
+                while j + 1 < n and ordered[j + 1].values[k] == ordered[i].values[k]:
+                    j += 1
+                z = normal.inv_cdf(((i + j) / 2 + 0.5) / n)
+                for t in ordered[i : j + 1]:
+                    scores.setdefault(t.number, [0.0] * directions)[k] = z
+                i = j + 1
+    out = []
+    for t in trials:
+        if t.number in scores:
+            t = copy.copy(t)
+            t.values = scores[t.number]
+        out.append(t)
+    return out
+
+
+class _RankedStudy:
+    """The study as the wrapped sampler sees it: trials read through `ranked_view`."""
+
+    def __init__(self, study: optuna.Study) -> None:
+        self._study = study
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+    def _get_trials(
+        self,
+        deepcopy: bool = True,
+        states: Sequence[TrialState] | None = None,
+        use_cache: bool = False,
+    ) -> list[FrozenTrial]:
+        trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
+        return ranked_view(trials, len(self._study.directions))
+
+    def get_trials(
+        self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
+    ) -> list[FrozenTrial]:
+        trials = self._study.get_trials(deepcopy=deepcopy, states=states)
+        return ranked_view(trials, len(self._study.directions))
+
+
+class RankedWarmStart(BaseSampler):
+    """``sampler``, reading a warm-started study through `ranked_view`."""
+
+    def __init__(self, sampler: optuna.samplers.BaseSampler) -> None:
+        self.sampler = sampler
+
+    def __str__(self) -> str:
+        return f"{type(self.sampler).__name__} (warm start compared by rank)"
+
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        view: Any = _RankedStudy(study)
+        return self.sampler.infer_relative_search_space(view, trial)
+
+    def sample_relative(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        view: Any = _RankedStudy(study)
+        return self.sampler.sample_relative(view, trial, search_space)
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        view: Any = _RankedStudy(study)
+        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
