@@ -118,7 +118,8 @@ def test_ranked_view_scores_each_set_on_its_own() -> None:
     own = [trial(20 + i, [70.0 - i, i], None) for i in range(2)]
     running = optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING)
     running.number = 30
-    seen = ranked_view([*old, *other, *own, running], 2)
+    both = [optuna.study.StudyDirection.MINIMIZE] * 2
+    seen = ranked_view([*old, *other, *own, running], both)
     z = {t.number: t.values for t in seen}
     # Within each set, the order is kept; across sets, the same rank gives the same score.
     assert z[0][0] < z[1][0] < z[2][0] < z[3][0]
@@ -129,7 +130,14 @@ def test_ranked_view_scores_each_set_on_its_own() -> None:
     # The study's trials are not touched: the view holds copies.
     assert old[0].values == [50.0, 0.0] and own[0].values == [70.0, 0.0]
     # Without finished trials of the campaign's own there is nothing to rank against.
-    assert ranked_view([*old, running], 2) == [*old, running]
+    assert ranked_view([*old, running], both) == [*old, running]
+    # Once the campaign's best beats every imported value, raw values: its trials lead.
+    ahead = [trial(40, [40.0, -5.0], None), trial(41, [45.0, -4.0], None)]
+    assert ranked_view([*old, *ahead], both) == [*old, *ahead]
+    # Per objective: ranked only where an imported run is still ahead (maximize: higher).
+    mixed = ranked_view([*old, *ahead], [both[0], optuna.study.StudyDirection.MAXIMIZE])
+    assert [t.values[0] for t in mixed] == [50.0, 51.0, 52.0, 53.0, 40.0, 45.0]
+    assert mixed[0].values[1] > mixed[3].values[1] and mixed[4].values[1] < mixed[5].values[1]
 
 
 @pytest.mark.parametrize("compare, sampler", [("value", "tpe"), (None, "random")])

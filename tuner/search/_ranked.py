@@ -16,9 +16,14 @@ objective of every COMPLETE trial is replaced by its normal score within its own
 imported runs of one source, or the campaign's own trials): ``Phi^-1((rank + 0.5) / n)``, the
 Gaussian-copula transform of Salinas, Shen and Perrone, "A quantile-based approach for
 hyperparameter transfer learning" (ICML 2020). The best tenth of each group then counts as the
-best tenth, whatever its level. Only the sampler's view changes: the study, ``tuner status``,
-the report and MLflow keep every recorded value. Until the campaign has a finished trial of
-its own, the sampler sees the imported values as they are.
+best tenth, whatever its level. This is done for an objective only while an imported run
+holds a better value than the campaign's best so far: once the campaign's own best beats
+every imported value, raw values let its trials lead and the imported runs still tell the
+sampler where results were poor, and ranking would only promote old configurations the new
+task has already outdone (measured: `benchmarks/bench_outcome.py`, the docs' benchmarks
+page). Only the sampler's view changes: the study, ``tuner status``, the report and MLflow
+keep every recorded value. Until the campaign has a finished trial of its own, the sampler
+sees the imported values as they are.
 
 Imports Optuna: `tuner.search._registry.make_sampler` imports this module only when it wraps.
 Uses Optuna's private ``Study._get_trials`` (the call every built-in sampler reads trials
@@ -39,6 +44,7 @@ from tuner.search._attrs import IMPORTED_ATTR, IMPORTED_FROM_ATTR
 if TYPE_CHECKING:
     import optuna
     from optuna.distributions import BaseDistribution
+    from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial, TrialState
 
 __all__ = ["RankedWarmStart", "ranked_view"]
@@ -54,10 +60,16 @@ def _group(trial: FrozenTrial) -> str | None:
     return ""
 
 
-def ranked_view(trials: Sequence[FrozenTrial], directions: int) -> list[FrozenTrial]:
-    """``trials`` with every COMPLETE trial's values replaced by their normal scores within
-    its group; unchanged (the same objects) when there are not both imported and own
-    finished trials."""
+def ranked_view(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> list[FrozenTrial]:
+    """``trials`` with each objective of every COMPLETE trial replaced by its normal score
+    within its group, for the objectives on which an imported group holds a better value
+    than the campaign's best so far. Unchanged (the same objects) otherwise: when there are
+    not both imported and own finished trials, or when the campaign's own best already beats
+    every imported value (then raw values let its trials lead, and the imported runs still
+    tell the sampler where results were poor)."""
+    from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
     groups: dict[str | None, list[FrozenTrial]] = {}
@@ -66,21 +78,35 @@ def ranked_view(trials: Sequence[FrozenTrial], directions: int) -> list[FrozenTr
             groups.setdefault(_group(t), []).append(t)
     if None not in groups or len(groups) < 2:
         return list(trials)
+    signs = [-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in directions]
+    own_best = [min(sign * t.values[k] for t in groups[None]) for k, sign in enumerate(signs)]
+    ranked = [
+        k
+        for k, sign in enumerate(signs)
+        if any(
+            sign * t.values[k] < own_best[k]
+            for group, members in groups.items()
+            if group is not None
+            for t in members
+        )
+    ]
+    if not ranked:
+        return list(trials)
     normal = NormalDist()
     scores: dict[int, list[float]] = {}
     for members in groups.values():
         n = len(members)
-        for k in range(directions):
+        for k in ranked:
             # Ties get the mean of their ranks, so equal values stay equal.
-            ordered = sorted(members, key=lambda t: t.values[k])
+            ordered = sorted(members, key=lambda t: signs[k] * t.values[k])
             i = 0
             while i < n:
                 j = i
                 while j + 1 < n and ordered[j + 1].values[k] == ordered[i].values[k]:
                     j += 1
-                z = normal.inv_cdf(((i + j) / 2 + 0.5) / n)
+                z = signs[k] * normal.inv_cdf(((i + j) / 2 + 0.5) / n)
                 for t in ordered[i : j + 1]:
-                    scores.setdefault(t.number, [0.0] * directions)[k] = z
+                    scores.setdefault(t.number, list(t.values))[k] = z
                 i = j + 1
     out = []
     for t in trials:
@@ -107,13 +133,13 @@ class _RankedStudy:
         use_cache: bool = False,
     ) -> list[FrozenTrial]:
         trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
-        return ranked_view(trials, len(self._study.directions))
+        return ranked_view(trials, self._study.directions)
 
     def get_trials(
         self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
     ) -> list[FrozenTrial]:
         trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return ranked_view(trials, len(self._study.directions))
+        return ranked_view(trials, self._study.directions)
 
 
 class RankedWarmStart(BaseSampler):
