@@ -6,10 +6,10 @@ For each task and seed, side by side in one run:
 (b) ``tpe-cold``: Optuna's default TPESampler over the full space, from nothing;
 (c) ``tpe-warm``: the same, with ``warm_start: {from: [{experiment: PRIOR}]}``: the prior
     campaign's runs enter the study through the tuner's own machinery
-    (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``), and
-    the sampler compares them with the new trials by rank (``compare: rank``, the default:
-    ``tuner.search._registry.ranked_if_warm``);
-(c') ``tpe-warm-value``: the same with ``compare: value`` (raw values, as Optuna alone does);
+    (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``); the
+    sampler sees their values as recorded (``compare: value``, the default);
+(c') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
+    and new values compared by rank while an imported run is ahead of the campaign's best);
 (d) ``tuner-init``: the campaign ``tuner init --from PRIOR`` derives
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
     ``load_config``): significant parameters tuned over refined ranges, those the analysis is
@@ -55,7 +55,7 @@ from typing import Any, Literal
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
-METHODS = ("random", "tpe-cold", "tpe-warm", "tpe-warm-value", "tuner-init")
+METHODS = ("random", "tpe-cold", "tpe-warm", "tpe-warm-rank", "tuner-init")
 
 
 @dataclass(frozen=True)
@@ -289,8 +289,8 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
     warm = {"warm_start": {"from": [{"experiment": experiment}]}, "lineage": {"tracking_uri": uri}}
     plain = _config(task, work, f"{task.name}-s{seed}", {"lineage": {"tracking_uri": uri}})
     warmed = _config(task, work, f"{task.name}-warm-s{seed}", warm)
-    by_value = {**warm, "warm_start": {**warm["warm_start"], "compare": "value"}}
-    warmed_value = _config(task, work, f"{task.name}-warm-value-s{seed}", by_value)
+    by_rank = {**warm, "warm_start": {**warm["warm_start"], "compare": "rank"}}
+    warmed_rank = _config(task, work, f"{task.name}-warm-rank-s{seed}", by_rank)
     derived = derive_campaign(experiment, target=task.metric, goal=task.goal, tracking_uri=uri)
     path = work / f"{task.name}-init-s{seed}.yaml"
     path.write_text(render_campaign(derived, trials=budget))
@@ -302,7 +302,7 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
         "random": _campaign(task, "random", seed, budget, plain, {}),
         "tpe-cold": _campaign(task, "tpe-cold", seed, budget, plain, {}),
         "tpe-warm": _campaign(task, "tpe-warm", seed, budget, warmed, {}),
-        "tpe-warm-value": _campaign(task, "tpe-warm-value", seed, budget, warmed_value, {}),
+        "tpe-warm-rank": _campaign(task, "tpe-warm-rank", seed, budget, warmed_rank, {}),
         "tuner-init": _campaign(task, "tuner-init", seed, budget, init, fixed),
     }
     return {

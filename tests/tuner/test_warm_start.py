@@ -441,7 +441,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
             },
             "budget": {"trials": 3},
             "sampler": {"name": sampler, "seed": 1},
-            "warm_start": {"from": [{"experiment": "earlier"}]},
+            "warm_start": {"from": [{"experiment": "earlier"}], "compare": "rank"},
         },
         base_dir=tmp_path,
     )

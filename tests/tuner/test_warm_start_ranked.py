@@ -1,6 +1,6 @@
 """``warm_start.compare: rank``: the sampler weighs imported runs against the campaign's own
-trials by rank within each set, so a source whose metric sits at another level still guides
-the search and no longer pins it to the old optimum. The study keeps the recorded values."""
+trials by rank within each set, so earlier runs that scored better than the new task can do
+no longer pin the search to their optimum. The study keeps the recorded values."""
 
 from __future__ import annotations
 
@@ -140,12 +140,12 @@ def test_ranked_view_scores_each_set_on_its_own() -> None:
     assert mixed[0].values[1] > mixed[3].values[1] and mixed[4].values[1] < mixed[5].values[1]
 
 
-@pytest.mark.parametrize("compare, sampler", [("value", "tpe"), (None, "random")])
+@pytest.mark.parametrize("compare, sampler", [("value", "tpe"), (None, "tpe"), ("rank", "random")])
 def test_value_compare_and_non_learning_samplers_are_not_wrapped(
     tmp_path: Path, compare: str | None, sampler: str
 ) -> None:
     from tuner.search._ranked import RankedWarmStart
     from tuner.search._registry import make_sampler
 
-    assert _config(tmp_path, None).warm_start.compare == "rank"
+    assert _config(tmp_path, None).warm_start.compare == "value"  # the default
     assert not isinstance(make_sampler(_config(tmp_path, compare, sampler)), RankedWarmStart)

@@ -9,7 +9,7 @@ warm_start:
       params: {lr: optimizer.lr}         # optional: campaign parameter -> recorded param
       target: accuracy                   # optional: recorded metric of the campaign's target
   enqueue_best: 0                        # the K best earlier configurations re-run first
-  compare: rank                          # rank (default) or value: how the sampler sees them
+  compare: value                         # value (default) or rank: how the sampler sees them
 ```
 
 Only what can be checked without opening a store is checked here (one source kind, the
@@ -145,11 +145,12 @@ class WarmStartConfig(_Model):
         description="re-run the K best imported configurations first, as new trials (they "
         "count against budget.trials; imported trials do not)",
     )
-    compare: Literal["rank", "value"] = Field(
-        default="rank",
+    compare: Literal["value", "rank"] = Field(
+        default="value",
         description="how the sampler weighs imported runs against the campaign's own trials: "
-        "rank (each set's values replaced by their normal scores within the set, so a source "
-        "whose metric sits at another level still guides the search) or value (as recorded)",
+        "value (as recorded) or rank (while an imported run is ahead of the campaign's best, "
+        "each set's values are replaced by their normal scores within the set, so earlier runs "
+        "that scored better than the new task can do not hold the search at their optimum)",
     )
 
 
