@@ -1,15 +1,12 @@
-"""Warm-started samplers compare imported and new trials by rank, not by raw value.
+"""``warm_start.compare: rank``: warm-started samplers compare imported and new trials by rank.
 
 Imported runs come from a related task: fewer epochs, another data subsample, a smaller
-model, an older version of the code. Their metric sits at another level, and a sampler that
-ranks raw values across both sets is misled either way:
-
-- the old task scored better (an RMSE of 52 against the new task's 54): the sampler's best
-  group holds imported trials only, for the whole campaign, so it keeps proposing around the
-  old optimum and never refines the new one;
-- the old task scored worse: every imported trial falls into the poor group, and they sit
-  exactly where the old campaign found good configurations, so the sampler is steered away
-  from that region.
+model, an older version of the code. Their metric sits at another level. When the old task
+scored better (an RMSE of 52 against the new task's 54), a sampler that ranks raw values
+across both sets has a best group of imported trials only, for the whole campaign: it keeps
+proposing around the old optimum and never refines the new one. (When the old task scored
+worse, the campaign's trials lead at once and raw values work; that is the common case, so
+``compare: value`` is the default and this module is opt-in.)
 
 `RankedWarmStart` wraps the campaign's sampler. Before the sampler reads the trials, each
 objective of every COMPLETE trial is replaced by its normal score within its own group (the
