@@ -9,7 +9,9 @@ door, so it goes through the functions below: an Optuna release that renames one
 attributes breaks this module and no other, and each function says why it is needed.
 
 Written against Optuna 5.1 (``optuna.storages._rdb``, ``Study._storage``,
-``FrozenTrial._trial_id``).
+``FrozenTrial._trial_id``, ``Study._get_trials``: every built-in sampler reads trials through
+it, so the study view of `tuner.search._ranked` answers that call, reading through
+`sampler_trials`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "insert_params",
     "n_trials",
     "running_heartbeats",
+    "sampler_trials",
     "stale_trial_ids",
     "storage_of",
     "study_id",
@@ -205,3 +208,16 @@ def contains(dist: BaseDistribution, internal: Any) -> bool:
     ``_contains`` is that check, and there is no public twin.
     """
     return bool(dist._contains(internal))
+
+
+def sampler_trials(
+    study: optuna.Study,
+    deepcopy: bool,
+    states: Iterable[optuna.trial.TrialState] | None,
+    use_cache: bool,
+) -> list[FrozenTrial]:
+    """``study._get_trials``: the call Optuna's samplers read trials through (``use_cache``
+    has no public door), for a study view that changes what a sampler sees."""
+    return study._get_trials(
+        deepcopy=deepcopy, states=tuple(states) if states is not None else None, use_cache=use_cache
+    )

@@ -23,8 +23,8 @@ keep every recorded value. Until the campaign has a finished trial of its own, t
 sees the imported values as they are.
 
 Imports Optuna: `tuner.search._registry.make_sampler` imports this module only when it wraps.
-Uses Optuna's private ``Study._get_trials`` (the call every built-in sampler reads trials
-through); see `tuner.search._internals` for the project's other uses.
+The view answers Optuna's private ``Study._get_trials`` (the call every built-in sampler reads
+trials through) and reads through `tuner.search._internals.sampler_trials`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from optuna.samplers import BaseSampler
 
 from tuner.search._attrs import IMPORTED_ATTR, IMPORTED_FROM_ATTR
+from tuner.search._internals import sampler_trials
 
 if TYPE_CHECKING:
     import optuna
@@ -129,7 +130,7 @@ class _RankedStudy:
         states: Sequence[TrialState] | None = None,
         use_cache: bool = False,
     ) -> list[FrozenTrial]:
-        trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
+        trials = sampler_trials(self._study, deepcopy, states, use_cache)
         return ranked_view(trials, self._study.directions)
 
     def get_trials(
