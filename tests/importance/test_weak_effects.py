@@ -144,34 +144,34 @@ def test_invalid_kernel_setting_is_named() -> None:
     assert product.params[0].name == "a" and "kernel='product'" in product.evaluator
 
 
-GEO2_W = [0.55**k for k in range(7)]
-GEO2_PAIRS = {(0, 1): 0.4, (2, 3): 0.2, (4, 5): 0.1}
+def _bench_importance() -> Any:
+    """``benchmarks/bench_importance.py``, whose ``geometric2`` case these tests use (its
+    sibling modules on the path, as when it runs as a script)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "bench_importance" not in sys.modules:
+        folder = Path(__file__).resolve().parents[2] / "benchmarks"
+        sys.path.insert(0, str(folder))
+        spec = importlib.util.spec_from_file_location(
+            "bench_importance", folder / "bench_importance.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_importance"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bench_importance"]
 
 
 def _geometric2(p: dict[str, Any], rng: np.random.Generator) -> float:
     """Seven components with mean 0 and variance 1 exactly (Legendre polynomials, a cosine, a
     sine), weights falling off by 0.55, three pairwise products (``bench_importance.py``)."""
-    x = [p[f"x{i}"] for i in range(7)]
-    z = [2.0 * v - 1.0 for v in x]
-    t = [
-        math.sqrt(7.0) * (5 * z[0] ** 3 - 3 * z[0]) / 2,
-        math.sqrt(2.0) * math.cos(math.pi * x[1]),
-        math.sqrt(5.0) * (3 * z[2] ** 2 - 1) / 2,
-        math.sqrt(12.0) * (x[3] - 0.5),
-        math.sqrt(2.0) * math.sin(2 * math.pi * x[4]),
-        math.sqrt(3.0) * z[5],
-        math.sqrt(5.0) * (3 * z[6] ** 2 - 1) / 2,
-    ]
-    y = sum(math.sqrt(w) * v for w, v in zip(GEO2_W, t, strict=True))
-    return y + sum(c * t[a] * t[b] for (a, b), c in GEO2_PAIRS.items())
+    return float(_bench_importance()._geometric2(p, rng))
 
 
 def _geometric2_total() -> list[float]:
-    whole = sum(GEO2_W) + sum(c * c for c in GEO2_PAIRS.values())
-    return [
-        (w + sum(c * c for pair, c in GEO2_PAIRS.items() if k in pair)) / whole
-        for k, w in enumerate(GEO2_W)
-    ]
+    return list(_bench_importance()._geometric2_total())
 
 
 def test_geometric2_total_indices() -> None:
