@@ -1,0 +1,99 @@
+"""One result file per benchmark run, so every figure the docs state has a source.
+
+A benchmark calls :func:`write_result` once at the end with the figures it printed. The file
+goes to ``benchmarks/results/<name>.json`` (or ``--results-dir``) and carries what a reader
+needs to judge the figures: when, on what machine, under what load, against which store, at
+which commit.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def machine() -> dict[str, Any]:
+    """The facts about this host that change a timing: CPU model, cores, memory, Python."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        mem_gib = round(pages / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": mem_gib,
+        "python": platform.python_version(),
+        "os": platform.platform(terse=True),
+    }
+
+
+def write_result(
+    name: str,
+    figures: dict[str, Any],
+    *,
+    store: str,
+    params: dict[str, Any] | None = None,
+    notes: str | None = None,
+    results_dir: Path | None = None,
+) -> Path:
+    """Write ``<results_dir>/<name>.json`` and return its path.
+
+    ``figures`` holds what the benchmark printed (ratios, medians, counts), ``store`` names
+    the storage it ran against (``sqlite``, ``postgresql``, ``http``, ``none``), ``params`` the
+    arguments it ran with. The load average is read at the end of the run.
+    """
+    out_dir = results_dir or RESULTS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    record = {
+        "benchmark": name,
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "load_average": load,
+        "store": store,
+        "commit": _commit(),
+        "params": params or {},
+        "figures": figures,
+    }
+    if notes:
+        record["notes"] = notes
+    path = out_dir / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    tmp.replace(path)
+    return path
