@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lineage._errors import LineageError, StoreError, TransientError
-from lineage._recording._http import HttpWriter
+from lineage._recording._http import HttpError, HttpWriter
 from lineage._recording._writer import Batch, Writer, WriteResult
 
 log = logging.getLogger("lineage.recording")
@@ -367,7 +367,7 @@ class SpoolingWriter(Writer):
             return
         ops = _read_ops(self._path)
         for op in ops[self._replayed :]:
-            self._apply(op)
+            self._apply_or_skip(op, self._path)
             self._replayed += 1
             self.delivered += 1
 
@@ -393,7 +393,7 @@ class SpoolingWriter(Writer):
                 try:
                     ops = _read_ops(path)
                     for op in ops:
-                        self._apply(op)
+                        self._apply_or_skip(op, path)
                 except TransientError as exc:
                     self.go_down(exc)
                     return done
@@ -410,6 +410,31 @@ class SpoolingWriter(Writer):
                 )
         self.delivered += done
         return done
+
+    def _apply_or_skip(self, op: dict[str, Any], journal: Path) -> None:
+        """Apply one record; one the server refuses for good is skipped with one line.
+
+        A run deleted while its records waited (a pruned trial's run, say) answers every
+        later record with a 4xx that no retry changes. Keeping such a record would hold back
+        everything behind it in the journal (the parent run's final status among them), so it
+        is dropped and the replay goes on. Missing credentials or rights (401/403) are not
+        dropped: fixing the login delivers them.
+        """
+        try:
+            self._apply(op)
+        except TransientError:
+            raise
+        except (HttpError, LineageError) as exc:
+            if _fixable(exc):
+                raise
+            log.warning(
+                "lineage: spool %s: the server refused a %s record of run %s for good (%s); "
+                "skipped",
+                journal.name,
+                op.get("op"),
+                op.get("run"),
+                exc,
+            )
 
     def _apply(self, op: dict[str, Any]) -> None:
         kind = op["op"]
@@ -445,6 +470,13 @@ class SpoolingWriter(Writer):
         return self.inner.create_run(
             experiment_id, run_name=op["run_name"], tags=op["tags"], start_time=op["start_time"]
         )
+
+
+def _fixable(exc: BaseException) -> bool:
+    """A refusal that a person can fix (login, rights, a full disk), so the record waits."""
+    if isinstance(exc, HttpError):
+        return exc.status in (401, 403, 408)
+    return isinstance(exc, SpoolFullError)
 
 
 def drain(uri: str, *, timeout: float = 0.0) -> int:

@@ -120,3 +120,60 @@ def test_journal_of_a_dead_process_is_delivered_in_order_and_deleted(
     assert not list(folder.glob("*.jsonl"))
     writer.write("r2", Batch(points=[("acc", 0.95, 6, 1)]))  # up again: straight through
     assert server.applied[-1] == ("r2", [("acc", 0.95, 6, 1)])
+
+
+class _DeletedRunServer(_Server):
+    """Up, but ``gone`` was deleted while its records waited: the server refuses them."""
+
+    def __init__(self, gone: str) -> None:
+        super().__init__()
+        self.up = True
+        self.gone = gone
+
+    def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+        from lineage._recording._http import HttpError
+
+        if run_id == self.gone:
+            raise HttpError("HTTP 400 INVALID_PARAMETER_VALUE: run is deleted", "", 400)
+        return super().set_status(run_id, status, end_time)
+
+
+def test_a_record_refused_for_good_is_skipped_and_the_rest_delivered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("LINEAGE_SPOOL_DIR", str(tmp_path))
+    uri = "http://tracking.example:5000"
+    folder = spool_dir(uri)
+    folder.mkdir(parents=True)
+    ops = [
+        {"op": "status", "run": "pruned", "status": "KILLED", "end_time": 1},
+        {"op": "status", "run": "parent", "status": "FINISHED", "end_time": 2},
+    ]
+    (folder / "1-999-abcdef.jsonl").write_text("".join(json.dumps(op) + "\n" for op in ops))
+
+    server = _DeletedRunServer("pruned")
+    writer = SpoolingWriter(server, uri)  # type: ignore[arg-type]
+    with caplog.at_level("WARNING", logger="lineage"):
+        assert writer._drain_others() == 2
+    assert server.applied == [("parent", "FINISHED")]  # the parent is not held back
+    assert not list(folder.glob("*.jsonl"))
+    refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refused) == 1 and "status record of run pruned" in refused[0]
+
+
+def test_a_login_refusal_keeps_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lineage._recording._http import HttpError
+
+    class _Forbidden(_Server):
+        def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+            raise HttpError("HTTP 403 PERMISSION_DENIED", "PERMISSION_DENIED", 403)
+
+    monkeypatch.setenv("LINEAGE_SPOOL_DIR", str(tmp_path))
+    uri = "http://tracking.example:5000"
+    folder = spool_dir(uri)
+    folder.mkdir(parents=True)
+    op = {"op": "status", "run": "r1", "status": "FINISHED", "end_time": 2}
+    (folder / "1-999-abcdef.jsonl").write_text(json.dumps(op) + "\n")
+    writer = SpoolingWriter(_Forbidden(), uri)  # type: ignore[arg-type]
+    assert writer._drain_others() == 0
+    assert list(folder.glob("*.jsonl"))  # waits for a login that may write
