@@ -27,7 +27,7 @@ counts.
 
 Cases with published truth: ``ishigami`` and ``g_function`` (total Sobol' indices in closed
 form), ``geometric`` (smooth effects halving down to about 1% of the variance, with
-interactions, three dummies: the kind issue 14.7 describes), and of that kind with total
+interactions, three dummies: weak effects), and of that kind with total
 indices in closed form: ``levitan`` (Sobol' and Levitan 1999, geometric b), ``bratley``
 (Bratley, Fox and Niederreiter 1992, d = 6, down to 0.6%) and ``geometric2`` (exactly
 standardized smooth components and pairwise products, down to 1.15%). ``--random K`` adds
@@ -199,7 +199,7 @@ _SQ = (math.sqrt(7.0), math.sqrt(2.0), math.sqrt(5.0), math.sqrt(12.0), math.sqr
 
 
 def _geometric2(p: dict[str, Any], rng: np.random.Generator) -> float:
-    # Issue 14.7's kind with an exact truth: seven smooth components with mean 0 and variance
+    # Weak effects with an exact truth: seven smooth components with mean 0 and variance
     # 1 exactly (Legendre polynomials, a cosine, a sine), weights falling off by 0.55, three
     # pairwise products; total index of k = (w_k + sum of its products' c^2) / V.
     x = [p[f"x{i}"] for i in range(7)]
@@ -281,7 +281,7 @@ CASES: dict[str, Case] = {
         _g_function,
         [*_g_total(), 0, 0],
     ),
-    # Issue 14.7's kind: geometric fall-off down to about 1% of the variance, three dummies.
+    # Weak effects: geometric fall-off down to about 1% of the variance, three dummies.
     "geometric": (
         {f"x{i}": _u(0, 1) for i in range(9)},
         _geometric,
@@ -305,7 +305,7 @@ CASES: dict[str, Case] = {
 }
 
 
-# ---- a random family of issue 14.7's kind ------------------------------------------------
+# ---- a random family of weak-effect cases -------------------------------------------------
 
 _GRID = (np.arange(200_000) + 0.5) / 200_000  # midpoints: moments of a component on [0, 1]
 _SHAPES = ("quadratic", "cubic", "linear", "cosine", "sine", "exp", "tanh", "log", "bump")

@@ -24,7 +24,7 @@ call (+25 ms a call).
 
 ``--store postgresql`` builds the same runs in a PostgreSQL database (COPY, after MLflow's
 migrations) and ``--store http`` puts a real ``mlflow server`` (4 workers) in front of it;
-the table is the same for each store, with issue 19's targets for it below.
+the table is the same for each store, with the targets for it below.
 
 Usage: ``python benchmarks/bench_query.py [--store sqlite|postgresql|http] [--runs 10000]
 [--repeat 3] [--rebuild]``
@@ -311,7 +311,7 @@ def _targets_sqlite(results) -> None:  # type: ignore[no-untyped-def]
 
 
 def _targets(store: str, results) -> None:  # type: ignore[no-untyped-def]
-    """Issue 19's targets: ``(what, row, index of the value, mlflow column, fraction, cap)``."""
+    """The targets: ``(what, row, index of the value, mlflow column, fraction, cap)``."""
     by = {r[0]: r for r in results}
     full, query = by["full table"], by["filtered + sorted"]
     if store == "postgresql":

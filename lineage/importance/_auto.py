@@ -46,7 +46,7 @@ class AutoImportance(ImportanceEvaluator):
             training runs per fold the kernel's length scales overfit, and the false-positive
             rate of ``significant`` at 15 runs was 0.12 with the Gaussian process against 0.03
             with the forest (``bench_importance.py --power``; measured with the product
-            kernel, the default before issue 14.7).
+            kernel, before the additive kernel became the default).
         max_gp_runs: above this many runs, the forest without comparison (the additive
             Gaussian process took 4 s of CPU at 500 runs x 10 parameters and 8.5 s at 1,000,
             its fits capped at 300 runs; the forest 2-3 s).

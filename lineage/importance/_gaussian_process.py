@@ -49,7 +49,7 @@ class GaussianProcessImportance(CrossFittedPermutationImportance):
         n_repeats: values drawn per parameter and held-out run (a prediction of the
             surrogate is cheap, so more than the forest's).
         kernel: ``"additive"`` (orders 1 and 2 plus the product term) or ``"product"`` (the
-            anisotropic product kernel alone: the kernel before issue 14.7, fitted the same
+            anisotropic product kernel alone: the earlier default, fitted the same
             way as the additive one).
         nu: smoothness of the Matern kernels (0.5, 1.5, 2.5 or ``inf`` for RBF).
         n_restarts: random starts of each fit's hyper-parameter search besides the fixed one.

@@ -1,4 +1,4 @@
-"""Issue 16.4's load run, scaled down for CI: ``benchmarks/bench_load.py``'s harness with
+"""The load run, scaled down for CI: ``benchmarks/bench_load.py``'s harness with
 4 real ``tuner worker`` processes x 4 trials on one PostgreSQL study. The invariants the
 8 x 300 run is judged by (docs/benchmarks.md): every worker exits 0 with no error line, the
 exact budget COMPLETE, no duplicate trial, nothing left RUNNING or WAITING, and database

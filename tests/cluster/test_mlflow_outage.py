@@ -252,7 +252,7 @@ def test_records_cross_an_outage_once(server: Server, tmp_path: Path) -> None:
 def test_http_recording_keeps_every_point_once_in_order(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 19.4: 20,000 points across 4 keys, requests of 1,000 points, 4 in flight."""
+    """20,000 points across 4 keys, requests of 1,000 points, 4 in flight."""
     import lineage
 
     monkeypatch.setenv("LINEAGE_SPOOL_DIR", str(tmp_path / "spool"))

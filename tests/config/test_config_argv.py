@@ -1,5 +1,5 @@
 """Conditional parameters on the command line (``{name?}``) and the warning about a parameter
-no placeholder passes (issue 14, point 10)."""
+no placeholder passes."""
 
 from __future__ import annotations
 

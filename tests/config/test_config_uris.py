@@ -1,5 +1,5 @@
 """Store URLs: the schemes ``tuner validate`` accepts, and one line instead of SQLAlchemy's
-error when a database cannot be opened (issue 14, point 9), on the real PostgreSQL."""
+error when a database cannot be opened, on the real PostgreSQL."""
 
 from __future__ import annotations
 

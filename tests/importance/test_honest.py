@@ -1,4 +1,4 @@
-"""Issue 14, points 4-6: never-active parameters, one coherent interval and test, a campaign's
+"""Never-active parameters, one coherent interval and test, a campaign's
 own parameters by default, aliases ranked once."""
 
 from __future__ import annotations

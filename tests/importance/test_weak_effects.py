@@ -1,4 +1,4 @@
-"""Issue 14, point 7: weak smooth effects ranked right, against published total indices.
+"""Weak smooth effects ranked right, against published total indices.
 
 The default (:class:`AutoImportance`) fits a Gaussian process where it predicts held-out runs
 better than a forest; on smooth responses whose effects fall off geometrically it ranks the

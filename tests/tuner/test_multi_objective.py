@@ -1,4 +1,4 @@
-"""Multi-objective campaigns end to end (issue 14.2): real trial processes through `tuner run`
+"""Multi-objective campaigns end to end: real trial processes through `tuner run`
 and `tuner resume`, a real MLflow SQLite store, Optuna on SQLite.
 
 Before the fix every such campaign ended with ``KeyError: 'number'`` (exit 1) after its last

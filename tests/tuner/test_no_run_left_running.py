@@ -1,4 +1,4 @@
-"""The rule (issue 14.2): whatever exception ends a campaign, none of its MLflow runs is left
+"""The rule: whatever exception ends a campaign, none of its MLflow runs is left
 RUNNING: not the parent, not a trial's, not a reserved one.
 
 The exception is injected at each layer the controller goes through (setting up, launching,

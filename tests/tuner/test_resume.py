@@ -127,7 +127,7 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
     assert len(killed) == 4  # two stopped by SIGTERM, two found after kill -9
     assert sum("controller died" in r.data.tags["tuner.fail_reason"] for r in killed) == 2
     assert len([r for r in active if r.data.tags.get("lineage.run_type") == "campaign"]) == 1
-    # The re-run's MLflow run says which trial it re-runs, as Optuna does (issue 15.6).
+    # The re-run's MLflow run says which trial it re-runs, as Optuna does.
     by_id = {r.info.run_id: r for r in active}
     for t in died:
         rerun = next(c for c in trials if c.user_attrs.get("tuner.rerun_of") == t.number)

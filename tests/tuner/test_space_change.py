@@ -1,4 +1,4 @@
-"""A changed search space on `tuner run` / `tuner resume` is never silent (issue 12.3)."""
+"""A changed search space on `tuner run` / `tuner resume` is never silent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A PostgreSQL database that does not exist (issue 14.9, at run time), on the real server at
+"""A PostgreSQL database that does not exist (at run time), on the real server at
 127.0.0.1:5432: `tuner run`, `resume`, `worker` and `status` say so in one line with the
 ``createdb`` command, exit 2, print no traceback and create nothing.
 

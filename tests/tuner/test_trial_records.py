@@ -1,4 +1,4 @@
-"""What a campaign's MLflow runs say about its trials (issues 14.3, 15.3, 15.5, and the
+"""What a campaign's MLflow runs say about its trials (names, tags, statuses, and the
 ``{trial}``/``{run_id}`` placeholders): real trial processes, a real MLflow SQLite store."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_parent_description_links_the_importance_analysis(campaign, run_campaign
     assert f"]({link})" in note
     assert "importance of each parameter for `loss` (minimize)" in note
     assert "scatter plot per parameter" in note and "Best trial: #" in note
-    # Issue 17: the campaign report is in the analysis run's artifacts; the description
+    # The campaign report is in the analysis run's artifacts; the description
     # links its page.
     from mlflow.tracking import MlflowClient
 

@@ -1,4 +1,4 @@
-"""Warm start from lineage (issue 12.1), end to end with real subprocess trials and real stores.
+"""Warm start from lineage, end to end with real subprocess trials and real stores.
 
 Each kind of source: an earlier campaign, runs recorded by lineage's recording API under the
 names ``LineageCallback`` uses (``optimizer.lr``), plain MLflow runs, and a run set in

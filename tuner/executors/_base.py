@@ -13,7 +13,7 @@ Threading contract (all implementations):
   (signal handlers, the shutdown path) and are idempotent.
 - `Executor.wait` may return early for any reason; callers re-poll.
 
-Trial environment contract (what a trial process receives, see ARCHITECTURE.md and
+Trial environment contract (what a trial process receives, see docs/design.md and
 `tuner._protocol`): the executor adds to `TrialSpec.env` the device variables of its slot
 (`tuner._protocol.device_env`) and the attempt's report channel and stop flag
 (`tuner._protocol.attempt_env`). The process never runs through a shell and lives in a

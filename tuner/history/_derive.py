@@ -39,7 +39,7 @@ when they were recorded, and the data, the model or the code may have changed si
 else tune again); these few trials measure the campaign's own task there, where the earlier
 evidence is densest, and from the first trials on give the sampler values of that task to
 tell good from poor by (without them the first new trials, wherever they land, are the only
-ones it has). Measured in ``benchmarks/bench_outcome.py`` (docs/benchmarks.md, issue 12).
+ones it has). Measured in ``benchmarks/bench_outcome.py`` (docs/benchmarks.md, warm start).
 
 Which recorded params are hyperparameters: a campaign's trials hold the campaign's search
 space (its campaign run's ``space.*`` params); runs launched by hand hold the flags of their
