@@ -27,7 +27,12 @@ __all__ = [
     "resolve_tracking_uri",
     "scheme",
     "sqlite_path",
+    "ui_link",
 ]
+
+# MLflow 3's UI opens an experiment in its GenAI view (traces) unless the address asks for
+# the view of training runs; every link the tools print asks for it.
+TRAINING_VIEW = "workflowType=machine_learning"
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:
@@ -109,3 +114,24 @@ def masked(uri: str) -> str:
     from lineage._secrets import mask_uri
 
     return mask_uri(uri)
+
+
+def ui_link(
+    base: str = "",
+    *,
+    experiment_id: str | None = None,
+    run_id: str | None = None,
+    artifact: str | None = None,
+) -> str:
+    """The MLflow UI address of the experiments list, an experiment, a run or one of its
+    artifacts, in the training-runs view. ``base`` is the server's address
+    (``http://host:port``) or empty for a link relative to the UI (a run description)."""
+    route = "#/experiments"
+    if experiment_id is not None:
+        route += f"/{experiment_id}"
+        if run_id is not None:
+            route += f"/runs/{run_id}"
+            if artifact is not None:
+                route += f"/artifactPath/{artifact}"
+    prefix = base.rstrip("/") + "/" if base else ""
+    return f"{prefix}{route}?{TRAINING_VIEW}"

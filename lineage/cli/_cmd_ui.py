@@ -120,13 +120,30 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _recent_experiments(uri: str, count: int = 5) -> list[tuple[str, str]]:
+    """``(id, name)`` of the last ``count`` experiments created, newest first: one link each,
+    since MLflow's home page opens on its GenAI view rather than the training runs."""
+    from lineage.store import open_store
+
+    try:
+        experiments = open_store(uri).experiments()
+    except LineageError:
+        return []  # the server reports a store it cannot read itself
+    newest = sorted(experiments, key=lambda e: _id_order(e.experiment_id), reverse=True)
+    return [(e.experiment_id, e.name) for e in newest[:count]]
+
+
+def _id_order(experiment_id: str) -> tuple[int, str]:
+    return (int(experiment_id), "") if experiment_id.isdigit() else (0, experiment_id)
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: every command module loads for each `lineage` call.
     import signal
     import subprocess
     import time
 
-    from lineage.uri import masked, resolve_tracking_uri
+    from lineage.uri import masked, resolve_tracking_uri, ui_link
 
     uri = resolve_tracking_uri(args.tracking_uri)
     if not 0 < args.port < 65536:
@@ -140,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     # each importing MLflow): nothing the training-runs view uses, and on a small machine it
     # doubles the wait for the first page. MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true keeps it.
     env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+    recent = _recent_experiments(uri)
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"
     stopping = False
@@ -162,7 +180,12 @@ def run(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise LineageError(f"mlflow server did not answer on {url} in {args.timeout:g} s")
             time.sleep(0.05)  # the URL is printed within 50 ms of the first answer
-        print(f"MLflow UI for {masked(uri)} at {url}  (Ctrl-C to stop)", flush=True)
+        print(
+            f"MLflow UI for {masked(uri)} at {ui_link(url)}  (Ctrl-C to stop)",
+            *(f"  {name}: {ui_link(url, experiment_id=eid)}" for eid, name in recent),
+            sep="\n",
+            flush=True,
+        )
         proc.wait()
         if proc.returncode != 0:
             raise LineageError(f"mlflow server exited with code {proc.returncode}")

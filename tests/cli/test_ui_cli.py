@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -52,7 +53,12 @@ def test_ui_serves_the_same_store(plain_store: PlainStore) -> None:
     try:
         line = _read_url(proc, timeout=120)
         url = f"http://127.0.0.1:{port}"
-        assert url in line and plain_store.uri in line
+        assert plain_store.uri in line
+        # Every printed link opens MLflow 3's training-runs view, not its GenAI home.
+        assert f"{url}/#/experiments?workflowType=machine_learning" in line
+        while "/#/experiments/" not in line:  # then one link per recent experiment
+            line += _read_url(proc, timeout=10)
+        assert re.search(rf"{url}/#/experiments/\d+\?workflowType=machine_learning", line)
         with urllib.request.urlopen(url + "/", timeout=10) as resp:
             assert resp.status == 200 and b"<html" in resp.read().lower()
         req = urllib.request.Request(

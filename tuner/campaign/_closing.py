@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
+from lineage.uri import ui_link
 from tuner.records import NOTE_TAG, Analysis, campaign_note, summary_tags
 from tuner.records import _tags as T
 
@@ -135,10 +136,7 @@ def _importance_order(ctl: Controller, analyses: Sequence[Analysis]) -> dict[str
 def _report_note(ctl: Controller, run_id: str, views: Sequence[str]) -> str:
     exp = ctl._recorder.experiment_id if ctl._recorder else None
     link = (
-        f"#/experiments/{exp}/runs/{run_id}/artifactPath/report/report.html"
-        "?workflowType=machine_learning"
-        if exp
-        else run_id
+        ui_link(experiment_id=exp, run_id=run_id, artifact="report/report.html") if exp else run_id
     )
     return (
         f"**Campaign report**: [how the search went]({link}) (`report/report.html`, "

@@ -480,6 +480,7 @@ class Controller:
             best=self.best(),
             stop_reason=self._stop_reason or self._launch_closed,
             parent_run_id=self._recorder.parent_run_id if self._recorder else None,
+            experiment_id=self._recorder.experiment_id if self._recorder else None,
             lineage_errors=self._recorder.errors if self._recorder else {},
         )
 

@@ -65,6 +65,7 @@ class CampaignResult:
     best: dict[str, Any] | None
     stop_reason: str | None = None
     parent_run_id: str | None = None
+    experiment_id: str | None = None
     importance: str | None = None
     lineage_errors: dict[str, str] = field(default_factory=dict)
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lineage.uri import ui_link
 from tuner.records import _tags as T
 
 if TYPE_CHECKING:
@@ -206,11 +207,8 @@ def campaign_note(
     if linked:
         lines += ["", "**Hyperparameter importance**"]
         for a in linked:
-            # MLflow 3's UI opens its GenAI view unless the link asks for the training one.
             link = (
-                f"#/experiments/{experiment_id}/runs/{a.run_id}?workflowType=machine_learning"
-                if experiment_id
-                else a.run_id
+                ui_link(experiment_id=experiment_id, run_id=a.run_id) if experiment_id else a.run_id
             )
             lines.append(
                 f"- [importance of each parameter for `{a.metric}` ({a.goal})]({link}): the "
