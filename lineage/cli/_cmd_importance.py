@@ -1,5 +1,6 @@
 """``lineage importance``: rank the hyperparameters of an experiment by how much of a target
-metric they explain (boosted random forest, held-out permutation importance, t intervals),
+metric they explain (a Gaussian process or a boosted random forest, whichever predicts
+held-out runs better, or the one ``--method`` names; held-out permutation importance, t intervals),
 show which way each one points, the target's distribution and the best runs; ``--log``
 records it all, plots included, as an analysis run in the MLflow UI."""
 
@@ -18,8 +19,12 @@ examples:
   lineage importance -e mnist --target val_loss --goal minimize
   lineage importance -e mnist --target acc --goal maximize --top 0.2 --format json
   lineage importance -e mnist --target val_loss --goal minimize --where "params.optimizer = 'adam'" --log
-columns: importance is each parameter's share (they sum to 1) of the held-out error a
-(boosted) random forest loses when that parameter's value is swapped with other runs'; ci is
+model (--method): auto (default) fits a Gaussian process where the runs are complete and
+60-500 of them, and keeps it when it predicts held-out runs at least as well as a boosted
+random forest; otherwise the forest. forest and gp force one. The last line says which ran,
+why, and each candidate's held-out R2.
+columns: importance is each parameter's share (they sum to 1) of the held-out error the
+model loses when that parameter's value is swapped with other runs'; ci is
 the 95% t interval of that share; sig(nificant) means, by definition, that the interval
 excludes 0 (its lower end is above 0, printed non-zero); rho is Spearman's correlation
 (numeric parameters); best is the category with the best mean target, or the value in the best
@@ -96,13 +101,20 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="record the analysis (plots, tables, importances as metrics) as an MLflow run",
     )
+    parser.add_argument(
+        "--method",
+        choices=["auto", "forest", "gp"],
+        default="auto",
+        help="the model: auto (the better of a Gaussian process and a random forest on "
+        "held-out runs), forest, or gp (default: auto)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the model and resampling")
     add_common(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.importance import AutoImportance, analyze_experiment
+    from lineage.importance import analyze_experiment, evaluator_for, model_line
     from lineage.importance._result import format_bound
 
     if args.runs_shown < 0:
@@ -115,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         where=args.where,
         params=args.params,
         top=args.top,
-        evaluator=AutoImportance(random_state=args.seed),
+        evaluator=evaluator_for(args.method, random_state=args.seed),
         log=args.log,
     )
     if args.format == "json":
@@ -184,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"aliases: {name} = {' = '.join(same)} (identical in every run, ranked as one)")
     if result.excluded:
         print("runs left out: " + ", ".join(f"{n} {k}" for k, n in result.excluded.items()))
+    print(model_line(result))
     if result.analysis_run_id:
         print(f"analysis logged: run {result.analysis_run_id} (lineage.run_type=analysis)")
     return 0

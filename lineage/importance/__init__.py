@@ -6,7 +6,8 @@
 (:class:`GaussianProcessImportance`) or a random forest boosted by out-of-bag residuals
 (:class:`RandomForestImportance`), whichever predicts held-out runs better, and scores each
 parameter by cross-fitted, held-out permutation importance, with a t interval per parameter
-and ``significant`` = that interval excludes zero.
+and ``significant`` = that interval excludes zero. ``evaluator_for("auto" | "forest" | "gp")``
+builds the evaluator a method name stands for; every result names the model that ran and why.
 ``analyze_experiment`` reads an experiment from a tracking store, ranks it, and with
 ``log=True`` records the analysis (plots, tables, importances as metrics) as an MLflow run
 tagged ``lineage.run_type=analysis``.
@@ -15,17 +16,18 @@ tagged ``lineage.run_type=analysis``.
 from __future__ import annotations
 
 from lineage.importance._analysis import MIN_RUNS, get_param_importances
-from lineage.importance._auto import AutoImportance
+from lineage.importance._auto import METHODS, AutoImportance, evaluator_for, model_of
 from lineage.importance._base import ImportanceEvaluator, NotFittedError
 from lineage.importance._correlation import CorrelationImportance
 from lineage.importance._experiment import ANALYSIS_RUN_TYPE, analyze_experiment, training_runs
 from lineage.importance._gaussian_process import GaussianProcessImportance
 from lineage.importance._random_forest import RandomForestImportance
-from lineage.importance._result import ImportanceResult, ParamImportance
+from lineage.importance._result import ImportanceResult, ParamImportance, model_line
 from lineage.importance._types import EncodedParams, ParamSpec, encode, infer_spec
 
 __all__ = [
     "ANALYSIS_RUN_TYPE",
+    "METHODS",
     "MIN_RUNS",
     "AutoImportance",
     "CorrelationImportance",
@@ -39,7 +41,10 @@ __all__ = [
     "RandomForestImportance",
     "analyze_experiment",
     "encode",
+    "evaluator_for",
     "get_param_importances",
     "infer_spec",
+    "model_line",
+    "model_of",
     "training_runs",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lineage._errors import NotFoundError, UsageError
+from lineage.importance._auto import model_of
 from lineage.importance._base import ImportanceEvaluator
 from lineage.importance._result import ImportanceResult, ParamImportance
 from lineage.importance._types import (
@@ -149,6 +150,7 @@ def get_param_importances(
         )
     data = encode(specs, values)
     evaluator.fit(data, y)
+    model, reason, r2 = model_of(evaluator)
     scores, intervals = evaluator.scores_, evaluator.intervals_
     total = float(scores.sum())
     if total > 0:
@@ -182,6 +184,9 @@ def get_param_importances(
         n_runs=len(y),
         params=ranked,
         evaluator=repr(evaluator),
+        model=model,
+        model_reason=reason,
+        r2=r2,
         top=top,
         experiment=experiment,
         dropped=dropped,

@@ -27,7 +27,10 @@ from lineage.importance._permutation import _interval_and_test
 from lineage.importance._random_forest import RandomForestImportance
 from lineage.importance._types import EncodedParams
 
-__all__ = ["AutoImportance"]
+__all__ = ["METHODS", "AutoImportance", "evaluator_for", "model_of"]
+
+METHODS = ("auto", "forest", "gp")
+"""The names ``--method`` and a campaign's ``analysis.method`` take."""
 
 _FOREST_CANNOT_BEAT = 0.98
 """A Gaussian process whose held-out R² is at least this keeps the choice without a forest
@@ -58,8 +61,9 @@ class AutoImportance(ImportanceEvaluator):
         random_state: seed for the folds, the draws and the models.
 
     Learned attributes, besides those of every evaluator: ``model_`` (``"gaussian process"``
-    or ``"random forest"``), ``cv_r2_`` (the chosen model's R² on held-out runs) and
-    ``r2_`` (each candidate's held-out R², by name; the forest's only where one was grown).
+    or ``"random forest"``), ``cv_r2_`` (the chosen model's R² on held-out runs), ``r2_``
+    (each candidate's held-out R², by name; the forest's only where one was grown) and
+    ``reason_`` (one line: why that model).
     """
 
     def __init__(
@@ -86,8 +90,17 @@ class AutoImportance(ImportanceEvaluator):
         n = data.X.shape[0]
         complete = not any(bool(lacks.any()) for lacks in data.missing)
         self.r2_: dict[str, float] = {}
-        enough = n >= max(self.min_gp_runs, self.runs_per_column * data.X.shape[1])
-        if complete and enough and n <= self.max_gp_runs:
+        needed = max(self.min_gp_runs, self.runs_per_column * data.X.shape[1])
+        if not complete:
+            self.reason_ = "a parameter is unset in some runs: only the forest handles gaps"
+        elif n < needed:
+            self.reason_ = (
+                f"{n} runs: the Gaussian process is tried from {needed} "
+                f"({self.runs_per_column} per input column, at least {self.min_gp_runs})"
+            )
+        elif n > self.max_gp_runs:
+            self.reason_ = f"{n} runs: the Gaussian process is tried up to {self.max_gp_runs}"
+        if complete and needed <= n <= self.max_gp_runs:
             gp = GaussianProcessImportance(
                 confidence=self.confidence, random_state=self.random_state
             )
@@ -95,6 +108,18 @@ class AutoImportance(ImportanceEvaluator):
             self.r2_["gaussian process"] = gp.cv_r2_
             if gp.cv_r2_ < _FOREST_CANNOT_BEAT:
                 self.r2_["random forest"] = _forest_oob_r2(data.X, y, self.random_state or 0)
+            forest_r2 = self.r2_.get("random forest")
+            if forest_r2 is None:
+                self.reason_ = (
+                    f"the Gaussian process's held-out R² is {gp.cv_r2_:.3f}, at least "
+                    f"{_FOREST_CANNOT_BEAT}, where no forest comes near; no forest grown"
+                )
+            else:
+                better = "Gaussian process" if gp.cv_r2_ >= forest_r2 else "forest"
+                self.reason_ = (
+                    f"the {better} predicts held-out runs better (R² {gp.cv_r2_:.3f} against "
+                    f"{forest_r2:.3f} for the forest)"
+                )
             if gp.cv_r2_ >= self.r2_.get("random forest", -np.inf):
                 self.model_ = "gaussian process"
                 self.cv_r2_ = gp.cv_r2_
@@ -117,3 +142,31 @@ def _forest_oob_r2(X: np.ndarray, y: np.ndarray, seed: int) -> float:
         warnings.filterwarnings("ignore", message="Some inputs do not have OOB")
         forest.fit(X, y)
     return float(forest.oob_score_)
+
+
+def evaluator_for(method: str, *, random_state: int | None = 0) -> ImportanceEvaluator:
+    """The evaluator a method name stands for: ``auto`` (:class:`AutoImportance`),
+    ``forest`` (:class:`RandomForestImportance`) or ``gp`` (:class:`GaussianProcessImportance`)."""
+    if method == "auto":
+        return AutoImportance(random_state=random_state)
+    if method == "forest":
+        return RandomForestImportance(random_state=random_state)
+    if method == "gp":
+        return GaussianProcessImportance(random_state=random_state)
+    raise UsageError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+
+
+def model_of(evaluator: ImportanceEvaluator) -> tuple[str, str, dict[str, float]]:
+    """A fitted evaluator's model in words, why it ran, and each candidate's held-out R²."""
+    r2 = getattr(evaluator, "r2_", None)
+    cv_r2 = getattr(evaluator, "cv_r2_", None)
+    if isinstance(evaluator, AutoImportance):
+        return evaluator.model_, f"auto: {evaluator.reason_}", dict(r2 or {})
+    if isinstance(evaluator, RandomForestImportance):
+        name = "random forest"
+    elif isinstance(evaluator, GaussianProcessImportance):
+        name = "gaussian process"
+    else:
+        name = type(evaluator).__name__
+    scores = {name: float(cv_r2)} if cv_r2 is not None else {}
+    return name, "asked for", scores

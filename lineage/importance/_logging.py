@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage._errors import StoreError
-from lineage.importance._result import ImportanceResult, format_bound
+from lineage.importance._result import ImportanceResult, format_bound, model_line
 from lineage.tags import RUN_TYPE, RUN_TYPE_ANALYSIS
 
 __all__ = ["log_analysis"]
@@ -79,7 +79,8 @@ def _note(result: ImportanceResult) -> str:
             f"[{format_bound(p.ci[0], 3)}, {format_bound(p.ci[1], 3)}] | "
             f"{'yes' if p.significant else 'no'} | {corr} | {p.best} |"
         )
-    lines += [""] + [f"- {n}: {result.dropped[n]}" for n in result.never_active]
+    lines += ["", f"- {model_line(result)}"]
+    lines += [f"- {n}: {result.dropped[n]}" for n in result.never_active]
     if result.param_source:
         lines.append(f"- params: {result.param_source}")
     return "\n".join(lines).rstrip()
@@ -102,7 +103,7 @@ def log_analysis(
     ``target_distribution.json``. Metrics: ``importance.<param>``, ``importance_ci_low.<param>``,
     ``importance_ci_high.<param>``, ``n_runs`` and ``best.<target>``. Tags:
     ``lineage.run_type=analysis`` and ``lineage.analysis.*`` (target, goal, top, evaluator,
-    analysed run count). Raises :class:`~lineage.StoreError` if MLflow refuses.
+    model and why, analysed run count); metrics ``r2.<model>``, each candidate's held-out R². Raises :class:`~lineage.StoreError` if MLflow refuses.
     """
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
@@ -117,6 +118,8 @@ def log_analysis(
         "lineage.analysis.goal": result.goal,
         "lineage.analysis.n_runs": str(result.n_runs),
         "lineage.analysis.evaluator": result.evaluator[:5000],
+        "lineage.analysis.model": result.model,
+        "lineage.analysis.model_reason": result.model_reason[:5000],
         "mlflow.note.content": _note(result),
         **(extra_tags or {}),
     }
@@ -144,6 +147,8 @@ def log_analysis(
             metrics[_metric_key(f"importance.{p.name}")] = p.importance
             metrics[_metric_key(f"importance_ci_low.{p.name}")] = p.ci[0]
             metrics[_metric_key(f"importance_ci_high.{p.name}")] = p.ci[1]
+        for model, r2 in result.r2.items():
+            metrics[_metric_key(f"r2.{model.replace(' ', '_')}")] = r2
         now = int(time.time() * 1000)
         batch = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
         for i in range(0, len(batch), 900):  # MLflow caps a batch at 1000 entries

@@ -80,7 +80,9 @@ class ImportanceResult:
     ``never_active`` lists the asked-for parameters no analysed run had; ``aliases`` maps a
     ranked parameter to the others with identical values in every run; ``param_source`` says
     where the default parameter list came from (e.g. a campaign's search space). ``values``, ``target_values``,
-    ``run_ids`` and ``run_names`` keep the analysed runs (after ``top`` selection) so that plots
+    ``model`` names the model that ran (``"random forest"``, ``"gaussian process"``),
+    ``model_reason`` says why, ``r2`` holds each candidate's R² on held-out runs; ``evaluator``
+    is the evaluator's repr, with all its settings. ``run_ids`` and ``run_names`` keep the analysed runs (after ``top`` selection) so that plots
     can be drawn without reading the store again.
     """
 
@@ -89,6 +91,9 @@ class ImportanceResult:
     n_runs: int
     params: list[ParamImportance]
     evaluator: str
+    model: str = ""
+    model_reason: str = ""
+    r2: dict[str, float] = field(default_factory=dict)
     top: float | None = None
     experiment: str | None = None
     dropped: dict[str, str] = field(default_factory=dict)
@@ -169,6 +174,9 @@ class ImportanceResult:
             "goal": self.goal,
             "n_runs": self.n_runs,
             "top": self.top,
+            "model": self.model,
+            "model_reason": self.model_reason,
+            "r2": {k: round(v, 4) for k, v in self.r2.items()},
             "evaluator": self.evaluator,
             "params": [p.to_dict() for p in self.params],
             "dropped": dict(self.dropped),
@@ -180,3 +188,9 @@ class ImportanceResult:
             "target_summary": self.target_summary(),
             "top_runs": self.top_runs(top_runs),
         }
+
+
+def model_line(result: ImportanceResult) -> str:
+    """One line: the model that ranked the parameters, why, and the held-out R²."""
+    scores = ", ".join(f"{k} {v:.3f}" for k, v in result.r2.items())
+    return f"model: {result.model} ({result.model_reason}; held-out R²: {scores or 'n/a'})"

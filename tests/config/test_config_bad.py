@@ -346,6 +346,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("name-empty", {"name": ""}, "name must not be empty, got ''."),
     (
+        "analysis-method",
+        {"analysis.method": "svm"},
+        "analysis.method must be one of 'auto', 'forest' or 'gp', got 'svm'.",
+    ),
+    (
         "early-stop-word",
         {"diagnosis.early_stop": "maybe"},
         "diagnosis.early_stop must be true or false, got 'maybe'.",

@@ -357,3 +357,16 @@ def test_init_keeps_the_recorded_ranges_when_refined_ones_would_hold_too_few_run
     lr = yaml.safe_load(text)["parameters"]["lr"]
     assert (lr["low"], lr["high"]) == (0.0001, 0.1)
     assert "too few to warm-start from, so every range is the recorded one" in _flat(text)
+
+
+def test_init_method_names_the_model_and_the_campaign_keeps_it(
+    plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "c.yaml"
+    argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize", "--method", "forest"]
+    code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert "lineage importance (random forest; asked for)" in _flat(text)
+    assert yaml.safe_load(text)["analysis"] == {"method": "forest"}
+    assert main(["validate", str(out)]) == 0

@@ -55,6 +55,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--trials", type=int, default=20, metavar="N", help="budget.trials (default 20)"
     )
+    parser.add_argument(
+        "--method",
+        choices=["auto", "forest", "gp"],
+        default="auto",
+        help="the importance model, as in `lineage importance --method` (default: auto); "
+        "the campaign's closing analysis keeps it",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite FILE when it exists")
     parser.set_defaults(handler=run)
 
@@ -76,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
         goal=args.goal,
         where=args.where,
         tracking_uri=args.tracking_uri,
+        method=args.method,
     )
     invocation = ["tuner", "init", "--from", args.experiment, "--target", args.target]
     invocation += ["--goal", args.goal] + (["--where", args.where] if args.where else [])
+    invocation += ["--method", args.method] if args.method != "auto" else []
     text = render_campaign(
         derived, name=args.name, trials=args.trials, invocation=shlex.join(invocation)
     )

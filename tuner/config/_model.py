@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 from tuner.config._base import _NAME, Objective, _Model
 from tuner.config._parameter import Parameter
 from tuner.config._sections import (
+    AnalysisConfig,
     BudgetConfig,
     DiagnosisConfig,
     ExecutorConfig,
@@ -112,6 +113,7 @@ class CampaignConfig(_Model):
     )
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     warm_start: WarmStartConfig | None = Field(
         default=None,
         description="earlier runs (experiments, campaigns) imported as finished trials "

@@ -18,6 +18,7 @@ from tuner.config._types import Duration, RuleError, Seconds, suggest
 from tuner.search._registry import PRUNERS, SAMPLERS
 
 __all__ = [
+    "AnalysisConfig",
     "BudgetConfig",
     "DiagnosisConfig",
     "ExecutorConfig",
@@ -175,6 +176,17 @@ class LineageConfig(_Model):
         "sqlite:///mlflow.db in the current directory)",
     )
     experiment: str | None = Field(default=None, description="MLflow experiment (default: name)")
+
+
+class AnalysisConfig(_Model):
+    """The importance analysis a campaign runs at its end (``lineage importance``)."""
+
+    method: Literal["auto", "forest", "gp"] = Field(
+        default="auto",
+        description="the model that ranks the parameters: auto (a Gaussian process where the "
+        "trials are complete and 60-500 of them and it predicts held-out trials at least as "
+        "well as a random forest, else the forest), forest, or gp",
+    )
 
 
 class ExecutorConfig(_Model):

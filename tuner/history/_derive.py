@@ -115,6 +115,8 @@ class DerivedCampaign:
     analysis: str
     #: Varying params left out of the campaign, and why (derived quantities, aliases).
     left_out: dict[str, str] = field(default_factory=dict)
+    #: The importance model asked for (``auto``, ``forest``, ``gp``); the campaign keeps it.
+    method: str = "auto"
 
     @property
     def tuned(self) -> list[DerivedParameter]:
@@ -132,15 +134,17 @@ def derive_campaign(
     goal: str,
     where: str | None = None,
     tracking_uri: str | None = None,
+    method: str = "auto",
 ) -> DerivedCampaign:
     """Derive a campaign from the finished runs of ``experiment`` (see the module's doc).
 
     Reads only. Raises :class:`~tuner.ConfigError` (exit 2, one line) for an unknown
     experiment, a malformed ``where``, a store that cannot be read, a ``target`` no run
-    recorded, or runs in which no hyperparameter varies.
+    recorded, or runs in which no hyperparameter varies. ``method`` names the importance
+    model (``auto``, ``forest``, ``gp``; see `lineage.importance.evaluator_for`).
     """
     from lineage import LineageError
-    from lineage.importance import MIN_RUNS, get_param_importances, training_runs
+    from lineage.importance import MIN_RUNS, evaluator_for, get_param_importances, training_runs
     from lineage.masking import mask_uri
     from lineage.query import search_runs
     from lineage.store import open_store
@@ -186,7 +190,12 @@ def derive_campaign(
     if len(rows) >= MIN_RUNS:
         try:
             result = get_param_importances(
-                rows, target=target, goal=goal, params=varying, experiment=exp.name
+                rows,
+                target=target,
+                goal=goal,
+                params=varying,
+                experiment=exp.name,
+                evaluator=evaluator_for(method),
             )
         except LineageError as exc:  # a constant target, say: fall back to tuning all
             analysis = f"importance not ranked ({' '.join(str(exc).split())})"
@@ -195,7 +204,13 @@ def derive_campaign(
     if result is not None and len(rows) >= MIN_RUNS / NEAR_TOP:
         try:  # what still matters once the dominant parameters are right
             close = get_param_importances(
-                rows, target=target, goal=goal, params=varying, top=NEAR_TOP, experiment=exp.name
+                rows,
+                target=target,
+                goal=goal,
+                params=varying,
+                top=NEAR_TOP,
+                experiment=exp.name,
+                evaluator=evaluator_for(method),
             )
             near = {p.name: p for p in close.params}
         except LineageError:  # the best runs agree on the target: nothing to tell apart
@@ -204,10 +219,9 @@ def derive_campaign(
         for name, same in result.aliases.items():
             for other in same:
                 left_out[other] = f"same values as {name} in every run"
-        evaluator = result.evaluator.split("(", 1)[0]
         analysis = (
-            f"lineage importance ({evaluator}) over {result.n_runs} runs, * = significant: "
-            + result.summary(k=8)
+            f"lineage importance ({result.model}; {result.model_reason}) over "
+            f"{result.n_runs} runs, * = significant: " + result.summary(k=8)
         )
     elif len(rows) < MIN_RUNS:
         analysis = f"importance not ranked: {len(rows)} runs, it needs at least {MIN_RUNS}"
@@ -262,6 +276,7 @@ def derive_campaign(
         ranked=decided,
         analysis=analysis,
         left_out=left_out,
+        method=method,
     )
 
 

@@ -205,4 +205,6 @@ def render_campaign(
         )
         lines.append(f"  enqueue_best: {enqueue}")
     lines += ["lineage:", f"  tracking_uri: {_y(uri)}"]
+    if d.method != "auto":
+        lines += ["analysis:", f"  method: {d.method}"]
     return "\n".join(lines) + "\n"

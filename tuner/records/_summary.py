@@ -141,7 +141,7 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
             out.append(Analysis(metric, goal, line))
             continue
         try:
-            from lineage.importance import analyze_experiment
+            from lineage.importance import analyze_experiment, evaluator_for
 
             result = analyze_experiment(
                 config.experiment,
@@ -152,6 +152,7 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
                 # The tuned hyperparameters only: a trial's own lineage (optimizer.*, seeds,
                 # dataset sizes recorded by callbacks) would otherwise compete with them.
                 params=list(config.parameters),
+                evaluator=evaluator_for(config.analysis.method),
                 log=True,
             )
         except Exception as exc:
@@ -166,7 +167,8 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
         if never:
             names += f"; never active: {', '.join(never)}"
         run = result.analysis_run_id
-        line = f"{head}: {names or 'computed'}" + (f" (analysis run {run})" if run else "")
+        where = f"{result.model}, analysis run {run}" if run else result.model
+        line = f"{head}: {names or 'computed'} ({where})"
         out.append(Analysis(metric, goal, line, run))
     return out
 
