@@ -13,7 +13,11 @@ A trial process receives, in its environment:
 - ``TUNER_CONTROL``: a file whose existence means "stop now" (pruned, or the campaign stops);
 - ``TUNER_TRIAL_NUMBER``, ``TUNER_ATTEMPT``: which trial and which attempt it is;
 - its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
-  (`device_env`).
+  (`device_env`);
+- its checkpoint folder ``TUNER_CHECKPOINT_DIR`` and how many checkpoints to keep
+  ``TUNER_CHECKPOINT_KEEP``, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
+  ``TUNER_RESUME_STEP`` (`checkpoint_env`; the folder protocol is `lineage.checkpoints`,
+  which framework callbacks use without importing the tuner, so the names are spelled there).
 
 A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``; JSON has no
 NaN or Inf, so those values travel as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import json
 import math
+
+from lineage.checkpoints import CHECKPOINT_DIR, KEEP, RESUME_FROM, RESUME_STEP
 
 # Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
 # the typing module.
@@ -37,16 +43,21 @@ __all__ = [
     "ATTEMPT",
     "CHANNEL",
     "CHANNEL_FILE",
+    "CHECKPOINT_DIR",
     "CONTROL",
     "CONTROL_FILE",
     "EXPERIMENT_ID",
     "FORWARDED_ENV",
+    "KEEP",
     "PARAMS",
+    "RESUME_FROM",
+    "RESUME_STEP",
     "RUN_ID",
     "TRACKING_URI",
     "TRIAL_NUMBER",
     "ChannelReader",
     "attempt_env",
+    "checkpoint_env",
     "decode_params",
     "device_env",
     "encode_report",
@@ -107,6 +118,15 @@ def attempt_env(*, channel: str, control: str, number: int, attempt: int) -> dic
         TRIAL_NUMBER: str(number),
         ATTEMPT: str(attempt),
     }
+
+
+def checkpoint_env(folder: str, keep: int, resume: tuple[str, int] | None) -> dict[str, str]:
+    """The variables naming a trial's checkpoint folder and, when ``resume`` is given, the
+    checkpoint ``(path, step)`` this attempt continues from."""
+    env = {CHECKPOINT_DIR: folder, KEEP: str(keep)}
+    if resume is not None:
+        env.update({RESUME_FROM: resume[0], RESUME_STEP: str(resume[1])})
+    return env
 
 
 def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:

@@ -12,6 +12,19 @@ nothing, `should_prune` is False, so the same script runs by hand.
         if trial.should_prune():
             break                            # the controller marks the trial PRUNED
 
+A training that should survive an interruption checkpoints as it goes and continues from the
+checkpoint the tuner hands it (a retry, `tuner resume`, a re-queued trial):
+
+    start = 0
+    resume = trial.resume_from()             # (folder, step) or None
+    if resume is not None:
+        load(resume[0] / "model.ckpt")
+        start = resume[1] + 1
+    for epoch in range(start, epochs):
+        ...
+        save(trial.checkpoint_dir(epoch) / "model.ckpt")
+        trial.checkpointed(epoch)            # the folder now holds epoch; older ones pruned
+
 Reports are JSON lines appended to a channel file, and the prune flag is a file the controller
 creates; both are named in the environment (the protocol is in `tuner._protocol`).
 """
@@ -25,9 +38,19 @@ from tuner import _protocol as protocol
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would cost the script
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import IO, Any
 
-__all__ = ["is_tuning", "number", "params", "report", "should_prune"]
+__all__ = [
+    "checkpoint_dir",
+    "checkpointed",
+    "is_tuning",
+    "number",
+    "params",
+    "report",
+    "resume_from",
+    "should_prune",
+]
 
 _channel: IO[str] | None = None
 _channel_path: str | None = None
@@ -81,3 +104,33 @@ def should_prune() -> bool:
     """
     path = os.environ.get(protocol.CONTROL)
     return bool(path) and os.path.exists(path)  # type: ignore[arg-type]
+
+
+def checkpoint_dir(step: int | None = None) -> Path:
+    """The trial's checkpoint folder (kept across its attempts), or with ``step`` the folder
+    to write that step's checkpoint into (created). Outside a campaign: ``./checkpoints``."""
+    from pathlib import Path
+
+    from lineage import checkpoints
+
+    root = Path(os.environ.get(protocol.CHECKPOINT_DIR) or "checkpoints")
+    if step is None:
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+    return checkpoints.step_dir(root, step)
+
+
+def checkpointed(step: int) -> None:
+    """Say that ``checkpoint_dir(step)`` now holds a complete checkpoint of ``step``: it is
+    committed (an interrupted write is never resumed from) and older ones are pruned to the
+    campaign's ``checkpoint.keep``."""
+    from lineage import checkpoints
+
+    checkpoints.commit(checkpoint_dir(step), step)
+
+
+def resume_from() -> tuple[Path, int] | None:
+    """``(folder, step)`` of the checkpoint to continue from, or None for a fresh start."""
+    from lineage import checkpoints
+
+    return checkpoints.resume_point()

@@ -48,8 +48,11 @@ style patterns if wanted)::
   val_accuracy: 0.9611
 
 Under the tuner it reports ``val_accuracy`` after every epoch through
-``tuner.trial.report(epoch, val_accuracy=...)`` and stops early when
-``tuner.trial.should_prune()`` says so. Run it on its own::
+``tuner.trial.report(epoch, val_accuracy=...)``, stops early when
+``tuner.trial.should_prune()`` says so, and saves a checkpoint of the network and the
+optimizer's state every epoch into the trial's checkpoint folder: an attempt that continues
+the trial (a retry, ``tuner resume`` after a crash) starts after the last epoch saved
+(``lineage.mindspore.TrialCheckpoint`` and ``restore_checkpoint``). Run it on its own::
 
   python examples/mindspore_digits/train.py --lr 0.05 --optimizer momentum --epochs 3
 """
@@ -253,6 +256,15 @@ def main(argv: list[str] | None = None) -> int:
                 run_context.request_stop()
 
     callbacks: list[Callback] = [Report()]
+    start = 0
+    if trial.is_tuning():
+        from lineage.mindspore import TrialCheckpoint, restore_checkpoint
+
+        # The train network holds the optimizer's state (momentum) beside the weights.
+        start = restore_checkpoint(model.train_network)
+        if start:
+            print(f"resumed from the checkpoint of epoch {start}", flush=True)
+        callbacks.append(TrialCheckpoint(model.train_network))
     with contextlib.ExitStack() as stack:
         if not args.no_lineage:
             import lineage
@@ -264,7 +276,13 @@ def main(argv: list[str] | None = None) -> int:
             stack.enter_context(lineage.start_run(experiment=args.experiment, params=clean))
             callbacks.insert(0, LineageCallback())
         started = time.perf_counter()
-        model.fit(int(params["epochs"]), train_ds, valid_dataset=val_ds, callbacks=callbacks)
+        model.fit(
+            int(params["epochs"]),
+            train_ds,
+            valid_dataset=val_ds,
+            callbacks=callbacks,
+            initial_epoch=start,
+        )
     print(f"trained {len(history)} epoch(s) in {time.perf_counter() - started:.2f}s")
     print(f"val_accuracy: {history[-1]:.4f}", flush=True)
     return 0

@@ -13,13 +13,28 @@ Functional loops (``mindspore.value_and_grad``)::
         rec.step(loss)
         rec.epoch_end(val_accuracy=acc)
 
+Under the tuner, resumable (a retry or `tuner resume` continues from the last epoch saved)::
+
+    from lineage.mindspore import TrialCheckpoint, restore_checkpoint
+    start = restore_checkpoint(model.train_network)
+    model.fit(10, train_ds, valid_ds, initial_epoch=start,
+              callbacks=[LineageCallback(), TrialCheckpoint(model.train_network)])
+
 Importing this module imports MindSpore (~3 s); ``import lineage`` never does.
 """
 
 from __future__ import annotations
 
 from lineage.mindspore._callback import LineageCallback
+from lineage.mindspore._checkpoint import TrialCheckpoint, restore_checkpoint, save_checkpoint
 from lineage.mindspore._functional import record_training
 from lineage.mindspore._recorder import TrainingRecorder
 
-__all__ = ["LineageCallback", "TrainingRecorder", "record_training"]
+__all__ = [
+    "LineageCallback",
+    "TrainingRecorder",
+    "TrialCheckpoint",
+    "record_training",
+    "restore_checkpoint",
+    "save_checkpoint",
+]

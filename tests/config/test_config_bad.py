@@ -348,7 +348,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "analysis-method",
         {"analysis.method": "svm"},
-        "analysis.method must be one of 'auto', 'forest' or 'gp', got 'svm'.",
+        "analysis.method must be one of auto, forest, gp, got 'svm'.",
     ),
     (
         "early-stop-word",

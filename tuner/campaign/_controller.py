@@ -234,6 +234,8 @@ class Controller:
                 coordination=self._coordination,
                 recorder=self._recorder,
                 executor=self._executor,
+                state_dir=self.campaign_dir.path,
+                message=self._observer.message,
             )
         self._coordination.joined(study)
 
@@ -379,7 +381,12 @@ class Controller:
             retry = (
                 rt.attempt <= self.config.trial.retries
                 and self.failures < self.config.budget.max_failures
+                and self.config.trial.retries_on(
+                    outcome.exit_code, outcome.signal_name, outcome.timed_out
+                )
             )
+            if retry and self._launcher is not None:
+                self._launcher.remember(rt.number, rt.history)
         retry_number = tell(self.study, self.config, rt, state, values, reason, retry=retry)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
         if state is TrialState.FAIL:

@@ -6,16 +6,27 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage import checkpoints
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
 from tuner.campaign._running import Prepared, RunningTrial
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
-from tuner.executors import TrialSpec
+from tuner.executors import TrialSpec, attempt_folder
 from tuner.records import _tags as T
 from tuner.search import _internals as internals
-from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR, RERUN_OF_ATTR, RETRY_OF_USER_ATTR
+from tuner.search import continue_history, first_trial, parent_trial
+from tuner.search._attrs import (
+    ATTEMPT_ATTR,
+    LAUNCH_ATTR,
+    PARENT_ATTR,
+    RERUN_OF_ATTR,
+    RESUMED_STEP_ATTR,
+    RETRY_OF_USER_ATTR,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -32,7 +43,8 @@ class Launcher:
     """Prepares trials (ask, parameters; no run, no process yet), starts them on the executor
     (reserved MLflow run, spec, submit), and puts prepared trials that never start back in
     the queue.
-    Called from the controller's thread only."""
+    ``state_dir`` is the campaign's local state folder (attempt channels; checkpoints unless
+    ``checkpoint.path`` names another). Called from the controller's thread only."""
 
     def __init__(
         self,
@@ -42,14 +54,43 @@ class Launcher:
         coordination: Coordination,
         recorder: LineageRecorder,
         executor: Executor,
+        state_dir: Path,
+        message: Callable[[str], Any] = lambda text: None,
     ) -> None:
         self.config = config
         self._study = study
         self._coordination = coordination
         self._recorder = recorder
         self._executor = executor
+        self._message = message
         self._host = socket.gethostname()
         self._patterns = {name: m.regex for name, m in config.metrics.items()}
+        self._trials_dir = state_dir / "trials"
+        if config.checkpoint.path:
+            self._checkpoints = Path(config.checkpoint.path).expanduser() / config.name
+        else:
+            self._checkpoints = state_dir / "checkpoints"
+        #: What ended attempts reported, for the continuation that resumes them (a retry
+        #: started by this controller: its parent's run may still be in the recorder's queue).
+        self._histories: dict[int, dict[str, tuple[list[int], list[float]]]] = {}
+
+    def remember(self, number: int, history: dict[str, tuple[list[int], list[float]]]) -> None:
+        """Keep what trial ``number``'s attempt reported, for a retry that resumes it."""
+        self._histories[number] = history
+
+    def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> Path:
+        """The checkpoint folder every attempt of ``trial``'s chain shares."""
+        return self._checkpoints / f"trial-{first_trial(trial)}"
+
+    def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
+        if parent_trial(trial) is None:
+            return None
+
+        def warn(text: str) -> None:
+            self._message(f"trial {trial.number}: {text}")
+
+        found = checkpoints.latest_good(self.checkpoint_folder(trial), warn=warn)
+        return None if found is None else (str(found.path), found.step)
 
     def prepare(self, budget: int) -> Prepared | None:
         """Ask for the next trial and fix its parameters; None when the budget is reached.
@@ -66,12 +107,23 @@ class Launcher:
             flush(internals.trial_id(trial))
         return Prepared(trial, params, time.perf_counter() - t0)
 
-    def _spec(self, trial: optuna.Trial, params: dict[str, Any], run_id: str) -> TrialSpec:
+    def _spec(
+        self,
+        trial: optuna.Trial,
+        params: dict[str, Any],
+        run_id: str,
+        resume: tuple[str, int] | None = None,
+    ) -> TrialSpec:
         env = protocol.run_env(
             params,
             tracking_uri=self.config.tracking_uri(),
             experiment_id=str(self._recorder.experiment_id),
             run_id=run_id,
+        )
+        env.update(
+            protocol.checkpoint_env(
+                str(self.checkpoint_folder(trial)), self.config.checkpoint.keep, resume
+            )
         )
         env.update(self.config.env)
         return TrialSpec(
@@ -90,9 +142,10 @@ class Launcher:
         """Take a run for the attempt, submit it, and record where it runs (in the study, for
         `tuner resume`, and in its MLflow run, whose start time becomes the process's)."""
         trial = prepared.trial
+        resume = self._resume_point(trial)
         run_id = self._recorder.reserve_run()
         try:
-            spec = self._spec(trial, dict(prepared.params), run_id)
+            spec = self._spec(trial, dict(prepared.params), run_id, resume)
             handle = self._executor.submit(spec)
         except BaseException:
             self._recorder.release_run(run_id)
@@ -115,9 +168,11 @@ class Launcher:
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
         extra = {T.CAMPAIGN: self.config.name}
-        for attr in (RERUN_OF_ATTR, RETRY_OF_USER_ATTR):
+        for attr in (RERUN_OF_ATTR, RETRY_OF_USER_ATTR, PARENT_ATTR):
             if trial.user_attrs.get(attr) is not None:
                 extra[attr] = str(trial.user_attrs[attr])
+        if resume is not None:
+            extra[RESUMED_STEP_ATTR] = str(resume[1])
         self._recorder.trial_started(
             run_id,
             number=trial.number,
@@ -130,7 +185,83 @@ class Launcher:
             started_at=handle.started_at,
             extra_tags=extra,
         )
+        if resume is not None:
+            self._continue(rt, resume[1])
         return rt
+
+    def _continue(self, rt: RunningTrial, step: int) -> None:
+        """The attempt resumes its chain's checkpoint of ``step``: it takes over the parent's
+        reports up to ``step``, in the study (the pruner's curve) and in its MLflow run (one
+        continuous curve; the lost attempt's later reports are dropped)."""
+        parent = parent_trial(rt.trial)
+        assert parent is not None
+        target = self.config.target.metric
+        history = (
+            self._histories.pop(parent, None)
+            or self._channel_history(parent)
+            or self._recorded_history(parent)
+        )
+        steps, values = history.get(target, ([], []))
+        reported = dict(zip(steps, values, strict=True))
+        copied = continue_history(self._study, rt.trial, parent, step, reported)
+        points: list[tuple[str, float, int, float]] = []
+        now = time.time()
+        for key, (steps, values) in history.items():
+            kept = [(s, v) for s, v in zip(steps, values, strict=True) if s <= step]
+            if not kept:
+                continue
+            rt.history[key] = ([s for s, _ in kept], [v for _, v in kept])
+            rt.latest[key] = kept[-1][1]
+            points += [(key, v, s, now) for s, v in kept]
+            if key == target:
+                rt.reported_steps.update(s for s, _ in kept)
+        if rt.run_id and points:
+            self._recorder.trial_metrics(rt.run_id, points)
+        self._message(
+            f"trial {rt.number} continues trial {parent} from its checkpoint of step {step} "
+            f"({copied} report(s) of {target!r} kept)"
+        )
+
+    def _channel_history(self, number: int) -> dict[str, tuple[list[int], list[float]]]:
+        """What trial ``number``'s attempt reported, read back from its channel file where
+        this host has it (a local attempt whose controller died before reading it all)."""
+        frozen = self._study.get_trials(deepcopy=False)[number]
+        attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
+        folder = attempt_folder(self._trials_dir, number, attempt)
+        try:
+            data = (folder / protocol.CHANNEL_FILE).read_bytes()
+        except OSError:
+            return {}
+        history: dict[str, tuple[list[int], list[float]]] = {}
+        for report in protocol.ChannelReader().feed(data):
+            for key, value in report.metrics.items():
+                steps, values = history.setdefault(key, ([], []))
+                if report.step in steps:  # reported twice: the last one counts
+                    values[steps.index(report.step)] = value
+                else:
+                    steps.append(report.step)
+                    values.append(value)
+        return history
+
+    def _recorded_history(self, number: int) -> dict[str, tuple[list[int], list[float]]]:
+        """Trial ``number``'s metric history as its MLflow run holds it (a continuation of a
+        trial another controller ran); empty when the run cannot be read."""
+        frozen = self._study.get_trials(deepcopy=False)[number]
+        run_id = (frozen.user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
+        if not run_id:
+            return {}
+        try:
+            from mlflow.tracking import MlflowClient
+
+            client = MlflowClient(tracking_uri=self.config.tracking_uri())
+            history: dict[str, tuple[list[int], list[float]]] = {}
+            for key in client.get_run(run_id).data.metrics:
+                got = sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
+                history[key] = ([m.step for m in got], [m.value for m in got])
+            return history
+        except Exception as exc:  # the copy in the study is what matters; say what is missing
+            self._message(f"trial {number}: its MLflow run could not be read ({exc})")
+            return {}
 
     def discard(self, prepared: Prepared) -> None:
         """A trial asked for but never started goes back to WAITING (same params; the next

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tuner import _protocol as protocol
 from tuner.campaign._state import TrialState
 from tuner.search import _internals as internals
+from tuner.search import chain_attrs
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
@@ -126,7 +127,11 @@ def tell(
         return None
     study.enqueue_trial(
         rt.params,
-        user_attrs={ATTEMPT_ATTR: rt.attempt + 1, RETRY_OF_USER_ATTR: rt.number},
+        user_attrs={
+            ATTEMPT_ATTR: rt.attempt + 1,
+            RETRY_OF_USER_ATTR: rt.number,
+            **chain_attrs(rt.trial.user_attrs, rt.number),
+        },
         skip_if_exists=False,
     )
     return internals.n_trials(study) - 1

@@ -29,6 +29,7 @@ from tuner.config._parameter import Parameter
 from tuner.config._sections import (
     AnalysisConfig,
     BudgetConfig,
+    CheckpointConfig,
     DiagnosisConfig,
     ExecutorConfig,
     LineageConfig,
@@ -114,6 +115,7 @@ class CampaignConfig(_Model):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     warm_start: WarmStartConfig | None = Field(
         default=None,
         description="earlier runs (experiments, campaigns) imported as finished trials "

@@ -20,6 +20,7 @@ from tuner.search._registry import PRUNERS, SAMPLERS
 __all__ = [
     "AnalysisConfig",
     "BudgetConfig",
+    "CheckpointConfig",
     "DiagnosisConfig",
     "ExecutorConfig",
     "LineageConfig",
@@ -56,9 +57,43 @@ class TrialConfig(_Model):
 
     timeout: Duration = Field(default=None, description="kill a trial running longer than this")
     retries: Int = Field(default=0, ge=0, description="re-runs of a failed trial, same params")
+    retry_on: list[int | str] | None = Field(
+        default=None,
+        description="which failures are retried (default: every failure): exit codes, "
+        "signal names such as SIGTERM (a preemption) or SIGKILL, and timeout. A retry "
+        "continues from the trial's last checkpoint",
+    )
     grace_period: Seconds = Field(
         default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
     )
+
+    @field_validator("retry_on")
+    @classmethod
+    def _failures(cls, retry_on: list[int | str] | None) -> list[int | str] | None:
+        import signal
+
+        for i, item in enumerate(retry_on or []):
+            if isinstance(item, bool):
+                raise RuleError((i,), "must be an exit code, a signal name or timeout", item)
+            if (
+                isinstance(item, str)
+                and item != "timeout"
+                and item not in signal.Signals.__members__
+            ):
+                raise RuleError(
+                    (i,), "must be an exit code, a signal name (SIGTERM, ...) or timeout", item
+                )
+        return retry_on
+
+    def retries_on(self, exit_code: int | None, signal_name: str | None, timed_out: bool) -> bool:
+        """Whether a failure that ended so is one ``retry_on`` retries."""
+        if self.retry_on is None:
+            return True
+        if timed_out:
+            return "timeout" in self.retry_on
+        if signal_name is not None:
+            return signal_name in self.retry_on
+        return exit_code is not None and exit_code in self.retry_on
 
 
 class SamplerConfig(_Model):
@@ -178,15 +213,37 @@ class LineageConfig(_Model):
     experiment: str | None = Field(default=None, description="MLflow experiment (default: name)")
 
 
+class CheckpointConfig(_Model):
+    """Where trials keep their checkpoints (the `tuner.trial.checkpoint_dir` protocol)."""
+
+    path: str | None = Field(
+        default=None,
+        description="folder for the trials' checkpoints, one subfolder per campaign and "
+        "trial; a shared filesystem path when trials run on several hosts (default: "
+        "checkpoints/ in the campaign's state folder beside the config)",
+    )
+    keep: Int = Field(default=2, ge=1, description="checkpoints kept per trial (the newest)")
+
+
 class AnalysisConfig(_Model):
     """The importance analysis a campaign runs at its end (``lineage importance``)."""
 
-    method: Literal["auto", "forest", "gp"] = Field(
+    method: str = Field(
         default="auto",
         description="the model that ranks the parameters: auto (a Gaussian process where the "
         "trials are complete and 60-500 of them and it predicts held-out trials at least as "
-        "well as a random forest, else the forest), forest, or gp",
+        "well as a random forest, else the forest), forest, or gp (a Gaussian process)",
     )
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, method: str) -> str:
+        # The names are lineage's (`lineage importance --method`): spelled there only.
+        from lineage.importance import METHODS
+
+        if method not in METHODS:
+            raise RuleError((), f"must be one of {', '.join(METHODS)}", method)
+        return method
 
 
 class ExecutorConfig(_Model):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.executors import _procs
 from tuner.records import _tags as T
 from tuner.search import _internals as internals
+from tuner.search import chain_attrs
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
@@ -87,7 +88,11 @@ def supersede(
     attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
     study.enqueue_trial(
         dict(params),
-        user_attrs={ATTEMPT_ATTR: attempt, RERUN_OF_ATTR: number},
+        user_attrs={
+            ATTEMPT_ATTR: attempt,
+            RERUN_OF_ATTR: number,
+            **chain_attrs(frozen.user_attrs, number),
+        },
         skip_if_exists=False,
     )
 
@@ -134,7 +139,7 @@ def requeue_stale(
                     state=optuna.trial.TrialState.WAITING,
                     params=old.params,
                     distributions=old.distributions,
-                    user_attrs=old.user_attrs,
+                    user_attrs={**old.user_attrs, **chain_attrs(old.user_attrs, old.number)},
                     system_attrs=system_attrs,
                 )
             )

@@ -9,6 +9,7 @@ from tuner.executors._base import (
     TrialHandle,
     TrialOutcome,
     TrialSpec,
+    attempt_folder,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "TrialHandle",
     "TrialOutcome",
     "TrialSpec",
+    "attempt_folder",
 ]

@@ -27,6 +27,7 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "TrialHandle",
     "TrialOutcome",
     "TrialSpec",
+    "attempt_folder",
 ]
 
 
@@ -212,3 +214,9 @@ class Executor(abc.ABC):
     def describe(self) -> str:
         """One line for logs and the campaign run, e.g. ``local: 2 slots of 1 gpu``."""
         return f"{self.name}: {self.capacity} slots"
+
+
+def attempt_folder(run_dir: Path, number: int, attempt: int) -> Path:
+    """Where the local executor keeps an attempt's channel and stop flag under ``run_dir``
+    (the campaign's ``trials/`` folder)."""
+    return run_dir / f"{number:05d}-{attempt}"

@@ -22,6 +22,7 @@ from tuner.executors._base import (
     TrialHandle,
     TrialOutcome,
     TrialSpec,
+    attempt_folder,
 )
 from tuner.executors._devices import Slot
 
@@ -70,7 +71,7 @@ class LocalExecutor(Executor):
         if not self._free:
             raise ExecutorFullError(f"all {self.capacity} slots are busy")
         slot = self._free.pop(0)
-        trial_dir = self._run_dir / f"{spec.number:05d}-{spec.attempt}"
+        trial_dir = attempt_folder(self._run_dir, spec.number, spec.attempt)
         trial_dir.mkdir(parents=True, exist_ok=True)
         handle = _LocalHandle(spec, slot, trial_dir, self._base_env, self._wake, self._release)
         self._handles = [h for h in self._handles if not h.finished] + [handle]

@@ -5,11 +5,13 @@
 - ``_study``: the campaign's study and its RDB storage; ``_cache``: the write-through cache
   for a study with one writer;
 - ``_internals``: every use of Optuna's private attributes, and why each is needed;
-- ``_attrs``: the names of what the tuner stores on trials and studies.
+- ``_attrs``: the names of what the tuner stores on trials and studies;
+- ``_continuation``: the chain of trials a retry or a re-run belongs to.
 """
 
 from __future__ import annotations
 
+from tuner.search._continuation import chain_attrs, continue_history, first_trial, parent_trial
 from tuner.search._space import (
     distribution,
     distributions,
@@ -20,9 +22,13 @@ from tuner.search._space import (
 )
 
 __all__ = [
+    "chain_attrs",
+    "continue_history",
     "distribution",
     "distributions",
+    "first_trial",
     "is_active",
+    "parent_trial",
     "sample_params",
     "sampling_order",
     "validate_params",

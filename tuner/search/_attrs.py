@@ -42,6 +42,14 @@ RETRY_OF_USER_ATTR = "tuner.retry_of"
 #: On the copy of an interrupted trial: the number of the interrupted trial.
 RERUN_OF_ATTR = "tuner.rerun_of"
 
+#: On every copy that continues another trial (a retry, a re-run after an interruption, a
+#: re-queued stale trial): the number of the trial it continues.
+PARENT_ATTR = "tuner.parent_trial"
+#: The first trial of such a chain: it owns the checkpoint folder every attempt shares.
+FIRST_TRIAL_ATTR = "tuner.first_trial"
+#: On a continuation that resumed from a checkpoint: the step the checkpoint held (the
+#: reports up to it are copied from the parent; the attempt reports the steps after it).
+RESUMED_STEP_ATTR = "tuner.resumed_step"
 #: On a trial imported by ``warm_start:``: where it came from (``{"run_id", "source",
 #: "tracking_uri"}``, the URI's password masked).
 IMPORTED_FROM_ATTR = "tuner.imported_from"

@@ -1,0 +1,156 @@
+"""Trial checkpoints: the folder protocol a training script, a framework callback and the tuner
+share, so that a training interrupted at step N continues from N instead of from step 0.
+
+A trial owns one checkpoint folder for its whole life, across attempts, named in
+``TUNER_CHECKPOINT_DIR``. Each checkpoint is a subfolder ``step-<N>/`` (:func:`step_dir`)
+that the script fills with whatever its framework writes, then *commits* with
+:func:`commit`: a manifest ``.complete.json`` (each file's size) written last and atomically.
+A folder without a manifest, or whose files no longer match it, is *torn* (the process died
+while writing, or someone deleted a file): it is never resumed from. Committing prunes the
+trial's older checkpoints down to the last ``TUNER_CHECKPOINT_KEEP`` (default 2).
+
+When an attempt should continue earlier work, the tuner names the last good checkpoint in
+``TUNER_RESUME_FROM`` and the step it holds in ``TUNER_RESUME_STEP`` (:func:`resume_point`).
+
+Nothing here imports a framework, MLflow or the tuner: a script pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "KEEP",
+    "MANIFEST",
+    "RESUME_FROM",
+    "RESUME_STEP",
+    "Checkpoint",
+    "commit",
+    "latest_good",
+    "prune",
+    "resume_point",
+    "step_dir",
+]
+
+CHECKPOINT_DIR = "TUNER_CHECKPOINT_DIR"
+RESUME_FROM = "TUNER_RESUME_FROM"
+RESUME_STEP = "TUNER_RESUME_STEP"
+KEEP = "TUNER_CHECKPOINT_KEEP"
+
+MANIFEST = ".complete.json"
+_PREFIX = "step-"
+DEFAULT_KEEP = 2
+
+
+class Checkpoint:
+    """A committed checkpoint: its folder and the step it holds."""
+
+    __slots__ = ("path", "step")
+
+    def __init__(self, path: Path, step: int) -> None:
+        self.path = path
+        self.step = step
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({str(self.path)!r}, step={self.step})"
+
+
+def step_dir(root: str | os.PathLike[str], step: int) -> Path:
+    """The folder for the checkpoint of ``step`` under ``root`` (created, empty of a manifest)."""
+    path = Path(root) / f"{_PREFIX}{int(step):09d}"
+    path.mkdir(parents=True, exist_ok=True)
+    (path / MANIFEST).unlink(missing_ok=True)  # rewriting a step: torn until committed again
+    return path
+
+
+def commit(path: str | os.PathLike[str], step: int, *, keep: int | None = None) -> Checkpoint:
+    """Mark the checkpoint in ``path`` complete (a manifest of its files, written atomically),
+    then prune the checkpoints of its folder beyond the last ``keep``."""
+    folder = Path(path)
+    files = {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST and not p.name.endswith(".tmp")
+    }
+    tmp = folder / f"{MANIFEST}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"step": int(step), "files": files}, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / MANIFEST)
+    if keep is None:
+        keep = int(os.environ.get(KEEP, DEFAULT_KEEP))
+    prune(folder.parent, keep)
+    return Checkpoint(folder, int(step))
+
+
+def _read(folder: Path) -> tuple[int | None, str | None]:
+    """The step a checkpoint folder holds, or ``(None, why it cannot be used)``."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        step = int(manifest["step"])
+        files = dict(manifest["files"])
+    except FileNotFoundError:
+        return None, "never committed (the process died while writing it)"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"unreadable manifest ({exc})"
+    for name, size in files.items():
+        try:
+            actual = (folder / name).stat().st_size
+        except OSError:
+            return None, f"{name} is missing"
+        if actual != size:
+            return None, f"{name} has {actual} bytes, {size} when committed"
+    return step, None
+
+
+def _candidates(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(_PREFIX)]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def latest_good(
+    root: str | os.PathLike[str], *, warn: Callable[[str], object] | None = None
+) -> Checkpoint | None:
+    """The newest committed, intact checkpoint under ``root``, or None. Each newer one that
+    cannot be used is reported through ``warn`` in one line and skipped."""
+    for folder in _candidates(Path(root)):
+        step, why = _read(folder)
+        if step is not None:
+            return Checkpoint(folder, step)
+        if warn is not None:
+            warn(f"checkpoint {folder} cannot be resumed from: {why}; trying an older one")
+    return None
+
+
+def prune(root: str | os.PathLike[str], keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` committed checkpoints under ``root`` (and any torn
+    folder older than the oldest one kept); the folders deleted."""
+    keep = max(1, int(keep))
+    kept = 0
+    removed: list[Path] = []
+    for folder in _candidates(Path(root)):
+        good = _read(folder)[0] is not None
+        if kept < keep:
+            kept += good
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def resume_point() -> tuple[Path, int] | None:
+    """``(folder, step)`` of the checkpoint this process should continue from, or None for a
+    fresh start (the tuner sets it; a script run by hand starts fresh)."""
+    path = os.environ.get(RESUME_FROM)
+    step = os.environ.get(RESUME_STEP)
+    if not path or step is None:
+        return None
+    return Path(path), int(step)
