@@ -66,26 +66,12 @@ def query_from_args(args: argparse.Namespace, store: Any = None) -> tuple[Any, l
 
 def _query(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of ``search_runs`` (and ``search_runs_json``) the CLI's give."""
+    from lineage.query._table import split_keys
+
     sort: list[str] = []
     for item in args.sort or ():
-        sort.extend(_split_keys(item))
+        sort.extend(split_keys(item))
     return {"experiments": args.experiment, "where": args.where, "sort": sort, "limit": args.limit}
-
-
-def _split_keys(text: str) -> list[str]:
-    parts: list[str] = []
-    buf: list[str] = []
-    quoted = False
-    for c in text:
-        if c == "`":
-            quoted = not quoted
-        if c == "," and not quoted:
-            parts.append("".join(buf))
-            buf = []
-        else:
-            buf.append(c)
-    parts.append("".join(buf))
-    return [p.strip() for p in parts if p.strip()]
 
 
 def register(subparsers: Any) -> None:

@@ -40,7 +40,7 @@ def select_columns(runs: Sequence[RunRecord], spec: Sequence[str] | None) -> lis
         return default_columns(runs)
     fields: list[Field] = []
     for item in spec:
-        for part in _split_columns(item):
+        for part in split_keys(item):
             head, _, rest = part.partition(".")
             if rest == "*" and head in ("params", "metrics", "tags"):
                 fields.extend(Field(head, k) for k in keys_of(runs, head))
@@ -51,8 +51,9 @@ def select_columns(runs: Sequence[RunRecord], spec: Sequence[str] | None) -> lis
     return fields
 
 
-def _split_columns(text: str) -> list[str]:
-    # Commas inside `back quotes` belong to the key.
+def split_keys(text: str) -> list[str]:
+    """The comma-separated keys of ``--columns`` or ``--sort``; commas inside `back quotes`
+    belong to the key."""
     parts: list[str] = []
     buf: list[str] = []
     quoted = False
