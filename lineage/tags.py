@@ -155,3 +155,6 @@ CAMPAIGN = "tuner.campaign"
 #: (``metric:goal``).
 CAMPAIGN_SPACE_PREFIX = "space."
 CAMPAIGN_TARGET = "target"
+#: On a trial run: how the tuner judged it (COMPLETE, PRUNED, FAIL); MLflow's status of a
+#: pruned trial is KILLED, which the run table shows as PRUNED.
+TRIAL_STATE = "tuner.state"

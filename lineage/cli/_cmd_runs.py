@@ -114,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.format == "json":
-        write_json_list(run_to_dict(r, fields or None) for r in runs)
+        from lineage.query._layout import run_kind
+
+        write_json_list({**run_to_dict(r, fields or None), "kind": run_kind(r)} for r in runs)
         return 0
     if args.format == "csv":
         headers = [str(f) for f in fields]
@@ -147,9 +149,18 @@ def print_runs_table(
     """The run table as plain text. ``fields`` None: the columns a person wants, as many
     as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
     left out; else exactly ``fields``."""
-    from lineage.query._layout import format_table, table_layout
+    from lineage.query._layout import format_table, is_training, shown_status, table_layout
 
     start_format = _start_format(runs)
+    # Trials and scripts' runs first; a campaign's parent run and its analyses after them,
+    # apart, so that the first rows are the runs being compared.
+    records = [r for r in runs if not is_training(r)]
+    runs = [r for r in runs if is_training(r)] + records
+
+    def value(field: Any, run: Any) -> Any:
+        if field.kind == "attributes" and field.key == "status":
+            return shown_status(run)
+        return field.value(run)
 
     def render(field: Any, value: Any) -> str:
         if value is None:
@@ -166,15 +177,15 @@ def print_runs_table(
         return format_cell(value)
 
     if fields is None:
-        layout = table_layout(runs, render, short_headers, width)
+        layout = table_layout(runs, render, short_headers, width, value=value)
         chosen, widths, hidden = layout.fields, layout.widths, layout.hidden
     else:
         chosen, hidden = list(fields), []
         widths = [
-            max([len(t)] + [len(render(f, f.value(r))) for r in runs])
+            max([len(t)] + [len(render(f, value(f, r))) for r in runs])
             for f, t in zip(chosen, short_headers(chosen), strict=True)
         ]
-    cells = [[render(f, f.value(r)) for f in chosen] for r in runs]
+    cells = [[render(f, value(f, r)) for f in chosen] for r in runs]
     numeric = [
         f.kind == "metrics"
         or (
@@ -186,6 +197,11 @@ def print_runs_table(
     lines = (
         [title, *format_table(short_headers(chosen), cells, widths, numeric)] if runs else [title]
     )
+    if records and len(records) < len(runs):
+        # A blank line, then the campaign and analysis runs under their own heading.
+        split = len(runs) - len(records)
+        kinds = sorted({r.tags.get("lineage.run_type", "") for r in records})
+        lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} run(s):"]
     sys.stdout.write("\n".join(lines) + "\n")
     if hidden:
         sys.stdout.flush()

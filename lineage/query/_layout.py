@@ -4,7 +4,8 @@ A store's runs easily hold 50 params and metrics; a table of all of them has emp
 any terminal width. :func:`table_layout` picks, in this order of priority: the run's name,
 id, status and start time (and its experiment when several are selected); the target metric
 (a tuning campaign's, else the metric most runs have); the parameters that vary across the
-selected runs (a campaign's tuned ones first); the other metrics, most common first. Then
+selected runs (a campaign's tuned ones first; of parameters equal in every run, such as
+``lr`` and a callback's ``optimizer.lr``, the first only); the other metrics, most common first. Then
 as many as fit ``width`` characters, each cell cut to a readable width. What is left out
 is returned, for the caller to say so. ``--format json`` and ``csv`` keep every column.
 """
@@ -51,6 +52,7 @@ def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     metrics = _metrics_by_use(training, targets)
     params = [k for k in tuned if any(k in r.params for r in training)]
     params += [k for k in _varying(training) if k not in params]
+    params = _one_per_alias(params, training)
     out = base + [Field("metrics", k) for k in metrics[:1]]
     out += [Field("params", k) for k in params]
     out += [Field("metrics", k) for k in metrics[1:]]
@@ -62,15 +64,18 @@ def table_layout(
     render: Callable[[Field, Any], str],
     headers: Callable[[Sequence[Field]], list[str]],
     width: int | None,
+    value: Callable[[Field, RunRecord], Any] | None = None,
 ) -> Layout:
     """The columns of :func:`candidate_columns` that fit in ``width`` characters (``None``:
     all of them, cells uncut). ``render(field, value)`` gives a cell's text, ``headers``
-    the column titles of a list of fields."""
+    the column titles of a list of fields, ``value(field, run)`` a cell's value (default:
+    the field's own)."""
+    get = value or (lambda field, run: field.value(run))
     wanted = candidate_columns(runs)
     titles = headers(wanted)
     natural = []
     for field, title in zip(wanted, titles, strict=True):
-        cells = max((len(render(field, field.value(r))) for r in runs), default=0)
+        cells = max((len(render(field, get(field, r))) for r in runs), default=0)
         natural.append(max(len(title), cells))
     if width is None:
         chosen = list(range(len(wanted)))
@@ -86,7 +91,8 @@ def table_layout(
             if used + GAP + widths[i] <= width:
                 chosen.append(i)
                 used += GAP + widths[i]
-    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i))
+    target = next((i for i, f in enumerate(wanted) if f.kind == "metrics"), None)
+    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i, i == target))
     fields = [wanted[i] for i in order]
     shown = set(fields)
     every = _all_keys(runs)
@@ -100,12 +106,15 @@ def _cap(field: Field) -> int:
     return CELL_WIDTH
 
 
-def _display_rank(field: Field, priority: int) -> tuple[int, int]:
-    # Attributes in a fixed order, then params, then metrics, each in priority order.
+def _display_rank(field: Field, priority: int, target: bool) -> tuple[int, int]:
+    # Attributes in a fixed order, the target metric, then params, then the other metrics,
+    # each in priority order.
     fixed = ("run_id", "run_name", "experiment", "status", "start_time")
     if field.kind == "attributes":
         return (0, fixed.index(field.key) if field.key in fixed else len(fixed))
-    return (1 if field.kind == "params" else 2, priority)
+    if target:
+        return (1, 0)
+    return (2 if field.kind == "params" else 3, priority)
 
 
 def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
@@ -148,6 +157,50 @@ def _varying(runs: Sequence[RunRecord]) -> list[str]:
             number = to_number(value)
             seen.setdefault(key, set()).add(value if number is None else number)
     return sorted(k for k, values in seen.items() if len(values) > 1)
+
+
+def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
+    """``keys`` without those equal to an earlier one in every run (``optimizer.lr`` after
+    ``lr``, as a framework callback records what the script also logged): one column each."""
+
+    def column(key: str) -> tuple[Any, ...]:
+        values = []
+        for run in runs:
+            raw = run.params.get(key)
+            number = to_number(raw) if raw is not None else None
+            values.append(raw if number is None else number)
+        return tuple(values)
+
+    def same(earlier: tuple[Any, ...], later: tuple[Any, ...]) -> bool:
+        # Equal wherever the earlier one is set (a callback also records the default a
+        # script left unset), and set together in at least two runs.
+        both = [(a, b) for a, b in zip(earlier, later, strict=True) if a is not None]
+        return len([b for _, b in both if b is not None]) >= 2 and all(a == b for a, b in both)
+
+    kept: list[tuple[str, tuple[Any, ...]]] = []
+    for key in keys:
+        values = column(key)
+        if not any(same(earlier, values) for _, earlier in kept):
+            kept.append((key, values))
+    return [key for key, _ in kept]
+
+
+def is_training(run: RunRecord) -> bool:
+    """A training run (a trial, a script's run), not a campaign's or an analysis's record."""
+    return run.tags.get(T.RUN_TYPE) not in _NOT_TRAINING
+
+
+def run_kind(run: RunRecord) -> str:
+    """``training``, ``campaign`` or ``analysis``: what a run is, for a table or a script."""
+    kind = run.tags.get(T.RUN_TYPE)
+    return kind if kind in (T.RUN_TYPE_CAMPAIGN, T.RUN_TYPE_ANALYSIS) else "training"
+
+
+def shown_status(run: RunRecord) -> str:
+    """The status a person reads: PRUNED for a trial the tuner pruned (MLflow: KILLED)."""
+    if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == "PRUNED":
+        return "PRUNED"
+    return run.status
 
 
 def _all_keys(runs: Sequence[RunRecord]) -> list[Field]:

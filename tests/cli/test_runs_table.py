@@ -63,8 +63,10 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
             },
         ).info.run_id
         params = {f"fixed_setting_{i:02d}": str(i) for i in range(40)}
+        lr = str(10 ** -(1 + n % 4) * (1 + n))
+        params["optimizer.lr"] = lr  # what a framework callback records beside the script's
         params.update(
-            lr=str(10 ** -(1 + n % 4) * (1 + n)),
+            lr=lr,
             momentum=str(0.8 + 0.02 * n),
             optimizer=["sgd", "adam"][n % 2],
         )
@@ -72,9 +74,10 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
             run,
             params=[Param(k, v) for k, v in params.items()],
             metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)],
-            tags=[RunTag("tuner.trial_number", str(n))],
+            tags=[RunTag("tuner.trial_number", str(n))]
+            + ([RunTag("tuner.state", "PRUNED")] if n == 6 else []),
         )
-        client.set_terminated(run)
+        client.set_terminated(run, status="KILLED" if n == 6 else "FINISHED")
     return uri
 
 
@@ -113,13 +116,18 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
     out = _in_pty(campaign_store, columns)
     lines = out.rstrip("\n").split("\n")
     assert lines[0] == "9 runs"
-    header, rows, note = lines[1], lines[2:-1], lines[-1]
+    header, rows, note = lines[1], lines[2:10], lines[-1]
     assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
-    assert len(rows) == 9
+    # The trials first; the campaign's own run apart, under a heading of its own.
+    assert lines[10:13] == ["", "1 campaign run(s):", lines[12]]
+    assert lines[12].split()[1] == "quickstart"
+    assert all(r.split()[1].startswith("quickstart-trial-") for r in rows)
     titles = header.split()
     # What a person wants first: name, id, status, start, the target metric, the tuned params.
-    assert titles[:4] == ["run", "name", "status", "start"]
-    assert "val_accuracy" in titles and "lr" in titles
+    assert titles[:5] == ["run", "name", "status", "start", "val_accuracy"]
+    assert "lr" in titles and "optimizer.lr" not in titles  # one column per alias
+    pruned = next(r for r in rows if r.split()[1] == "quickstart-trial-6")
+    assert pruned.split()[2] == "PRUNED"  # not MLflow's KILLED
     assert not any(t.startswith("fixed_setting") for t in titles)  # constant: never chosen
     assert any(r.split()[1] == "quickstart-trial-7" for r in rows)
     # Long float spellings are shown with 6 significant digits, whole.
@@ -130,7 +138,7 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
         r"^\+(\d+) columns( \(.*\))?: --columns to choose, --format json for all$", note
     )
     assert match, note
-    every = 40 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
+    every = 41 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
     shown = len([t for t in titles if t not in ("run", "name", "status", "start")])
     assert int(match.group(1)) == every - shown
     if columns >= 120:  # every tuned param, and more than the target metric
@@ -162,7 +170,8 @@ def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) ->
     assert {"lr", "momentum", "optimizer", *METRICS} <= set(titles)
     assert not any(t.startswith("fixed_setting") for t in titles)
     assert "…" not in proc.stdout
-    assert proc.stderr.startswith("+45 columns")  # the 40 fixed params and the parent's 5
+    # The 40 fixed params, the alias optimizer.lr and the parent's 5.
+    assert proc.stderr.startswith("+46 columns")
     trial = next(line for line in lines if "quickstart-trial-3 " in line)
     assert trial.split()[2] == "FINISHED"
 
@@ -170,10 +179,12 @@ def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) ->
 def test_json_and_csv_keep_every_column(campaign_store: str) -> None:
     runs = json.loads(lineage("runs", "--tracking-uri", campaign_store, "--format", "json").stdout)
     trial = next(r for r in runs if r["run_name"] == "quickstart-trial-0")
-    assert len(trial["params"]) == 43 and len(trial["metrics"]) == len(METRICS)
+    assert len(trial["params"]) == 44 and len(trial["metrics"]) == len(METRICS)
+    assert trial["kind"] == "training"
+    assert [r["kind"] for r in runs if r["run_name"] == "quickstart"] == ["campaign"]
     out = lineage("runs", "--tracking-uri", campaign_store, "--format", "csv").stdout
     header = next(csv.reader(io.StringIO(out)))
-    assert len([h for h in header if h.startswith("params.")]) == 40 + 3 + 5
+    assert len([h for h in header if h.startswith("params.")]) == 40 + 4 + 5
     assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS)
 
 
