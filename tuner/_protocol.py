@@ -15,7 +15,8 @@ A trial process receives, in its environment:
 - its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
   (`device_env`);
 - its checkpoint folder ``TUNER_CHECKPOINT_DIR`` and how many checkpoints to keep
-  ``TUNER_CHECKPOINT_KEEP``, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
+  ``TUNER_CHECKPOINT_KEEP``, ``TUNER_CHECKPOINT_STORE=mlflow`` when committed checkpoints are
+  also uploaded to the trial's MLflow run, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
   ``TUNER_RESUME_STEP`` (`checkpoint_env`; the folder protocol is `lineage.checkpoints`,
   which framework callbacks use without importing the tuner, so the names are spelled there).
 
@@ -29,6 +30,7 @@ import json
 import math
 
 from lineage.checkpoints import CHECKPOINT_DIR, KEEP, RESUME_FROM, RESUME_STEP
+from lineage.checkpoints import STORE as CHECKPOINT_STORE
 
 # Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
 # the typing module.
@@ -44,6 +46,7 @@ __all__ = [
     "CHANNEL",
     "CHANNEL_FILE",
     "CHECKPOINT_DIR",
+    "CHECKPOINT_STORE",
     "CONTROL",
     "CONTROL_FILE",
     "EXPERIMENT_ID",
