@@ -53,6 +53,7 @@ __all__ = [
     "FORWARDED_ENV",
     "KEEP",
     "PARAMS",
+    "RANK_VARS",
     "RESUME_FROM",
     "RESUME_STEP",
     "RUN_ID",
@@ -64,6 +65,7 @@ __all__ = [
     "decode_params",
     "device_env",
     "encode_report",
+    "is_rank_zero",
     "parse_report",
     "run_env",
 ]
@@ -83,6 +85,11 @@ DEVICE_ID = "DEVICE_ID"
 UNBUFFERED = "PYTHONUNBUFFERED"
 
 #: Names of the report channel and the stop flag inside an attempt's folder.
+#: The rank variables of the launchers a multi-device trial runs under (torchrun, msrun,
+#: mpirun), first set wins: a process whose rank is not 0 neither reports nor commits
+#: checkpoints, so the trial has one voice (`is_rank_zero`).
+RANK_VARS = ("RANK", "RANK_ID", "OMPI_COMM_WORLD_RANK")
+
 CHANNEL_FILE = "channel.jsonl"
 CONTROL_FILE = "stop"
 
@@ -148,6 +155,16 @@ def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:
 
 
 # ----- the channel -----------------------------------------------------------------------------
+
+
+def is_rank_zero(environ: Mapping[str, str]) -> bool:
+    """Whether a process with ``environ`` speaks for its trial: rank 0 of a multi-process
+    launch, or a process no launcher ranked."""
+    for name in RANK_VARS:
+        value = environ.get(name)
+        if value not in (None, ""):
+            return value.strip() == "0"
+    return True
 
 
 def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:
