@@ -46,6 +46,7 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
+
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)(\?)?\}")
 _NUMBER = re.compile(r"-\d|-\.\d")
 
