@@ -97,6 +97,21 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     assert sorted(m.step for m in history) == [0, 1, 2, 3, 4, 5]
     assert runs["1"].data.tags["tuner.resumed_step"] == "3"
 
+    # tuner status says which trial continues which, and from which step.
+    from tuner.cli import _cmd_status
+    from tuner.search import _attrs
+
+    assert _cmd_status.PARENT_ATTR == _attrs.PARENT_ATTR
+    assert _cmd_status.RESUMED_STEP_ATTR == _attrs.RESUMED_STEP_ATTR
+    assert _cmd_status.collect(config)["continued"] == [
+        {"number": 1, "state": "COMPLETE", "continues": 0, "attempt": 2, "resumed_step": 3}
+    ]
+    shown = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "status", "campaign.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "trial 1 (attempt 2, COMPLETE) continues trial 0 from step 3" in shown.stdout
+
     # Two checkpoints kept (steps 4 and 5 of the retry), committed, in the chain's folder.
     folder = tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0"
     assert sorted(p.name for p in folder.iterdir()) == ["step-000000004", "step-000000005"]
