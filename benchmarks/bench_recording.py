@@ -222,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         kind: run_store(kind, args.points, args.sample, args.keys, flights) for kind in stores
     }
     for kind, r in results.items():
+        ratio = r["lineage"]["points_per_s"] / r["log_batch_1000"]["points_per_s"]
         write_result(
             f"recording_{kind}",
-            r,
+            {**r, "lineage_over_log_batch": round(ratio, 2)},
             store=kind,
             params={"points": args.points, "keys": args.keys, "sample": args.sample},
         )
