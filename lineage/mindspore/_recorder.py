@@ -280,7 +280,7 @@ class TrainingRecorder:
         if not info.pipeline:
             return
         try:
-            from lineage.plots._pipeline import save_pipeline_graph
+            from lineage.mindspore._pipeline_figure import save_pipeline_graph
 
             title = f"{info.role} data pipeline (sources on top; the last step feeds the network)"
             if info.pipeline_error:
@@ -328,7 +328,11 @@ class TrainingRecorder:
             self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
 
     def _sample_artifacts(self, sample: DataSample) -> None:
-        from lineage.plots._samples import TableColumn, save_image_grid, save_sample_table
+        from lineage.mindspore._sample_figures import (
+            TableColumn,
+            save_image_grid,
+            save_sample_table,
+        )
 
         n = sample.count
         doc: dict[str, Any] = {"rows": n, "columns": sample.describe(), "stats": {}}
