@@ -15,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "CAMPAIGN",
+    "CAMPAIGN_OBJECTIVES",
     "CAMPAIGN_SPACE_PREFIX",
     "CAMPAIGN_TARGET",
     "COMMAND",
@@ -54,12 +55,17 @@ __all__ = [
     "PID",
     "PLATFORM",
     "PYTHON",
+    "RUN_KINDS",
+    "RUN_KIND_PLAIN",
     "RUN_TYPE",
     "RUN_TYPE_ANALYSIS",
     "RUN_TYPE_CAMPAIGN",
+    "RUN_TYPE_RESERVED",
     "RUN_TYPE_TRIAL",
     "TRAINABLE_PARAMS",
     "TRAINABLE_PARAMS_KEYS",
+    "TRIAL_STATE",
+    "TRIAL_STATE_PRUNED",
     "USER",
     "data_tag",
     "framework_tag",
@@ -94,6 +100,11 @@ RUN_TYPE = "lineage.run_type"
 RUN_TYPE_ANALYSIS = "analysis"
 RUN_TYPE_CAMPAIGN = "campaign"
 RUN_TYPE_TRIAL = "trial"
+#: A trial number the tuner holds for a run that has not started yet.
+RUN_TYPE_RESERVED = "reserved"
+#: Every kind of run ``lineage runs`` tells apart; a run without the tag is a plain ``run``.
+RUN_KINDS = (RUN_TYPE_TRIAL, RUN_TYPE_CAMPAIGN, RUN_TYPE_ANALYSIS, RUN_TYPE_RESERVED)
+RUN_KIND_PLAIN = "run"
 #: Where an imported run came from (``mindinsight``: ``lineage import-mindinsight``).
 IMPORT_SOURCE = "lineage.import.source"
 #: The MindSpore callback's own: params it could not log (a value already stored differs,
@@ -155,3 +166,9 @@ CAMPAIGN = "tuner.campaign"
 #: (``metric:goal``).
 CAMPAIGN_SPACE_PREFIX = "space."
 CAMPAIGN_TARGET = "target"
+#: A multi-objective campaign's parent-run param: ``metric:goal`` pairs, comma-separated.
+CAMPAIGN_OBJECTIVES = "objectives"
+#: On a campaign's trial runs: RUNNING, then COMPLETE, PRUNED or FAIL. MLflow's status of a
+#: pruned trial's run is KILLED; this tag tells it from a trial that was stopped.
+TRIAL_STATE = "tuner.state"
+TRIAL_STATE_PRUNED = "PRUNED"

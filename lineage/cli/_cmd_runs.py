@@ -92,8 +92,9 @@ def register(subparsers: Any) -> None:
         metavar="KEYS",
         help="comma-separated columns (repeatable): run_id, experiment, run_name, status, "
         "start_time, end_time, duration, params.K, metrics.K, tags.K, params.*, metrics.*, "
-        "tags.* (default table: name, id, status, start, the params that vary and the most "
-        "used metrics, as many as fit the terminal; default csv: every param and metric)",
+        "tags.* (default table: name, id, status, start, the target metrics, the params that "
+        "vary, one name per setting, and the metrics that vary, as many as fit the terminal; "
+        "default csv: every param and metric)",
     )
     add_common(parser)
     parser.set_defaults(handler=run)
@@ -146,8 +147,15 @@ def print_runs_table(
 ) -> None:
     """The run table as plain text. ``fields`` None: the columns a person wants, as many
     as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
-    left out; else exactly ``fields``."""
+    left out; else exactly ``fields``. Training runs come first, in the query's order; a
+    campaign's parent and analysis runs follow under a line of their own. A pruned trial's
+    status reads ``PRUNED``."""
     from lineage.query._layout import format_table, table_layout
+    from lineage.query._table import NOT_TRAINING, run_kind, shown_status
+
+    training = [r for r in runs if run_kind(r) not in NOT_TRAINING]
+    others = [r for r in runs if run_kind(r) in NOT_TRAINING]
+    runs = training + others
 
     start_format = _start_format(runs)
 
@@ -174,7 +182,15 @@ def print_runs_table(
             max([len(t)] + [len(render(f, f.value(r))) for r in runs])
             for f, t in zip(chosen, short_headers(chosen), strict=True)
         ]
-    cells = [[render(f, f.value(r)) for f in chosen] for r in runs]
+    cells = [
+        [
+            shown_status(r)
+            if f.kind == "attributes" and f.key == "status"
+            else render(f, f.value(r))
+            for f in chosen
+        ]
+        for r in runs
+    ]
     numeric = [
         f.kind == "metrics"
         or (
@@ -186,6 +202,9 @@ def print_runs_table(
     lines = (
         [title, *format_table(short_headers(chosen), cells, widths, numeric)] if runs else [title]
     )
+    if training and others:
+        kinds = sorted({run_kind(r) for r in others})
+        lines.insert(2 + len(training), f"-- {' and '.join(kinds)} runs --")
     sys.stdout.write("\n".join(lines) + "\n")
     if hidden:
         sys.stdout.flush()

@@ -2,19 +2,23 @@
 
 A store's runs easily hold 50 params and metrics; a table of all of them has empty cells at
 any terminal width. :func:`table_layout` picks, in this order of priority: the run's name,
-id, status and start time (and its experiment when several are selected); the target metric
+id, status and start time (and its experiment when several are selected); the target metrics
 (a tuning campaign's, else the metric most runs have); the parameters that vary across the
-selected runs (a campaign's tuned ones first); the other metrics, most common first. Then
+selected training runs (a campaign's tuned ones first, one name per setting: ``optimizer.lr``
+logged beside the campaign's ``lr`` with the same values is left out); the other metrics,
+most common first. Campaign and analysis runs never choose the columns. Then
 as many as fit ``width`` characters, each cell cut to a readable width. What is left out
 is returned, for the caller to say so. ``--format json`` and ``csv`` keep every column.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from lineage import tags as T
 from lineage.query._fields import Field, to_number
+from lineage.query._table import NOT_TRAINING
 from lineage.store import RunRecord
 
 TYPE_CHECKING = False
@@ -26,7 +30,6 @@ GAP = 2
 #: The widest a param or metric cell gets in a fitted table (run names: NAME_WIDTH).
 CELL_WIDTH = 16
 NAME_WIDTH = 24
-_NOT_TRAINING = frozenset({T.RUN_TYPE_CAMPAIGN, T.RUN_TYPE_ANALYSIS, "reserved"})
 
 
 class Layout:
@@ -43,7 +46,7 @@ class Layout:
 
 def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     """Every column worth showing, most wanted first (see the module docstring)."""
-    training = [r for r in runs if r.tags.get(T.RUN_TYPE) not in _NOT_TRAINING] or list(runs)
+    training = [r for r in runs if r.tags.get(T.RUN_TYPE) not in NOT_TRAINING] or list(runs)
     base = [Field("attributes", k) for k in ("run_name", "run_id", "status", "start_time")]
     if len({r.experiment_id for r in runs}) > 1:
         base.append(Field("attributes", "experiment"))
@@ -51,9 +54,11 @@ def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     metrics = _metrics_by_use(training, targets)
     params = [k for k in tuned if any(k in r.params for r in training)]
     params += [k for k in _varying(training) if k not in params]
-    out = base + [Field("metrics", k) for k in metrics[:1]]
+    params = _one_per_alias(params, training)
+    lead = [k for k in targets if k in metrics] or metrics[:1]
+    out = base + [Field("metrics", k) for k in lead]
     out += [Field("params", k) for k in params]
-    out += [Field("metrics", k) for k in metrics[1:]]
+    out += [Field("metrics", k) for k in metrics if k not in lead]
     return out
 
 
@@ -86,7 +91,8 @@ def table_layout(
             if used + GAP + widths[i] <= width:
                 chosen.append(i)
                 used += GAP + widths[i]
-    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i))
+    first_param = next((i for i, f in enumerate(wanted) if f.kind == "params"), len(wanted))
+    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i, first_param))
     fields = [wanted[i] for i in order]
     shown = set(fields)
     every = _all_keys(runs)
@@ -100,17 +106,21 @@ def _cap(field: Field) -> int:
     return CELL_WIDTH
 
 
-def _display_rank(field: Field, priority: int) -> tuple[int, int]:
-    # Attributes in a fixed order, then params, then metrics, each in priority order.
+def _display_rank(field: Field, priority: int, first_param: int) -> tuple[int, int]:
+    # Attributes in a fixed order, then the target metrics (ranked before any param), then
+    # params, then the other metrics, each in priority order.
     fixed = ("run_id", "run_name", "experiment", "status", "start_time")
     if field.kind == "attributes":
         return (0, fixed.index(field.key) if field.key in fixed else len(fixed))
-    return (1 if field.kind == "params" else 2, priority)
+    if field.kind == "params":
+        return (2, priority)
+    return (1 if priority < first_param else 3, priority)
 
 
 def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
     """The tuned parameters and target metrics of the campaigns among ``runs``: their parent
-    runs (``lineage.run_type=campaign``) carry ``space.<name>`` and ``target`` params."""
+    runs (``lineage.run_type=campaign``) carry ``space.<name>``, ``target`` and, with several
+    objectives, ``objectives`` params (``metric:goal``, comma-separated)."""
     tuned: list[str] = []
     targets: list[str] = []
     for run in runs:
@@ -121,19 +131,53 @@ def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
                 name = key[len(T.CAMPAIGN_SPACE_PREFIX) :]
                 if name not in tuned:
                     tuned.append(name)
-        target = run.params.get(T.CAMPAIGN_TARGET, "")
-        metric = target.rpartition(":")[0] if ":" in target else target
-        if metric and metric not in targets:
-            targets.append(metric)
+        named = [run.params.get(T.CAMPAIGN_TARGET, "")]
+        named += run.params.get(T.CAMPAIGN_OBJECTIVES, "").split(",")
+        for target in named:
+            metric = target.rpartition(":")[0] if ":" in target else target
+            if metric.strip() and metric.strip() not in targets:
+                targets.append(metric.strip())
     return tuned, targets
 
 
+def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
+    """``keys`` less the aliases of an earlier key: ``optimizer.lr`` after ``lr`` (either
+    ends with ``.`` and the other) when every run that has both holds the same value in both,
+    the same setting logged under the campaign's name and the framework's."""
+    kept: list[str] = []
+    for key in keys:
+        if not any(_aliases(key, other, runs) for other in kept):
+            kept.append(key)
+    return kept
+
+
+def _aliases(a: str, b: str, runs: Sequence[RunRecord]) -> bool:
+    if not (a.endswith("." + b) or b.endswith("." + a)):
+        return False
+    both = [r for r in runs if a in r.params and b in r.params]
+    return bool(both) and all(_same(r.params[a], r.params[b]) for r in both)
+
+
+def _same(x: str, y: str) -> bool:
+    # A framework may log the float32 it computed with: 0.0010000000474974513 is 0.001.
+    nx, ny = to_number(x), to_number(y)
+    if nx is None or ny is None:
+        return x == y
+    return math.isclose(nx, ny, rel_tol=1e-6, abs_tol=0.0)
+
+
 def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str]:
+    """``first``, then the metrics that differ between runs, then those that do not (a
+    dataset's size, logged as a metric by every run, tells the runs nothing apart), each
+    most common first."""
     counts: dict[str, int] = {}
+    values: dict[str, set[float]] = {}
     for run in runs:
-        for key in run.metrics:
+        for key, value in run.metrics.items():
             counts[key] = counts.get(key, 0) + 1
-    ranked = sorted(counts, key=lambda k: (-counts[k], k))
+            values.setdefault(key, set()).add(value)
+    varies = len(runs) < 2
+    ranked = sorted(counts, key=lambda k: (not varies and len(values[k]) < 2, -counts[k], k))
     return [k for k in first if k in counts] + [k for k in ranked if k not in first]
 
 

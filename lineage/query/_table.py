@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.query._fields import ATTRIBUTES, Field, parse_field
 from lineage.store import RunRecord
@@ -23,6 +24,24 @@ EXPORT_ATTRIBUTES = (
     "end_time",
     "duration",
 )
+
+
+#: Kinds that are not training: a campaign's parent, an importance analysis, a reserved slot.
+NOT_TRAINING = frozenset({T.RUN_TYPE_CAMPAIGN, T.RUN_TYPE_ANALYSIS, T.RUN_TYPE_RESERVED})
+
+
+def run_kind(run: RunRecord) -> str:
+    """``trial``, ``campaign``, ``analysis``, ``reserved`` or ``run`` (any other run)."""
+    kind = run.tags.get(T.RUN_TYPE, "")
+    return kind if kind in T.RUN_KINDS else T.RUN_KIND_PLAIN
+
+
+def shown_status(run: RunRecord) -> str:
+    """The run's status as a person reads it: ``PRUNED`` for a pruned trial (MLflow holds
+    it as KILLED), else MLflow's status."""
+    if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
+        return "PRUNED"
+    return run.status
 
 
 def keys_of(runs: Sequence[RunRecord], kind: str) -> list[str]:
@@ -94,10 +113,11 @@ def rows(runs: Sequence[RunRecord], fields: Sequence[Field]) -> list[list[Any]]:
 
 
 def run_to_dict(run: RunRecord, fields: Sequence[Field] | None = None) -> dict[str, Any]:
-    """The JSON object of a run: attributes, ``params`` (raw strings), ``metrics`` (latest
-    values) and ``tags``; with ``fields``, ``run_id`` plus exactly those keys, flat."""
+    """The JSON object of a run: attributes, its ``kind`` (:func:`run_kind`), ``params`` (raw
+    strings), ``metrics`` (latest values) and ``tags``; with ``fields``, ``run_id`` and
+    ``kind`` plus exactly those keys, flat."""
     if fields:
-        out: dict[str, Any] = {"run_id": run.run_id}
+        out: dict[str, Any] = {"run_id": run.run_id, "kind": run_kind(run)}
         for field in fields:
             out[str(field)] = field.value(run)
         return out
@@ -107,6 +127,7 @@ def run_to_dict(run: RunRecord, fields: Sequence[Field] | None = None) -> dict[s
         "experiment": run.experiment,
         "run_name": run.name,
         "status": run.status,
+        "kind": run_kind(run),
         "start_time": run.start_time,
         "end_time": run.end_time,
         "duration": run.duration,

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
-from lineage.tags import MLFLOW_RUN_NAME
+from lineage.tags import MLFLOW_RUN_NAME, RUN_KIND_PLAIN, RUN_KINDS, RUN_TYPE
+
+#: A run's ``kind`` in a rendered run object (``lineage.query._table.run_kind``).
+RUN_KIND = (
+    "coalesce((SELECT t.value FROM tags t WHERE t.run_uuid = r.run_uuid "
+    f"AND t.key = '{RUN_TYPE}' AND t.value IN ({', '.join(repr(k) for k in RUN_KINDS)})), "
+    f"'{RUN_KIND_PLAIN}')"
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,7 +171,7 @@ def rendered_runs_sql(
     sql = (
         "SELECT json_object('run_id', r.run_uuid, "
         "'experiment_id', CAST(r.experiment_id AS TEXT), 'experiment', e.name, "
-        f"'run_name', {run_name}, 'status', coalesce(r.status, ''), "
+        f"'run_name', {run_name}, 'status', coalesce(r.status, ''), 'kind', {RUN_KIND}, "
         "'start_time', r.start_time, 'end_time', r.end_time, "
         f"'duration', {ORDER_ATTRIBUTES['duration']}, "
         f"'params', json({folded_sql('params', 'p')}), 'metrics', json({metrics}), "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lineage.store._sql_text import FROM, RUN_COLUMNS, order_keys
+from lineage.store._sql_text import FROM, RUN_COLUMNS, RUN_KIND, order_keys
 from lineage.tags import MLFLOW_RUN_NAME
 
 TYPE_CHECKING = False
@@ -71,7 +71,7 @@ def rendered_runs_sql(
     sql = (
         "SELECT json_build_object('run_id', r.run_uuid, "
         "'experiment_id', r.experiment_id::text, 'experiment', e.name, "
-        f"'run_name', {run_name}, 'status', coalesce(r.status, ''), "
+        f"'run_name', {run_name}, 'status', coalesce(r.status, ''), 'kind', {RUN_KIND}, "
         "'start_time', r.start_time, 'end_time', r.end_time, "
         f"'duration', {_DURATION}, 'params', {_PARAMS}, 'metrics', {metrics}, "
         f"'tags', {tags})::text, "

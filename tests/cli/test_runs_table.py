@@ -1,7 +1,9 @@
 """``lineage runs`` as a person sees it: in a real pseudo-terminal at 80, 120 and 200 columns,
 and through a pipe. The store is a tuning campaign's, written the way ``tuner`` tags it: a
 parent run (``lineage.run_type=campaign``, params ``space.<name>`` and ``target``) and trial
-runs tagged ``tuner.campaign``, each with 40 fixed params and 6 metrics."""
+runs tagged ``tuner.campaign``, each with 40 fixed params, 6 metrics and a data column; the
+framework logs the tuned ``lr`` and ``momentum`` again as ``optimizer.lr`` (in float32) and
+``optimizer.momentum``; the last trial was pruned; an importance analysis run is the newest."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import sys
 import termios
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _cli_helpers import CACHE_DIR, lineage
 from mlflow.entities import Metric, Param, RunTag
@@ -26,6 +29,8 @@ pytestmark = pytest.mark.slow
 
 TUNED = ("lr", "momentum", "optimizer")
 METRICS = ("val_accuracy", "loss", "train_loss", "epoch_time", "grad_norm", "lr_now")
+ALIASES = ("optimizer.lr", "optimizer.momentum")
+DATA = "data.train.images"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b")
 
 
@@ -63,19 +68,43 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
             },
         ).info.run_id
         params = {f"fixed_setting_{i:02d}": str(i) for i in range(40)}
+        lr = 10 ** -(1 + n % 4) * (1 + n)
         params.update(
-            lr=str(10 ** -(1 + n % 4) * (1 + n)),
+            lr=str(lr),
             momentum=str(0.8 + 0.02 * n),
             optimizer=["sgd", "adam"][n % 2],
         )
+        params["optimizer.lr"] = repr(float(np.float32(lr)))
+        params["optimizer.momentum"] = params["momentum"]
+        pruned = n == 7
         client.log_batch(
             run,
             params=[Param(k, v) for k, v in params.items()],
-            metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)],
-            tags=[RunTag("tuner.trial_number", str(n))],
+            metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)]
+            + [Metric(DATA, 60000, 0, 0)],
+            tags=[
+                RunTag("tuner.trial_number", str(n)),
+                RunTag("tuner.state", "PRUNED" if pruned else "COMPLETE"),
+            ],
         )
-        client.set_terminated(run)
+        client.set_terminated(run, status="KILLED" if pruned else "FINISHED")
+    analysis = client.create_run(
+        exp, run_name="importance-val_accuracy", tags={"lineage.run_type": "analysis"}
+    ).info.run_id
+    client.log_batch(
+        analysis,
+        params=[Param("target", "val_accuracy"), Param("method", "auto")],
+        metrics=[Metric("importance.lr", 0.6, 0, 0), Metric("n_runs", 7, 0, 0)],
+    )
+    client.set_terminated(analysis)
     return uri
+
+
+def _every_key(uri: str) -> int:
+    runs = json.loads(lineage("runs", "--tracking-uri", uri, "--format", "json").stdout)
+    return len({k for r in runs for k in r["params"]}) + len(
+        {k for r in runs for k in r["metrics"]}
+    )
 
 
 def _in_pty(uri: str, columns: int) -> str:
@@ -112,16 +141,17 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
 ) -> None:
     out = _in_pty(campaign_store, columns)
     lines = out.rstrip("\n").split("\n")
-    assert lines[0] == "9 runs"
+    assert lines[0] == "10 runs"
     header, rows, note = lines[1], lines[2:-1], lines[-1]
     assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
-    assert len(rows) == 9
     titles = header.split()
     # What a person wants first: name, id, status, start, the target metric, the tuned params.
-    assert titles[:4] == ["run", "name", "status", "start"]
-    assert "val_accuracy" in titles and "lr" in titles
+    assert titles[:5] == ["run", "name", "status", "start", "val_accuracy"]
     assert not any(t.startswith("fixed_setting") for t in titles)  # constant: never chosen
-    assert any(r.split()[1] == "quickstart-trial-7" for r in rows)
+    assert DATA not in titles[:6]
+    # One name per setting: the framework's copies of the tuned params are never chosen.
+    assert not set(ALIASES) & set(titles)
+    _trials_then_the_others(rows)
     # Long float spellings are shown with 6 significant digits, whole.
     if "momentum" in titles:
         assert " 0.82 " in out and "0.8200000000000001" not in out
@@ -130,14 +160,24 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
         r"^\+(\d+) columns( \(.*\))?: --columns to choose, --format json for all$", note
     )
     assert match, note
-    every = 40 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
     shown = len([t for t in titles if t not in ("run", "name", "status", "start")])
-    assert int(match.group(1)) == every - shown
+    assert int(match.group(1)) == _every_key(campaign_store) - shown
     if columns >= 120:  # every tuned param, and more than the target metric
         assert set(TUNED) <= set(titles) and len(set(METRICS) & set(titles)) >= 2
     if columns == 200:
         assert set(METRICS) <= set(titles)
     assert not CONTROL.search(out.replace("\n", ""))
+
+
+def _trials_then_the_others(rows: list[str]) -> None:
+    """The 8 trials (the pruned one read as PRUNED), a line, the analysis and parent runs."""
+    assert len(rows) == 11, rows
+    assert rows[8] == "-- analysis and campaign runs --"
+    assert all(r.split()[1].startswith("quickstart-trial-") for r in rows[:8])
+    assert sorted(r.split()[1] for r in rows[9:]) == ["importance-val_accuracy", "quickstart"]
+    status = {r.split()[1]: r.split()[2] for r in rows[:8]}
+    assert status["quickstart-trial-7"] == "PRUNED"
+    assert {status[f"quickstart-trial-{n}"] for n in range(7)} == {"FINISHED"}
 
 
 def test_wider_terminals_show_more(campaign_store: str) -> None:
@@ -160,21 +200,50 @@ def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) ->
     titles = lines[1].split()
     # No terminal, no width to fit: the varying params and every metric, cells uncut.
     assert {"lr", "momentum", "optimizer", *METRICS} <= set(titles)
+    assert titles[4] == "val_accuracy"
     assert not any(t.startswith("fixed_setting") for t in titles)
+    assert not set(ALIASES) & set(titles)
     assert "…" not in proc.stdout
-    assert proc.stderr.startswith("+45 columns")  # the 40 fixed params and the parent's 5
-    trial = next(line for line in lines if "quickstart-trial-3 " in line)
-    assert trial.split()[2] == "FINISHED"
+    # Left out: the 40 fixed params, the 2 aliases, the parent's 5 params and the analysis
+    # run's param and 2 metrics (only training runs choose the columns).
+    assert proc.stderr.startswith("+50 columns"), proc.stderr
+    _trials_then_the_others(lines[2:])
 
 
 def test_json_and_csv_keep_every_column(campaign_store: str) -> None:
     runs = json.loads(lineage("runs", "--tracking-uri", campaign_store, "--format", "json").stdout)
     trial = next(r for r in runs if r["run_name"] == "quickstart-trial-0")
-    assert len(trial["params"]) == 43 and len(trial["metrics"]) == len(METRICS)
+    assert len(trial["params"]) == 45 and len(trial["metrics"]) == len(METRICS) + 1
     out = lineage("runs", "--tracking-uri", campaign_store, "--format", "csv").stdout
     header = next(csv.reader(io.StringIO(out)))
-    assert len([h for h in header if h.startswith("params.")]) == 40 + 3 + 5
-    assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS)
+    assert len([h for h in header if h.startswith("params.")]) == 40 + 3 + 2 + 5 + 1
+    assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS) + 3
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        (),  # rendered by the store itself
+        ("-w", "params.optimizer like '%' or params.target like '%'"),  # read in Python
+        ("-c", "run_name,status"),  # flat objects
+    ],
+)
+def test_json_says_each_rows_kind(campaign_store: str, query: tuple[str, ...]) -> None:
+    out = lineage("runs", "--tracking-uri", campaign_store, "--format", "json", *query).stdout
+    kinds = {r["run_id"]: r["kind"] for r in json.loads(out)}
+    names = {r.run_id: r.run_name for r in _runs(campaign_store)}
+    by_name = {names[i]: k for i, k in kinds.items()}
+    expected = {f"quickstart-trial-{n}": "trial" for n in range(8)}
+    expected.update({"quickstart": "campaign", "importance-val_accuracy": "analysis"})
+    assert by_name == expected
+
+
+def _runs(uri: str) -> list[object]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("quickstart")
+    return [r.info for r in client.search_runs([exp.experiment_id], max_results=100)]
 
 
 def test_explicit_columns_are_shown_as_asked(campaign_store: str) -> None:
