@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -48,8 +46,9 @@ import numpy as np
 from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
-from lineage.mindspore._dataset import DatasetInfo, describe_dataset
-from lineage.mindspore._sample import DataSample, build_sample, network_outputs, sample_count
+from lineage.mindspore._data_record import DataRecord
+from lineage.mindspore._files import ArtifactFolder
+from lineage.mindspore._sample import sample_count
 
 _MAX_SCHEDULE_POINTS = 100_000
 _AUTO_WEIGHT_STATS = 50_000_000
@@ -62,11 +61,6 @@ def _host(tensors: Any) -> list[np.ndarray]:
 
 def _snapshot(params: list[Any]) -> list[np.ndarray]:
     return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in params]
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
 
 
 def _global_norm(arrays: list[np.ndarray]) -> float:
@@ -134,14 +128,13 @@ class TrainingRecorder:
         self.network: Any = None
         self.optimizer: Any = None
         self._lr: intro.LrEvaluator | None = None
-        self._described: set[str] = set()
-        self._tmp: Path | None = None
+        self._files = ArtifactFolder()
+        self._data: DataRecord | None = None
         self._began = False
         self._ended = False
-        self._sampled = False
-        self._sample_from_dataset = False  # set by the callback in dataset sink mode
-        self._train_dataset: Any = None
-        self._train_info: DatasetInfo | None = None
+        #: Draw the data sample from the training dataset, not from a step's batch (set by
+        #: the callback in dataset sink mode, where a step's inputs are device placeholders).
+        self.sample_from_dataset = False
         self._reset_epoch(time.perf_counter())
 
     @property
@@ -175,14 +168,17 @@ class TrainingRecorder:
             self.run.set_tags({T.MINDSPORE_CONFLICTS: json.dumps(self.conflicts)[:4000]})
 
     def _artifact(self, rel: str, content: Any) -> None:
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
-        path = self._tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = content if isinstance(content, str) else json.dumps(content, indent=1, default=str)
-        path.write_text(text, encoding="utf-8")
-        parent = str(Path(rel).parent)
-        self.run.log_artifact(path, None if parent == "." else parent)
+        self._files.log(self.run, rel, content)
+
+    def _data_record(self) -> DataRecord:
+        if self._data is None:
+            self._data = DataRecord(
+                self._acquire(),
+                self._files,
+                fingerprint=self.fingerprint_data,
+                sample_count=self._sample_count,
+            )
+        return self._data
 
     # -- start -------------------------------------------------------------------------------
     def begin(
@@ -225,9 +221,9 @@ class TrainingRecorder:
         values.update(intro.loss_scale_params(loss_scale_manager))
         info = None
         if train_dataset is not None:
-            info = self._describe(train_dataset, "train")
+            info = self._data_record().describe(train_dataset, "train")
             values.update(info.params())
-            self._train_dataset, self._train_info = train_dataset, info
+            self._data_record().set_train(train_dataset, info)
         if batch_size is not None:
             values["batch_size"] = batch_size
         values.update(params or {})  # what the caller knows better (e.g. the Model's amp level)
@@ -256,125 +252,11 @@ class TrainingRecorder:
         self._reset_epoch(time.perf_counter())
         return self
 
-    def _describe(self, dataset: Any, role: str) -> DatasetInfo:
-        info = describe_dataset(dataset, role, fingerprint=self.fingerprint_data)
-        if role not in self._described:
-            self._described.add(role)
-            self.run.set_tags(info.tags())
-            pipeline: dict[str, Any] = {"pipeline": info.pipeline}
-            if info.pipeline_error:
-                pipeline["serialize_error"] = info.pipeline_error
-            self._artifact(f"dataset/{role}_pipeline.json", pipeline)
-            self._graph_artifact(info)
-        return info
-
-    def _tmp_file(self, rel: str) -> Path:
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
-        path = self._tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def _graph_artifact(self, info: DatasetInfo) -> None:
-        # A picture is never worth a failed training: an error is noted in a tag instead.
-        if not info.pipeline:
-            return
-        try:
-            from lineage.mindspore._pipeline_figure import save_pipeline_graph
-
-            title = f"{info.role} data pipeline (sources on top; the last step feeds the network)"
-            if info.pipeline_error:
-                title += "\nnot serializable, operation names only: " + info.pipeline_error[:80]
-            rel = f"dataset/{info.role}_pipeline.png"
-            self.run.log_artifact(
-                save_pipeline_graph(info.pipeline, self._tmp_file(rel), title=title), "dataset"
-            )
-        except Exception as exc:
-            self.run.set_tags({T.data_tag(info.role, "graph_error"): _one_line(exc)})
-
-    def _log_sample(self, batch: Any) -> None:
-        self._sampled = True
-        ds = self._train_dataset
-        try:
-            names = [str(n) for n in ds.get_col_names()] if ds is not None else []
-            if (
-                not self._sample_from_dataset
-                and isinstance(batch, list | tuple)
-                and names
-                and len(batch) == len(names)
-            ):
-                arrays = list(batch)
-            elif ds is not None:
-                it = ds.create_tuple_iterator(num_epochs=1, output_numpy=True)
-                arrays = list(next(iter(it)))
-            else:
-                return
-            sample = build_sample(
-                "train",
-                names or [f"column{i}" for i in range(len(arrays))],
-                arrays,
-                count=self._sample_count,
-                pipeline=self._train_info.pipeline if self._train_info else None,
-                classes=network_outputs(self.network),
-            )
-            self.run.set_tags(
-                {T.data_tag("train", "columns"): json.dumps(sample.describe())[:4000]}
-            )
-            metrics = {k: v for k, v in sample.metrics().items() if np.isfinite(v)}
-            if metrics:
-                self.run.log_metrics(metrics, step=0)
-            self._sample_artifacts(sample)
-        except Exception as exc:
-            self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
-
-    def _sample_artifacts(self, sample: DataSample) -> None:
-        from lineage.mindspore._sample_figures import (
-            TableColumn,
-            save_image_grid,
-            save_sample_table,
-        )
-
-        n = sample.count
-        doc: dict[str, Any] = {"rows": n, "columns": sample.describe(), "stats": {}}
-        for c in sample.columns:
-            doc["stats"][c.name] = c.stats
-            if c.kind != "image":
-                flat = c.rows.reshape(len(c.rows), -1)[:, :64]
-                rows = flat[:, 0] if flat.shape[1] == 1 else flat
-                doc["columns"][c.name]["first_rows"] = rows.tolist()
-        self._artifact("dataset/train_sample.json", doc)
-        images, label = sample.images(), sample.label()
-        if images is not None and images.layout:
-            labels = None
-            if label is not None:
-                labels = [str(v) for v in label.rows.reshape(len(label.rows), -1)[:, 0]]
-            how = f"{images.name} {images.shape} {images.dtype}"
-            if images.range_source:
-                how += f", from {images.range_source}"
-            path = save_image_grid(
-                images.rows,
-                self._tmp_file("dataset/train_sample.png"),
-                layout=images.layout,
-                labels=labels,
-                channel_ranges=images.channel_ranges,
-                title=f"train: first {len(images.rows)} of the first batch as the network "
-                f"receives it ({how}); {label.name if label else 'no label'} underneath",
-            )
-            self.run.log_artifact(path, "dataset")
-        tabular = sample.tabular()
-        if tabular:
-            path = save_sample_table(
-                [TableColumn(c.name, c.batch, len(c.rows)) for c in tabular],
-                self._tmp_file("dataset/train_sample_table.png"),
-                title="train: the first batch as the network receives it",
-            )
-            self.run.log_artifact(path, "dataset")
-
     def describe_eval_dataset(self, dataset: Any) -> None:
         """Record the validation dataset (once)."""
-        if self.disabled or "val" in self._described or dataset is None:
+        if self.disabled or dataset is None or self._data_record().described("val"):
             return
-        self._log_params(self._describe(dataset, "val").params())
+        self._log_params(self._data_record().describe(dataset, "val").params())
 
     def _schedule_artifact(self, epochs: int | None, steps: int | None) -> None:
         assert self._lr is not None
@@ -428,9 +310,11 @@ class TrainingRecorder:
         """
         if self.disabled:
             return
-        if not self._sampled and self._sample_count and self._began:
+        if self._sample_count and self._began and not self._data_record().sampled:
+            data = self._data_record()
             started = time.perf_counter()
-            self._log_sample(batch)
+            data.from_dataset = self.sample_from_dataset
+            data.log_sample(batch, self.network)
             self._epoch_start += time.perf_counter() - started  # not training time
         now = time.perf_counter()
         new_step = self.global_step + 1 if step is None else int(step)
@@ -543,10 +427,7 @@ class TrainingRecorder:
         """Save the network's weights after the current epoch and upload them."""
         if self.disabled:
             return
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
-        path = self._tmp / "checkpoints" / f"{type(self.network).__name__}-{self.epoch}.ckpt"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self._files.path(f"checkpoints/{type(self.network).__name__}-{self.epoch}.ckpt")
         ms.save_checkpoint(self.network, str(path))
         self.log_checkpoint(path)
         path.unlink(missing_ok=True)
@@ -564,9 +445,7 @@ class TrainingRecorder:
             if self._lr is not None and self._lr.failed:
                 self.run.set_tags({T.MINDSPORE_LR_ERROR: self._lr.failed})
         finally:
-            if self._tmp is not None:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
+            self._files.close()
             if self.owns_run:
                 self.run.end(status)
             else:
