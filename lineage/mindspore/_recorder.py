@@ -41,34 +41,17 @@ from types import TracebackType
 from typing import Any
 
 import mindspore as ms
-import numpy as np
 
 from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._data_record import DataRecord
+from lineage.mindspore._epoch import EpochMeter, WeightStats, global_norm, host_arrays
 from lineage.mindspore._files import ArtifactFolder
 from lineage.mindspore._sample import sample_count
 
 _MAX_SCHEDULE_POINTS = 100_000
 _AUTO_WEIGHT_STATS = 50_000_000
-
-
-def _host(tensors: Any) -> list[np.ndarray]:
-    items = tensors if isinstance(tensors, list | tuple) else [tensors]
-    return [t.asnumpy() if hasattr(t, "asnumpy") else np.asarray(t) for t in items]
-
-
-def _snapshot(params: list[Any]) -> list[np.ndarray]:
-    return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in params]
-
-
-def _global_norm(arrays: list[np.ndarray]) -> float:
-    total = 0.0
-    for a in arrays:
-        flat = a.ravel().astype(np.float64, copy=False)
-        total += float(np.dot(flat, flat))
-    return float(np.sqrt(total))
 
 
 CHECKPOINT_MODES = (False, True, "last")
@@ -117,8 +100,7 @@ class TrainingRecorder:
         self.checkpoints = checkpoints
         self.fingerprint_data = fingerprint_data
         self.weight_stats = weight_stats
-        self._weights: list[Any] | None = None
-        self._prev: list[np.ndarray] | None = None
+        self._weight_stats: WeightStats | None = None
         self.all_ranks = all_ranks
         self.disabled = False
         self.owns_run = False
@@ -135,7 +117,7 @@ class TrainingRecorder:
         #: Draw the data sample from the training dataset, not from a step's batch (set by
         #: the callback in dataset sink mode, where a step's inputs are device placeholders).
         self.sample_from_dataset = False
-        self._reset_epoch(time.perf_counter())
+        self._meter = EpochMeter(time.perf_counter())
 
     @property
     def ended(self) -> bool:
@@ -239,7 +221,7 @@ class TrainingRecorder:
         self._artifact("model/network.txt", repr(network))
         if self._lr is not None and self._lr.dynamic:
             self._schedule_artifact(epochs, info.steps if info else None)
-        self._weights = [
+        weights = [
             p
             for p in (getattr(optimizer, "parameters", None) or network.trainable_params())
             if p.requires_grad
@@ -247,9 +229,9 @@ class TrainingRecorder:
         enabled = self.weight_stats
         if enabled is None:
             enabled = counts.trainable <= _AUTO_WEIGHT_STATS
-        self._prev = _snapshot(self._weights) if enabled else None
+        self._weight_stats = WeightStats(weights) if enabled and weights else None
         self._began = True
-        self._reset_epoch(time.perf_counter())
+        self._meter.reset(time.perf_counter())
         return self
 
     def describe_eval_dataset(self, dataset: Any) -> None:
@@ -275,19 +257,10 @@ class TrainingRecorder:
         self._artifact("lr_schedule.json", doc)
 
     # -- per step ----------------------------------------------------------------------------
-    def _reset_epoch(self, now: float) -> None:
-        self._epoch_start = now
-        self._last_step_end = now
-        self._rows = 0
-        self._rows_known = True
-        self._steps_in_epoch = 0
-        self._loss_sum = 0.0
-        self._loss_n = 0
-
     def epoch_begin(self, epoch: int | None = None) -> None:
         """Start timing an epoch (optional: by default an epoch starts when the last ended)."""
         self.epoch = epoch - 1 if epoch is not None else self.epoch
-        self._reset_epoch(time.perf_counter())
+        self._meter.reset(time.perf_counter())
 
     def step(
         self,
@@ -315,20 +288,15 @@ class TrainingRecorder:
             started = time.perf_counter()
             data.from_dataset = self.sample_from_dataset
             data.log_sample(batch, self.network)
-            self._epoch_start += time.perf_counter() - started  # not training time
+            self._meter.pause(time.perf_counter() - started)  # not training time
         now = time.perf_counter()
         new_step = self.global_step + 1 if step is None else int(step)
         done = max(new_step - self.global_step, 1)
         self.global_step = new_step
-        self._steps_in_epoch += done
-        self._last_step_end = now
         n = rows if rows is not None else intro.batch_rows(batch)
         if n is None and self._batch_rows is not None:
             n = int(self._batch_rows) * done
-        if n is None:
-            self._rows_known = False
-        else:
-            self._rows += n
+        self._meter.step(now, done, n)
         if self.global_step % self.log_every and done < self.log_every:
             return
         values: dict[str, float] = {}
@@ -336,8 +304,7 @@ class TrainingRecorder:
         value = intro.loss_value(source)
         if value is not None:
             values["loss"] = value
-            self._loss_sum += value
-            self._loss_n += 1
+            self._meter.loss(value)
         scale = intro.loss_scale_value(outputs)
         if scale is not None:
             values["loss_scale"] = scale
@@ -348,7 +315,7 @@ class TrainingRecorder:
                 if lr is not None:
                     values["lr" if i == 0 else f"lr.group{i}"] = lr
         if grads is not None:
-            values["grad_norm"] = _global_norm(_host(grads))
+            values["grad_norm"] = global_norm(host_arrays(grads))
         values.update({k: float(v) for k, v in metrics.items()})
         if values:
             self.run.log_metrics(values, step=self.global_step)
@@ -380,7 +347,7 @@ class TrainingRecorder:
         if seconds is not None:
             values["eval_time"] = seconds
         if epoch is None:
-            epoch = self.epoch + 1 if self._steps_in_epoch else max(self.epoch, 1)
+            epoch = self.epoch + 1 if self._meter.steps else max(self.epoch, 1)
         if values:
             self.run.log_metrics(values, step=int(epoch))
         return values
@@ -391,29 +358,14 @@ class TrainingRecorder:
             return {}
         now = time.perf_counter()
         self.epoch = int(epoch) if epoch is not None else self.epoch + 1
-        train_time = max(self._last_step_end - self._epoch_start, 1e-9)
-        values: dict[str, float] = {
-            "epoch_time": now - self._epoch_start,
-            "train_time": train_time,
-        }
-        if self._steps_in_epoch and self._rows_known and self._rows:
-            values["throughput"] = self._rows / train_time
-        elif self._steps_in_epoch:
-            values["steps_per_second"] = self._steps_in_epoch / train_time
-        if self._loss_n:
-            values["train_loss"] = self._loss_sum / self._loss_n
-        if self._prev is not None and self._weights:
-            now_w = _snapshot(self._weights)
-            values["weight_norm"] = _global_norm(now_w)
-            values["weight_delta"] = _global_norm(
-                [a - b for a, b in zip(now_w, self._prev, strict=True)]
-            )
-            self._prev = now_w
+        values = self._meter.summary(now)
+        if self._weight_stats is not None:
+            values.update(self._weight_stats.measure())
         values.update({k: float(v) for k, v in metrics.items()})
         self.run.log_metrics(values, step=self.epoch)
         if self.checkpoints is True:
             self.save_checkpoint()
-        self._reset_epoch(time.perf_counter())
+        self._meter.reset(time.perf_counter())
         return values
 
     # -- checkpoints -------------------------------------------------------------------------
