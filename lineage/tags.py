@@ -55,8 +55,8 @@ __all__ = [
     "PID",
     "PLATFORM",
     "PYTHON",
-    "RUN_KINDS",
-    "RUN_KIND_PLAIN",
+    "RUN_KINDS_APART",
+    "RUN_KIND_TRAINING",
     "RUN_TYPE",
     "RUN_TYPE_ANALYSIS",
     "RUN_TYPE_CAMPAIGN",
@@ -102,9 +102,10 @@ RUN_TYPE_CAMPAIGN = "campaign"
 RUN_TYPE_TRIAL = "trial"
 #: A trial number the tuner holds for a run that has not started yet.
 RUN_TYPE_RESERVED = "reserved"
-#: Every kind of run ``lineage runs`` tells apart; a run without the tag is a plain ``run``.
-RUN_KINDS = (RUN_TYPE_TRIAL, RUN_TYPE_CAMPAIGN, RUN_TYPE_ANALYSIS, RUN_TYPE_RESERVED)
-RUN_KIND_PLAIN = "run"
+#: The kinds ``lineage runs`` lists apart from the training runs, by ``RUN_TYPE``; every
+#: other run (a trial, a script's run) is of kind ``RUN_KIND_TRAINING``.
+RUN_KINDS_APART = (RUN_TYPE_CAMPAIGN, RUN_TYPE_ANALYSIS, RUN_TYPE_RESERVED)
+RUN_KIND_TRAINING = "training"
 #: Where an imported run came from (``mindinsight``: ``lineage import-mindinsight``).
 IMPORT_SOURCE = "lineage.import.source"
 #: The MindSpore callback's own: params it could not log (a value already stored differs,
@@ -168,7 +169,7 @@ CAMPAIGN_SPACE_PREFIX = "space."
 CAMPAIGN_TARGET = "target"
 #: A multi-objective campaign's parent-run param: ``metric:goal`` pairs, comma-separated.
 CAMPAIGN_OBJECTIVES = "objectives"
-#: On a campaign's trial runs: RUNNING, then COMPLETE, PRUNED or FAIL. MLflow's status of a
-#: pruned trial's run is KILLED; this tag tells it from a trial that was stopped.
+#: On a trial run: how the tuner judged it (COMPLETE, PRUNED, FAIL); MLflow's status of a
+#: pruned trial is KILLED, which the run table shows as PRUNED.
 TRIAL_STATE = "tuner.state"
 TRIAL_STATE_PRUNED = "PRUNED"

@@ -3,10 +3,10 @@
 A store's runs easily hold 50 params and metrics; a table of all of them has empty cells at
 any terminal width. :func:`table_layout` picks, in this order of priority: the run's name,
 id, status and start time (and its experiment when several are selected); the target metrics
-(a tuning campaign's, else the metric most runs have); the parameters that vary across the
-selected training runs (a campaign's tuned ones first, one name per setting: ``optimizer.lr``
-logged beside the campaign's ``lr`` with the same values is left out); the other metrics,
-most common first. Campaign and analysis runs never choose the columns. Then
+(a tuning campaign's target and objectives, else the metric most runs have); the parameters
+that vary across the selected training runs (a campaign's tuned ones first; of parameters
+equal in every run, such as ``lr`` and a callback's ``optimizer.lr`` in float32, the first
+only); the other metrics, those that differ between runs first, most common first. Then
 as many as fit ``width`` characters, each cell cut to a readable width. What is left out
 is returned, for the caller to say so. ``--format json`` and ``csv`` keep every column.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from lineage import tags as T
 from lineage.query._fields import Field, to_number
-from lineage.query._table import NOT_TRAINING
+from lineage.query._table import is_training
 from lineage.store import RunRecord
 
 TYPE_CHECKING = False
@@ -46,7 +46,7 @@ class Layout:
 
 def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     """Every column worth showing, most wanted first (see the module docstring)."""
-    training = [r for r in runs if r.tags.get(T.RUN_TYPE) not in NOT_TRAINING] or list(runs)
+    training = [r for r in runs if is_training(r)] or list(runs)
     base = [Field("attributes", k) for k in ("run_name", "run_id", "status", "start_time")]
     if len({r.experiment_id for r in runs}) > 1:
         base.append(Field("attributes", "experiment"))
@@ -67,15 +67,18 @@ def table_layout(
     render: Callable[[Field, Any], str],
     headers: Callable[[Sequence[Field]], list[str]],
     width: int | None,
+    value: Callable[[Field, RunRecord], Any] | None = None,
 ) -> Layout:
     """The columns of :func:`candidate_columns` that fit in ``width`` characters (``None``:
     all of them, cells uncut). ``render(field, value)`` gives a cell's text, ``headers``
-    the column titles of a list of fields."""
+    the column titles of a list of fields, ``value(field, run)`` a cell's value (default:
+    the field's own)."""
+    get = value or (lambda field, run: field.value(run))
     wanted = candidate_columns(runs)
     titles = headers(wanted)
     natural = []
     for field, title in zip(wanted, titles, strict=True):
-        cells = max((len(render(field, field.value(r))) for r in runs), default=0)
+        cells = max((len(render(field, get(field, r))) for r in runs), default=0)
         natural.append(max(len(title), cells))
     if width is None:
         chosen = list(range(len(wanted)))
@@ -107,7 +110,7 @@ def _cap(field: Field) -> int:
 
 
 def _display_rank(field: Field, priority: int, first_param: int) -> tuple[int, int]:
-    # Attributes in a fixed order, then the target metrics (ranked before any param), then
+    # Attributes in a fixed order, the target metrics (ranked before any param), then
     # params, then the other metrics, each in priority order.
     fixed = ("run_id", "run_name", "experiment", "status", "start_time")
     if field.kind == "attributes":
@@ -134,36 +137,10 @@ def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
         named = [run.params.get(T.CAMPAIGN_TARGET, "")]
         named += run.params.get(T.CAMPAIGN_OBJECTIVES, "").split(",")
         for target in named:
-            metric = target.rpartition(":")[0] if ":" in target else target
-            if metric.strip() and metric.strip() not in targets:
-                targets.append(metric.strip())
+            metric = (target.rpartition(":")[0] if ":" in target else target).strip()
+            if metric and metric not in targets:
+                targets.append(metric)
     return tuned, targets
-
-
-def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
-    """``keys`` less the aliases of an earlier key: ``optimizer.lr`` after ``lr`` (either
-    ends with ``.`` and the other) when every run that has both holds the same value in both,
-    the same setting logged under the campaign's name and the framework's."""
-    kept: list[str] = []
-    for key in keys:
-        if not any(_aliases(key, other, runs) for other in kept):
-            kept.append(key)
-    return kept
-
-
-def _aliases(a: str, b: str, runs: Sequence[RunRecord]) -> bool:
-    if not (a.endswith("." + b) or b.endswith("." + a)):
-        return False
-    both = [r for r in runs if a in r.params and b in r.params]
-    return bool(both) and all(_same(r.params[a], r.params[b]) for r in both)
-
-
-def _same(x: str, y: str) -> bool:
-    # A framework may log the float32 it computed with: 0.0010000000474974513 is 0.001.
-    nx, ny = to_number(x), to_number(y)
-    if nx is None or ny is None:
-        return x == y
-    return math.isclose(nx, ny, rel_tol=1e-6, abs_tol=0.0)
 
 
 def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str]:
@@ -192,6 +169,39 @@ def _varying(runs: Sequence[RunRecord]) -> list[str]:
             number = to_number(value)
             seen.setdefault(key, set()).add(value if number is None else number)
     return sorted(k for k, values in seen.items() if len(values) > 1)
+
+
+def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
+    """``keys`` without those equal to an earlier one in every run (``optimizer.lr`` after
+    ``lr``, as a framework callback records what the script also logged, possibly as the
+    float32 it trained with: 0.0010000000474974513 is 0.001): one column each."""
+
+    def column(key: str) -> tuple[Any, ...]:
+        values = []
+        for run in runs:
+            raw = run.params.get(key)
+            number = to_number(raw) if raw is not None else None
+            values.append(raw if number is None else number)
+        return tuple(values)
+
+    def same(earlier: tuple[Any, ...], later: tuple[Any, ...]) -> bool:
+        # Equal wherever the earlier one is set (a callback also records the default a
+        # script left unset), and set together in at least two runs.
+        both = [(a, b) for a, b in zip(earlier, later, strict=True) if a is not None]
+        return len([b for _, b in both if b is not None]) >= 2 and all(_same(a, b) for a, b in both)
+
+    kept: list[tuple[str, tuple[Any, ...]]] = []
+    for key in keys:
+        values = column(key)
+        if not any(same(earlier, values) for _, earlier in kept):
+            kept.append((key, values))
+    return [key for key, _ in kept]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=0.0)
+    return bool(a == b)
 
 
 def _all_keys(runs: Sequence[RunRecord]) -> list[Field]:

@@ -26,14 +26,16 @@ EXPORT_ATTRIBUTES = (
 )
 
 
-#: Kinds that are not training: a campaign's parent, an importance analysis, a reserved slot.
-NOT_TRAINING = frozenset({T.RUN_TYPE_CAMPAIGN, T.RUN_TYPE_ANALYSIS, T.RUN_TYPE_RESERVED})
-
-
 def run_kind(run: RunRecord) -> str:
-    """``trial``, ``campaign``, ``analysis``, ``reserved`` or ``run`` (any other run)."""
+    """``campaign``, ``analysis``, ``reserved`` (a trial number held for a run not started
+    yet) or ``training`` (a trial, a script's run): what a run is, for a table or a script."""
     kind = run.tags.get(T.RUN_TYPE, "")
-    return kind if kind in T.RUN_KINDS else T.RUN_KIND_PLAIN
+    return kind if kind in T.RUN_KINDS_APART else T.RUN_KIND_TRAINING
+
+
+def is_training(run: RunRecord) -> bool:
+    """A training run (a trial, a script's run), not a campaign's or an analysis's record."""
+    return run_kind(run) == T.RUN_KIND_TRAINING
 
 
 def shown_status(run: RunRecord) -> str:
@@ -127,13 +129,13 @@ def run_to_dict(run: RunRecord, fields: Sequence[Field] | None = None) -> dict[s
         "experiment": run.experiment,
         "run_name": run.name,
         "status": run.status,
-        "kind": run_kind(run),
         "start_time": run.start_time,
         "end_time": run.end_time,
         "duration": run.duration,
         "params": run.params,
         "metrics": run.metrics,
         "tags": run.tags,
+        "kind": run_kind(run),
     }
 
 

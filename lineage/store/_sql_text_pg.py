@@ -71,10 +71,10 @@ def rendered_runs_sql(
     sql = (
         "SELECT json_build_object('run_id', r.run_uuid, "
         "'experiment_id', r.experiment_id::text, 'experiment', e.name, "
-        f"'run_name', {run_name}, 'status', coalesce(r.status, ''), 'kind', {RUN_KIND}, "
+        f"'run_name', {run_name}, 'status', coalesce(r.status, ''), "
         "'start_time', r.start_time, 'end_time', r.end_time, "
         f"'duration', {_DURATION}, 'params', {_PARAMS}, 'metrics', {metrics}, "
-        f"'tags', {tags})::text, "
+        f"'tags', {tags}, 'kind', {RUN_KIND})::text, "
         "false "
         f"FROM {FROM} WHERE {scope} "
         f"ORDER BY {''.join(k + ', ' for k in keys)}coalesce(r.start_time, 0) DESC, "

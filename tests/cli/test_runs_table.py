@@ -1,9 +1,7 @@
 """``lineage runs`` as a person sees it: in a real pseudo-terminal at 80, 120 and 200 columns,
 and through a pipe. The store is a tuning campaign's, written the way ``tuner`` tags it: a
 parent run (``lineage.run_type=campaign``, params ``space.<name>`` and ``target``) and trial
-runs tagged ``tuner.campaign``, each with 40 fixed params, 6 metrics and a data column; the
-framework logs the tuned ``lr`` and ``momentum`` again as ``optimizer.lr`` (in float32) and
-``optimizer.momentum``; the last trial was pruned; an importance analysis run is the newest."""
+runs tagged ``tuner.campaign``, each with 40 fixed params and 6 metrics."""
 
 from __future__ import annotations
 
@@ -29,8 +27,6 @@ pytestmark = pytest.mark.slow
 
 TUNED = ("lr", "momentum", "optimizer")
 METRICS = ("val_accuracy", "loss", "train_loss", "epoch_time", "grad_norm", "lr_now")
-ALIASES = ("optimizer.lr", "optimizer.momentum")
-DATA = "data.train.images"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b")
 
 
@@ -68,43 +64,22 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
             },
         ).info.run_id
         params = {f"fixed_setting_{i:02d}": str(i) for i in range(40)}
-        lr = 10 ** -(1 + n % 4) * (1 + n)
+        lr = str(10 ** -(1 + n % 4) * (1 + n))
+        params["optimizer.lr"] = lr  # what a framework callback records beside the script's
         params.update(
-            lr=str(lr),
+            lr=lr,
             momentum=str(0.8 + 0.02 * n),
             optimizer=["sgd", "adam"][n % 2],
         )
-        params["optimizer.lr"] = repr(float(np.float32(lr)))
-        params["optimizer.momentum"] = params["momentum"]
-        pruned = n == 7
         client.log_batch(
             run,
             params=[Param(k, v) for k, v in params.items()],
-            metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)]
-            + [Metric(DATA, 60000, 0, 0)],
-            tags=[
-                RunTag("tuner.trial_number", str(n)),
-                RunTag("tuner.state", "PRUNED" if pruned else "COMPLETE"),
-            ],
+            metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)],
+            tags=[RunTag("tuner.trial_number", str(n))]
+            + ([RunTag("tuner.state", "PRUNED")] if n == 6 else []),
         )
-        client.set_terminated(run, status="KILLED" if pruned else "FINISHED")
-    analysis = client.create_run(
-        exp, run_name="importance-val_accuracy", tags={"lineage.run_type": "analysis"}
-    ).info.run_id
-    client.log_batch(
-        analysis,
-        params=[Param("target", "val_accuracy"), Param("method", "auto")],
-        metrics=[Metric("importance.lr", 0.6, 0, 0), Metric("n_runs", 7, 0, 0)],
-    )
-    client.set_terminated(analysis)
+        client.set_terminated(run, status="KILLED" if n == 6 else "FINISHED")
     return uri
-
-
-def _every_key(uri: str) -> int:
-    runs = json.loads(lineage("runs", "--tracking-uri", uri, "--format", "json").stdout)
-    return len({k for r in runs for k in r["params"]}) + len(
-        {k for r in runs for k in r["metrics"]}
-    )
 
 
 def _in_pty(uri: str, columns: int) -> str:
@@ -141,17 +116,21 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
 ) -> None:
     out = _in_pty(campaign_store, columns)
     lines = out.rstrip("\n").split("\n")
-    assert lines[0] == "10 runs"
-    header, rows, note = lines[1], lines[2:-1], lines[-1]
+    assert lines[0] == "9 runs"
+    header, rows, note = lines[1], lines[2:10], lines[-1]
     assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
+    # The trials first; the campaign's own run apart, under a heading of its own.
+    assert lines[10:13] == ["", "1 campaign run(s):", lines[12]]
+    assert lines[12].split()[1] == "quickstart"
+    assert all(r.split()[1].startswith("quickstart-trial-") for r in rows)
     titles = header.split()
     # What a person wants first: name, id, status, start, the target metric, the tuned params.
     assert titles[:5] == ["run", "name", "status", "start", "val_accuracy"]
+    assert "lr" in titles and "optimizer.lr" not in titles  # one column per alias
+    pruned = next(r for r in rows if r.split()[1] == "quickstart-trial-6")
+    assert pruned.split()[2] == "PRUNED"  # not MLflow's KILLED
     assert not any(t.startswith("fixed_setting") for t in titles)  # constant: never chosen
-    assert DATA not in titles[:6]
-    # One name per setting: the framework's copies of the tuned params are never chosen.
-    assert not set(ALIASES) & set(titles)
-    _trials_then_the_others(rows)
+    assert any(r.split()[1] == "quickstart-trial-7" for r in rows)
     # Long float spellings are shown with 6 significant digits, whole.
     if "momentum" in titles:
         assert " 0.82 " in out and "0.8200000000000001" not in out
@@ -160,24 +139,14 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
         r"^\+(\d+) columns( \(.*\))?: --columns to choose, --format json for all$", note
     )
     assert match, note
+    every = 41 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
     shown = len([t for t in titles if t not in ("run", "name", "status", "start")])
-    assert int(match.group(1)) == _every_key(campaign_store) - shown
+    assert int(match.group(1)) == every - shown
     if columns >= 120:  # every tuned param, and more than the target metric
         assert set(TUNED) <= set(titles) and len(set(METRICS) & set(titles)) >= 2
     if columns == 200:
         assert set(METRICS) <= set(titles)
     assert not CONTROL.search(out.replace("\n", ""))
-
-
-def _trials_then_the_others(rows: list[str]) -> None:
-    """The 8 trials (the pruned one read as PRUNED), a line, the analysis and parent runs."""
-    assert len(rows) == 11, rows
-    assert rows[8] == "-- analysis and campaign runs --"
-    assert all(r.split()[1].startswith("quickstart-trial-") for r in rows[:8])
-    assert sorted(r.split()[1] for r in rows[9:]) == ["importance-val_accuracy", "quickstart"]
-    status = {r.split()[1]: r.split()[2] for r in rows[:8]}
-    assert status["quickstart-trial-7"] == "PRUNED"
-    assert {status[f"quickstart-trial-{n}"] for n in range(7)} == {"FINISHED"}
 
 
 def test_wider_terminals_show_more(campaign_store: str) -> None:
@@ -200,50 +169,24 @@ def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) ->
     titles = lines[1].split()
     # No terminal, no width to fit: the varying params and every metric, cells uncut.
     assert {"lr", "momentum", "optimizer", *METRICS} <= set(titles)
-    assert titles[4] == "val_accuracy"
     assert not any(t.startswith("fixed_setting") for t in titles)
-    assert not set(ALIASES) & set(titles)
     assert "…" not in proc.stdout
-    # Left out: the 40 fixed params, the 2 aliases, the parent's 5 params and the analysis
-    # run's param and 2 metrics (only training runs choose the columns).
-    assert proc.stderr.startswith("+50 columns"), proc.stderr
-    _trials_then_the_others(lines[2:])
+    # The 40 fixed params, the alias optimizer.lr and the parent's 5.
+    assert proc.stderr.startswith("+46 columns")
+    trial = next(line for line in lines if "quickstart-trial-3 " in line)
+    assert trial.split()[2] == "FINISHED"
 
 
 def test_json_and_csv_keep_every_column(campaign_store: str) -> None:
     runs = json.loads(lineage("runs", "--tracking-uri", campaign_store, "--format", "json").stdout)
     trial = next(r for r in runs if r["run_name"] == "quickstart-trial-0")
-    assert len(trial["params"]) == 45 and len(trial["metrics"]) == len(METRICS) + 1
+    assert len(trial["params"]) == 44 and len(trial["metrics"]) == len(METRICS)
+    assert trial["kind"] == "training"
+    assert [r["kind"] for r in runs if r["run_name"] == "quickstart"] == ["campaign"]
     out = lineage("runs", "--tracking-uri", campaign_store, "--format", "csv").stdout
     header = next(csv.reader(io.StringIO(out)))
-    assert len([h for h in header if h.startswith("params.")]) == 40 + 3 + 2 + 5 + 1
-    assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS) + 3
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        (),  # rendered by the store itself
-        ("-w", "params.optimizer like '%' or params.target like '%'"),  # read in Python
-        ("-c", "run_name,status"),  # flat objects
-    ],
-)
-def test_json_says_each_rows_kind(campaign_store: str, query: tuple[str, ...]) -> None:
-    out = lineage("runs", "--tracking-uri", campaign_store, "--format", "json", *query).stdout
-    kinds = {r["run_id"]: r["kind"] for r in json.loads(out)}
-    names = {r.run_id: r.run_name for r in _runs(campaign_store)}
-    by_name = {names[i]: k for i, k in kinds.items()}
-    expected = {f"quickstart-trial-{n}": "trial" for n in range(8)}
-    expected.update({"quickstart": "campaign", "importance-val_accuracy": "analysis"})
-    assert by_name == expected
-
-
-def _runs(uri: str) -> list[object]:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name("quickstart")
-    return [r.info for r in client.search_runs([exp.experiment_id], max_results=100)]
+    assert len([h for h in header if h.startswith("params.")]) == 40 + 4 + 5
+    assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS)
 
 
 def test_explicit_columns_are_shown_as_asked(campaign_store: str) -> None:
@@ -254,3 +197,87 @@ def test_explicit_columns_are_shown_as_asked(campaign_store: str) -> None:
     lines = out.stdout.splitlines()
     assert lines[0] == "4 runs" and lines[1].split() == ["name", "fixed_setting_03"]
     assert out.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def two_objective_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> str:
+    """A two-objective campaign (accuracy up, latency down) whose trials also carry the
+    framework's float32 copy of ``lr``, a dataset size logged as a metric by every run, and
+    an importance analysis run that is the newest of all."""
+    import shutil
+
+    base = tmp_path_factory.mktemp("two-objective-store")
+    shutil.copyfile(_sqlite_template, base / "mlflow.db")
+    uri = f"sqlite:///{base / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("two-objectives")
+    parent = client.create_run(
+        exp, run_name="two-objectives", tags={"lineage.run_type": "campaign"}
+    ).info.run_id
+    client.log_batch(
+        parent,
+        params=[
+            Param("space.lr", "{}"),
+            Param("target", "val_accuracy:maximize"),
+            Param("objectives", "val_accuracy:maximize,latency_ms:minimize"),
+        ],
+    )
+    client.set_terminated(parent)
+    for n in range(4):
+        lr = 10.0 ** -(n + 1) * 3
+        run = client.create_run(
+            exp,
+            run_name=f"two-objectives-{n}",
+            tags={"lineage.run_type": "trial", "tuner.campaign": "two-objectives"},
+        ).info.run_id
+        client.log_batch(
+            run,
+            params=[Param("lr", str(lr)), Param("optimizer.lr", repr(float(np.float32(lr))))],
+            metrics=[
+                Metric("data.train.images", 60000, 0, 0),
+                Metric("aaa_loss", 1.0 - 0.1 * n, 0, 1),
+                Metric("latency_ms", 20.0 + n, 0, 1),
+                Metric("val_accuracy", 0.5 + 0.1 * n, 0, 1),
+            ],
+        )
+        client.set_terminated(run)
+    analysis = client.create_run(
+        exp, run_name="importance-val_accuracy", tags={"lineage.run_type": "analysis"}
+    ).info.run_id
+    client.log_batch(analysis, metrics=[Metric("importance.lr", 1.0, 0, 0)])
+    client.set_terminated(analysis)
+    return uri
+
+
+def test_every_objective_leads_and_a_float32_copy_is_one_column(two_objective_store: str) -> None:
+    lines = _in_pty(two_objective_store, 120).rstrip("\n").split("\n")
+    titles = lines[1].split()
+    assert titles[4:7] == ["val_accuracy", "latency_ms", "lr"], titles
+    assert "optimizer.lr" not in titles
+    # A metric every run holds at one value (a dataset's size) comes after those that vary.
+    out = lineage("runs", "--tracking-uri", two_objective_store).stdout.splitlines()
+    every = out[1].split()
+    data = next(i for i, t in enumerate(every) if t.startswith("data.train"))
+    assert every.index("aaa_loss") < data
+    # The newest run is the analysis: it still comes after the trials, apart.
+    assert out[6:8] == ["", "2 analysis and campaign run(s):"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        (),  # rendered by the store itself
+        ("-w", "params.lr like '%' or status = 'FINISHED'"),  # read in Python
+        ("-c", "run_name,status"),  # flat objects
+    ],
+)
+def test_json_says_each_rows_kind(two_objective_store: str, query: tuple[str, ...]) -> None:
+    out = lineage("runs", "--tracking-uri", two_objective_store, "--format", "json", *query)
+    client = MlflowClient(tracking_uri=two_objective_store)
+    exp = client.get_experiment_by_name("two-objectives")
+    assert exp is not None
+    names = {r.info.run_id: r.info.run_name for r in client.search_runs([exp.experiment_id])}
+    kinds = {names[r["run_id"]]: r["kind"] for r in json.loads(out.stdout)}
+    expected = {f"two-objectives-{n}": "training" for n in range(4)}
+    expected.update({"two-objectives": "campaign", "importance-val_accuracy": "analysis"})
+    assert kinds == expected
