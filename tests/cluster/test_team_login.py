@@ -82,13 +82,18 @@ def _campaign(
 
 
 def test_each_user_writes_their_own_experiment_and_reads_the_others(
-    mlflow_server: MlflowServer, tmp_path: Path
+    mlflow_server: MlflowServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mlflow.server import get_app_client
+
     url = mlflow_server.url
     admin = ("admin", ADMIN_PASSWORD)
     users = {"alice": "alice-password-1234", "bob": "bob-password-5678"}
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "admin")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", ADMIN_PASSWORD)
+    auth = get_app_client("basic-auth", tracking_uri=url)
     for user, password in users.items():
-        _api(url, "users/create", {"username": user, "password": password}, admin)
+        auth.create_user(username=user, password=password)
 
     ids = {}
     for user, password in users.items():
@@ -114,3 +119,9 @@ def test_each_user_writes_their_own_experiment_and_reads_the_others(
             "permission on it, or set lineage.experiment to one of your own"
         )
         assert users[reader] not in done.stderr + done.stdout
+
+    # EDIT granted by the admin lets bob write into alice's experiment.
+    auth.grant_user_permission("bob", "experiment", ids["alice"], "EDIT")
+    bob = ("bob", users["bob"])
+    run = _api(url, "runs/create", {"experiment_id": ids["alice"]}, bob)["run"]["info"]
+    assert run["experiment_id"] == ids["alice"]
