@@ -63,7 +63,7 @@ def run_worker(
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    interval, grace = heartbeat_timing(interval, grace)
+    interval, grace = heartbeat_timing(interval, grace, section=config.heartbeat)
     tracking = config.tracking_uri()
     check_tracking_access(tracking)
     url = config.optuna_storage_url()
@@ -91,7 +91,14 @@ def run_worker(
         while True:
             rounds += 1
             shared = SharedStudy(
-                config, storage=storage, rdb=rdb, heartbeat=heartbeat, lock=lock, requeued=requeued
+                config,
+                storage=storage,
+                rdb=rdb,
+                heartbeat=heartbeat,
+                lock=lock,
+                requeued=requeued,
+                interval=interval,
+                grace=grace,
             )
             controller = Controller(
                 config,

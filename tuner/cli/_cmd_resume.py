@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuner.cli._cmd_run import add_space_change_flag
+from tuner.cli._cmd_run import add_heartbeat_flags, add_space_change_flag
 
 ORDER = 21
 
@@ -21,17 +21,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--quiet", "-q", action="store_true", help="no live progress view")
     add_space_change_flag(parser)
+    add_heartbeat_flags(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.cli._cmd_run import execute
+    from tuner.cli._cmd_run import execute, heartbeat_flags
     from tuner.cli._cmd_status import study_exists
     from tuner.config import load_config
     from tuner.search._study import check_storage
 
+    timing = heartbeat_flags(args)
     config = load_config(args.config)
     # A database that cannot be opened is named as such, not taken for "no campaign".
     check_storage(config.optuna_storage_url())
@@ -41,5 +43,9 @@ def run(args: argparse.Namespace) -> int:
             "to resume; start it with `tuner run`"
         )
     return execute(
-        config, quiet=args.quiet, resume=True, allow_space_change=args.allow_space_change
+        config,
+        quiet=args.quiet,
+        resume=True,
+        allow_space_change=args.allow_space_change,
+        heartbeat=timing,
     )

@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "130 when interrupted (running trials are stopped and re-queued: `tuner resume`).",
     )
     parser.add_argument("config", help="campaign YAML file")
+    add_heartbeat_flags(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="no live progress view")
     add_space_change_flag(parser)
     parser.set_defaults(handler=run)
@@ -35,12 +36,51 @@ def add_space_change_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_heartbeat_flags(parser: argparse.ArgumentParser) -> None:
+    """``--heartbeat`` and ``--stale-after``, shared by `tuner run`, `resume` and `worker`."""
+    parser.add_argument(
+        "--heartbeat",
+        type=int,
+        default=None,
+        metavar="S",
+        help="seconds between heartbeats on a shared study (default: "
+        "$TUNER_HEARTBEAT_INTERVAL, else heartbeat.interval in the config, else 5)",
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=int,
+        default=None,
+        metavar="S",
+        help="a RUNNING trial without a heartbeat for S seconds is re-queued (default: "
+        "$TUNER_HEARTBEAT_GRACE, else heartbeat.grace, else max(30, 3 x heartbeat))",
+    )
+
+
+def heartbeat_flags(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """The checked ``(--heartbeat, --stale-after)`` values."""
+    from tuner._errors import ConfigError
+
+    for flag, value in (("--heartbeat", args.heartbeat), ("--stale-after", args.stale_after)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be >= 1 second, got {value}")
+    if args.heartbeat and args.stale_after and args.stale_after <= args.heartbeat:
+        raise ConfigError(
+            f"--stale-after must be > --heartbeat ({args.heartbeat}), got {args.stale_after}"
+        )
+    return args.heartbeat, args.stale_after
+
+
 def run(args: argparse.Namespace) -> int:
     from tuner.config import load_config
 
+    timing = heartbeat_flags(args)
     config = load_config(args.config)
     return execute(
-        config, quiet=args.quiet, resume=False, allow_space_change=args.allow_space_change
+        config,
+        quiet=args.quiet,
+        resume=False,
+        allow_space_change=args.allow_space_change,
+        heartbeat=timing,
     )
 
 
@@ -52,10 +92,18 @@ def print_warnings(config: Any, prog: str) -> None:
         print(f"{prog}: warning: {line}", file=sys.stderr)
 
 
-def execute(config: Any, *, quiet: bool, resume: bool, allow_space_change: bool = False) -> int:
+def execute(
+    config: Any,
+    *,
+    quiet: bool,
+    resume: bool,
+    allow_space_change: bool = False,
+    heartbeat: tuple[int | None, int | None] = (None, None),
+) -> int:
     """Shared by `tuner run` and `tuner resume`."""
     from lineage.masking import mask_mapping
     from tuner.campaign import Controller, Observer
+    from tuner.coordination import Standalone
     from tuner.records import pareto_line
 
     print_warnings(config, "tuner resume" if resume else "tuner run")
@@ -66,7 +114,13 @@ def execute(config: Any, *, quiet: bool, resume: bool, allow_space_change: bool 
 
         observer = RichObserver()
     try:
-        result = Controller(config, observer=observer, allow_space_change=allow_space_change).run()
+        coordination = Standalone(config, interval=heartbeat[0], grace=heartbeat[1])
+        result = Controller(
+            config,
+            coordination=coordination,
+            observer=observer,
+            allow_space_change=allow_space_change,
+        ).run()
     finally:
         close = getattr(observer, "close", None)
         if close is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuner.cli._cmd_run import add_heartbeat_flags, heartbeat_flags
+
 ORDER = 23
 
 
@@ -20,21 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "watch, 1 on a runtime failure, 2 for a bad config or rejected MLflow credentials.",
     )
     parser.add_argument("config", help="campaign YAML file (the same one every worker uses)")
-    parser.add_argument(
-        "--heartbeat",
-        type=int,
-        default=None,
-        metavar="S",
-        help="seconds between heartbeats (default: $TUNER_HEARTBEAT_INTERVAL, else 5)",
-    )
-    parser.add_argument(
-        "--stale-after",
-        type=int,
-        default=None,
-        metavar="S",
-        help="a RUNNING trial without a heartbeat for S seconds is re-queued "
-        "(default: $TUNER_HEARTBEAT_GRACE, else max(30, 3 x heartbeat))",
-    )
+    add_heartbeat_flags(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
 
@@ -42,17 +30,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from tuner._errors import ConfigError
     from tuner.campaign import Observer, run_worker
     from tuner.config import load_config
 
-    for flag, value in (("--heartbeat", args.heartbeat), ("--stale-after", args.stale_after)):
-        if value is not None and value < 1:
-            raise ConfigError(f"{flag} must be >= 1 second, got {value}")
-    if args.heartbeat and args.stale_after and args.stale_after <= args.heartbeat:
-        raise ConfigError(
-            f"--stale-after must be > --heartbeat ({args.heartbeat}), got {args.stale_after}"
-        )
+    interval, grace = heartbeat_flags(args)
     config = load_config(args.config)
     from tuner.cli._cmd_run import print_warnings
 
@@ -63,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.quiet:
                 print(text, file=sys.stderr, flush=True)
 
-    result = run_worker(config, interval=args.heartbeat, grace=args.stale_after, observer=_Lines())
+    result = run_worker(config, interval=interval, grace=grace, observer=_Lines())
     if not args.quiet:
         line = f"worker done: study {config.study_name!r} holds {result.counted}/{result.budget} trials"
         if result.requeued:

@@ -32,6 +32,7 @@ from tuner.config._sections import (
     CheckpointConfig,
     DiagnosisConfig,
     ExecutorConfig,
+    HeartbeatConfig,
     LineageConfig,
     MetricPattern,
     PrunerConfig,
@@ -115,6 +116,7 @@ class CampaignConfig(_Model):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     warm_start: WarmStartConfig | None = Field(
         default=None,

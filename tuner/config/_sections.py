@@ -23,6 +23,7 @@ __all__ = [
     "CheckpointConfig",
     "DiagnosisConfig",
     "ExecutorConfig",
+    "HeartbeatConfig",
     "LineageConfig",
     "MetricPattern",
     "PrunerConfig",
@@ -234,6 +235,28 @@ class CheckpointConfig(_Model):
     def _shared_has_path(self) -> CheckpointConfig:
         if self.store == "shared" and not self.path:
             raise RuleError(("path",), "must be set when store is shared", show_value=False)
+        return self
+
+
+class HeartbeatConfig(_Model):
+    """How controllers sharing a study (``tuner run`` on a server database, ``tuner worker``)
+    tell each other they are alive. ``--heartbeat``/``--stale-after`` and
+    ``TUNER_HEARTBEAT_INTERVAL``/``TUNER_HEARTBEAT_GRACE`` override these, in that order."""
+
+    interval: Int | None = Field(
+        default=None, ge=1, description="seconds between heartbeats (default 5)"
+    )
+    grace: Int | None = Field(
+        default=None,
+        ge=1,
+        description="a RUNNING trial without a heartbeat for this many seconds is re-queued "
+        "(default: max(30, 3 x interval))",
+    )
+
+    @model_validator(mode="after")
+    def _grace_after_interval(self) -> HeartbeatConfig:
+        if self.interval is not None and self.grace is not None and self.grace <= self.interval:
+            raise RuleError(("grace",), f"must be > interval ({self.interval})", self.grace)
         return self
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tuner.coordination._campaign_dir import CampaignDir
-from tuner.coordination._heartbeat import default_timing, live_trial_ids
+from tuner.coordination._heartbeat import heartbeat_timing, live_trial_ids
 
 if TYPE_CHECKING:
     import optuna
@@ -49,8 +49,18 @@ class Coordination(abc.ABC):
     propagate as they are (the controller aborts and marks its trials).
     """
 
-    def __init__(self, config: CampaignConfig) -> None:
+    def __init__(
+        self, config: CampaignConfig, *, interval: int | None = None, grace: int | None = None
+    ) -> None:
         self.config = config
+        #: Heartbeat flags (``--heartbeat``, ``--stale-after``), above the environment and
+        #: the config's ``heartbeat:`` section (`timing`).
+        self.interval = interval
+        self.grace = grace
+
+    def timing(self) -> tuple[int, int]:
+        """``(interval, grace)`` of heartbeats: flags, environment, config, defaults."""
+        return heartbeat_timing(self.interval, self.grace, section=self.config.heartbeat)
 
     @abc.abstractmethod
     def campaign_dir(self) -> CampaignDir:
@@ -113,6 +123,6 @@ class Coordination(abc.ABC):
         config = self.config
         url = config.optuna_storage_url()
         live = retrying(
-            lambda: live_trial_ids(url, config.study_name, default_timing()[1]), outage_for(url)
+            lambda: live_trial_ids(url, config.study_name, self.timing()[1]), outage_for(url)
         )
         return [t for t in running if internals.trial_id(t) not in live], bool(live)

@@ -35,25 +35,42 @@ __all__ = [
 ]
 
 #: Defaults: a heartbeat every 5 s; a trial without one for 30 s (and at least three
-#: intervals) is stale. Override with ``TUNER_HEARTBEAT_INTERVAL`` / ``TUNER_HEARTBEAT_GRACE``
-#: (seconds) or `tuner worker` flags.
+#: intervals) is stale.
 DEFAULT_INTERVAL = 5
 DEFAULT_GRACE = 30
 
 
+def heartbeat_timing(
+    interval: int | None = None,
+    grace: int | None = None,
+    *,
+    section: Any = None,
+) -> tuple[int, int]:
+    """``(interval, grace)`` in seconds, each from the first that gives it: the flags
+    (``interval``, ``grace``: ``--heartbeat``, ``--stale-after``), the environment
+    (``TUNER_HEARTBEAT_INTERVAL``, ``TUNER_HEARTBEAT_GRACE``), the campaign's ``heartbeat:``
+    section (``section``), the defaults. The default grace is max(30, 3 x interval).
+    `tuner run`, `tuner resume` and `tuner worker` all resolve it so."""
+    env_interval = os.environ.get("TUNER_HEARTBEAT_INTERVAL")
+    env_grace = os.environ.get("TUNER_HEARTBEAT_GRACE")
+    interval = (
+        interval
+        or (int(env_interval) if env_interval else None)
+        or getattr(section, "interval", None)
+        or DEFAULT_INTERVAL
+    )
+    grace = (
+        grace
+        or (int(env_grace) if env_grace else None)
+        or getattr(section, "grace", None)
+        or max(DEFAULT_GRACE, 3 * interval)
+    )
+    return max(1, int(interval)), max(1, int(grace))
+
+
 def default_timing() -> tuple[int, int]:
-    """``(interval, grace)`` in seconds from the environment, else the defaults."""
-    interval = int(os.environ.get("TUNER_HEARTBEAT_INTERVAL") or DEFAULT_INTERVAL)
-    grace = int(os.environ.get("TUNER_HEARTBEAT_GRACE") or max(DEFAULT_GRACE, 3 * interval))
-    return max(1, interval), max(1, grace)
-
-
-def heartbeat_timing(interval: int | None = None, grace: int | None = None) -> tuple[int, int]:
-    """``(interval, grace)`` a worker uses: the given values (flags), else `default_timing`;
-    the grace period is never shorter than three given intervals."""
-    default_interval, default_grace = default_timing()
-    interval = interval or default_interval
-    return interval, grace or max(default_grace, 3 * interval)
+    """``(interval, grace)`` from the environment, else the defaults (no flags, no config)."""
+    return heartbeat_timing()
 
 
 def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages.RDBStorage:

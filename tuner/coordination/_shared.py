@@ -52,8 +52,10 @@ class SharedStudy(Coordination):
         heartbeat: Heartbeat,
         lock: StudyLock,
         requeued: list[tuple[int, int]] | None = None,
+        interval: int | None = None,
+        grace: int | None = None,
     ) -> None:
-        super().__init__(config)
+        super().__init__(config, interval=interval, grace=grace)
         self._storage = storage
         self._rdb = rdb
         self._heartbeat = heartbeat

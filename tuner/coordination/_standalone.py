@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.coordination._base import Coordination
 from tuner.coordination._budget import ask_within_budget
 from tuner.coordination._campaign_dir import CampaignDir
-from tuner.coordination._heartbeat import Heartbeat, default_timing, heartbeat_storage
+from tuner.coordination._heartbeat import Heartbeat, heartbeat_storage
 from tuner.coordination._lock import StudyLock
 from tuner.coordination._recovery import recover_stale
 from tuner.records._trial import interrupted_tags
@@ -45,8 +45,10 @@ class Standalone(Coordination):
     (SIGTERM, then SIGKILL after ``trial.grace_period``).
     """
 
-    def __init__(self, config: CampaignConfig) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: CampaignConfig, *, interval: int | None = None, grace: int | None = None
+    ) -> None:
+        super().__init__(config, interval=interval, grace=grace)
         self._lock = StudyLock(config.optuna_storage_url(), config.study_name)
         self._heartbeat: Heartbeat | None = None
         self._owner: str | None = None
@@ -60,7 +62,7 @@ class Standalone(Coordination):
     def joined(self, study: optuna.Study) -> None:
         if self._owner is None or self._heartbeat is not None:
             return
-        interval, grace = default_timing()
+        interval, grace = self.timing()
         storage = heartbeat_storage(
             self.config.optuna_storage_url(), interval=interval, grace=grace
         )
