@@ -87,6 +87,10 @@ def execute(config: Any, *, quiet: bool, resume: bool, allow_space_change: bool 
             print(result.stop_reason)
         if result.importance:
             print(result.importance)
+        from tuner.search._bounds import bound_notes
+
+        for note in bound_notes(config):
+            print(note)
         if result.experiment_id is not None:
             print(_mlflow_line(config, result.experiment_id, result.parent_run_id))
         if result.lineage_errors:
