@@ -16,6 +16,7 @@ from typing import Any
 _HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "benchmarks", "results")
 MARKER = re.compile(r"<!-- results: ([a-z0-9_]+) -->")
+SUMMARY_MARKER = "<!-- results-summary -->"
 
 #: The script that writes each result file, where its name does not say it.
 SCRIPTS = {
@@ -101,4 +102,128 @@ def render(name: str) -> str:
 
 def fill(markdown: str) -> str:
     """``markdown`` with every results marker replaced."""
+    if SUMMARY_MARKER in markdown:
+        markdown = markdown.replace(SUMMARY_MARKER, render_summary())
     return MARKER.sub(lambda m: render(m.group(1)), markdown)
+
+
+# ----- the summary: one row per measure ------------------------------------------------------
+
+
+def _get(figures: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(figures, dict) or key not in figures:
+            return None
+        figures = figures[key]
+    return figures
+
+
+def _n(value: Any, unit: str = "", digits: int = 3) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.{digits}g}"
+    else:
+        text = f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{text}{unit}"
+
+
+def _recording(f: dict[str, Any]) -> tuple[str, str, str]:
+    lin = f.get("lineage") or {}
+    return (
+        f"`log_batch` x1,000: {_n(_get(f, 'log_batch_1000', 'points_per_s'), ' points/s')}",
+        f"**{_n(lin.get('points_per_s'), ' points/s')}**, {_n(lin.get('median_us'), ' µs')} "
+        "median per call",
+        f"{_n(f.get('lineage_over_log_batch'), 'x')}",
+    )
+
+
+def _query(f: dict[str, Any]) -> tuple[str, str, str]:
+    label = next(iter(f), None)
+    row = f.get(label, {}) if label else {}
+    return (
+        f"{label}: `mlflow.search_runs` {_n(row.get('mlflow_warm_s'), ' s')} warm, "
+        f"{_n(row.get('mlflow_fresh_s'), ' s')} fresh interpreter",
+        f"CLI **{_n(row.get('lineage_warm_s'), ' s')}**",
+        f"{_n(row.get('speedup_warm_vs_mlflow_warm'), 'x')} / "
+        f"{_n(row.get('speedup_warm_vs_mlflow_fresh'), 'x')}",
+    )
+
+
+def _tuner(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        f"`optimize(n_jobs=2)` efficiency {_n(_get(f, 'efficiency', 'optuna_optimize_n_jobs_2', 'efficiency'))}; "
+        f"ask+tell {_n(_get(f, 'per_trial', 'stock_optuna_ask_tell', 'median_ms'), ' ms')}/trial",
+        f"efficiency **{_n(_get(f, 'efficiency', 'tuner', 'efficiency'))}**; controller "
+        f"{_n(_get(f, 'per_trial', 'tuner_controller', 'median_ms'), ' ms')}/trial",
+        "",
+    )
+
+
+def _status(f: dict[str, Any]) -> tuple[str, str, str]:
+    s = f.get("seconds") or {}
+    return (
+        f"`optuna trials` {_n(s.get('optuna trials (CLI)'), ' s')}",
+        f"**{_n(s.get('tuner status'), ' s')}**",
+        _n(f.get("tuner_status_over_optuna_trials")),
+    )
+
+
+def _ui(f: dict[str, Any]) -> tuple[str, str, str]:
+    s = f.get("seconds") or {}
+    return (
+        f"`mlflow server` {_n(s.get('mlflow server: first 200'), ' s')}",
+        f"**{_n(s.get('lineage ui: first 200'), ' s')}**",
+        _n(f.get("lineage_ui_over_mlflow_server")),
+    )
+
+
+def _checkpoint(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        f"restart from epoch 0: {_n(_get(f, 'restart', 'extra_epochs_per_interruption'))} "
+        "extra epochs per interruption",
+        f"resume: **{_n(_get(f, 'resume', 'extra_epochs_per_interruption'))}**",
+        f"{_n(f.get('epochs_ratio'))} of the epochs",
+    )
+
+
+def _truth(f: dict[str, Any]) -> tuple[str, str, str]:
+    cells = [
+        f"{case}: order {row.get('order_right')}/{row.get('seeds')}, "
+        f"no-effect last {row.get('dummies_last')}/{row.get('seeds')}"
+        for case, row in f.items()
+        if isinstance(row, dict)
+    ]
+    return ("", "; ".join(cells), "")
+
+
+#: ``(result name, what it measures, its figures as (stock tool, this project, ratio))``.
+SUMMARY: list[tuple[str, str, Any]] = [
+    ("recording_sqlite", "metric points into one run, SQLite", _recording),
+    ("recording_postgresql", "metric points into one run, PostgreSQL", _recording),
+    ("recording_http", "metric points into one run, through `mlflow server`", _recording),
+    ("query_sqlite", "`lineage runs`, 10,000 runs, SQLite", _query),
+    ("query_postgresql", "`lineage runs`, 10,000 runs, PostgreSQL", _query),
+    ("tuner", "40 trials of 0.5 s at parallel 2; controller time per trial", _tuner),
+    ("status", "`tuner status`, 1,000 trials", _status),
+    ("checkpoint", "epochs lost to an interruption", _checkpoint),
+    ("ui", "MLflow UI, start to first page", _ui),
+    ("importance_truth", "`lineage importance` on known truths", _truth),
+]
+
+
+def render_summary() -> str:
+    """The summary table: one row per measure whose result file exists."""
+    lines = [
+        "| what | stock tool | lineage-tuner | ratio | run |",
+        "|---|---|---|---|---|",
+    ]
+    for name, what, row in SUMMARY:
+        try:
+            result = load(name)
+        except FileNotFoundError:
+            continue
+        stock, ours, ratio = row(result.get("figures") or {})
+        when = f"{result.get('date', '?')}, {result.get('store', '?')}"
+        lines.append(f"| {what} | {stock} | {ours} | {ratio} | {when} |")
+    return "\n".join(lines)
