@@ -452,11 +452,22 @@ def main(argv: list[str] | None = None) -> int:
 
         write_result(
             "outcome",
-            {"tasks": [{k: r[k] for k in ("task", "target", "methods", "seeds")} for r in results]},
+            {r["task"]: _figures(r) for r in results},
             store="sqlite",
             params={"tasks": tasks, "seeds": n_seeds, "budget": budget, "prior": prior},
         )
     return 0
+
+
+def _figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """One task's figures for the result file: the target, and per arm the median, the 90th
+    percentile, the ratio to cold TPE and the seeds that never reached the target."""
+    keys = ("median", "p90", "ratio_to_cold", "never_reached")
+    return {
+        "target": summary["target"],
+        "seeds": summary["seeds"],
+        **{m: {k: v[k] for k in keys} for m, v in summary["methods"].items()},
+    }
 
 
 def _run_job(name: str, seed: int, budget: int, prior: int, work: str) -> dict[str, Any]:
