@@ -154,3 +154,14 @@ def test_the_decision_is_recomputed_from_the_stored_study(tmp_path: Path) -> Non
     resumed.sampler = make_sampler(_config(tmp_path))
     resumed.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.9) ** 2, n_trials=2)
     assert len(resumed.trials) == 32
+
+
+def test_the_decision_reads_as_one_line_per_source(tmp_path: Path) -> None:
+    from tuner.search._transfer import line
+
+    (d,) = _measured(_study(tmp_path, lambda x: (x - 0.1) ** 2, lambda x: (x - 0.9) ** 2, 8))
+    text = line(d)
+    assert text.startswith("warm start from a: rank agreement -")
+    assert "over 8 pairs (3 re-runs)" in text and "discount, weight 0.00 (0 of 24" in text
+    (early,) = _measured(_study(tmp_path, lambda x: x, lambda x: x, 2))
+    assert "fewer than 4: all 24 earlier runs seen by rank" in line(early)

@@ -88,8 +88,9 @@ def execute(config: Any, *, quiet: bool, resume: bool, allow_space_change: bool 
         if result.importance:
             print(result.importance)
         from tuner.search._bounds import bound_notes
+        from tuner.search._transfer import transfer_notes
 
-        for note in bound_notes(config):
+        for note in [*transfer_notes(config), *bound_notes(config)]:
             print(note)
         if result.experiment_id is not None:
             print(_mlflow_line(config, result.experiment_id, result.parent_run_id))

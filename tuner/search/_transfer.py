@@ -48,7 +48,17 @@ if TYPE_CHECKING:
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
-__all__ = ["AGREE", "FADE", "MIN_PAIRS", "SourceTransfer", "describe", "measure", "transfer_view"]
+__all__ = [
+    "AGREE",
+    "FADE",
+    "MIN_PAIRS",
+    "SourceTransfer",
+    "describe",
+    "line",
+    "measure",
+    "transfer_notes",
+    "transfer_view",
+]
 
 #: Kendall's tau at and above which a source fully agrees with this task.
 AGREE = 0.4
@@ -240,3 +250,37 @@ def describe(
 ) -> list[dict[str, Any]]:
     """`measure` as plain dicts (JSON, MLflow params, ``tuner status``)."""
     return [d.as_dict() for d in measure(trials, directions)]
+
+
+def line(d: SourceTransfer) -> str:
+    """One source's decision in words, for the end of `tuner run`."""
+    if d.agreement is None:
+        return (
+            f"warm start from {d.source}: {d.pairs} pair(s) with this campaign's trials, fewer "
+            f"than {MIN_PAIRS}: all {d.runs} earlier runs seen by rank"
+        )
+    return (
+        f"warm start from {d.source}: rank agreement {d.agreement:+.2f} over {d.pairs} pairs "
+        f"({d.exact_pairs} re-runs), level shift {d.shift:+.2f} spreads: {d.mode}, weight "
+        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler)"
+    )
+
+
+def transfer_notes(config: Any) -> list[str]:
+    """`line` per source for the campaign's stored study under ``compare: auto`` (empty when
+    the campaign is not such a warm start or the study cannot be read)."""
+    section = getattr(config, "warm_start", None)
+    if section is None or section.compare != "auto":
+        return []
+    import optuna
+
+    from tuner.search._study import create_rdb
+
+    try:
+        study = optuna.load_study(
+            study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
+        )
+        trials = study.get_trials(deepcopy=False)
+    except Exception:
+        return []
+    return [line(d) for d in measure(trials, study.directions)]
