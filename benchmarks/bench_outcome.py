@@ -7,8 +7,10 @@ For each task and seed, side by side in one run:
 (c) ``tpe-warm``: the same, with ``warm_start: {from: [{experiment: PRIOR}]}``: the prior
     campaign's runs enter the study through the tuner's own machinery
     (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``); the
-    sampler sees their values as recorded (``compare: value``, the default);
-(c') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
+    default ``compare: auto`` (``tuner.search._transfer``: the prior's weight follows its
+    measured agreement with the campaign's own trials, and fades);
+(c') ``tpe-warm-value``: the same with ``compare: value`` (the prior's values as recorded);
+(c'') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
     and new values compared by rank while an imported run is ahead of the campaign's best);
 (d) ``tuner-init``: the campaign ``tuner init --from PRIOR`` derives
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
@@ -22,6 +24,12 @@ data subsample and a model one size smaller (fewer iterations / boosting rounds,
 solver tolerance), recorded into a real MLflow SQLite store as one finished run per trial
 (params + the metric), the way a campaign or ``LineageCallback`` leaves them.
 
+Two analytic tasks cost nothing to evaluate, so 20 and more seeds run in minutes:
+``quad-carry`` (the prior's optimum sits a fifth of a decade away, its loss a full unit
+lower: the order carries over, the level does not) and ``quad-mislead`` (the prior's optimum
+moved by 2.5 decades on the two parameters that matter, as after another data size or a
+shifted regularisation: the prior leads away from the new optimum).
+
 The target of a task is the cold campaign's median final best over the seeds; a method's
 trials-to-target for a seed is the first new trial whose best-so-far reaches it (imported
 trials are not counted: they cost nothing now). Printed: the median over seeds (``>N`` when
@@ -33,6 +41,7 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --quick        # 1 task x 2 seeds (seconds)
     python benchmarks/bench_outcome.py --json out.json
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
+    python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
 """
 
 from __future__ import annotations
@@ -55,7 +64,7 @@ from typing import Any, Literal
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
-METHODS = ("random", "tpe-cold", "tpe-warm", "tpe-warm-rank", "tuner-init")
+METHODS = ("random", "tpe-cold", "tpe-warm", "tpe-warm-value", "tpe-warm-rank", "tuner-init")
 
 
 @dataclass(frozen=True)
@@ -152,7 +161,33 @@ def _diabetes_svr(p: dict[str, Any], variant: bool) -> float:
     return float(mean_squared_error(yb, model.predict(Xb)) ** 0.5)
 
 
+def _quad(moved: float, level: float) -> Callable[[dict[str, Any], bool], float]:
+    """A loss over log-scaled parameters; the variant's optimum moved by ``moved`` decades on
+    ``lr`` and ``wd`` (opposite ways) and its loss ``level`` lower."""
+
+    def evaluate(p: dict[str, Any], variant: bool) -> float:
+        c_lr, c_wd = (-2.0 + moved, -4.0 - moved) if variant else (-2.0, -4.0)
+        loss = (
+            (math.log10(p["lr"]) - c_lr) ** 2
+            + 0.5 * (math.log10(p["wd"]) - c_wd) ** 2
+            + 0.05 * (math.log2(p["width"]) - 6.0) ** 2
+            + (0.0 if p["act"] == "gelu" else 0.2)
+        )
+        return loss - level if variant else loss
+
+    return evaluate
+
+
+_QUAD_SPACE: dict[str, dict[str, Any]] = {
+    "lr": {"type": "float", "low": 1.0e-5, "high": 1.0, "log": True},
+    "wd": {"type": "float", "low": 1.0e-8, "high": 1.0e-1, "log": True},
+    "width": {"type": "int", "low": 8, "high": 512, "log": True},
+    "act": {"type": "categorical", "choices": ["relu", "gelu", "tanh"]},
+}
+
 TASKS = {
+    "quad-carry": Task("quad-carry", "loss", "minimize", _QUAD_SPACE, _quad(0.2, 1.0)),
+    "quad-mislead": Task("quad-mislead", "loss", "minimize", _QUAD_SPACE, _quad(2.5, 0.0)),
     "diabetes-svr": Task(
         "diabetes-svr",
         "val_rmse",
@@ -290,6 +325,8 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
     plain = _config(task, work, f"{task.name}-s{seed}", {"lineage": {"tracking_uri": uri}})
     warmed = _config(task, work, f"{task.name}-warm-s{seed}", warm)
     by_rank = {**warm, "warm_start": {**warm["warm_start"], "compare": "rank"}}
+    by_value = {**warm, "warm_start": {**warm["warm_start"], "compare": "value"}}
+    warmed_value = _config(task, work, f"{task.name}-warm-value-s{seed}", by_value)
     warmed_rank = _config(task, work, f"{task.name}-warm-rank-s{seed}", by_rank)
     derived = derive_campaign(experiment, target=task.metric, goal=task.goal, tracking_uri=uri)
     path = work / f"{task.name}-init-s{seed}.yaml"
@@ -302,6 +339,7 @@ def run_seed(task: Task, seed: int, budget: int, prior_trials: int, work: Path) 
         "random": _campaign(task, "random", seed, budget, plain, {}),
         "tpe-cold": _campaign(task, "tpe-cold", seed, budget, plain, {}),
         "tpe-warm": _campaign(task, "tpe-warm", seed, budget, warmed, {}),
+        "tpe-warm-value": _campaign(task, "tpe-warm-value", seed, budget, warmed_value, {}),
         "tpe-warm-rank": _campaign(task, "tpe-warm-rank", seed, budget, warmed_rank, {}),
         "tuner-init": _campaign(task, "tuner-init", seed, budget, init, fixed),
     }
@@ -337,7 +375,9 @@ def summarize(task: Task, seeds: list[dict[str, Any]], budget: int) -> dict[str,
         out["methods"][method] = {
             "trials_to_target": hits,
             "median": statistics.median(counted),
+            "p90": sorted(counted)[max(0, math.ceil(0.9 * len(counted)) - 1)],
             "reached": sum(h is not None for h in hits),
+            "never_reached": sum(h is None for h in hits),
             "median_final_best": statistics.median(s["curves"][method][-1] for s in seeds),
         }
     cold = out["methods"]["tpe-cold"]["median"]
@@ -373,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    tasks = args.tasks or (["diabetes-svr"] if args.quick else list(TASKS))
+    tasks = args.tasks or (
+        ["diabetes-svr"] if args.quick else ["diabetes-svr", "cancer-gbm", "digits-mlp"]
+    )
     n_seeds = args.seeds or (2 if args.quick else 10)
     budget = args.budget or (12 if args.quick else 30)
     prior = args.prior or (16 if args.quick else 24)
@@ -405,7 +447,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(tasks)} task(s) x {n_seeds} seeds, budget {budget}, prior {prior}: {took:.0f}s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+    if not args.quick:
+        from _results import write_result
+
+        write_result(
+            "outcome",
+            {r["task"]: _figures(r) for r in results},
+            store="sqlite",
+            params={"tasks": tasks, "seeds": n_seeds, "budget": budget, "prior": prior},
+        )
     return 0
+
+
+def _figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """One task's figures for the result file: the target, and per arm the median, the 90th
+    percentile, the ratio to cold TPE and the seeds that never reached the target."""
+    keys = ("median", "p90", "ratio_to_cold", "never_reached")
+    return {
+        "target": summary["target"],
+        "seeds": summary["seeds"],
+        **{m: {k: v[k] for k in keys} for m, v in summary["methods"].items()},
+    }
 
 
 def _run_job(name: str, seed: int, budget: int, prior: int, work: str) -> dict[str, Any]:
@@ -440,11 +502,11 @@ def _print(summary: dict[str, Any], budget: int, n_seeds: int) -> None:
         f"\n{summary['task']}: target {summary['metric']} {'<=' if goal == 'minimize' else '>='} "
         f"{summary['target']:.4g} (cold TPE's median final best after {budget} trials)"
     )
-    print(f"  {'method':<14} {'median trials':>13} {'ratio to cold':>13} {'reached':>8}")
+    print(f"  {'method':<14} {'median trials':>13} {'p90':>5} {'ratio to cold':>13} {'reached':>8}")
     for method, m in summary["methods"].items():
         print(
-            f"  {method:<14} {_show(m['median'], budget):>13} {m['ratio_to_cold']:>13.2f} "
-            f"{m['reached']:>5}/{n_seeds}"
+            f"  {method:<14} {_show(m['median'], budget):>13} {_show(m['p90'], budget):>5} "
+            f"{m['ratio_to_cold']:>13.2f} {m['reached']:>5}/{n_seeds}"
         )
     tuned = {", ".join(t) for t in summary["tuned"]}
     print(f"  tuner init tuned: {' | '.join(sorted(tuned))}")

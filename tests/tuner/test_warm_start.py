@@ -139,6 +139,11 @@ def test_from_an_earlier_campaign(
     assert status["best"]["number"] in {t.number for t in own}
     rc, out, _ = cli("status", _path(config))
     assert "warm start: 2 earlier run(s) imported as finished trials" in out
+    # What compare: auto (the default) measured, as `tuner run` ends with it.
+    from tuner.search._transfer import transfer_notes
+
+    (note,) = transfer_notes(config)
+    assert note.startswith("warm start from campaign 'prior': 1 pair(s) with this campaign's")
 
     again = _Lines()
     run_campaign(config, observer=again)  # a second `tuner run`: the budget is reached

@@ -141,6 +141,11 @@ def execute(
             print(result.stop_reason)
         if result.importance:
             print(result.importance)
+        from tuner.search._bounds import bound_notes
+        from tuner.search._transfer import transfer_notes
+
+        for note in [*transfer_notes(config), *bound_notes(config)]:
+            print(note)
         if result.experiment_id is not None:
             print(_mlflow_line(config, result.experiment_id, result.parent_run_id))
         if result.lineage_errors:

@@ -9,7 +9,7 @@ warm_start:
       params: {lr: optimizer.lr}         # optional: campaign parameter -> recorded param
       target: accuracy                   # optional: recorded metric of the campaign's target
   enqueue_best: 0                        # the K best earlier configurations re-run first
-  compare: value                         # value (default) or rank: how the sampler sees them
+  compare: auto                          # auto (default), value or rank: how the sampler sees them
 ```
 
 Only what can be checked without opening a store is checked here (one source kind, the
@@ -145,10 +145,12 @@ class WarmStartConfig(_Model):
         description="re-run the K best imported configurations first, as new trials (they "
         "count against budget.trials; imported trials do not)",
     )
-    compare: Literal["value", "rank"] = Field(
-        default="value",
+    compare: Literal["auto", "value", "rank"] = Field(
+        default="auto",
         description="how the sampler weighs imported runs against the campaign's own trials: "
-        "value (as recorded) or rank (while an imported run is ahead of the campaign's best, "
+        "auto (measured from the campaign's trials: each source's rank agreement and level "
+        "shift choose value, rank or a discount, and its weight fades with the campaign's own "
+        "trials and with disagreement, down to none), value (as recorded) or rank (while an imported run is ahead of the campaign's best, "
         "each set's values are replaced by their normal scores within the set, so earlier runs "
         "that scored better than the new task can do not hold the search at their optimum)",
     )

@@ -6,7 +6,10 @@
   for a study with one writer;
 - ``_internals``: every use of Optuna's private attributes, and why each is needed;
 - ``_attrs``: the names of what the tuner stores on trials and studies;
-- ``_continuation``: the chain of trials a retry or a re-run belongs to.
+- ``_continuation``: the chain of trials a retry or a re-run belongs to;
+- ``_ranked`` and ``_transfer``: what a warm-started sampler sees of the imported runs
+  (``compare: rank``; ``compare: auto``, measured from the campaign's own trials);
+- ``_bounds``: best trials at the bound of a range, and the widened range to try.
 """
 
 from __future__ import annotations

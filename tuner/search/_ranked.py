@@ -30,7 +30,7 @@ trials through) and reads through `tuner.search._internals.sampler_trials`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
@@ -115,11 +115,15 @@ def ranked_view(
     return out
 
 
-class _RankedStudy:
-    """The study as the wrapped sampler sees it: trials read through `ranked_view`."""
+_View = Callable[[Sequence["FrozenTrial"], Sequence["StudyDirection"]], list["FrozenTrial"]]
 
-    def __init__(self, study: optuna.Study) -> None:
+
+class _RankedStudy:
+    """The study as the wrapped sampler sees it: trials read through ``view``."""
+
+    def __init__(self, study: optuna.Study, view: _View = ranked_view) -> None:
         self._study = study
+        self._view = view
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._study, name)
@@ -131,28 +135,33 @@ class _RankedStudy:
         use_cache: bool = False,
     ) -> list[FrozenTrial]:
         trials = sampler_trials(self._study, deepcopy, states, use_cache)
-        return ranked_view(trials, self._study.directions)
+        return self._view(trials, self._study.directions)
 
     def get_trials(
         self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
     ) -> list[FrozenTrial]:
         trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return ranked_view(trials, self._study.directions)
+        return self._view(trials, self._study.directions)
 
 
 class RankedWarmStart(BaseSampler):
-    """``sampler``, reading a warm-started study through `ranked_view`."""
+    """``sampler``, reading a warm-started study through ``view`` (`ranked_view`, or
+    `tuner.search._transfer.transfer_view` for ``compare: auto``)."""
 
-    def __init__(self, sampler: optuna.samplers.BaseSampler) -> None:
+    def __init__(
+        self, sampler: optuna.samplers.BaseSampler, view: _View = ranked_view, how: str = "rank"
+    ) -> None:
         self.sampler = sampler
+        self.view = view
+        self.how = how
 
     def __str__(self) -> str:
-        return f"{type(self.sampler).__name__} (warm start compared by rank)"
+        return f"{type(self.sampler).__name__} (warm start compared by {self.how})"
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
-        view: Any = _RankedStudy(study)
+        view: Any = _RankedStudy(study, self.view)
         return self.sampler.infer_relative_search_space(view, trial)
 
     def sample_relative(
@@ -161,7 +170,7 @@ class RankedWarmStart(BaseSampler):
         trial: FrozenTrial,
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
-        view: Any = _RankedStudy(study)
+        view: Any = _RankedStudy(study, self.view)
         return self.sampler.sample_relative(view, trial, search_space)
 
     def sample_independent(
@@ -171,7 +180,7 @@ class RankedWarmStart(BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        view: Any = _RankedStudy(study)
+        view: Any = _RankedStudy(study, self.view)
         return self.sampler.sample_independent(view, trial, param_name, param_distribution)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:

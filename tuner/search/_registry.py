@@ -87,7 +87,7 @@ GRID_SAMPLERS: tuple[str, ...] = ("grid",)
 ALTERNATIVES: dict[str, str] = {"cmaes": "tpe or gp", "grid": "tpe or random"}
 
 #: Samplers that learn from trials' values (random, qmc and grid ignore them): a warm start
-#: with ``compare: rank`` wraps these (`ranked_if_warm`).
+#: with ``compare: auto`` or ``rank`` wraps these (`ranked_if_warm`).
 LEARNING: tuple[str, ...] = ("tpe", "gp", "cmaes", "nsga2")
 
 #: Keyword arguments an Optuna class requires, with the value used when options omit them.
@@ -213,13 +213,18 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
 def ranked_if_warm(
     config: CampaignConfig, sampler: optuna.samplers.BaseSampler
 ) -> optuna.samplers.BaseSampler:
-    """``sampler``, reading imported runs by rank when the campaign warm-starts with
-    ``compare: rank`` and the sampler learns from values (`tuner.search._ranked`)."""
+    """``sampler``, reading imported runs by rank (``compare: rank``, `tuner.search._ranked`)
+    or as far as they are measured to carry over (``compare: auto``, `tuner.search._transfer`)
+    when the campaign warm-starts and the sampler learns from values."""
     section = config.warm_start
-    if section is None or section.compare != "rank" or config.sampler.name not in LEARNING:
+    if section is None or section.compare == "value" or config.sampler.name not in LEARNING:
         return sampler
     from tuner.search._ranked import RankedWarmStart
 
+    if section.compare == "auto":
+        from tuner.search._transfer import transfer_view
+
+        return RankedWarmStart(sampler, transfer_view, "auto")
     return RankedWarmStart(sampler)
 
 

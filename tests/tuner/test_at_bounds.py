@@ -1,0 +1,81 @@
+"""Best trials at a range's bound: named in one line with a widened range to try."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+
+from tuner.search._attrs import IMPORTED_ATTR
+from tuner.search._bounds import at_bounds, widened
+
+
+def _study(best_lr: float, imported_at_low: bool = False) -> optuna.Study:
+    study = optuna.create_study()
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)
+    width = optuna.distributions.IntDistribution(8, 64)
+    for i in range(10):
+        x = min(1e-4 * 10 ** (3 * i / 8), 1e-1)
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"lr": x, "width": 8 + 5 * i},
+                distributions={"lr": lr, "width": width},
+                value=abs(x - best_lr),
+            )
+        )
+    if imported_at_low:
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"lr": 1e-4, "width": 30},
+                distributions={"lr": lr, "width": width},
+                value=-1.0,
+                system_attrs={IMPORTED_ATTR: "run"},
+            )
+        )
+    return study
+
+
+def test_best_trials_at_the_high_bound_are_named_with_a_widened_range() -> None:
+    study = _study(best_lr=1.0)
+    (hit,) = at_bounds(study.trials, study.directions, top=3)
+    assert (hit.param, hit.side, hit.bound, hit.best, hit.of) == ("lr", "high", 0.1, 2, 3)
+    assert hit.line().startswith("2 of the 3 best trials sit at the high bound of lr (0.1)")
+    assert "low: 0.0001, high: 3.16228" in hit.line()
+
+
+def test_an_optimum_inside_the_range_and_imported_runs_say_nothing() -> None:
+    study = _study(best_lr=3e-3, imported_at_low=True)
+    assert at_bounds(study.trials, study.directions, top=3) == []
+    assert at_bounds(study.trials[:2], study.directions, top=3) == []
+
+
+def test_widened_grows_past_the_bound_only() -> None:
+    assert widened(0.0, 1.0, False, "low") == (-0.5, 1.0)
+    lo, hi = widened(1e-4, 1e-2, True, "low")
+    assert hi == 1e-2 and abs(lo - 1e-5) < 1e-12
+
+
+def test_bound_notes_read_the_campaign_study(tmp_path: Path) -> None:
+    from tuner.config import parse_config
+    from tuner.search._bounds import bound_notes
+    from tuner.search._study import create_rdb
+
+    config = parse_config(
+        {
+            "name": "edge",
+            "command": ["x"],
+            "reads_tuner_params": True,
+            "target": {"metric": "loss", "goal": "minimize"},
+            "parameters": {"lr": {"type": "float", "low": 1e-4, "high": 1e-1, "log": True}},
+            "budget": {"trials": 10},
+        },
+        base_dir=tmp_path,
+    )
+    assert bound_notes(config) == []  # no study yet: nothing, no error
+    study = optuna.create_study(
+        study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
+    )
+    for t in [*_study(best_lr=1.0).trials, *_study(best_lr=1.0).trials]:
+        study.add_trial(t)
+    (note,) = bound_notes(config)
+    assert note.startswith("at a bound: 4 of the 5 best trials sit at the high bound of lr")

@@ -1,0 +1,167 @@
+"""``warm_start.compare: auto`` (the default): each source of earlier runs is measured against
+the campaign's own trials, seen by value, by rank or discounted, and weighted by how well it
+agrees, fading with the campaign's own evidence, down to none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR, IMPORTED_FROM_ATTR
+
+
+def _config(tmp_path: Path, compare: str | None = None) -> Any:
+    from tuner.config import parse_config
+
+    warm: dict[str, Any] = {"from": [{"experiment": "earlier"}]}
+    if compare is not None:
+        warm["compare"] = compare
+    return parse_config(
+        {
+            "name": "transfer",
+            "command": ["x"],
+            "reads_tuner_params": True,
+            "target": {"metric": "rmse", "goal": "minimize"},
+            "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+            "budget": {"trials": 20},
+            "sampler": {"name": "tpe", "seed": 3},
+            "warm_start": warm,
+        },
+        base_dir=tmp_path,
+    )
+
+
+def _imported(x: float, value: float, i: int, source: str = "earlier") -> Any:
+    return optuna.trial.create_trial(
+        state=optuna.trial.TrialState.COMPLETE,
+        value=value,
+        params={"x": x},
+        distributions={"x": optuna.distributions.FloatDistribution(0.0, 1.0)},
+        system_attrs={IMPORTED_ATTR: f"{source}-{i}"},
+        user_attrs={IMPORTED_FROM_ATTR: {"run_id": f"{source}-{i}", "source": source}},
+    )
+
+
+def _study(
+    tmp_path: Path, old: Any, new: Any, n_own: int, sources: tuple[str, ...] = ("a",)
+) -> Any:
+    """A study holding 24 imported runs per source (scored by ``old(x)``) and ``n_own`` own
+    trials spread over the space (scored by ``new(x)``); the first 3 re-run imported
+    configurations, as ``enqueue_best`` does."""
+    from tuner.search._registry import make_sampler
+
+    study = optuna.create_study(sampler=make_sampler(_config(tmp_path)))
+    for source in sources:
+        for i in range(24):
+            study.add_trial(_imported(i / 23, old(i / 23), i, source))
+    for k in range(n_own):
+        x = (k * 7 % n_own + 0.5) / n_own
+        attrs = {}
+        if k < 3:
+            x = 3 * k / 23
+            attrs = {ENQUEUED_FROM_ATTR: f"{sources[0]}-{3 * k}"}
+        study.enqueue_trial({"x": x}, user_attrs=attrs)
+        trial = study.ask()
+        study.tell(trial, new(trial.suggest_float("x", 0.0, 1.0)))
+    return study
+
+
+def _measured(study: Any) -> Any:
+    from tuner.search._transfer import measure
+
+    return measure(study.get_trials(deepcopy=False), study.directions)
+
+
+def test_auto_is_the_default(tmp_path: Path) -> None:
+    from tuner.search._registry import make_sampler
+
+    config = _config(tmp_path)
+    assert config.warm_start.compare == "auto"
+    assert "auto" in str(make_sampler(config))
+    assert "auto" not in str(make_sampler(_config(tmp_path, "value")))
+
+
+def test_same_task_same_level_is_seen_by_value(tmp_path: Path) -> None:
+    (d,) = _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 8))
+    assert d.mode == "value" and d.exact_pairs == 3 and d.pairs == 8
+    assert d.agreement is not None and d.agreement > 0.9 and d.shift == 0.0
+    assert 0.5 < d.weight < 1.0 and d.shown == round(d.weight * 24)
+
+
+def test_same_order_other_level_is_seen_by_rank(tmp_path: Path) -> None:
+    (d,) = _measured(
+        _study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: 10 + 2 * (x - 0.3) ** 2, 8)
+    )
+    assert d.mode == "rank" and d.shift is not None and d.shift > 0.5
+    assert d.agreement is not None and d.agreement > 0.9
+
+
+def test_a_misleading_source_is_discounted_to_nothing(tmp_path: Path) -> None:
+    from tuner.search._transfer import transfer_view
+
+    study = _study(tmp_path, lambda x: (x - 0.1) ** 2, lambda x: (x - 0.9) ** 2, 8)
+    (d,) = _measured(study)
+    assert d.mode == "discount" and d.agreement is not None and d.agreement < 0
+    assert d.weight == 0.0 and d.shown == 0
+    view = transfer_view(study.get_trials(deepcopy=False), study.directions)
+    assert [t for t in view if IMPORTED_ATTR in t.system_attrs] == []
+    assert len(view) == 8  # the campaign's own trials only: a cold campaign from here on
+    assert all(IMPORTED_ATTR in t.system_attrs for t in study.trials[:24])  # study keeps them
+
+
+def test_before_enough_pairs_the_prior_counts_in_full_by_rank(tmp_path: Path) -> None:
+    (d,) = _measured(_study(tmp_path, lambda x: x, lambda x: -x, 2))
+    assert d.agreement is None and d.mode == "rank" and d.weight == 1.0 and d.shown == 24
+
+
+def test_the_weight_fades_with_own_evidence(tmp_path: Path) -> None:
+    weights = [
+        _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, n))[0]
+        for n in (6, 20, 40)
+    ]
+    assert weights[0].weight > weights[1].weight > weights[2].weight > 0
+
+
+def test_sources_are_weighted_each_by_its_own_agreement(tmp_path: Path) -> None:
+    from tuner.search._transfer import describe
+
+    study = _study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 8, ("a", "b"))
+    for i in range(24):  # a third source that ranks the space backwards
+        study.add_trial(_imported(i / 23, -((i / 23 - 0.3) ** 2), i, "c"))
+    by_source = {d["source"]: d for d in describe(study.get_trials(), study.directions)}
+    assert by_source["a"]["weight"] > 0 and by_source["b"]["weight"] > 0
+    assert by_source["c"]["mode"] == "discount" and by_source["c"]["weight"] == 0.0
+
+
+def test_the_decision_is_recomputed_from_the_stored_study(tmp_path: Path) -> None:
+    """A resumed controller (another process, the same storage) decides the same."""
+    from tuner.search._registry import make_sampler
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(
+        storage=storage, study_name="s", sampler=make_sampler(_config(tmp_path))
+    )
+    for i in range(24):
+        study.add_trial(_imported(i / 23, (i / 23 - 0.1) ** 2, i))
+    for _ in range(6):
+        trial = study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)})
+        study.tell(trial, (trial.params["x"] - 0.9) ** 2)
+    before = _measured(study)
+    resumed = optuna.load_study(study_name="s", storage=storage)
+    assert _measured(resumed) == before
+    resumed.sampler = make_sampler(_config(tmp_path))
+    resumed.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.9) ** 2, n_trials=2)
+    assert len(resumed.trials) == 32
+
+
+def test_the_decision_reads_as_one_line_per_source(tmp_path: Path) -> None:
+    from tuner.search._transfer import line
+
+    (d,) = _measured(_study(tmp_path, lambda x: (x - 0.1) ** 2, lambda x: (x - 0.9) ** 2, 8))
+    text = line(d)
+    assert text.startswith("warm start from a: rank agreement -")
+    assert "over 8 pairs (3 re-runs)" in text and "discount, weight 0.00 (0 of 24" in text
+    (early,) = _measured(_study(tmp_path, lambda x: x, lambda x: x, 2))
+    assert "fewer than 4: all 24 earlier runs seen by rank" in line(early)

@@ -1,0 +1,286 @@
+"""``warm_start.compare: auto``: measure how far each set of earlier runs carries over, and
+let the sampler see it only as much as it does.
+
+The campaign's own finished trials are paired with the earlier runs: a re-run of an imported
+configuration (``enqueue_best``) pairs exactly, any other trial with the nearest imported
+configuration of the same source (parameters scaled to [0, 1], log ranges in log space, a
+different category at distance 1). Over the pairs, per source and for the first objective:
+
+- ``agreement``: Kendall's tau between the earlier values and this task's (``scipy``);
+- ``shift``: the median of (this task - earlier) in units of the earlier values' spread
+  (their interquartile range), signed so that positive means this task scores worse.
+
+From these each source gets a **mode**:
+
+- ``value``: the values carry over as recorded (agreement, and a level within half a spread);
+- ``rank``: the order carries over but the level does not: the sampler sees each set's normal
+  scores, as ``compare: rank`` does (`tuner.search._ranked.ranked_view`; the whole view is
+  ranked as soon as one shown source is not seen by value);
+- ``discount``: the earlier runs disagree with this task (tau below ``AGREE``): ranked, and
+  their weight falls with the agreement.
+
+and a **weight** in [0, 1]: ``clip(tau / AGREE, 0, 1) * FADE / (FADE + own)``, 1 until
+``MIN_PAIRS`` pairs exist. The weight falls as the campaign's own evidence grows (``own``: its
+finished trials) and to zero when the earlier runs disagree, as the decaying prior of pi-BO
+(Hvarfner et al., 2022) falls with the trials, here scaled by the measured similarity, as
+the task weights of meta-learning TPE (Watanabe et al., 2022) are. The sampler sees a weight
+``w`` as ``round(w * n)`` of the source's ``n`` runs, picked evenly over their order, so the
+shape of what the source says is kept while its mass shrinks; at zero the source is gone from
+the sampler's view and the campaign runs as a cold one.
+
+Everything is recomputed from the study's trials at every ask: a resumed campaign, or another
+worker on a shared study, decides the same from the same trials; nothing lives only in
+memory. `describe` gives what was measured and chosen, for ``tuner status``, the campaign's
+MLflow run and the report. Only the sampler's view changes: the study keeps every value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+    from optuna.study import StudyDirection
+    from optuna.trial import FrozenTrial
+
+__all__ = [
+    "AGREE",
+    "FADE",
+    "MIN_PAIRS",
+    "SourceTransfer",
+    "describe",
+    "line",
+    "measure",
+    "transfer_notes",
+    "transfer_view",
+]
+
+#: Kendall's tau at and above which a source fully agrees with this task.
+AGREE = 0.4
+#: Own finished trials at which a fully agreeing source's weight has halved.
+FADE = 20
+#: Pairs needed before agreement and shift are trusted.
+MIN_PAIRS = 4
+#: A level shift within this many spreads keeps raw values.
+LEVEL = 0.5
+
+
+@dataclass(frozen=True)
+class SourceTransfer:
+    """What was measured of one set of earlier runs, and what the sampler is shown of it."""
+
+    source: str
+    runs: int
+    pairs: int
+    exact_pairs: int
+    agreement: float | None
+    shift: float | None
+    mode: str
+    weight: float
+    shown: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _group(trial: FrozenTrial) -> str | None:
+    from tuner.search._ranked import _group as group
+
+    return group(trial)
+
+
+def _label(group: str) -> str:
+    return group.rsplit("\n", 1)[-1] or "earlier runs"
+
+
+def _coord(value: Any, dist: BaseDistribution) -> float | None:
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if isinstance(dist, CategoricalDistribution):
+        return None
+    if isinstance(dist, (FloatDistribution, IntDistribution)):
+        low, high, v = float(dist.low), float(dist.high), float(value)
+        if dist.log and low > 0 and v > 0:
+            low, high, v = math.log(low), math.log(high), math.log(v)
+        return 0.0 if high <= low else (v - low) / (high - low)
+    return None
+
+
+def _distance(a: FrozenTrial, b: FrozenTrial) -> float:
+    total = 0.0
+    for name, dist in a.distributions.items():
+        if name not in b.params:
+            total += 1.0
+            continue
+        x, y = _coord(a.params[name], dist), _coord(b.params[name], dist)
+        if x is None or y is None:
+            total += 0.0 if a.params[name] == b.params[name] else 1.0
+        else:
+            total += (x - y) ** 2
+    return math.sqrt(total)
+
+
+def _spread(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    q1, q3 = ordered[n // 4], ordered[(3 * n) // 4 if n > 1 else 0]
+    spread = q3 - q1
+    return spread if spread > 0 else (max(ordered) - min(ordered)) or 1.0
+
+
+def measure(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> list[SourceTransfer]:
+    """Per imported source, the agreement, level shift, chosen mode and weight, measured from
+    the campaign's own COMPLETE trials in ``trials`` (on the first objective)."""
+    return [d for _, d in _measure(trials, directions)]
+
+
+def _measure(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> list[tuple[str, SourceTransfer]]:
+    from optuna.study import StudyDirection
+    from optuna.trial import TrialState
+
+    groups: dict[str | None, list[FrozenTrial]] = {}
+    for t in trials:
+        if t.state == TrialState.COMPLETE and t.values is not None:
+            groups.setdefault(_group(t), []).append(t)
+    own = groups.pop(None, [])
+    sign = -1.0 if directions and directions[0] == StudyDirection.MAXIMIZE else 1.0
+    out = []
+    for group, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        by_run = {str(t.system_attrs.get(IMPORTED_ATTR)): t for t in members}
+        pairs: list[tuple[float, float]] = []
+        exact = 0
+        for t in own:
+            match = by_run.get(str(t.user_attrs.get(ENQUEUED_FROM_ATTR)))
+            if match is not None:
+                exact += 1
+            else:
+                match = min(members, key=lambda m: _distance(t, m))
+            pairs.append((sign * match.values[0], sign * t.values[0]))
+        agreement = shift = None
+        if len(pairs) >= MIN_PAIRS:
+            from scipy.stats import kendalltau
+
+            tau = kendalltau([p[0] for p in pairs], [p[1] for p in pairs]).statistic
+            agreement = 0.0 if tau is None or math.isnan(tau) else float(tau)
+            diffs = sorted(b - a for a, b in pairs)
+            shift = diffs[len(diffs) // 2] / _spread([sign * m.values[0] for m in members])
+        if agreement is None:
+            mode, weight = "rank", 1.0
+        else:
+            assert shift is not None
+            if agreement < AGREE:
+                mode = "discount"
+            elif abs(shift) <= LEVEL:
+                mode = "value"
+            else:
+                mode = "rank"
+            weight = min(1.0, max(0.0, agreement / AGREE)) * FADE / (FADE + len(own))
+        n = len(members)
+        out.append(
+            (
+                str(group),
+                SourceTransfer(
+                    source=_label(str(group)),
+                    runs=n,
+                    pairs=len(pairs),
+                    exact_pairs=exact,
+                    agreement=None if agreement is None else round(agreement, 3),
+                    shift=None if shift is None else round(shift, 3),
+                    mode=mode,
+                    weight=round(weight, 3),
+                    shown=min(n, round(weight * n)),
+                ),
+            )
+        )
+    return out
+
+
+def _evenly(members: list[FrozenTrial], k: int, sign: float) -> list[FrozenTrial]:
+    if k >= len(members):
+        return members
+    if k <= 0:
+        return []
+    ordered = sorted(members, key=lambda t: sign * t.values[0])
+    step = len(ordered) / k
+    return [ordered[int(i * step)] for i in range(k)]
+
+
+def transfer_view(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> list[FrozenTrial]:
+    """``trials`` as the sampler sees them under ``compare: auto``: each imported source
+    thinned to its weight, and seen by rank unless its mode is ``value``."""
+    from optuna.study import StudyDirection
+    from optuna.trial import TrialState
+
+    from tuner.search._ranked import ranked_view
+
+    decided = dict(_measure(trials, directions))
+    if not decided:
+        return list(trials)
+    sign = -1.0 if directions and directions[0] == StudyDirection.MAXIMIZE else 1.0
+    groups: dict[str, list[FrozenTrial]] = {}
+    for t in trials:
+        group = _group(t)
+        if group is not None and t.state == TrialState.COMPLETE and t.values is not None:
+            groups.setdefault(group, []).append(t)
+    keep: set[int] = set()
+    by_rank = False
+    for group, members in groups.items():
+        d = decided[group]
+        shown = _evenly(members, d.shown, sign)
+        keep.update(t.number for t in shown)
+        by_rank = by_rank or (d.mode != "value" and bool(shown))
+    view = [t for t in trials if _group(t) is None or t.number in keep]
+    # One scale for the whole view: ranked as soon as one shown source is not seen by value.
+    return ranked_view(view, directions) if by_rank else view
+
+
+def describe(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> list[dict[str, Any]]:
+    """`measure` as plain dicts (JSON, MLflow params, ``tuner status``)."""
+    return [d.as_dict() for d in measure(trials, directions)]
+
+
+def line(d: SourceTransfer) -> str:
+    """One source's decision in words, for the end of `tuner run`."""
+    if d.agreement is None:
+        return (
+            f"warm start from {d.source}: {d.pairs} pair(s) with this campaign's trials, fewer "
+            f"than {MIN_PAIRS}: all {d.runs} earlier runs seen by rank"
+        )
+    return (
+        f"warm start from {d.source}: rank agreement {d.agreement:+.2f} over {d.pairs} pairs "
+        f"({d.exact_pairs} re-runs), level shift {d.shift:+.2f} spreads: {d.mode}, weight "
+        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler)"
+    )
+
+
+def transfer_notes(config: Any) -> list[str]:
+    """`line` per source for the campaign's stored study under ``compare: auto`` (empty when
+    the campaign is not such a warm start or the study cannot be read)."""
+    section = getattr(config, "warm_start", None)
+    if section is None or section.compare != "auto":
+        return []
+    import optuna
+
+    from tuner.search._study import create_rdb
+
+    try:
+        study = optuna.load_study(
+            study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
+        )
+        trials = study.get_trials(deepcopy=False)
+    except Exception:
+        return []
+    return [line(d) for d in measure(trials, study.directions)]
