@@ -76,8 +76,10 @@ def plan(
         return None, None
     if not argv:
         return None, "the command is empty"
-    exe = shutil.which(argv[0]) or argv[0]
-    if os.path.realpath(exe) != os.path.realpath(sys.executable):
+    exe = os.path.abspath(shutil.which(argv[0]) or argv[0])
+    ours = sys.executable
+    # Same binary and same bin folder: a virtual environment's python links to its base one.
+    if os.path.dirname(exe) != os.path.dirname(ours) or not _same_file(exe, ours):
         return None, f"its command {argv[0]!r} is not the tuner's Python ({sys.executable})"
     rest = list(argv[1:])
     while rest and rest[0] == "-u":
@@ -97,6 +99,13 @@ def plan(
     found = [m for m in _imports(source) if m.split(".")[0] in _FORK_SAFE]
     modules = [m for m in dict.fromkeys([*found, *declared]) if _find_spec(m)]
     return Plan(target, module, tuple(args), tuple(modules)), None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _find_spec(name: str) -> Any:
