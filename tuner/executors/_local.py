@@ -74,8 +74,12 @@ class LocalExecutor(Executor):
             if parent is None or not parent.alive or parent.modules != how.modules:
                 if parent is not None:
                     parent.close()
-                env = {**self._base_env, **slot.env()}
-                parent = self._parents[slot.index] = WarmParent(how.modules, env)
+                # Slots without a parent yet start theirs now, so their imports overlap.
+                for other in self._slots:
+                    if other.index == slot.index or other.index not in self._parents:
+                        env = {**self._base_env, **other.env()}
+                        self._parents[other.index] = WarmParent(how.modules, env)
+                parent = self._parents[slot.index]
             try:
                 why = parent.wait_ready()
             except WarmStartError as exc:
