@@ -3,8 +3,9 @@ the framework (``trial.preload``), so a trial no longer pays its imports.
 
 `plan` decides whether a command can start warm (a Python script or ``-m`` module run by the
 tuner's own interpreter) and which modules to preload: those of a known fork-safe set that
-the script imports (found by reading its source, never by running it), plus the ones the
-config declares. Anything else starts cold, with one line that
+the script imports (found by reading its source, never by running it), MLflow's client and
+SQL store where the script records (lineage imports them only when a run starts), plus the
+ones the config declares. Anything else starts cold, with one line that
 says why. `WarmParent.launch` returns an object with the part of `subprocess.Popen` that the
 local executor uses, so a warm trial is supervised (prune, timeout, SIGTERM, SIGKILL on its
 process group) exactly as a cold one.
@@ -48,6 +49,8 @@ _FORK_SAFE = frozenset(
         "transformers",
     }
 )
+# What lineage imports only when a run starts: the MLflow client and its SQL store.
+_LINEAGE_LAZY = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
 _READY_TIMEOUT = 300.0
 _MAX_MESSAGE = 1 << 20
 
@@ -97,6 +100,8 @@ def plan(
         return None, f"it cannot read the script {target!r}"
     declared = [] if preload is True else list(preload)
     found = [m for m in _imports(source) if m.split(".")[0] in _FORK_SAFE]
+    if any(m.split(".")[0] in ("lineage", "mlflow") for m in found):
+        found += _LINEAGE_LAZY
     modules = [m for m in dict.fromkeys([*found, *declared]) if _find_spec(m)]
     return Plan(target, module, tuple(args), tuple(modules)), None
 
