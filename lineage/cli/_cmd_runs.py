@@ -92,8 +92,9 @@ def register(subparsers: Any) -> None:
         metavar="KEYS",
         help="comma-separated columns (repeatable): run_id, experiment, run_name, status, "
         "start_time, end_time, duration, params.K, metrics.K, tags.K, params.*, metrics.*, "
-        "tags.* (default table: name, id, status, start, the params that vary and the most "
-        "used metrics, as many as fit the terminal; default csv: every param and metric)",
+        "tags.* (default table: name, id, status, start, the target metrics, the params that "
+        "vary, one name per setting, and the metrics that vary, as many as fit the terminal; "
+        "default csv: every param and metric)",
     )
     add_common(parser)
     parser.set_defaults(handler=run)
@@ -114,9 +115,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.format == "json":
-        from lineage.query._layout import run_kind
-
-        write_json_list({**run_to_dict(r, fields or None), "kind": run_kind(r)} for r in runs)
+        write_json_list(run_to_dict(r, fields or None) for r in runs)
         return 0
     if args.format == "csv":
         headers = [str(f) for f in fields]
@@ -149,7 +148,8 @@ def print_runs_table(
     """The run table as plain text. ``fields`` None: the columns a person wants, as many
     as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
     left out; else exactly ``fields``."""
-    from lineage.query._layout import format_table, is_training, shown_status, table_layout
+    from lineage.query._layout import format_table, table_layout
+    from lineage.query._table import is_training, run_kind, shown_status
 
     start_format = _start_format(runs)
     # Trials and scripts' runs first; a campaign's parent run and its analyses after them,
@@ -200,7 +200,7 @@ def print_runs_table(
     if records and len(records) < len(runs):
         # A blank line, then the campaign and analysis runs under their own heading.
         split = len(runs) - len(records)
-        kinds = sorted({r.tags.get("lineage.run_type", "") for r in records})
+        kinds = sorted({run_kind(r) for r in records})
         lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} run(s):"]
     sys.stdout.write("\n".join(lines) + "\n")
     if hidden:

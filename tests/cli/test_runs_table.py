@@ -17,6 +17,7 @@ import sys
 import termios
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _cli_helpers import CACHE_DIR, lineage
 from mlflow.entities import Metric, Param, RunTag
@@ -196,3 +197,87 @@ def test_explicit_columns_are_shown_as_asked(campaign_store: str) -> None:
     lines = out.stdout.splitlines()
     assert lines[0] == "4 runs" and lines[1].split() == ["name", "fixed_setting_03"]
     assert out.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def two_objective_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> str:
+    """A two-objective campaign (accuracy up, latency down) whose trials also carry the
+    framework's float32 copy of ``lr``, a dataset size logged as a metric by every run, and
+    an importance analysis run that is the newest of all."""
+    import shutil
+
+    base = tmp_path_factory.mktemp("two-objective-store")
+    shutil.copyfile(_sqlite_template, base / "mlflow.db")
+    uri = f"sqlite:///{base / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("two-objectives")
+    parent = client.create_run(
+        exp, run_name="two-objectives", tags={"lineage.run_type": "campaign"}
+    ).info.run_id
+    client.log_batch(
+        parent,
+        params=[
+            Param("space.lr", "{}"),
+            Param("target", "val_accuracy:maximize"),
+            Param("objectives", "val_accuracy:maximize,latency_ms:minimize"),
+        ],
+    )
+    client.set_terminated(parent)
+    for n in range(4):
+        lr = 10.0 ** -(n + 1) * 3
+        run = client.create_run(
+            exp,
+            run_name=f"two-objectives-{n}",
+            tags={"lineage.run_type": "trial", "tuner.campaign": "two-objectives"},
+        ).info.run_id
+        client.log_batch(
+            run,
+            params=[Param("lr", str(lr)), Param("optimizer.lr", repr(float(np.float32(lr))))],
+            metrics=[
+                Metric("data.train.images", 60000, 0, 0),
+                Metric("aaa_loss", 1.0 - 0.1 * n, 0, 1),
+                Metric("latency_ms", 20.0 + n, 0, 1),
+                Metric("val_accuracy", 0.5 + 0.1 * n, 0, 1),
+            ],
+        )
+        client.set_terminated(run)
+    analysis = client.create_run(
+        exp, run_name="importance-val_accuracy", tags={"lineage.run_type": "analysis"}
+    ).info.run_id
+    client.log_batch(analysis, metrics=[Metric("importance.lr", 1.0, 0, 0)])
+    client.set_terminated(analysis)
+    return uri
+
+
+def test_every_objective_leads_and_a_float32_copy_is_one_column(two_objective_store: str) -> None:
+    lines = _in_pty(two_objective_store, 120).rstrip("\n").split("\n")
+    titles = lines[1].split()
+    assert titles[4:7] == ["val_accuracy", "latency_ms", "lr"], titles
+    assert "optimizer.lr" not in titles
+    # A metric every run holds at one value (a dataset's size) comes after those that vary.
+    out = lineage("runs", "--tracking-uri", two_objective_store).stdout.splitlines()
+    every = out[1].split()
+    data = next(i for i, t in enumerate(every) if t.startswith("data.train"))
+    assert every.index("aaa_loss") < data
+    # The newest run is the analysis: it still comes after the trials, apart.
+    assert out[6:8] == ["", "2 analysis and campaign run(s):"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        (),  # rendered by the store itself
+        ("-w", "params.lr like '%' or status = 'FINISHED'"),  # read in Python
+        ("-c", "run_name,status"),  # flat objects
+    ],
+)
+def test_json_says_each_rows_kind(two_objective_store: str, query: tuple[str, ...]) -> None:
+    out = lineage("runs", "--tracking-uri", two_objective_store, "--format", "json", *query)
+    client = MlflowClient(tracking_uri=two_objective_store)
+    exp = client.get_experiment_by_name("two-objectives")
+    assert exp is not None
+    names = {r.info.run_id: r.info.run_name for r in client.search_runs([exp.experiment_id])}
+    kinds = {names[r["run_id"]]: r["kind"] for r in json.loads(out.stdout)}
+    expected = {f"two-objectives-{n}": "training" for n in range(4)}
+    expected.update({"two-objectives": "campaign", "importance-val_accuracy": "analysis"})
+    assert kinds == expected
