@@ -43,13 +43,14 @@ def _inprocess(_tmp: Path) -> Callable[[int, str], Executor]:
     return make
 
 
-def _local(tmp: Path) -> Callable[[int, str], Executor]:
+def _local(tmp: Path, *, warm: bool = False) -> Callable[[int, str], Executor]:
     from tuner.executors._devices import make_slots
     from tuner.executors._local import LocalExecutor
 
     def make(slots: int, kind: str) -> Executor:
         ids = [str(i) for i in range(slots)] if kind != "cpu" else "auto"
-        return LocalExecutor(make_slots(kind, ids, 1, slots), run_dir=tmp / "trials")
+        slot_list = make_slots(kind, ids, 1, slots)
+        return LocalExecutor(slot_list, run_dir=tmp / "trials", preload=warm)
 
     return make
 
@@ -69,8 +70,8 @@ _RAY = pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])
 def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "ray":
         factory = _ray(request.getfixturevalue("ray_cluster_address"))
-    elif request.param == "local":
-        factory = _local(tmp_path)
+    elif request.param in ("local", "local-warm"):
+        factory = _local(tmp_path, warm=request.param == "local-warm")
     else:
         factory = _inprocess(tmp_path)
     backend = Backend(request.param, request.param != "inprocess", factory)
@@ -85,13 +86,13 @@ def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend
                 ray.shutdown()
 
 
-@pytest.fixture(params=["inprocess", "local", _RAY])
+@pytest.fixture(params=["inprocess", "local", "local-warm", _RAY])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     """Every executor."""
     yield from _backend(request, tmp_path)
 
 
-@pytest.fixture(params=["local", _RAY])
+@pytest.fixture(params=["local", "local-warm", _RAY])
 def processes_only(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     """The executors that run a process (signals, timeouts, devices, output): the in-process
     one has none, so these tests are not generated for it rather than skipped."""

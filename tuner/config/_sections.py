@@ -67,6 +67,12 @@ class TrialConfig(_Model):
     grace_period: Seconds = Field(
         default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
     )
+    preload: bool | list[str] = Field(
+        default=True,
+        description="start each Python trial as a fork of a warm parent per slot that "
+        "imported the script's framework once: true finds the modules from the script's "
+        "imports, a list adds modules, false starts every trial as a fresh process",
+    )
 
     @field_validator("retry_on")
     @classmethod

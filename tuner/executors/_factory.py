@@ -45,4 +45,4 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
                 f"{res.devices}"
             )
     slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
-    return LocalExecutor(slots, run_dir=trials_dir)
+    return LocalExecutor(slots, run_dir=trials_dir, preload=config.trial.preload)

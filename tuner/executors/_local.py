@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from tuner.executors._base import (
     attempt_folder,
 )
 from tuner.executors._devices import Slot
+from tuner.executors._warm import WarmChild, WarmParent, WarmStartError, plan
 
 __all__ = ["LocalExecutor"]
 
@@ -37,6 +39,9 @@ class LocalExecutor(Executor):
 
     ``run_dir`` receives one small directory per attempt (report channel, stop flag).
     ``base_env`` is the environment trials inherit (default: this process's).
+    ``preload`` (``trial.preload``): True or a list of modules starts Python trials as forks
+    of one warm parent per slot that imported them once (`tuner.executors._warm`); False
+    starts every trial as a fresh process.
     """
 
     name = "local"
@@ -47,6 +52,7 @@ class LocalExecutor(Executor):
         *,
         run_dir: str | os.PathLike[str],
         base_env: Mapping[str, str] | None = None,
+        preload: bool | Sequence[str] = False,
     ) -> None:
         if not slots:
             raise ValueError("LocalExecutor needs at least one slot")
@@ -57,6 +63,33 @@ class LocalExecutor(Executor):
         self._wake = threading.Event()
         self._handles: list[_LocalHandle] = []
         self._closed = False
+        self._preload = preload
+        self._parents: dict[int, WarmParent] = {}
+        self._said: set[str] = set()
+
+    def _warm_parent(self, spec: TrialSpec, slot: Slot) -> tuple[WarmParent | None, Any]:
+        how, why = plan(spec.argv, spec.workdir, self._preload)
+        if how is not None:
+            parent = self._parents.get(slot.index)
+            if parent is None or not parent.alive or parent.modules != how.modules:
+                if parent is not None:
+                    parent.close()
+                # Slots without a parent yet start theirs now, so their imports overlap.
+                for other in self._slots:
+                    if other.index == slot.index or other.index not in self._parents:
+                        env = {**self._base_env, **other.env()}
+                        self._parents[other.index] = WarmParent(how.modules, env)
+                parent = self._parents[slot.index]
+            try:
+                why = parent.wait_ready()
+            except WarmStartError as exc:
+                why = str(exc)
+            if why is None:
+                return parent, how
+        if why is not None and why not in self._said:
+            self._said.add(why)
+            print(f"tuner: trials start cold: {why}", file=sys.stderr)
+        return None, None
 
     @property
     def capacity(self) -> int:
@@ -73,7 +106,10 @@ class LocalExecutor(Executor):
         slot = self._free.pop(0)
         trial_dir = attempt_folder(self._run_dir, spec.number, spec.attempt)
         trial_dir.mkdir(parents=True, exist_ok=True)
-        handle = _LocalHandle(spec, slot, trial_dir, self._base_env, self._wake, self._release)
+        parent, how = self._warm_parent(spec, slot)
+        handle = _LocalHandle(
+            spec, slot, trial_dir, self._base_env, self._wake, self._release, parent, how
+        )
         self._handles = [h for h in self._handles if not h.finished] + [handle]
         return handle
 
@@ -91,6 +127,9 @@ class LocalExecutor(Executor):
             handle.terminate()
         for handle in self._handles:
             handle.join(handle.spec.grace_period + 5.0)
+        for parent in self._parents.values():
+            parent.close()
+        self._parents.clear()
 
     def describe(self) -> str:
         slot = self._slots[0]
@@ -108,6 +147,8 @@ class _LocalHandle(TrialHandle):
         base_env: Mapping[str, str],
         wake: threading.Event,
         release: Any,
+        parent: WarmParent | None = None,
+        how: Any = None,
     ) -> None:
         self.spec = spec
         self.slot = slot
@@ -150,17 +191,24 @@ class _LocalHandle(TrialHandle):
         )
         self.started_at = time.time()
         self._t0 = time.monotonic()
+        self._proc: subprocess.Popen[bytes] | WarmChild | None = None
+        if parent is not None:
+            try:
+                self._proc = parent.launch(how.target, how.module, how.args, spec.workdir, env)
+            except WarmStartError as exc:
+                print(f"tuner: trial {spec.number} starts cold: {exc}", file=sys.stderr)
         try:
-            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                list(spec.argv),
-                cwd=spec.workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-            )
+            if self._proc is None:
+                self._proc = subprocess.Popen(
+                    list(spec.argv),
+                    cwd=spec.workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    close_fds=True,
+                )
         except OSError as exc:
             self._proc = None
             reason = exc.strerror or str(exc)
@@ -206,7 +254,7 @@ class _LocalHandle(TrialHandle):
             os.killpg(proc.pid, signal.SIGKILL)
         for thread in self._threads[:2]:
             thread.join(5.0)
-        rc = proc.returncode
+        rc = proc.wait()
         self._outcome = TrialOutcome(
             exit_code=rc if rc >= 0 else None,
             signal=-rc if rc < 0 else None,

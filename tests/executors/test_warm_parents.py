@@ -1,0 +1,106 @@
+"""Warm parents with real processes and real MindSpore: trials stay isolated, and stopping
+or killing a warm trial works as for a cold one."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_executor_contract import drive
+
+from tuner.executors import TrialSpec
+from tuner.executors._devices import make_slots
+from tuner.executors._local import LocalExecutor
+from tuner.executors._warm import plan
+
+TRIAL = str(Path(__file__).with_name("_warm_trial.py"))
+
+
+def _spec(number: int, *args: str) -> TrialSpec:
+    return TrialSpec(
+        number=number, attempt=1, params={}, argv=[sys.executable, TRIAL, *args], grace_period=2
+    )
+
+
+@pytest.fixture
+def warm(tmp_path: Path):
+    executor = LocalExecutor(make_slots("cpu", "auto", 1, 1), run_dir=tmp_path, preload=True)
+    yield executor
+    executor.shutdown()
+
+
+def test_the_plan_reads_the_framework_from_the_script() -> None:
+    how, why = plan([sys.executable, "-u", TRIAL, "x"], None, True)
+    assert why is None and how is not None
+    assert {"mindspore", "numpy", "lineage"} <= set(how.modules)
+    assert how.args == ("x",) and not how.module
+    assert plan([sys.executable, TRIAL], None, False) == (None, None)
+    _, why = plan(["/bin/echo", "hi"], None, True)
+    assert why and "not the tuner's Python" in why
+    _, why = plan([sys.executable, "-c", "pass"], None, True)
+    assert why and "'-c'" in why
+
+
+def test_a_trial_leaves_no_state_to_the_next(warm: LocalExecutor, tmp_path: Path) -> None:
+    seen = []
+    for number in range(2):
+        out = tmp_path / f"seen{number}.json"
+        (result,) = drive(warm, [warm.submit(_spec(number, str(out)))])
+        assert result.outcome.exit_code == 0, result.outcome.stderr_tail
+        seen.append(json.loads(out.read_text()))
+    first, second = seen
+    assert second["global"] == "clean" and second["module_attr"] is None
+    assert second["env"] is None and second["context_mode"] == first["context_mode"]
+    assert second["op"] == 3.0
+    # Both were forked by the same warm parent, not started by this process.
+    assert first["pid"] != second["pid"] and first["ppid"] == second["ppid"] != os.getpid()
+
+
+def _wait_for(path: Path) -> dict:
+    deadline = time.monotonic() + 60
+    while not (path.exists() and path.stat().st_size):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("how", ["prune", "timeout", "sigterm", "kill -9"])
+def test_a_warm_trial_can_be_stopped(warm: LocalExecutor, tmp_path: Path, how: str) -> None:
+    out = tmp_path / "seen.json"
+    trial = _spec(0, str(out), "--sleep", "60")
+    if how == "timeout":
+        trial = dataclasses.replace(trial, timeout=3.0)
+    handle = warm.submit(trial)
+    pid = _wait_for(out)["pid"]
+    assert handle.process_info()["pid"] == pid
+    if how == "prune":
+        handle.request_prune()
+    elif how == "sigterm":
+        os.killpg(pid, signal.SIGTERM)
+    elif how == "kill -9":
+        os.killpg(pid, signal.SIGKILL)
+    (result,) = drive(warm, [handle])
+    expected = signal.SIGKILL if how == "kill -9" else signal.SIGTERM
+    assert result.outcome.signal == int(expected)
+    assert result.outcome.timed_out == (how == "timeout")
+    # The slot's warm parent serves the next trial.
+    again = tmp_path / "again.json"
+    (result,) = drive(warm, [warm.submit(_spec(1, str(again)))])
+    assert result.outcome.exit_code == 0 and _wait_for(again)["ppid"] != os.getpid()
+
+
+def test_a_command_it_cannot_see_starts_cold_with_one_line(
+    warm: LocalExecutor, capfd: pytest.CaptureFixture[str]
+) -> None:
+    for number in range(2):
+        trial = TrialSpec(number=number, attempt=1, params={}, argv=["true"], grace_period=1)
+        (result,) = drive(warm, [warm.submit(trial)])
+        assert result.outcome.exit_code == 0
+    lines = [line for line in capfd.readouterr().err.splitlines() if "start cold" in line]
+    assert len(lines) == 1 and "'true' is not the tuner's Python" in lines[0]

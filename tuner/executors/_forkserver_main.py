@@ -1,0 +1,119 @@
+"""A warm parent: imports a campaign's heavy modules once, then forks each trial from itself.
+
+Run as ``python -m tuner.executors._forkserver_main FD MODULES_JSON`` where ``FD`` is one end
+of a ``SOCK_SEQPACKET`` socket pair held by the controller (see `tuner.executors._warm`).
+
+Messages, one JSON object per packet:
+
+- parent -> controller, once: ``{"ready": true, "unsafe": null | "why", "seconds": s}``
+- controller -> parent: ``{"target": ..., "module": bool, "args": [...], "cwd": ...,
+  "env": {...}}`` with the trial's stdout and stderr pipe ends attached (``SCM_RIGHTS``)
+- parent -> controller: ``{"pid": n}`` once the child is forked, then ``{"returncode": rc}``
+  (negative: killed by that signal, as `subprocess.Popen.returncode`) when it ends.
+
+The parent serves one trial at a time (it belongs to one device slot) and exits when the
+controller closes its end. It never runs trial code itself: everything a trial changes
+(globals, module state, the framework's context, ``os.environ``) lives in the forked child
+and dies with it.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import random
+import runpy
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+_MAX_MESSAGE = 1 << 20
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _preload(modules: list[str]) -> str | None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:  # any failure means: start cold
+            return f"importing {name} failed: {type(exc).__name__}: {exc}"
+    # A Python thread running at fork time may hold a lock the child then waits on forever.
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        return f"importing {', '.join(modules)} started Python threads ({', '.join(others)})"
+    return None
+
+
+def _child(request: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
+    """Become the trial: never returns, ends in SystemExit so the interpreter's own shutdown
+    (atexit handlers, non-daemon threads, stream flushes) runs as for a cold start."""
+    sock.close()
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    for fd in (devnull, *fds):
+        os.close(fd)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()
+    target, args = request["target"], request["args"]
+    if request["module"]:
+        sys.argv = [target, *args]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(target, run_name="__main__")
+    sys.exit(0)
+
+
+def main(fd: int, modules: list[str]) -> None:
+    sock = socket.socket(fileno=fd)
+    # Terminal signals are for the controller; this process ends when its socket closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    started = time.monotonic()
+    unsafe = _preload(modules)
+    gc.collect()
+    gc.freeze()  # keeps the children's copy-on-write pages shared
+    _send(sock, {"ready": True, "unsafe": unsafe, "seconds": time.monotonic() - started})
+    if unsafe:
+        return
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 2)
+        except OSError:
+            return
+        if not data:
+            return
+        pid = os.fork()
+        if pid == 0:
+            _child(json.loads(data), fds, sock)
+        for descriptor in fds:
+            os.close(descriptor)
+        _send(sock, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), json.loads(sys.argv[2]))
