@@ -60,6 +60,10 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+def _number(value: Any) -> float:
+    return float(value.detach() if isinstance(value, torch.Tensor) else value)
+
+
 def _sample_count(value: Any) -> int:
     if value is True:
         return DEFAULT_SAMPLE
@@ -280,12 +284,12 @@ class Watcher:
             return
         at = self.global_step if step is None else step
         if loss is not None:
-            value = float(loss.detach() if hasattr(loss, "detach") else loss)
+            value = _number(loss)
             self._losses.append(value)
             if at % self.log_every == 0:
                 self.run.log_metric("loss", value, at)
         for key, value in metrics.items():
-            self.run.log_metric(key, float(getattr(value, "detach", lambda: value)()), at)
+            self.run.log_metric(key, _number(value), at)
 
     # -- per epoch ---------------------------------------------------------------------------
     def epoch_end(self, epoch: int | None = None, **metrics: Any) -> bool:
@@ -296,7 +300,7 @@ class Watcher:
         self.epoch = at + 1
         if self.disabled or self.run is None:
             return False
-        values = {k: float(v) for k, v in metrics.items()}
+        values = {k: _number(v) for k, v in metrics.items()}
         now = time.perf_counter()
         epoch_values = dict(values)
         epoch_values["epoch_time"] = now - self._epoch_started

@@ -57,11 +57,11 @@ def test_watch_records_optimizer_defaults_lr_data_and_sample(
     )
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     loader = torch.utils.data.DataLoader(train, batch_size=64, shuffle=True)
-    with lineage.start_run(experiment="torch-watch", tracking_uri=sqlite_uri) as run:
-        with lineage.pytorch.watch(
-            model, opt, scheduler=sched, loader=loader, grad_norm=True
-        ) as w:
-            _train(model, loader, w, opt, sched, epochs=2)
+    with (
+        lineage.start_run(experiment="torch-watch", tracking_uri=sqlite_uri) as run,
+        lineage.pytorch.watch(model, opt, scheduler=sched, loader=loader, grad_norm=True) as w,
+    ):
+        _train(model, loader, w, opt, sched, epochs=2)
     view = read_run(sqlite_uri, run.run_id)
     v = view.values
     # Every constructor default of AdamW, not only what the script set.
