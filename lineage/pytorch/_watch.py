@@ -292,10 +292,12 @@ class Watcher:
             self.run.log_metric(key, _number(value), at)
 
     # -- per epoch ---------------------------------------------------------------------------
-    def epoch_end(self, epoch: int | None = None, **metrics: Any) -> bool:
+    def epoch_end(
+        self, epoch: int | None = None, *, report: Mapping[str, Any] | None = None, **metrics: Any
+    ) -> bool:
         """Log the epoch's metrics at step ``epoch`` (default: the epochs ended so far), with
-        ``train_loss`` and ``epoch_time``; under the tuner report them. Returns True when the
-        tuner pruned the trial (the loop should stop)."""
+        ``train_loss`` and ``epoch_time``; under the tuner report ``report`` (default: the
+        metrics given). Returns True when the tuner pruned the trial (the loop should stop)."""
         at = self.epoch if epoch is None else int(epoch)
         self.epoch = at + 1
         if self.disabled or self.run is None:
@@ -309,6 +311,8 @@ class Watcher:
         self._losses.clear()
         self._epoch_started = now
         self.run.log_metrics(epoch_values, step=at)
+        if report is not None:
+            values = {k: _number(v) for k, v in report.items()}
         return self.report(at, values)
 
     def report(self, step: int, metrics: Mapping[str, float]) -> bool:
