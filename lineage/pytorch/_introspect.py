@@ -107,7 +107,9 @@ def loader_params(loader: Any, role: str = "train") -> dict[str, Any]:
     """Batch size, sampler, workers and dataset size of a ``DataLoader``."""
     dataset = getattr(loader, "dataset", None)
     out: dict[str, Any] = {
-        "batch_size": getattr(loader, "batch_size", None),
+        # accelerate's loaders batch through their batch sampler and leave batch_size unset.
+        "batch_size": getattr(loader, "batch_size", None)
+        or getattr(getattr(loader, "batch_sampler", None), "batch_size", None),
         f"data.{role}.sampler": type(getattr(loader, "sampler", None)).__name__,
         f"data.{role}.shuffle": type(getattr(loader, "sampler", None)).__name__ == "RandomSampler",
         f"data.{role}.num_workers": getattr(loader, "num_workers", None),

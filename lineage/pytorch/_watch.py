@@ -60,6 +60,18 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+def _unwrap(optimizer: Any) -> Any:
+    # accelerate's AcceleratedOptimizer and Lightning's LightningOptimizer wrap the torch
+    # optimizer; its hooks and hyperparameters live on the inner one.
+    seen = 0
+    while type(optimizer).__name__ != "Optimizer" and seen < 4:
+        inner = getattr(optimizer, "optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer):
+            break
+        optimizer, seen = inner, seen + 1
+    return optimizer
+
+
 def _number(value: Any) -> float:
     return float(value.detach() if isinstance(value, torch.Tensor) else value)
 
@@ -140,6 +152,7 @@ class Watcher:
             found, frozen = intro.model_params(model)
             values.update(found)
         if optimizer is not None:
+            optimizer = _unwrap(optimizer)
             self.attach_optimizer(optimizer)
             values.update(intro.optimizer_params(optimizer))
         values.update(intro.scheduler_params(scheduler))
