@@ -44,7 +44,7 @@ class LineageCallback(L.Callback):
     gradient clipping and accumulation), and everything `lineage.pytorch.watch` records of the
     model, the first optimizer and scheduler and the training dataloader. Per training batch:
     ``loss`` (the ``training_step``'s loss) and lr after each optimizer step. Per epoch (step =
-    epoch number): every scalar of ``trainer.callback_metrics`` (what ``self.log`` logged,
+    epoch number from 1): every scalar of ``trainer.callback_metrics`` (what ``self.log`` logged,
     validation included), ``train_loss`` and ``epoch_time``.
 
     ``trial`` (``tuner.trial``): report ``monitor`` (default: every epoch metric) after each
@@ -129,7 +129,7 @@ class LineageCallback(L.Callback):
         chosen = metrics
         if self.monitor is not None:
             chosen = {self.monitor: metrics[self.monitor]} if self.monitor in metrics else {}
-        pruned = w.epoch_end(trainer.current_epoch, report=chosen, **metrics)
+        pruned = w.epoch_end(trainer.current_epoch + 1, report=chosen, **metrics)
         # Rank 0 decides; every rank must stop at the same epoch or DDP hangs.
         if trainer.strategy.reduce_boolean_decision(pruned, all=False):
             trainer.should_stop = True

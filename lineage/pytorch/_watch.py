@@ -13,7 +13,7 @@ tags        lineage.framework.pytorch (version), frozen_params (count),
             lineage.data.train.{fingerprint,columns,sample_error,graph_error}
 metrics     per optimizer step: lr (``lr.group<i>`` for other groups; logged when it
             changes), grad_norm (``grad_norm=True``), loss and step metrics passed to `log`;
-            per epoch (step = epoch number, as ``tuner.trial.report`` uses): train_loss (mean
+            per epoch (step = epoch number from 1, as ``tuner.trial.report`` uses): train_loss (mean
             of the epoch's logged losses), epoch_time, and the metrics passed to `epoch_end`;
             data.train.<column>.{min,mean,max,std} at step 0 (the first batch)
 artifacts   frozen_params.json, model/network.txt, dataset/train_pipeline.json and its picture
@@ -308,11 +308,12 @@ class Watcher:
     def epoch_end(
         self, epoch: int | None = None, *, report: Mapping[str, Any] | None = None, **metrics: Any
     ) -> bool:
-        """Log the epoch's metrics at step ``epoch`` (default: the epochs ended so far), with
+        """Log the epoch's metrics at step ``epoch`` (default: 1 for the first epoch, then
+        counting on, as MindSpore numbers epochs and ``tuner.trial.report`` expects), with
         ``train_loss`` and ``epoch_time``; under the tuner report ``report`` (default: the
         metrics given). Returns True when the tuner pruned the trial (the loop should stop)."""
-        at = self.epoch if epoch is None else int(epoch)
-        self.epoch = at + 1
+        at = self.epoch + 1 if epoch is None else int(epoch)
+        self.epoch = at
         if self.disabled or self.run is None:
             return False
         values = {k: _number(v) for k, v in metrics.items()}

@@ -29,8 +29,8 @@ class LineageCallback(TrainerCallback):
     defaults the script did not set included; tokens and other secrets are left out), and
     everything `lineage.pytorch.watch` records of the model, the Trainer's optimizer and
     scheduler and its training dataloader. At each Trainer log: ``loss``, ``grad_norm`` and
-    lr per optimizer step. At each evaluation (step = evaluation number, the epoch when
-    evaluating every epoch): every metric, ``eval_<name>`` recorded as ``val_<name>``, and
+    lr per optimizer step. At each evaluation (step = evaluation number from 1, the
+    epoch when evaluating every epoch): every metric, ``eval_<name>`` recorded as ``val_<name>``, and
     ``epoch_time`` and ``train_loss``.
 
     ``trial`` (``tuner.trial``): report ``monitor`` (a ``val_`` name, default every
@@ -123,8 +123,8 @@ class LineageCallback(TrainerCallback):
         chosen = values
         if self.monitor is not None:
             chosen = {self.monitor: values[self.monitor]} if self.monitor in values else {}
-        step = self.evaluations
         self.evaluations += 1
+        step = self.evaluations
         if self.watcher.epoch_end(step, report=chosen, **values):
             control.should_training_stop = True
 

@@ -85,8 +85,8 @@ def test_callback_records_hparams_optimizer_and_epoch_metrics(
     assert (v["batch_size"], v["train_size"], v["total_params"]) == (64, 256, 1210)
     assert view.series("lr") == [(1, 0.05), (5, 0.025)]
     assert [s for s, _ in view.series("loss")] == list(range(1, 9))
-    assert [s for s, _ in view.series("val_accuracy")] == [0, 1]
-    assert [s for s, _ in view.series("train_loss")] == [0, 1]
+    assert [s for s, _ in view.series("val_accuracy")] == [1, 2]
+    assert [s for s, _ in view.series("train_loss")] == [1, 2]
     assert view.record.status == "FINISHED"
     assert "dataset/train_sample_table.png" in set(view.artifacts)
 
@@ -99,5 +99,5 @@ def test_pruned_trial_stops_the_fit(
     cb = LineageCallback(trial=trial, monitor="val_accuracy", data_sample=False)
     trainer = _fit(digits, cb, epochs=5)
     assert trainer.current_epoch == 2
-    assert [s for s, _ in trial.reports] == [0, 1]
+    assert [s for s, _ in trial.reports] == [1, 2]
     assert list(trial.reports[0][1]) == ["val_accuracy"]

@@ -98,7 +98,7 @@ def test_callback_records_training_arguments_and_evaluations(
     # 2 steps per epoch, linear decay: a new lr after every step.
     assert [s for s, _ in view.series("lr")] == [1, 2, 3, 4]
     assert [s for s, _ in view.series("loss")] == [1, 2, 3, 4]
-    assert [s for s, _ in view.series("val_loss")] == [0, 1]
+    assert [s for s, _ in view.series("val_loss")] == [1, 2]
     assert "data.train.input_ids.mean" in view.histories
     assert "dataset/train_sample_table.png" in set(view.artifacts)
     assert "args.hub_token" not in v
@@ -112,4 +112,4 @@ def test_pruned_trial_stops_the_trainer(
     cb = LineageCallback(trial=trial, monitor="val_loss", data_sample=False)
     trainer = _train(tmp_path, cb, epochs=4)
     assert trainer.state.global_step == 2
-    assert [(s, list(m)) for s, m in trial.reports] == [(0, ["val_loss"])]
+    assert [(s, list(m)) for s, m in trial.reports] == [(1, ["val_loss"])]

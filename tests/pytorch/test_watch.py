@@ -29,7 +29,7 @@ class FakeTrial:
 
 def _train(model: Any, loader: Any, watcher: Any, opt: Any, sched: Any, epochs: int) -> int:
     done = 0
-    for epoch in range(epochs):
+    for epoch in range(1, epochs + 1):
         for x, y in loader:
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -38,7 +38,7 @@ def _train(model: Any, loader: Any, watcher: Any, opt: Any, sched: Any, epochs: 
             watcher.log(loss=loss)
         sched.step()
         done += 1
-        if watcher.epoch_end(epoch, val_accuracy=0.5 + epoch / 10):
+        if watcher.epoch_end(epoch, val_accuracy=(4 + epoch) / 10):
             break
     return done
 
@@ -89,8 +89,8 @@ def test_watch_records_optimizer_defaults_lr_data_and_sample(
     assert view.series("lr.group1") == [(1, 0.001), (5, 0.0005)]
     assert [s for s, _ in view.series("loss")] == list(range(1, 9))
     assert len(view.series("grad_norm")) == 8
-    assert [s for s, _ in view.series("train_loss")] == [0, 1]
-    assert view.series("val_accuracy") == [(0, 0.5), (1, 0.6)]
+    assert [s for s, _ in view.series("train_loss")] == [1, 2]
+    assert view.series("val_accuracy") == [(1, 0.5), (2, 0.6)]
     assert "data.train.input.mean" in view.histories
     assert view.series("data.train.label.max")[0][0] == 0
     paths = set(view.artifacts)
@@ -119,10 +119,10 @@ def test_watch_reports_to_the_trial_and_stops_when_pruned(
         done = _train(model, loader, w, opt, sched, epochs=5)
         w.close()
     assert done == 2 and w.pruned
-    assert trial.reports == [(0, {"val_accuracy": 0.5}), (1, {"val_accuracy": 0.6})]
+    assert trial.reports == [(1, {"val_accuracy": 0.5}), (2, {"val_accuracy": 0.6})]
     view = read_run(sqlite_uri, run.run_id)
     assert view.values["optimizer.momentum"] == 0
-    assert view.tags["lineage.pruned_at"] == "1"
+    assert view.tags["lineage.pruned_at"] == "2"
 
 
 def test_watch_is_quiet_on_other_ranks(
@@ -134,7 +134,7 @@ def test_watch_is_quiet_on_other_ranks(
     w = lineage.pytorch.watch(model, opt, trial=FakeTrial(prune_after=0))
     assert w.disabled and w.run is None and lineage.active_run() is None
     w.log(loss=1.0)
-    assert w.epoch_end(0, val_accuracy=1.0) is False
+    assert w.epoch_end(1, val_accuracy=1.0) is False
     w.close()
 
 
