@@ -81,6 +81,7 @@ def test_campaign_tunes_records_and_prunes(
         v = view.values
         assert v["optimizer.name"] == optimizer
         assert float(v["optimizer.lr"]) == pytest.approx(float(v[lr_name]))
-        epochs = [s for s, _ in view.series("val_accuracy")]
+        # The script's callback and the controller (from the report) both log the metric.
+        epochs = sorted({s for s, _ in view.series("val_accuracy")})
         assert epochs == ([1, 2] if record.tags["tuner.state"] == "COMPLETE" else [1])
         assert view.series("loss") and view.tags["lineage.framework.pytorch"]
