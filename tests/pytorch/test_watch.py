@@ -145,3 +145,14 @@ def test_bad_arguments_say_the_rule_and_the_value(mlp: Any) -> None:
         lineage.pytorch.watch(model, opt, log_every=0)
     with pytest.raises(UsageError, match=r"data_sample must be .* got 'yes'"):
         lineage.pytorch.watch(model, opt, data_sample="yes")  # type: ignore[arg-type]
+
+
+def test_a_missing_framework_names_the_extra_to_install() -> None:
+    from lineage._require import require
+
+    with pytest.raises(UsageError) as info:
+        require("lightning_not_installed_here", "lightning")
+    assert str(info.value) == (
+        "lineage.lightning needs the 'lightning_not_installed_here' package, which is not "
+        "installed: pip install 'lineage-tuner[lightning]'"
+    )
