@@ -3,8 +3,8 @@
     python benchmarks/bench_pytorch_recording.py [--epochs 3] [--rounds 3]
 
 A small CNN (two 3x3 convolutions, 16 and 32 channels, on scikit-learn's 8x8 digits, batch 32)
-is trained on CPU in each mode, the modes interleaved over ``--rounds`` so that a change of
-machine load hits them alike:
+is trained on CPU in each mode, each mode in its own process, the modes interleaved over
+``--rounds`` so that a change of machine load hits them alike:
 
 plain loop   none | ``mlflow.pytorch.autolog()`` | ``lineage.pytorch.watch`` (+ ``log(loss)``)
 Lightning    no logger | Lightning's ``MLFlowLogger`` (``self.log("loss")`` each step) |
@@ -20,8 +20,10 @@ read back from the MLflow store. Writes ``benchmarks/results/pytorch_recording.j
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -213,32 +215,53 @@ def _micro(calls: int = 20_000) -> dict[str, float]:
     return {"watch_us_per_step": round(per_call * 1e6, 2)}
 
 
+MODES = (
+    "plain/none",
+    "plain/autolog",
+    "plain/lineage",
+    "lightning/none",
+    "lightning/mlflowlogger",
+    "lightning/lineage",
+)
+
+
+def _one(key: str, epochs: int, uri: str, out: Path) -> None:
+    """Train in one mode in this process and write its step times and coverage to ``out``."""
+    torch.set_num_threads(1)
+    group, mode = key.split("/")
+    fn = _plain if group == "plain" else _lightning
+    times, run_id = fn(mode, _data(), epochs, uri)
+    cover = _coverage(uri, run_id, len(times)) if mode != "none" else None
+    out.write_text(json.dumps({"times": times[1:], "coverage": cover}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--results-dir", type=Path, default=None)
+    ap.add_argument("--one", choices=MODES, help=argparse.SUPPRESS)
+    ap.add_argument("--uri", help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    data = _data()
-    modes = [
-        ("plain", "none", _plain),
-        ("plain", "autolog", _plain),
-        ("plain", "lineage", _plain),
-        ("lightning", "none", _lightning),
-        ("lightning", "mlflowlogger", _lightning),
-        ("lightning", "lineage", _lightning),
-    ]
-    times: dict[str, list[float]] = {f"{g}/{m}": [] for g, m, _ in modes}
+    if args.one:
+        _one(args.one, args.epochs, args.uri, args.out)
+        return
+    times: dict[str, list[float]] = {key: [] for key in MODES}
     coverage: dict[str, dict[str, bool]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         uri = f"sqlite:///{tmp}/mlflow.db"
-        for r in range(args.rounds):
-            for group, mode, fn in modes:
-                t, run_id = fn(mode, data, args.epochs, uri)
-                times[f"{group}/{mode}"].extend(t[1:])  # the first step pays lazy set-up
-                if r == 0 and mode != "none":
-                    coverage[f"{group}/{mode}"] = _coverage(uri, run_id, len(t))
+        for _ in range(args.rounds):
+            for key in MODES:
+                # Each mode in a fresh process: autologging patches outlive autolog(disable=True).
+                out = Path(tmp) / "one.json"
+                cmd = [sys.executable, __file__, "--one", key, "--epochs", str(args.epochs)]
+                cmd += ["--uri", uri, "--out", str(out)]
+                subprocess.run(cmd, check=True, capture_output=True)
+                result = json.loads(out.read_text())
+                times[key].extend(result["times"])  # the first step (lazy set-up) left out
+                if result["coverage"] is not None:
+                    coverage[key] = result["coverage"]
     figures: dict[str, Any] = {"modes": {}}
     for key, values in times.items():
         base = times[key.split("/")[0] + "/none"]
