@@ -30,6 +30,9 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result
+
 TRIALS, SLEEP, PARALLEL = 40, 0.5, 2
 IDEAL = TRIALS * SLEEP / PARALLEL
 PG = "postgresql://postgres@127.0.0.1:5432"
@@ -37,6 +40,7 @@ PG = "postgresql://postgres@127.0.0.1:5432"
 TRIAL_SCRIPT = """
 import sys, time
 from tuner import trial
+
 x = float(sys.argv[1])
 time.sleep(0.5)
 trial.report(0, loss=(x - 0.3) ** 2)
@@ -270,6 +274,12 @@ def main() -> None:
         if not args.skip_storage:
             results["storage"] = bench_storage(Path(tmp))
     print(json.dumps(results, indent=2))
+    write_result(
+        "cluster",
+        results,
+        store="postgresql",
+        params={"ray": not args.skip_ray, "storage": not args.skip_storage},
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 from _mlflow_bulk import bulk_insert
+from _results import write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -677,6 +678,7 @@ def main() -> int:
     cases = [*filter(None, args.cases.split(",")), *_random_names(args.random)]
     _print_load()
     print(f"{'case':10s} {'method':10s} {'order':>6s} {'dummies':>8s} {'wall s':>7s} {'cpu s':>6s}")
+    figures: dict[str, dict[str, dict[str, float]]] = {}
     for case in cases:
         space, _, truth = _case(case)
         tally = {m: [0, 0, [], []] for m in methods}
@@ -698,6 +700,13 @@ def main() -> int:
                     t[2].append(wall)  # type: ignore[union-attr]
                     t[3].append(cpu)  # type: ignore[union-attr]
         for method, (o, dl, walls, cpus) in tally.items():
+            figures.setdefault(case, {})[method] = {
+                "order_right": o,
+                "dummies_last": dl,
+                "seeds": args.seeds,
+                "median_wall_s": round(statistics.median(walls), 2),  # type: ignore[arg-type]
+                "median_cpu_s": round(statistics.median(cpus), 2),  # type: ignore[arg-type]
+            }
             print(
                 f"{case:10s} {method:10s} {o:>4d}/{args.seeds} {dl:>6d}/{args.seeds} "
                 f"{statistics.median(walls):7.2f} {statistics.median(cpus):6.2f}"  # type: ignore[arg-type]
@@ -712,6 +721,12 @@ def main() -> int:
     if args.large:
         _large(args.large_methods.split(","))
     _print_load()
+    write_result(
+        "importance",
+        figures,
+        store="sqlite",
+        params={"runs": args.runs, "seeds": args.seeds, "methods": methods},
+    )
     return 0
 
 

@@ -125,6 +125,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--method", choices=["auto", "forest", "gp"], default="auto")
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
     lineage_cli = str(Path(sys.executable).with_name("lineage"))
@@ -140,7 +141,8 @@ def main() -> int:
                 uri = f"sqlite:///{d}/mlflow.db"
                 _log_runs(uri, cname, case, args.runs, seed)
                 argv = [lineage_cli, "importance", "--tracking-uri", uri, "--experiment", cname,
-                        "--target", "y", "--goal", "minimize", "--format", "json"]  # fmt: skip
+                        "--target", "y", "--goal", "minimize", "--method", args.method,
+                        "--format", "json"]  # fmt: skip
                 t0 = time.perf_counter()
                 res = subprocess.run(argv, capture_output=True, text=True)
                 secs.append(time.perf_counter() - t0)
@@ -149,7 +151,7 @@ def main() -> int:
                     failed = True
                     break
                 answer = json.loads(res.stdout)
-                models.append(str(answer.get("evaluator", "?")))
+                models.append(str(answer.get("model", "?")))
                 o, d_ = _score(answer["params"], list(space), truth)
                 ok_order += o
                 ok_dummies += d_
@@ -159,6 +161,7 @@ def main() -> int:
             "dummies_last": ok_dummies,
             "seeds": args.seeds,
             "median_seconds": round(median, 2),
+            "models": sorted(set(models)),
         }
         print(
             f"{cname:10s} runs={args.runs} order_right={ok_order}/{args.seeds} "
@@ -168,7 +171,7 @@ def main() -> int:
         "importance_truth",
         figures,
         store="sqlite",
-        params={"runs": args.runs, "seeds": args.seeds},
+        params={"runs": args.runs, "seeds": args.seeds, "method": args.method},
         results_dir=args.results_dir,
     )
     print(f"result: {path}")

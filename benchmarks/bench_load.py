@@ -29,6 +29,9 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result
+
 PG = "postgresql://postgres@127.0.0.1:5432"
 SLEEP = 0.2
 TRIAL = (
@@ -152,6 +155,9 @@ def main() -> None:
         with _admin() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')  # type: ignore[arg-type]
     print(json.dumps(result, indent=2))
+    write_result(
+        "load", result, store="postgresql", params={"workers": args.workers, "trials": args.trials}
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 

@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _results import write_result
 
 TRIAL = """
 import os, sys, time
@@ -140,6 +141,23 @@ def main(argv: list[str] | None = None) -> int:
         and sent == arrived
         and not bad
         and not running
+    )
+    write_result(
+        "outage",
+        {
+            "campaign_exit": campaign.returncode,
+            "elapsed_s": round(elapsed, 1),
+            "trial_runs": len(trials),
+            "points_sent": sent,
+            "points_arrived": arrived,
+            "runs_not_exact": len(bad),
+            "runs_left_running": len(running),
+            "unreachable_lines": len(down_lines),
+            "back_lines": len(back_lines),
+            "ok": ok,
+        },
+        store="http",
+        params={"outage_s": args.outage, "trials": args.trials, "points": args.points},
     )
     if not ok:
         print(err[-3000:], file=sys.stderr)

@@ -47,6 +47,7 @@ import uuid
 from pathlib import Path
 
 from _mlflow_bulk import bulk_insert
+from _results import write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 WHERE = "params.optimizer = 'adam' and metrics.val_loss < 0.5"
@@ -286,6 +287,24 @@ def main() -> int:
                 f"{label if i == 0 else '':<30} {n if i == 0 else '':>5}  {what:<41} "
                 f"{wall:>8.3f} {cpu:>7.3f} {vs_warm:>8} {vs_fresh:>8}"
             )
+    figures = {}
+    for label, n, ml, fresh, cold, warm, lib_t in results:
+        figures[label] = {
+            "runs": n,
+            "mlflow_warm_s": round(ml[0], 3),
+            "mlflow_fresh_s": round(fresh[0], 3),
+            "lineage_cold_s": round(cold[0], 3),
+            "lineage_warm_s": round(warm[0], 3),
+            "library_s": round(lib_t[0], 3),
+            "speedup_warm_vs_mlflow_fresh": round(fresh[0] / warm[0], 2),
+            "speedup_warm_vs_mlflow_warm": round(ml[0] / warm[0], 2),
+        }
+    write_result(
+        f"query_{args.store}",
+        figures,
+        store=args.store,
+        params={"runs": args.runs, "repeat": args.repeat, "where": WHERE},
+    )
     if args.store == "sqlite":
         print("\ncold: no run-table cache (first query after a write); warm: cache valid.")
         print("indexed: the same store after `lineage index` (SQLite keeps the indexes current).")

@@ -37,7 +37,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result
 
 STORES = ("sqlite", "postgresql", "http")
 
@@ -220,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         kind: run_store(kind, args.points, args.sample, args.keys, flights) for kind in stores
     }
+    for kind, r in results.items():
+        ratio = r["lineage"]["points_per_s"] / r["log_batch_1000"]["points_per_s"]
+        write_result(
+            f"recording_{kind}",
+            {**r, "lineage_over_log_batch": round(ratio, 2)},
+            store=kind,
+            params={"points": args.points, "keys": args.keys, "sample": args.sample},
+        )
     if args.json:
         print(json.dumps({"points": args.points, "keys": args.keys, "stores": results}, indent=2))
         return 0

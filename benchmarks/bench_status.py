@@ -24,6 +24,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result
+
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "bench-status"
 
@@ -146,6 +149,13 @@ def main() -> None:
     }
     results = {name: _time(argv, args.repeat, env) for name, argv in cases.items()}
     ref = results["optuna.load_study().get_trials()"]
+    ratio = results["tuner status"] / results["optuna trials (CLI)"]
+    write_result(
+        "status",
+        {"seconds": results, "tuner_status_over_optuna_trials": round(ratio, 3)},
+        store="sqlite",
+        params={"trials": args.trials, "repeat": args.repeat},
+    )
     if args.json:
         print(json.dumps({"trials": args.trials, "seconds": results}, indent=2))
         return

@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result
+
 SLEEP_CMD = "import sys, time; time.sleep(0.5); print('value:', sys.argv[1])"
 SPACE = {
     "x": {"type": "float", "low": -5.0, "high": 5.0},
@@ -285,6 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     out["per_trial"] = {"trials": args.trials, **per_trial(args.trials)}
     out["lineage_background"] = lineage_background()
     out["load_avg_1m_end"] = os.getloadavg()[0]
+    write_result(
+        "tuner",
+        out,
+        store="sqlite",
+        params={"trials": args.trials, "efficiency_trials": args.efficiency_trials,
+                "repeat": args.repeat},
+    )  # fmt: skip
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

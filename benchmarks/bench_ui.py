@@ -24,6 +24,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -144,6 +147,12 @@ def main() -> None:
         "mlflow server: first 200": statistics.median(server),
     }
     ratio = result["lineage ui: first 200"] / result["mlflow server: first 200"]
+    write_result(
+        "ui",
+        {"seconds": result, "lineage_ui_over_mlflow_server": round(ratio, 3)},
+        store="sqlite",
+        params={"runs": args.runs, "repeat": args.repeat},
+    )
     if args.json:
         print(json.dumps({"seconds": result, "ratio": ratio, "runs": args.runs}, indent=2))
         return

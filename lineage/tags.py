@@ -15,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "CAMPAIGN",
+    "CAMPAIGN_OBJECTIVES",
     "CAMPAIGN_SPACE_PREFIX",
     "CAMPAIGN_TARGET",
     "COMMAND",
@@ -54,12 +55,17 @@ __all__ = [
     "PID",
     "PLATFORM",
     "PYTHON",
+    "RUN_KINDS_APART",
+    "RUN_KIND_TRAINING",
     "RUN_TYPE",
     "RUN_TYPE_ANALYSIS",
     "RUN_TYPE_CAMPAIGN",
+    "RUN_TYPE_RESERVED",
     "RUN_TYPE_TRIAL",
     "TRAINABLE_PARAMS",
     "TRAINABLE_PARAMS_KEYS",
+    "TRIAL_STATE",
+    "TRIAL_STATE_PRUNED",
     "USER",
     "data_tag",
     "framework_tag",
@@ -94,6 +100,12 @@ RUN_TYPE = "lineage.run_type"
 RUN_TYPE_ANALYSIS = "analysis"
 RUN_TYPE_CAMPAIGN = "campaign"
 RUN_TYPE_TRIAL = "trial"
+#: A trial number the tuner holds for a run that has not started yet.
+RUN_TYPE_RESERVED = "reserved"
+#: The kinds ``lineage runs`` lists apart from the training runs, by ``RUN_TYPE``; every
+#: other run (a trial, a script's run) is of kind ``RUN_KIND_TRAINING``.
+RUN_KINDS_APART = (RUN_TYPE_CAMPAIGN, RUN_TYPE_ANALYSIS, RUN_TYPE_RESERVED)
+RUN_KIND_TRAINING = "training"
 #: Where an imported run came from (``mindinsight``: ``lineage import-mindinsight``).
 IMPORT_SOURCE = "lineage.import.source"
 #: The MindSpore callback's own: params it could not log (a value already stored differs,
@@ -155,3 +167,9 @@ CAMPAIGN = "tuner.campaign"
 #: (``metric:goal``).
 CAMPAIGN_SPACE_PREFIX = "space."
 CAMPAIGN_TARGET = "target"
+#: A multi-objective campaign's parent-run param: ``metric:goal`` pairs, comma-separated.
+CAMPAIGN_OBJECTIVES = "objectives"
+#: On a trial run: how the tuner judged it (COMPLETE, PRUNED, FAIL); MLflow's status of a
+#: pruned trial is KILLED, which the run table shows as PRUNED.
+TRIAL_STATE = "tuner.state"
+TRIAL_STATE_PRUNED = "PRUNED"

@@ -224,3 +224,73 @@ def test_campaign_guide_names_only_real_keys(
     assert len(named) >= 30, named
     stale = [key for key in named if key not in known]
     assert not stale, f"the campaigns guide names keys the config model lacks: {stale}"
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _result_numbers() -> list[float]:
+    """Every number a benchmark result file holds (figures and params)."""
+    numbers: list[float] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int | float):
+            numbers.append(float(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    import json
+
+    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        walk(doc.get("figures"))
+        walk(doc.get("params"))
+    return numbers
+
+
+def _held(stated: str, numbers: list[float]) -> bool:
+    """Whether a figure as a page writes it (``0.93``, ``11``, ``69,481``) is a result file's
+    number rounded to the digits the page shows."""
+    value = float(stated.replace(",", ""))
+    decimals = len(stated.split(".")[1]) if "." in stated else 0
+    return any(round(n, decimals) == value or round(n) == value for n in numbers)
+
+
+def test_every_results_marker_names_a_result_file() -> None:
+    from glob import glob
+
+    names = set()
+    for page in glob(str(ROOT / "docs" / "**" / "*.md"), recursive=True):
+        names |= set(re.findall(r"<!-- results: ([a-z0-9_]+) -->", Path(page).read_text()))
+    missing = sorted(
+        n for n in names if not (ROOT / "benchmarks" / "results" / f"{n}.json").is_file()
+    )
+    assert not missing, f"pages show result files no benchmark has written: {missing}"
+
+
+def test_the_readme_states_only_figures_a_result_file_holds() -> None:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("Against the stock tools")
+    line = text[start : text.index("\n\n", start)]
+    stated = re.findall(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)(?=x|\s*(?:efficiency|s\b|points/s))", line)
+    stated += re.findall(r"(?:efficiency|optimize\(n_jobs=2\)`?:?) (\d+\.\d+)", line)
+    assert stated, line
+    numbers = _result_numbers()
+    unheld = [s for s in stated if not _held(s, numbers)]
+    assert not unheld, f"README states figures no result file holds: {unheld} in {line!r}"
+
+
+def test_the_benchmarks_page_states_figures_only_through_result_files() -> None:
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    # Hand-written text may name what is measured and the goals, never a measured figure: a
+    # number with a unit of time or speed outside the commands and the markers is one.
+    prose = re.sub(r"^    .*$", "", page, flags=re.M)  # the commands to run
+    measured = re.findall(r"\b\d[\d,.]*\s?(?:ms|µs|s|points/s|trials/s)\b(?! of)", prose)
+    allowed = {"0.5 s", "0.2 s", "20 µs", "20 ms", "20,000 points/s"}  # set by the text: goals
+    assert set(measured) <= allowed, sorted(set(measured) - allowed)

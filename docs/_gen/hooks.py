@@ -2,7 +2,8 @@
 
 A page holds a marker line, ``<!-- generated: cli -->`` or ``<!-- generated: config -->``,
 and the hook replaces it with the reference built from the code, so the published reference
-cannot drift from the parsers and the config model.
+cannot drift from the parsers and the config model. ``<!-- results: NAME -->`` becomes the
+figures of ``benchmarks/results/NAME.json`` (``results.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ assert _spec is not None and _spec.loader is not None
 reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(reference)
 
+_rspec = importlib.util.spec_from_file_location(
+    "lineage_tuner_docs_results", os.path.join(_HERE, "results.py")
+)
+assert _rspec is not None and _rspec.loader is not None
+results = importlib.util.module_from_spec(_rspec)
+_rspec.loader.exec_module(results)
+
 _MARKERS = {
     "<!-- generated: cli -->": reference.cli_reference,
     "<!-- generated: config -->": reference.config_reference,
@@ -36,4 +44,4 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     for marker, render in _MARKERS.items():
         if marker in markdown:
             markdown = markdown.replace(marker, render())
-    return markdown
+    return str(results.fill(markdown))

@@ -92,8 +92,9 @@ def register(subparsers: Any) -> None:
         metavar="KEYS",
         help="comma-separated columns (repeatable): run_id, experiment, run_name, status, "
         "start_time, end_time, duration, params.K, metrics.K, tags.K, params.*, metrics.*, "
-        "tags.* (default table: name, id, status, start, the params that vary and the most "
-        "used metrics, as many as fit the terminal; default csv: every param and metric)",
+        "tags.* (default table: name, id, status, start, the target metrics, the params that "
+        "vary, one name per setting, and the metrics that vary, as many as fit the terminal; "
+        "default csv: every param and metric)",
     )
     add_common(parser)
     parser.set_defaults(handler=run)
@@ -148,8 +149,18 @@ def print_runs_table(
     as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
     left out; else exactly ``fields``."""
     from lineage.query._layout import format_table, table_layout
+    from lineage.query._table import is_training, run_kind, shown_status
 
     start_format = _start_format(runs)
+    # Trials and scripts' runs first; a campaign's parent run and its analyses after them,
+    # apart, so that the first rows are the runs being compared.
+    records = [r for r in runs if not is_training(r)]
+    runs = [r for r in runs if is_training(r)] + records
+
+    def value(field: Any, run: Any) -> Any:
+        if field.kind == "attributes" and field.key == "status":
+            return shown_status(run)
+        return field.value(run)
 
     def render(field: Any, value: Any) -> str:
         if value is None:
@@ -166,15 +177,15 @@ def print_runs_table(
         return format_cell(value)
 
     if fields is None:
-        layout = table_layout(runs, render, short_headers, width)
+        layout = table_layout(runs, render, short_headers, width, value=value)
         chosen, widths, hidden = layout.fields, layout.widths, layout.hidden
     else:
         chosen, hidden = list(fields), []
         widths = [
-            max([len(t)] + [len(render(f, f.value(r))) for r in runs])
+            max([len(t)] + [len(render(f, value(f, r))) for r in runs])
             for f, t in zip(chosen, short_headers(chosen), strict=True)
         ]
-    cells = [[render(f, f.value(r)) for f in chosen] for r in runs]
+    cells = [[render(f, value(f, r)) for f in chosen] for r in runs]
     numeric = [
         f.kind == "metrics"
         or (
@@ -186,6 +197,11 @@ def print_runs_table(
     lines = (
         [title, *format_table(short_headers(chosen), cells, widths, numeric)] if runs else [title]
     )
+    if records and len(records) < len(runs):
+        # A blank line, then the campaign and analysis runs under their own heading.
+        split = len(runs) - len(records)
+        kinds = sorted({run_kind(r) for r in records})
+        lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} run(s):"]
     sys.stdout.write("\n".join(lines) + "\n")
     if hidden:
         sys.stdout.flush()

@@ -20,6 +20,7 @@ from lineage.importance._auto import METHODS, AutoImportance, evaluator_for, mod
 from lineage.importance._base import ImportanceEvaluator, NotFittedError
 from lineage.importance._correlation import CorrelationImportance
 from lineage.importance._experiment import ANALYSIS_RUN_TYPE, analyze_experiment, training_runs
+from lineage.importance._figures import render_importance
 from lineage.importance._gaussian_process import GaussianProcessImportance
 from lineage.importance._random_forest import RandomForestImportance
 from lineage.importance._result import ImportanceResult, ParamImportance, model_line
@@ -46,5 +47,6 @@ __all__ = [
     "infer_spec",
     "model_line",
     "model_of",
+    "render_importance",
     "training_runs",
 ]

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from lineage.importance._matern import Buffers, matern, matern_parts, matern_product
+
 __all__ = ["KERNELS", "NUS", "AdditiveGaussianProcess"]
 
 KERNELS = ("additive", "product")
@@ -68,91 +70,7 @@ _FTOL = 1e-5
 steps of a few thousandths of a nat, differences no held-out score can see: on
 ``bench_importance.py``'s geometric and geometric2 it halved the likelihood evaluations
 (1,200-1,350 to 580-700 per analysis) and moved no held-out R² by more than 2e-4."""
-_EXP_BLOCK = 8
 _CHUNK = 4000  # kernel entries per row block when predicting, times the training runs
-
-
-class _Buffers:
-    """Work arrays for the kernel of ``columns`` x ``pairs`` distances."""
-
-    def __init__(self, columns: int, pairs: int, groups: int, orders: int) -> None:
-        shape = (columns, pairs)
-        self.a, self.b = np.empty(shape), np.empty(shape)
-        self.k, self.dk = np.empty(shape), np.empty(shape)  # additive orders' columns
-        self.kp, self.dkp = np.empty(shape), np.empty(shape)  # the product term's columns
-        self.g = np.empty((groups, pairs))
-        self.t = np.empty((groups, pairs))
-        self.e = np.empty((max(orders, 1), pairs))  # elementary symmetric polynomials of g
-        self.u, self.v = np.empty(pairs), np.empty(pairs)
-        self.p = np.empty(pairs)
-        self.value = np.empty(pairs)
-
-
-def _matern_parts(nu: float, dist: np.ndarray, length: np.ndarray, buf: _Buffers,
-                  poly: np.ndarray, dlog: np.ndarray) -> bool:  # fmt: skip
-    """The Matern kernel of each column's distances as ``poly * exp(-buf.a)``, and ``dlog`` =
-    d log k / d log length. False when ``poly`` is 1 (then left unset)."""
-    a, b = buf.a, buf.b
-    if nu == 0.5:
-        np.multiply(dist, (1.0 / length)[:, None], out=a)
-        dlog[...] = a
-        return False
-    if nu == 1.5:
-        np.multiply(dist, (np.sqrt(3.0) / length)[:, None], out=a)
-        np.add(a, 1.0, out=poly)  # 1 + a
-        np.multiply(a, a, out=dlog)
-        dlog /= poly  # a^2 / (1 + a)
-        return True
-    if nu == 2.5:
-        np.multiply(dist, (np.sqrt(5.0) / length)[:, None], out=a)
-        np.multiply(a, a, out=b)
-        b *= 1.0 / 3.0  # a^2 / 3
-        np.add(a, 1.0, out=dlog)
-        dlog *= b  # a^2 (1 + a) / 3
-        np.add(a, 1.0, out=poly)
-        poly += b  # 1 + a + a^2 / 3
-        dlog /= poly
-        return True
-    # squared exponential
-    np.multiply(dist, (1.0 / length)[:, None], out=b)
-    np.multiply(b, b, out=dlog)
-    np.multiply(dlog, 0.5, out=a)
-    return False
-
-
-def _matern(nu: float, dist: np.ndarray, length: np.ndarray, buf: _Buffers, k: np.ndarray,
-            dlog: np.ndarray) -> None:  # fmt: skip
-    """``k`` = Matern kernel of each column's distances; ``dlog`` = d log k / d log length."""
-    has_poly = _matern_parts(nu, dist, length, buf, k, dlog)
-    np.negative(buf.a, out=buf.a)
-    if has_poly:
-        np.exp(buf.a, out=buf.a)
-        k *= buf.a
-    else:
-        np.exp(buf.a, out=k)
-
-
-def _matern_product(nu: float, dist: np.ndarray, length: np.ndarray, buf: _Buffers,
-                    poly: np.ndarray, dlog: np.ndarray, out: np.ndarray) -> None:  # fmt: skip
-    """``out`` = the product over columns of their Matern kernels; ``dlog`` as for
-    :func:`_matern`. One exponential per pair and block of columns, not one per column and
-    pair: the exponentials were most of the fit's time (numpy has no vectorized float64 exp
-    on AVX2 machines). Blocks of 8 keep the product of the polynomials (below 1e5 each at
-    length scales of 0.01) far from overflowing."""
-    has_poly = _matern_parts(nu, dist, length, buf, poly, dlog)
-    part, factor = buf.u, buf.v
-    for start in range(0, dist.shape[0], _EXP_BLOCK):
-        block = slice(start, start + _EXP_BLOCK)
-        np.sum(buf.a[block], axis=0, out=part)
-        np.negative(part, out=part)
-        np.exp(part, out=part)
-        if has_poly:
-            np.prod(poly[block], axis=0, out=factor)
-            part *= factor
-        if start == 0:
-            out[...] = part
-        else:
-            out *= part
 
 
 class AdditiveGaussianProcess:
@@ -209,22 +127,22 @@ class AdditiveGaussianProcess:
         )
         return np.clip(theta, *np.array(self._bounds()).T)
 
-    def _kernel(self, dist: np.ndarray, buf: _Buffers, theta: np.ndarray) -> np.ndarray | None:
+    def _kernel(self, dist: np.ndarray, buf: Buffers, theta: np.ndarray) -> np.ndarray | None:
         """Off-diagonal kernel values into ``buf.value``; the group kernels (``None`` for the
         product kernel alone), with ``buf.e`` set for the gradient."""
         length, plength, _, _, _ = self._unpack(theta)
-        _matern_product(self.nu, dist, plength, buf, buf.kp, buf.dkp, buf.p)
+        matern_product(self.nu, dist, plength, buf, buf.kp, buf.dkp, buf.p)
         if self.orders:
             self._training_columns(length, buf)
         return self._combine(buf, theta)
 
-    def _training_columns(self, length: np.ndarray, buf: _Buffers) -> None:
-        """:func:`_matern` of the training pairs into ``buf.k`` and ``buf.dk``, with two
+    def _training_columns(self, length: np.ndarray, buf: Buffers) -> None:
+        """:func:`matern` of the training pairs into ``buf.k`` and ``buf.dk``, with two
         exponentials per run and column instead of one per pair: ``exp(-s |x_i - x_j|)`` is
         ``exp(-s x_hi) exp(s x_lo)``, looked up. On inputs in [0, 1] and length scales of at
         least 0.01 neither factor comes near overflow (below 1e98), and the product's relative
         error stays below 1e-13, far under the noise floor of the kernel matrix."""
-        has_poly = _matern_parts(self.nu, self.dist_, length, buf, buf.k, buf.dk)
+        has_poly = matern_parts(self.nu, self.dist_, length, buf, buf.k, buf.dk)
         if self.nu == float("inf"):  # exp(-d^2 / 2 l^2) does not factor so
             np.negative(buf.a, out=buf.a)
             np.exp(buf.a, out=buf.k)
@@ -238,7 +156,7 @@ class AdditiveGaussianProcess:
         else:
             buf.k[...] = buf.a
 
-    def _combine(self, buf: _Buffers, theta: np.ndarray) -> np.ndarray | None:
+    def _combine(self, buf: Buffers, theta: np.ndarray) -> np.ndarray | None:
         """:meth:`_kernel` from the columns' kernels in ``buf.k`` and their product term's
         in ``buf.p``."""
         _, _, s, sp, _ = self._unpack(theta)
@@ -401,8 +319,8 @@ class AdditiveGaussianProcess:
         del self.dist_, self.buf_, self.gram_, self.outer_, self.far_, self.near_
         return self
 
-    def _buffers(self, pairs: int) -> _Buffers:
-        return _Buffers(self.n_columns_, pairs, len(self.groups), self.orders)
+    def _buffers(self, pairs: int) -> Buffers:
+        return Buffers(self.n_columns_, pairs, len(self.groups), self.orders)
 
     def _weights(self) -> np.ndarray:
         from scipy.linalg import lapack
@@ -431,13 +349,13 @@ class AdditiveGaussianProcess:
         for col in range(c):
             values, inverse = np.unique(Z[:, col], return_inverse=True)
             dist = np.abs(values[:, None] - self.X_[None, :, col]).reshape(1, -1)
-            scratch = _Buffers(1, dist.shape[1], 1, 0)
+            scratch = Buffers(1, dist.shape[1], 1, 0)
             ptables.append(np.empty((len(values), n)))
-            _matern(self.nu, dist, plength[col : col + 1], scratch, ptables[-1].reshape(1, -1),
+            matern(self.nu, dist, plength[col : col + 1], scratch, ptables[-1].reshape(1, -1),
                     scratch.dk)  # fmt: skip
             if self.orders:
                 tables.append(np.empty((len(values), n)))
-                _matern(self.nu, dist, length[col : col + 1], scratch, tables[-1].reshape(1, -1),
+                matern(self.nu, dist, length[col : col + 1], scratch, tables[-1].reshape(1, -1),
                         scratch.dk)  # fmt: skip
             where.append(inverse.ravel())
         out = np.empty((len(Z), n))

@@ -108,7 +108,7 @@ def log_analysis(
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
-    from lineage.plots import render_importance
+    from lineage.importance._figures import render_importance
 
     client = MlflowClient(tracking_uri=tracking_uri)
     tags = {

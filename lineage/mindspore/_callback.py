@@ -118,7 +118,7 @@ class LineageCallback(Callback):
             params["sink_size"] = cb.get("sink_size")
         self.recorder.global_step = int(cb.get("cur_step_num") or 0)
         # In sink mode the step's inputs are device placeholders: sample the dataset instead.
-        self.recorder._sample_from_dataset = bool(cb.get("dataset_sink_mode"))
+        self.recorder.sample_from_dataset = bool(cb.get("dataset_sink_mode"))
         self.recorder.begin(
             network=cb.get("network"),
             optimizer=optimizer,

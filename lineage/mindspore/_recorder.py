@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,38 +41,17 @@ from types import TracebackType
 from typing import Any
 
 import mindspore as ms
-import numpy as np
 
 from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
-from lineage.mindspore._dataset import DatasetInfo, describe_dataset
-from lineage.mindspore._sample import DataSample, build_sample, network_outputs, sample_count
+from lineage.mindspore._data_record import DataRecord
+from lineage.mindspore._epoch import EpochMeter, WeightStats, global_norm, host_arrays
+from lineage.mindspore._files import ArtifactFolder
+from lineage.mindspore._sample import sample_count
 
 _MAX_SCHEDULE_POINTS = 100_000
 _AUTO_WEIGHT_STATS = 50_000_000
-
-
-def _host(tensors: Any) -> list[np.ndarray]:
-    items = tensors if isinstance(tensors, list | tuple) else [tensors]
-    return [t.asnumpy() if hasattr(t, "asnumpy") else np.asarray(t) for t in items]
-
-
-def _snapshot(params: list[Any]) -> list[np.ndarray]:
-    return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in params]
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
-
-
-def _global_norm(arrays: list[np.ndarray]) -> float:
-    total = 0.0
-    for a in arrays:
-        flat = a.ravel().astype(np.float64, copy=False)
-        total += float(np.dot(flat, flat))
-    return float(np.sqrt(total))
 
 
 CHECKPOINT_MODES = (False, True, "last")
@@ -123,8 +100,7 @@ class TrainingRecorder:
         self.checkpoints = checkpoints
         self.fingerprint_data = fingerprint_data
         self.weight_stats = weight_stats
-        self._weights: list[Any] | None = None
-        self._prev: list[np.ndarray] | None = None
+        self._weight_stats: WeightStats | None = None
         self.all_ranks = all_ranks
         self.disabled = False
         self.owns_run = False
@@ -134,15 +110,14 @@ class TrainingRecorder:
         self.network: Any = None
         self.optimizer: Any = None
         self._lr: intro.LrEvaluator | None = None
-        self._described: set[str] = set()
-        self._tmp: Path | None = None
+        self._files = ArtifactFolder()
+        self._data: DataRecord | None = None
         self._began = False
         self._ended = False
-        self._sampled = False
-        self._sample_from_dataset = False  # set by the callback in dataset sink mode
-        self._train_dataset: Any = None
-        self._train_info: DatasetInfo | None = None
-        self._reset_epoch(time.perf_counter())
+        #: Draw the data sample from the training dataset, not from a step's batch (set by
+        #: the callback in dataset sink mode, where a step's inputs are device placeholders).
+        self.sample_from_dataset = False
+        self._meter = EpochMeter(time.perf_counter())
 
     @property
     def ended(self) -> bool:
@@ -175,14 +150,17 @@ class TrainingRecorder:
             self.run.set_tags({T.MINDSPORE_CONFLICTS: json.dumps(self.conflicts)[:4000]})
 
     def _artifact(self, rel: str, content: Any) -> None:
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
-        path = self._tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = content if isinstance(content, str) else json.dumps(content, indent=1, default=str)
-        path.write_text(text, encoding="utf-8")
-        parent = str(Path(rel).parent)
-        self.run.log_artifact(path, None if parent == "." else parent)
+        self._files.log(self.run, rel, content)
+
+    def _data_record(self) -> DataRecord:
+        if self._data is None:
+            self._data = DataRecord(
+                self._acquire(),
+                self._files,
+                fingerprint=self.fingerprint_data,
+                sample_count=self._sample_count,
+            )
+        return self._data
 
     # -- start -------------------------------------------------------------------------------
     def begin(
@@ -225,9 +203,9 @@ class TrainingRecorder:
         values.update(intro.loss_scale_params(loss_scale_manager))
         info = None
         if train_dataset is not None:
-            info = self._describe(train_dataset, "train")
+            info = self._data_record().describe(train_dataset, "train")
             values.update(info.params())
-            self._train_dataset, self._train_info = train_dataset, info
+            self._data_record().set_train(train_dataset, info)
         if batch_size is not None:
             values["batch_size"] = batch_size
         values.update(params or {})  # what the caller knows better (e.g. the Model's amp level)
@@ -243,7 +221,7 @@ class TrainingRecorder:
         self._artifact("model/network.txt", repr(network))
         if self._lr is not None and self._lr.dynamic:
             self._schedule_artifact(epochs, info.steps if info else None)
-        self._weights = [
+        weights = [
             p
             for p in (getattr(optimizer, "parameters", None) or network.trainable_params())
             if p.requires_grad
@@ -251,126 +229,16 @@ class TrainingRecorder:
         enabled = self.weight_stats
         if enabled is None:
             enabled = counts.trainable <= _AUTO_WEIGHT_STATS
-        self._prev = _snapshot(self._weights) if enabled else None
+        self._weight_stats = WeightStats(weights) if enabled and weights else None
         self._began = True
-        self._reset_epoch(time.perf_counter())
+        self._meter.reset(time.perf_counter())
         return self
-
-    def _describe(self, dataset: Any, role: str) -> DatasetInfo:
-        info = describe_dataset(dataset, role, fingerprint=self.fingerprint_data)
-        if role not in self._described:
-            self._described.add(role)
-            self.run.set_tags(info.tags())
-            pipeline: dict[str, Any] = {"pipeline": info.pipeline}
-            if info.pipeline_error:
-                pipeline["serialize_error"] = info.pipeline_error
-            self._artifact(f"dataset/{role}_pipeline.json", pipeline)
-            self._graph_artifact(info)
-        return info
-
-    def _tmp_file(self, rel: str) -> Path:
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
-        path = self._tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def _graph_artifact(self, info: DatasetInfo) -> None:
-        # A picture is never worth a failed training: an error is noted in a tag instead.
-        if not info.pipeline:
-            return
-        try:
-            from lineage.plots._pipeline import save_pipeline_graph
-
-            title = f"{info.role} data pipeline (sources on top; the last step feeds the network)"
-            if info.pipeline_error:
-                title += "\nnot serializable, operation names only: " + info.pipeline_error[:80]
-            rel = f"dataset/{info.role}_pipeline.png"
-            self.run.log_artifact(
-                save_pipeline_graph(info.pipeline, self._tmp_file(rel), title=title), "dataset"
-            )
-        except Exception as exc:
-            self.run.set_tags({T.data_tag(info.role, "graph_error"): _one_line(exc)})
-
-    def _log_sample(self, batch: Any) -> None:
-        self._sampled = True
-        ds = self._train_dataset
-        try:
-            names = [str(n) for n in ds.get_col_names()] if ds is not None else []
-            if (
-                not self._sample_from_dataset
-                and isinstance(batch, list | tuple)
-                and names
-                and len(batch) == len(names)
-            ):
-                arrays = list(batch)
-            elif ds is not None:
-                it = ds.create_tuple_iterator(num_epochs=1, output_numpy=True)
-                arrays = list(next(iter(it)))
-            else:
-                return
-            sample = build_sample(
-                "train",
-                names or [f"column{i}" for i in range(len(arrays))],
-                arrays,
-                count=self._sample_count,
-                pipeline=self._train_info.pipeline if self._train_info else None,
-                classes=network_outputs(self.network),
-            )
-            self.run.set_tags(
-                {T.data_tag("train", "columns"): json.dumps(sample.describe())[:4000]}
-            )
-            metrics = {k: v for k, v in sample.metrics().items() if np.isfinite(v)}
-            if metrics:
-                self.run.log_metrics(metrics, step=0)
-            self._sample_artifacts(sample)
-        except Exception as exc:
-            self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
-
-    def _sample_artifacts(self, sample: DataSample) -> None:
-        from lineage.plots._samples import TableColumn, save_image_grid, save_sample_table
-
-        n = sample.count
-        doc: dict[str, Any] = {"rows": n, "columns": sample.describe(), "stats": {}}
-        for c in sample.columns:
-            doc["stats"][c.name] = c.stats
-            if c.kind != "image":
-                flat = c.rows.reshape(len(c.rows), -1)[:, :64]
-                rows = flat[:, 0] if flat.shape[1] == 1 else flat
-                doc["columns"][c.name]["first_rows"] = rows.tolist()
-        self._artifact("dataset/train_sample.json", doc)
-        images, label = sample.images(), sample.label()
-        if images is not None and images.layout:
-            labels = None
-            if label is not None:
-                labels = [str(v) for v in label.rows.reshape(len(label.rows), -1)[:, 0]]
-            how = f"{images.name} {images.shape} {images.dtype}"
-            if images.range_source:
-                how += f", from {images.range_source}"
-            path = save_image_grid(
-                images.rows,
-                self._tmp_file("dataset/train_sample.png"),
-                layout=images.layout,
-                labels=labels,
-                channel_ranges=images.channel_ranges,
-                title=f"train: first {len(images.rows)} of the first batch as the network "
-                f"receives it ({how}); {label.name if label else 'no label'} underneath",
-            )
-            self.run.log_artifact(path, "dataset")
-        tabular = sample.tabular()
-        if tabular:
-            path = save_sample_table(
-                [TableColumn(c.name, c.batch, len(c.rows)) for c in tabular],
-                self._tmp_file("dataset/train_sample_table.png"),
-                title="train: the first batch as the network receives it",
-            )
-            self.run.log_artifact(path, "dataset")
 
     def describe_eval_dataset(self, dataset: Any) -> None:
         """Record the validation dataset (once)."""
-        if self.disabled or "val" in self._described or dataset is None:
+        if self.disabled or dataset is None or self._data_record().described("val"):
             return
-        self._log_params(self._describe(dataset, "val").params())
+        self._log_params(self._data_record().describe(dataset, "val").params())
 
     def _schedule_artifact(self, epochs: int | None, steps: int | None) -> None:
         assert self._lr is not None
@@ -389,19 +257,10 @@ class TrainingRecorder:
         self._artifact("lr_schedule.json", doc)
 
     # -- per step ----------------------------------------------------------------------------
-    def _reset_epoch(self, now: float) -> None:
-        self._epoch_start = now
-        self._last_step_end = now
-        self._rows = 0
-        self._rows_known = True
-        self._steps_in_epoch = 0
-        self._loss_sum = 0.0
-        self._loss_n = 0
-
     def epoch_begin(self, epoch: int | None = None) -> None:
         """Start timing an epoch (optional: by default an epoch starts when the last ended)."""
         self.epoch = epoch - 1 if epoch is not None else self.epoch
-        self._reset_epoch(time.perf_counter())
+        self._meter.reset(time.perf_counter())
 
     def step(
         self,
@@ -424,23 +283,20 @@ class TrainingRecorder:
         """
         if self.disabled:
             return
-        if not self._sampled and self._sample_count and self._began:
+        if self._sample_count and self._began and not self._data_record().sampled:
+            data = self._data_record()
             started = time.perf_counter()
-            self._log_sample(batch)
-            self._epoch_start += time.perf_counter() - started  # not training time
+            data.from_dataset = self.sample_from_dataset
+            data.log_sample(batch, self.network)
+            self._meter.pause(time.perf_counter() - started)  # not training time
         now = time.perf_counter()
         new_step = self.global_step + 1 if step is None else int(step)
         done = max(new_step - self.global_step, 1)
         self.global_step = new_step
-        self._steps_in_epoch += done
-        self._last_step_end = now
         n = rows if rows is not None else intro.batch_rows(batch)
         if n is None and self._batch_rows is not None:
             n = int(self._batch_rows) * done
-        if n is None:
-            self._rows_known = False
-        else:
-            self._rows += n
+        self._meter.step(now, done, n)
         if self.global_step % self.log_every and done < self.log_every:
             return
         values: dict[str, float] = {}
@@ -448,8 +304,7 @@ class TrainingRecorder:
         value = intro.loss_value(source)
         if value is not None:
             values["loss"] = value
-            self._loss_sum += value
-            self._loss_n += 1
+            self._meter.loss(value)
         scale = intro.loss_scale_value(outputs)
         if scale is not None:
             values["loss_scale"] = scale
@@ -460,7 +315,7 @@ class TrainingRecorder:
                 if lr is not None:
                     values["lr" if i == 0 else f"lr.group{i}"] = lr
         if grads is not None:
-            values["grad_norm"] = _global_norm(_host(grads))
+            values["grad_norm"] = global_norm(host_arrays(grads))
         values.update({k: float(v) for k, v in metrics.items()})
         if values:
             self.run.log_metrics(values, step=self.global_step)
@@ -492,7 +347,7 @@ class TrainingRecorder:
         if seconds is not None:
             values["eval_time"] = seconds
         if epoch is None:
-            epoch = self.epoch + 1 if self._steps_in_epoch else max(self.epoch, 1)
+            epoch = self.epoch + 1 if self._meter.steps else max(self.epoch, 1)
         if values:
             self.run.log_metrics(values, step=int(epoch))
         return values
@@ -503,29 +358,14 @@ class TrainingRecorder:
             return {}
         now = time.perf_counter()
         self.epoch = int(epoch) if epoch is not None else self.epoch + 1
-        train_time = max(self._last_step_end - self._epoch_start, 1e-9)
-        values: dict[str, float] = {
-            "epoch_time": now - self._epoch_start,
-            "train_time": train_time,
-        }
-        if self._steps_in_epoch and self._rows_known and self._rows:
-            values["throughput"] = self._rows / train_time
-        elif self._steps_in_epoch:
-            values["steps_per_second"] = self._steps_in_epoch / train_time
-        if self._loss_n:
-            values["train_loss"] = self._loss_sum / self._loss_n
-        if self._prev is not None and self._weights:
-            now_w = _snapshot(self._weights)
-            values["weight_norm"] = _global_norm(now_w)
-            values["weight_delta"] = _global_norm(
-                [a - b for a, b in zip(now_w, self._prev, strict=True)]
-            )
-            self._prev = now_w
+        values = self._meter.summary(now)
+        if self._weight_stats is not None:
+            values.update(self._weight_stats.measure())
         values.update({k: float(v) for k, v in metrics.items()})
         self.run.log_metrics(values, step=self.epoch)
         if self.checkpoints is True:
             self.save_checkpoint()
-        self._reset_epoch(time.perf_counter())
+        self._meter.reset(time.perf_counter())
         return values
 
     # -- checkpoints -------------------------------------------------------------------------
@@ -539,10 +379,7 @@ class TrainingRecorder:
         """Save the network's weights after the current epoch and upload them."""
         if self.disabled:
             return
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
-        path = self._tmp / "checkpoints" / f"{type(self.network).__name__}-{self.epoch}.ckpt"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self._files.path(f"checkpoints/{type(self.network).__name__}-{self.epoch}.ckpt")
         ms.save_checkpoint(self.network, str(path))
         self.log_checkpoint(path)
         path.unlink(missing_ok=True)
@@ -560,9 +397,7 @@ class TrainingRecorder:
             if self._lr is not None and self._lr.failed:
                 self.run.set_tags({T.MINDSPORE_LR_ERROR: self._lr.failed})
         finally:
-            if self._tmp is not None:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
+            self._files.close()
             if self.owns_run:
                 self.run.end(status)
             else:

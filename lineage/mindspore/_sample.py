@@ -7,7 +7,7 @@ std, ``Rescale``, ``ToTensor``, ``Decode``) and the denormalisation that draws t
 labels the class count (the network's output size). The numbers go to the lineage store
 (metrics ``data.<role>.<column>.{min,mean,max,std}`` at step 0 and the tag
 ``lineage.data.<role>.columns``) where ``lineage diagnose`` reads them; the pictures are drawn
-by :mod:`lineage.plots._samples`.
+by :mod:`lineage.mindspore._sample_figures`.
 """
 
 from __future__ import annotations

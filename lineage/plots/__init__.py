@@ -1,9 +1,12 @@
-"""Figures of lineage analyses: PNG (matplotlib, Agg) and interactive HTML (plotly).
+"""The drawing canvas the figures of every subpackage share.
 
-``render_importance(result, directory)`` draws an importance analysis into ``directory``:
-``importance.png`` (bars with 95% intervals), ``target_distribution.png``,
-``scatter/<param>.png`` (one per ranked parameter) and ``importance.html`` (all of them,
-interactive, self-contained). matplotlib and plotly are imported only when drawing.
+``figure(width, height)`` is a :class:`matplotlib.figure.Figure` on the Agg canvas, built
+directly rather than through ``pyplot``, so drawing neither needs a display nor changes the
+backend of a notebook that imports us; ``save(fig, path)`` writes it as a PNG at one
+resolution; ``tidy(ax)`` gives an axis the common light grid. Each kind of figure lives with
+what it shows: importance figures in :mod:`lineage.importance`, data samples and pipelines in
+:mod:`lineage.mindspore`, study reports in :mod:`lineage.report`. matplotlib is imported only
+when drawing.
 """
 
 from __future__ import annotations
@@ -13,36 +16,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lineage.importance import ImportanceResult
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-__all__ = ["render_importance", "safe_filename"]
+__all__ = ["DPI", "figure", "safe_filename", "save", "tidy"]
+
+#: Resolution of every PNG the project draws.
+DPI = 110
+
+
+def figure(width: float, height: float) -> Figure:
+    """A ``width`` x ``height`` inch figure with constrained layout on the Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def tidy(ax: Axes) -> None:
+    """Hide the top and right spines and draw a light grid behind the data."""
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.grid(True, axis="both", color="#e6e6e6", linewidth=0.8)
+    ax.set_axisbelow(True)
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` to ``path`` as a PNG on white, creating the folder; return ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, facecolor="white")
+    return path
 
 
 def safe_filename(name: str) -> str:
-    """A parameter name as a file name: anything but letters, digits, ``._-`` becomes ``_``."""
+    """A name as a file name: anything but letters, digits, ``._-`` becomes ``_``."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "param"
-
-
-def render_importance(
-    result: ImportanceResult, directory: str | Path, *, html: bool = True
-) -> list[Path]:
-    """Draw every figure of ``result`` into ``directory`` and return the files written."""
-    from lineage.plots._static import save_importance_bars, save_scatter, save_target_distribution
-
-    out = Path(directory)
-    written = [
-        save_importance_bars(result, out / "importance.png"),
-        save_target_distribution(result, out / "target_distribution.png"),
-    ]
-    used: set[str] = set()
-    for p in result.params:
-        stem = safe_filename(p.name)
-        while stem in used:
-            stem += "_"
-        used.add(stem)
-        written.append(save_scatter(result, p.name, out / "scatter" / f"{stem}.png"))
-    if html:
-        from lineage.plots._interactive import save_html
-
-        written.append(save_html(result, out / "importance.html"))
-    return written

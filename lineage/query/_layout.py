@@ -2,19 +2,23 @@
 
 A store's runs easily hold 50 params and metrics; a table of all of them has empty cells at
 any terminal width. :func:`table_layout` picks, in this order of priority: the run's name,
-id, status and start time (and its experiment when several are selected); the target metric
-(a tuning campaign's, else the metric most runs have); the parameters that vary across the
-selected runs (a campaign's tuned ones first); the other metrics, most common first. Then
+id, status and start time (and its experiment when several are selected); the target metrics
+(a tuning campaign's target and objectives, else the metric most runs have); the parameters
+that vary across the selected training runs (a campaign's tuned ones first; of parameters
+equal in every run, such as ``lr`` and a callback's ``optimizer.lr`` in float32, the first
+only); the other metrics, those that differ between runs first, most common first. Then
 as many as fit ``width`` characters, each cell cut to a readable width. What is left out
 is returned, for the caller to say so. ``--format json`` and ``csv`` keep every column.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from lineage import tags as T
 from lineage.query._fields import Field, to_number
+from lineage.query._table import is_training
 from lineage.store import RunRecord
 
 TYPE_CHECKING = False
@@ -26,7 +30,6 @@ GAP = 2
 #: The widest a param or metric cell gets in a fitted table (run names: NAME_WIDTH).
 CELL_WIDTH = 16
 NAME_WIDTH = 24
-_NOT_TRAINING = frozenset({T.RUN_TYPE_CAMPAIGN, T.RUN_TYPE_ANALYSIS, "reserved"})
 
 
 class Layout:
@@ -43,7 +46,7 @@ class Layout:
 
 def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     """Every column worth showing, most wanted first (see the module docstring)."""
-    training = [r for r in runs if r.tags.get(T.RUN_TYPE) not in _NOT_TRAINING] or list(runs)
+    training = [r for r in runs if is_training(r)] or list(runs)
     base = [Field("attributes", k) for k in ("run_name", "run_id", "status", "start_time")]
     if len({r.experiment_id for r in runs}) > 1:
         base.append(Field("attributes", "experiment"))
@@ -51,9 +54,11 @@ def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     metrics = _metrics_by_use(training, targets)
     params = [k for k in tuned if any(k in r.params for r in training)]
     params += [k for k in _varying(training) if k not in params]
-    out = base + [Field("metrics", k) for k in metrics[:1]]
+    params = _one_per_alias(params, training)
+    lead = [k for k in targets if k in metrics] or metrics[:1]
+    out = base + [Field("metrics", k) for k in lead]
     out += [Field("params", k) for k in params]
-    out += [Field("metrics", k) for k in metrics[1:]]
+    out += [Field("metrics", k) for k in metrics if k not in lead]
     return out
 
 
@@ -62,15 +67,18 @@ def table_layout(
     render: Callable[[Field, Any], str],
     headers: Callable[[Sequence[Field]], list[str]],
     width: int | None,
+    value: Callable[[Field, RunRecord], Any] | None = None,
 ) -> Layout:
     """The columns of :func:`candidate_columns` that fit in ``width`` characters (``None``:
     all of them, cells uncut). ``render(field, value)`` gives a cell's text, ``headers``
-    the column titles of a list of fields."""
+    the column titles of a list of fields, ``value(field, run)`` a cell's value (default:
+    the field's own)."""
+    get = value or (lambda field, run: field.value(run))
     wanted = candidate_columns(runs)
     titles = headers(wanted)
     natural = []
     for field, title in zip(wanted, titles, strict=True):
-        cells = max((len(render(field, field.value(r))) for r in runs), default=0)
+        cells = max((len(render(field, get(field, r))) for r in runs), default=0)
         natural.append(max(len(title), cells))
     if width is None:
         chosen = list(range(len(wanted)))
@@ -86,7 +94,8 @@ def table_layout(
             if used + GAP + widths[i] <= width:
                 chosen.append(i)
                 used += GAP + widths[i]
-    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i))
+    first_param = next((i for i, f in enumerate(wanted) if f.kind == "params"), len(wanted))
+    order = sorted(chosen, key=lambda i: _display_rank(wanted[i], i, first_param))
     fields = [wanted[i] for i in order]
     shown = set(fields)
     every = _all_keys(runs)
@@ -100,17 +109,21 @@ def _cap(field: Field) -> int:
     return CELL_WIDTH
 
 
-def _display_rank(field: Field, priority: int) -> tuple[int, int]:
-    # Attributes in a fixed order, then params, then metrics, each in priority order.
+def _display_rank(field: Field, priority: int, first_param: int) -> tuple[int, int]:
+    # Attributes in a fixed order, the target metrics (ranked before any param), then
+    # params, then the other metrics, each in priority order.
     fixed = ("run_id", "run_name", "experiment", "status", "start_time")
     if field.kind == "attributes":
         return (0, fixed.index(field.key) if field.key in fixed else len(fixed))
-    return (1 if field.kind == "params" else 2, priority)
+    if field.kind == "params":
+        return (2, priority)
+    return (1 if priority < first_param else 3, priority)
 
 
 def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
     """The tuned parameters and target metrics of the campaigns among ``runs``: their parent
-    runs (``lineage.run_type=campaign``) carry ``space.<name>`` and ``target`` params."""
+    runs (``lineage.run_type=campaign``) carry ``space.<name>``, ``target`` and, with several
+    objectives, ``objectives`` params (``metric:goal``, comma-separated)."""
     tuned: list[str] = []
     targets: list[str] = []
     for run in runs:
@@ -121,19 +134,27 @@ def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
                 name = key[len(T.CAMPAIGN_SPACE_PREFIX) :]
                 if name not in tuned:
                     tuned.append(name)
-        target = run.params.get(T.CAMPAIGN_TARGET, "")
-        metric = target.rpartition(":")[0] if ":" in target else target
-        if metric and metric not in targets:
-            targets.append(metric)
+        named = [run.params.get(T.CAMPAIGN_TARGET, "")]
+        named += run.params.get(T.CAMPAIGN_OBJECTIVES, "").split(",")
+        for target in named:
+            metric = (target.rpartition(":")[0] if ":" in target else target).strip()
+            if metric and metric not in targets:
+                targets.append(metric)
     return tuned, targets
 
 
 def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str]:
+    """``first``, then the metrics that differ between runs, then those that do not (a
+    dataset's size, logged as a metric by every run, tells the runs nothing apart), each
+    most common first."""
     counts: dict[str, int] = {}
+    values: dict[str, set[float]] = {}
     for run in runs:
-        for key in run.metrics:
+        for key, value in run.metrics.items():
             counts[key] = counts.get(key, 0) + 1
-    ranked = sorted(counts, key=lambda k: (-counts[k], k))
+            values.setdefault(key, set()).add(value)
+    varies = len(runs) < 2
+    ranked = sorted(counts, key=lambda k: (not varies and len(values[k]) < 2, -counts[k], k))
     return [k for k in first if k in counts] + [k for k in ranked if k not in first]
 
 
@@ -148,6 +169,39 @@ def _varying(runs: Sequence[RunRecord]) -> list[str]:
             number = to_number(value)
             seen.setdefault(key, set()).add(value if number is None else number)
     return sorted(k for k, values in seen.items() if len(values) > 1)
+
+
+def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
+    """``keys`` without those equal to an earlier one in every run (``optimizer.lr`` after
+    ``lr``, as a framework callback records what the script also logged, possibly as the
+    float32 it trained with: 0.0010000000474974513 is 0.001): one column each."""
+
+    def column(key: str) -> tuple[Any, ...]:
+        values = []
+        for run in runs:
+            raw = run.params.get(key)
+            number = to_number(raw) if raw is not None else None
+            values.append(raw if number is None else number)
+        return tuple(values)
+
+    def same(earlier: tuple[Any, ...], later: tuple[Any, ...]) -> bool:
+        # Equal wherever the earlier one is set (a callback also records the default a
+        # script left unset), and set together in at least two runs.
+        both = [(a, b) for a, b in zip(earlier, later, strict=True) if a is not None]
+        return len([b for _, b in both if b is not None]) >= 2 and all(_same(a, b) for a, b in both)
+
+    kept: list[tuple[str, tuple[Any, ...]]] = []
+    for key in keys:
+        values = column(key)
+        if not any(same(earlier, values) for _, earlier in kept):
+            kept.append((key, values))
+    return [key for key, _ in kept]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=0.0)
+    return bool(a == b)
 
 
 def _all_keys(runs: Sequence[RunRecord]) -> list[Field]:

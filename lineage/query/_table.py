@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.query._fields import ATTRIBUTES, Field, parse_field
 from lineage.store import RunRecord
@@ -23,6 +24,26 @@ EXPORT_ATTRIBUTES = (
     "end_time",
     "duration",
 )
+
+
+def run_kind(run: RunRecord) -> str:
+    """``campaign``, ``analysis``, ``reserved`` (a trial number held for a run not started
+    yet) or ``training`` (a trial, a script's run): what a run is, for a table or a script."""
+    kind = run.tags.get(T.RUN_TYPE, "")
+    return kind if kind in T.RUN_KINDS_APART else T.RUN_KIND_TRAINING
+
+
+def is_training(run: RunRecord) -> bool:
+    """A training run (a trial, a script's run), not a campaign's or an analysis's record."""
+    return run_kind(run) == T.RUN_KIND_TRAINING
+
+
+def shown_status(run: RunRecord) -> str:
+    """The run's status as a person reads it: ``PRUNED`` for a pruned trial (MLflow holds
+    it as KILLED), else MLflow's status."""
+    if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
+        return "PRUNED"
+    return run.status
 
 
 def keys_of(runs: Sequence[RunRecord], kind: str) -> list[str]:
@@ -94,10 +115,11 @@ def rows(runs: Sequence[RunRecord], fields: Sequence[Field]) -> list[list[Any]]:
 
 
 def run_to_dict(run: RunRecord, fields: Sequence[Field] | None = None) -> dict[str, Any]:
-    """The JSON object of a run: attributes, ``params`` (raw strings), ``metrics`` (latest
-    values) and ``tags``; with ``fields``, ``run_id`` plus exactly those keys, flat."""
+    """The JSON object of a run: attributes, its ``kind`` (:func:`run_kind`), ``params`` (raw
+    strings), ``metrics`` (latest values) and ``tags``; with ``fields``, ``run_id`` and
+    ``kind`` plus exactly those keys, flat."""
     if fields:
-        out: dict[str, Any] = {"run_id": run.run_id}
+        out: dict[str, Any] = {"run_id": run.run_id, "kind": run_kind(run)}
         for field in fields:
             out[str(field)] = field.value(run)
         return out
@@ -113,6 +135,7 @@ def run_to_dict(run: RunRecord, fields: Sequence[Field] | None = None) -> dict[s
         "params": run.params,
         "metrics": run.metrics,
         "tags": run.tags,
+        "kind": run_kind(run),
     }
 
 

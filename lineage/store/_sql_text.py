@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
-from lineage.tags import MLFLOW_RUN_NAME
+from lineage.tags import MLFLOW_RUN_NAME, RUN_KIND_TRAINING, RUN_KINDS_APART, RUN_TYPE
+
+#: A run's ``kind`` in a rendered run object (``lineage.query._table.run_kind``).
+RUN_KIND = (
+    "coalesce((SELECT t.value FROM tags t WHERE t.run_uuid = r.run_uuid "
+    f"AND t.key = '{RUN_TYPE}' AND t.value IN ({', '.join(repr(k) for k in RUN_KINDS_APART)})), "
+    f"'{RUN_KIND_TRAINING}')"
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -168,7 +175,7 @@ def rendered_runs_sql(
         "'start_time', r.start_time, 'end_time', r.end_time, "
         f"'duration', {ORDER_ATTRIBUTES['duration']}, "
         f"'params', json({folded_sql('params', 'p')}), 'metrics', json({metrics}), "
-        f"'tags', json({tags})), "
+        f"'tags', json({tags}), 'kind', {RUN_KIND}), "
         "EXISTS (SELECT 1 FROM latest_metrics b WHERE b.run_uuid = r.run_uuid "
         "AND abs(b.value) >= 1e100 AND NOT b.is_nan) "
         f"FROM {FROM} WHERE {scope} "

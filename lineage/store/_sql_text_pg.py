@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lineage.store._sql_text import FROM, RUN_COLUMNS, order_keys
+from lineage.store._sql_text import FROM, RUN_COLUMNS, RUN_KIND, order_keys
 from lineage.tags import MLFLOW_RUN_NAME
 
 TYPE_CHECKING = False
@@ -74,7 +74,7 @@ def rendered_runs_sql(
         f"'run_name', {run_name}, 'status', coalesce(r.status, ''), "
         "'start_time', r.start_time, 'end_time', r.end_time, "
         f"'duration', {_DURATION}, 'params', {_PARAMS}, 'metrics', {metrics}, "
-        f"'tags', {tags})::text, "
+        f"'tags', {tags}, 'kind', {RUN_KIND})::text, "
         "false "
         f"FROM {FROM} WHERE {scope} "
         f"ORDER BY {''.join(k + ', ' for k in keys)}coalesce(r.start_time, 0) DESC, "

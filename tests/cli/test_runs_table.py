@@ -17,6 +17,7 @@ import sys
 import termios
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _cli_helpers import CACHE_DIR, lineage
 from mlflow.entities import Metric, Param, RunTag
@@ -63,8 +64,10 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
             },
         ).info.run_id
         params = {f"fixed_setting_{i:02d}": str(i) for i in range(40)}
+        lr = str(10 ** -(1 + n % 4) * (1 + n))
+        params["optimizer.lr"] = lr  # what a framework callback records beside the script's
         params.update(
-            lr=str(10 ** -(1 + n % 4) * (1 + n)),
+            lr=lr,
             momentum=str(0.8 + 0.02 * n),
             optimizer=["sgd", "adam"][n % 2],
         )
@@ -72,9 +75,10 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
             run,
             params=[Param(k, v) for k, v in params.items()],
             metrics=[Metric(k, 0.5 + 0.01 * n + i, 0, 1) for i, k in enumerate(METRICS)],
-            tags=[RunTag("tuner.trial_number", str(n))],
+            tags=[RunTag("tuner.trial_number", str(n))]
+            + ([RunTag("tuner.state", "PRUNED")] if n == 6 else []),
         )
-        client.set_terminated(run)
+        client.set_terminated(run, status="KILLED" if n == 6 else "FINISHED")
     return uri
 
 
@@ -113,13 +117,18 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
     out = _in_pty(campaign_store, columns)
     lines = out.rstrip("\n").split("\n")
     assert lines[0] == "9 runs"
-    header, rows, note = lines[1], lines[2:-1], lines[-1]
+    header, rows, note = lines[1], lines[2:10], lines[-1]
     assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
-    assert len(rows) == 9
+    # The trials first; the campaign's own run apart, under a heading of its own.
+    assert lines[10:13] == ["", "1 campaign run(s):", lines[12]]
+    assert lines[12].split()[1] == "quickstart"
+    assert all(r.split()[1].startswith("quickstart-trial-") for r in rows)
     titles = header.split()
     # What a person wants first: name, id, status, start, the target metric, the tuned params.
-    assert titles[:4] == ["run", "name", "status", "start"]
-    assert "val_accuracy" in titles and "lr" in titles
+    assert titles[:5] == ["run", "name", "status", "start", "val_accuracy"]
+    assert "lr" in titles and "optimizer.lr" not in titles  # one column per alias
+    pruned = next(r for r in rows if r.split()[1] == "quickstart-trial-6")
+    assert pruned.split()[2] == "PRUNED"  # not MLflow's KILLED
     assert not any(t.startswith("fixed_setting") for t in titles)  # constant: never chosen
     assert any(r.split()[1] == "quickstart-trial-7" for r in rows)
     # Long float spellings are shown with 6 significant digits, whole.
@@ -130,7 +139,7 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
         r"^\+(\d+) columns( \(.*\))?: --columns to choose, --format json for all$", note
     )
     assert match, note
-    every = 40 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
+    every = 41 + len(TUNED) + 5 + len(METRICS)  # trial params, the parent's, metrics
     shown = len([t for t in titles if t not in ("run", "name", "status", "start")])
     assert int(match.group(1)) == every - shown
     if columns >= 120:  # every tuned param, and more than the target metric
@@ -162,7 +171,8 @@ def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) ->
     assert {"lr", "momentum", "optimizer", *METRICS} <= set(titles)
     assert not any(t.startswith("fixed_setting") for t in titles)
     assert "…" not in proc.stdout
-    assert proc.stderr.startswith("+45 columns")  # the 40 fixed params and the parent's 5
+    # The 40 fixed params, the alias optimizer.lr and the parent's 5.
+    assert proc.stderr.startswith("+46 columns")
     trial = next(line for line in lines if "quickstart-trial-3 " in line)
     assert trial.split()[2] == "FINISHED"
 
@@ -170,10 +180,12 @@ def test_a_pipe_gets_plain_lines_and_every_chosen_column(campaign_store: str) ->
 def test_json_and_csv_keep_every_column(campaign_store: str) -> None:
     runs = json.loads(lineage("runs", "--tracking-uri", campaign_store, "--format", "json").stdout)
     trial = next(r for r in runs if r["run_name"] == "quickstart-trial-0")
-    assert len(trial["params"]) == 43 and len(trial["metrics"]) == len(METRICS)
+    assert len(trial["params"]) == 44 and len(trial["metrics"]) == len(METRICS)
+    assert trial["kind"] == "training"
+    assert [r["kind"] for r in runs if r["run_name"] == "quickstart"] == ["campaign"]
     out = lineage("runs", "--tracking-uri", campaign_store, "--format", "csv").stdout
     header = next(csv.reader(io.StringIO(out)))
-    assert len([h for h in header if h.startswith("params.")]) == 40 + 3 + 5
+    assert len([h for h in header if h.startswith("params.")]) == 40 + 4 + 5
     assert len([h for h in header if h.startswith("metrics.")]) == len(METRICS)
 
 
@@ -185,3 +197,87 @@ def test_explicit_columns_are_shown_as_asked(campaign_store: str) -> None:
     lines = out.stdout.splitlines()
     assert lines[0] == "4 runs" and lines[1].split() == ["name", "fixed_setting_03"]
     assert out.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def two_objective_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> str:
+    """A two-objective campaign (accuracy up, latency down) whose trials also carry the
+    framework's float32 copy of ``lr``, a dataset size logged as a metric by every run, and
+    an importance analysis run that is the newest of all."""
+    import shutil
+
+    base = tmp_path_factory.mktemp("two-objective-store")
+    shutil.copyfile(_sqlite_template, base / "mlflow.db")
+    uri = f"sqlite:///{base / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("two-objectives")
+    parent = client.create_run(
+        exp, run_name="two-objectives", tags={"lineage.run_type": "campaign"}
+    ).info.run_id
+    client.log_batch(
+        parent,
+        params=[
+            Param("space.lr", "{}"),
+            Param("target", "val_accuracy:maximize"),
+            Param("objectives", "val_accuracy:maximize,latency_ms:minimize"),
+        ],
+    )
+    client.set_terminated(parent)
+    for n in range(4):
+        lr = 10.0 ** -(n + 1) * 3
+        run = client.create_run(
+            exp,
+            run_name=f"two-objectives-{n}",
+            tags={"lineage.run_type": "trial", "tuner.campaign": "two-objectives"},
+        ).info.run_id
+        client.log_batch(
+            run,
+            params=[Param("lr", str(lr)), Param("optimizer.lr", repr(float(np.float32(lr))))],
+            metrics=[
+                Metric("data.train.images", 60000, 0, 0),
+                Metric("aaa_loss", 1.0 - 0.1 * n, 0, 1),
+                Metric("latency_ms", 20.0 + n, 0, 1),
+                Metric("val_accuracy", 0.5 + 0.1 * n, 0, 1),
+            ],
+        )
+        client.set_terminated(run)
+    analysis = client.create_run(
+        exp, run_name="importance-val_accuracy", tags={"lineage.run_type": "analysis"}
+    ).info.run_id
+    client.log_batch(analysis, metrics=[Metric("importance.lr", 1.0, 0, 0)])
+    client.set_terminated(analysis)
+    return uri
+
+
+def test_every_objective_leads_and_a_float32_copy_is_one_column(two_objective_store: str) -> None:
+    lines = _in_pty(two_objective_store, 120).rstrip("\n").split("\n")
+    titles = lines[1].split()
+    assert titles[4:7] == ["val_accuracy", "latency_ms", "lr"], titles
+    assert "optimizer.lr" not in titles
+    # A metric every run holds at one value (a dataset's size) comes after those that vary.
+    out = lineage("runs", "--tracking-uri", two_objective_store).stdout.splitlines()
+    every = out[1].split()
+    data = next(i for i, t in enumerate(every) if t.startswith("data.train"))
+    assert every.index("aaa_loss") < data
+    # The newest run is the analysis: it still comes after the trials, apart.
+    assert out[6:8] == ["", "2 analysis and campaign run(s):"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        (),  # rendered by the store itself
+        ("-w", "params.lr like '%' or status = 'FINISHED'"),  # read in Python
+        ("-c", "run_name,status"),  # flat objects
+    ],
+)
+def test_json_says_each_rows_kind(two_objective_store: str, query: tuple[str, ...]) -> None:
+    out = lineage("runs", "--tracking-uri", two_objective_store, "--format", "json", *query)
+    client = MlflowClient(tracking_uri=two_objective_store)
+    exp = client.get_experiment_by_name("two-objectives")
+    assert exp is not None
+    names = {r.info.run_id: r.info.run_name for r in client.search_runs([exp.experiment_id])}
+    kinds = {names[r["run_id"]]: r["kind"] for r in json.loads(out.stdout)}
+    expected = {f"two-objectives-{n}": "training" for n in range(4)}
+    expected.update({"two-objectives": "campaign", "importance-val_accuracy": "analysis"})
+    assert kinds == expected

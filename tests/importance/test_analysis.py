@@ -11,8 +11,7 @@ import pytest
 from importance_cases import make_runs
 
 from lineage import NotFoundError, UsageError
-from lineage.importance import RandomForestImportance, get_param_importances
-from lineage.plots import render_importance
+from lineage.importance import RandomForestImportance, get_param_importances, render_importance
 
 SPACE = {
     "lr": ("log", 1e-5, 1e-1),

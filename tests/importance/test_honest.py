@@ -12,10 +12,9 @@ import pytest
 from importance_cases import make_runs
 
 from lineage import NotFoundError
-from lineage.importance import get_param_importances
+from lineage.importance import get_param_importances, render_importance
+from lineage.importance._figures._data import headline
 from lineage.importance._result import ImportanceResult, format_bound
-from lineage.plots import render_importance
-from lineage.plots._data import headline
 
 SPACE = {
     "lr": ("log", 1e-3, 0.5),

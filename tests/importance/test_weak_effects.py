@@ -24,13 +24,8 @@ from lineage.importance import (
     get_param_importances,
     infer_spec,
 )
-from lineage.importance._additive_gp import (
-    LENGTH_SCALE_BOUNDS,
-    NUS,
-    AdditiveGaussianProcess,
-    _Buffers,
-    _matern,
-)
+from lineage.importance._additive_gp import LENGTH_SCALE_BOUNDS, NUS, AdditiveGaussianProcess
+from lineage.importance._matern import Buffers, matern
 
 LEVITAN_B = (1.5, 1.0, 0.7, 0.45, 0.3, 0.2)
 
@@ -237,8 +232,8 @@ def test_training_kernel_by_lookup_is_the_matern_kernel(nu: float) -> None:
     length = np.array([LENGTH_SCALE_BOUNDS[0], 0.3, 50.0])
     model._training_columns(length, model.buf_)
     pairs = model.dist_.shape[1]
-    direct = _Buffers(3, pairs, 3, 2)
-    _matern(nu, model.dist_, length, direct, direct.k, direct.dk)
+    direct = Buffers(3, pairs, 3, 2)
+    matern(nu, model.dist_, length, direct, direct.k, direct.dk)
     np.testing.assert_allclose(model.buf_.k, direct.k, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(model.buf_.dk, direct.dk, rtol=1e-12)
 

@@ -94,7 +94,7 @@ def test_column_kinds_and_class_count(ms: ModuleType) -> None:
 
 
 def test_denormalised_pixels_are_the_original_ones(ms: ModuleType) -> None:
-    from lineage.plots._samples import to_display
+    from lineage.mindspore._sample_figures import to_display
 
     original = np.random.default_rng(1).uniform(0, 1, size=(4, 3, 8, 8))
     mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
@@ -108,8 +108,8 @@ def test_denormalised_pixels_are_the_original_ones(ms: ModuleType) -> None:
 
 
 def test_table_and_branched_graph_pictures(ms: ModuleType, tmp_path: Path) -> None:
-    from lineage.plots._pipeline import box_text, save_pipeline_graph
-    from lineage.plots._samples import TableColumn, save_sample_table
+    from lineage.mindspore._pipeline_figure import box_text, save_pipeline_graph
+    from lineage.mindspore._sample_figures import TableColumn, save_sample_table
 
     rng = np.random.default_rng(2)
     table = save_sample_table(

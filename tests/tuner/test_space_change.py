@@ -51,7 +51,7 @@ def test_changed_space_is_refused_unless_allowed(
 
 
 def test_space_difference_names_each_change() -> None:
-    from tuner.search._space import space_difference
+    from tuner.config import space_difference
 
     old: dict[str, Any] = {
         "lr": {"type": "float", "low": 0.001, "high": 0.1, "log": True},

@@ -52,9 +52,9 @@ class Preflight:
 
     def apply(self, study: optuna.Study) -> list[str]:
         """Import the plan (once), record the space (and its change); lines to show."""
+        from tuner.config import space_spec
         from tuner.coordination import counted_trials
         from tuner.history import apply
-        from tuner.search._space import space_spec
 
         out: list[str] = []
         if self.plan is not None and WARM_START_ATTR not in study.user_attrs:
@@ -127,7 +127,7 @@ def preflight(
 ) -> Preflight:
     """Check the study's space and take the warm-start plan (``unread``: the error of
     `read_history`, raised unless the study holds the import); creates nothing."""
-    from tuner.search._space import space_difference, space_spec
+    from tuner.config import space_difference, space_spec
 
     out = Preflight(config)
     attrs: dict[str, Any] = {}

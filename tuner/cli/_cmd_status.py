@@ -71,7 +71,7 @@ def _connect(url: str) -> tuple[Any, str] | None:
         try:
             return psycopg.connect(dsn, connect_timeout=10), "%s"
         except psycopg.Error as exc:
-            from tuner.config._uris import storage_unavailable
+            from tuner.search import storage_unavailable
 
             error = storage_unavailable(exc, url)
             if error is None:

@@ -27,6 +27,7 @@ from tuner.config._model import (
 )
 from tuner.config._placeholders import BUILTINS as PLACEHOLDER_BUILTINS
 from tuner.config._placeholders import render as render_arg
+from tuner.config._spaces import space_difference, space_spec
 from tuner.config._uris import explain_storage_error
 
 __all__ = [
@@ -50,4 +51,6 @@ __all__ = [
     "load_config",
     "parse_config",
     "render_arg",
+    "space_difference",
+    "space_spec",
 ]

@@ -13,6 +13,7 @@ from tuner.records._campaign import open_recorder, start_campaign_run
 from tuner.records._disk_full import disk_full
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._recorder import LineageRecorder
+from tuner.records._state import IllegalTransition, TrialState
 from tuner.records._summary import (
     NOTE_TAG,
     Analysis,
@@ -29,7 +30,9 @@ __all__ = [
     "NOTE_TAG",
     "Analysis",
     "CredentialsError",
+    "IllegalTransition",
     "LineageRecorder",
+    "TrialState",
     "campaign_note",
     "campaign_params",
     "campaign_tags",

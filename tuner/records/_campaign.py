@@ -65,7 +65,7 @@ def start_campaign_run(
 def _ended_runs(study: optuna.Study, metric_names: Sequence[str]) -> dict[str, EndedRun]:
     """The runs of trials the study holds as complete or pruned, by run id: how to end each if the
     controller that told the study stopped before it could end the run too."""
-    from tuner.campaign._state import TrialState
+    from tuner.records._state import TrialState
 
     ended: dict[str, EndedRun] = {}
     for trial in study.get_trials(deepcopy=False):

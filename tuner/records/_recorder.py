@@ -121,7 +121,7 @@ class LineageRecorder:
             full = disk_full(self._start_error, self.tracking_uri)
             if full is not None:
                 raise full from None
-            from tuner.search._study import storage_unavailable
+            from tuner.search import storage_unavailable
 
             explained = storage_unavailable(
                 self._start_error, self.tracking_uri, field="lineage.tracking_uri"

@@ -15,6 +15,7 @@ from lineage.tags import (
     RUN_TYPE,
     RUN_TYPE_CAMPAIGN,
     RUN_TYPE_TRIAL,
+    TRIAL_STATE,
 )
 
 __all__ = [
@@ -69,7 +70,7 @@ TRIAL_COMMAND = "tuner.command"
 #: ``tuner.env.<NAME>``: the campaign's ``env`` entries, secrets masked.
 ENV_PREFIX = "tuner.env."
 #: RUNNING, then COMPLETE, PRUNED or FAIL.
-STATE = "tuner.state"
+STATE = TRIAL_STATE
 DURATION = "tuner.duration_s"
 EXIT_CODE = "tuner.exit_code"
 SIGNAL = "tuner.signal"

@@ -20,16 +20,24 @@ from tuner.search._space import (
     sampling_order,
     validate_params,
 )
+from tuner.search._storage_errors import (
+    STORAGE_SCHEMES,
+    explain_storage_error,
+    storage_unavailable,
+)
 
 __all__ = [
+    "STORAGE_SCHEMES",
     "chain_attrs",
     "continue_history",
     "distribution",
     "distributions",
+    "explain_storage_error",
     "first_trial",
     "is_active",
     "parent_trial",
     "sample_params",
     "sampling_order",
+    "storage_unavailable",
     "validate_params",
 ]

@@ -26,8 +26,6 @@ __all__ = [
     "is_active",
     "sample_params",
     "sampling_order",
-    "space_difference",
-    "space_spec",
     "validate_params",
 ]
 
@@ -162,40 +160,3 @@ def sample_params(trial: optuna.Trial, config: CampaignConfig) -> dict[str, Any]
 
 
 # ----- a space that changed between runs of a campaign -----------------------------------------
-
-
-def space_spec(config: CampaignConfig) -> dict[str, dict[str, Any]]:
-    """The search space as the YAML wrote it (defaults left out), JSON-ready: what a study
-    records so that a later run of the campaign can tell whether its space changed."""
-    return {
-        name: param.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-        for name, param in config.parameters.items()
-    }
-
-
-def space_difference(
-    old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]
-) -> list[str]:
-    """What changed from ``old`` to ``new`` (two `space_spec`), one short phrase each:
-    ``x.high 1.0 -> 2.0``, ``lr added``, ``wd removed``; [] when they are the same."""
-    from tuner.config._types import format_value
-
-    out: list[str] = []
-    for name, spec in new.items():
-        if name not in old:
-            out.append(f"{name} added")
-            continue
-        before = old[name]
-        for key in [*before, *(k for k in spec if k not in before)]:
-            a, b = before.get(key, _default(key)), spec.get(key, _default(key))
-            if a != b:
-                out.append(f"{name}.{key} {format_value(a)} -> {format_value(b)}")
-    out.extend(f"{name} removed" for name in old if name not in new)
-    return out
-
-
-def _default(key: str) -> Any:
-    from tuner.config import Parameter
-
-    field = Parameter.model_fields.get(key)
-    return None if field is None or field.is_required() else field.default

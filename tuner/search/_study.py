@@ -19,7 +19,7 @@ import optuna
 from optuna.storages import BaseStorage, RDBStorage
 
 from tuner._errors import ConfigError, StorageUnavailable, TunerError
-from tuner.config._uris import storage_unavailable
+from tuner.search._storage_errors import storage_unavailable
 
 if TYPE_CHECKING:
     from tuner.config import CampaignConfig

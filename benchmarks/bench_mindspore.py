@@ -5,7 +5,9 @@ Trains the same network several times in one process: with no callback, with
 prints the median time per step over the epochs after the first (the first epoch compiles).
 The lineage store is a temporary SQLite file::
 
-    python examples/mindspore_digits/bench_overhead.py [--epochs 6] [--batch-size 32]
+    python benchmarks/bench_mindspore.py [--epochs 6] [--batch-size 32]
+
+Writes ``benchmarks/results/mindspore.json``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "examples" / "mindspore_digits"))
+from _results import write_result  # noqa: E402
 
 
 def main() -> int:
@@ -82,6 +87,18 @@ def main() -> int:
     print(f"{'configuration':32} {'ms/step':>8} {'overhead ms/step':>17}")
     for label, t in rows:
         print(f"{label:32} {t * 1e3:8.3f} {(t - base) * 1e3:17.3f}")
+    write_result(
+        "mindspore",
+        {
+            label: {
+                "ms_per_step": round(t * 1e3, 4),
+                "overhead_ms_per_step": round((t - base) * 1e3, 4),
+            }
+            for label, t in rows
+        },
+        store="sqlite",
+        params={"epochs": args.epochs, "batch_size": args.batch_size, "repeats": args.repeats},
+    )
     return 0
 
 

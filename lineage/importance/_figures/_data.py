@@ -11,7 +11,7 @@ from lineage.importance._result import format_bound
 from lineage.importance._types import ParamSpec, category_labels, numeric_values
 
 if TYPE_CHECKING:
-    from lineage.importance import ImportanceResult, ParamImportance
+    from lineage.importance._result import ImportanceResult, ParamImportance
 
 __all__ = ["ScatterData", "headline", "scatter_data"]
 

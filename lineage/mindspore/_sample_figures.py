@@ -1,7 +1,7 @@
 """PNG pictures of a data sample: an image grid with labels, a table of the first rows.
 
 Both take plain numpy arrays (this module knows nothing of MindSpore) and draw on matplotlib's
-Agg canvas, like :mod:`lineage.plots._static`.
+Agg canvas, like :mod:`lineage.plots`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lineage.plots._static import _figure, _save
+from lineage.plots import figure, save
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -88,7 +88,7 @@ def save_image_grid(
         top, left = pad + r * tile_h, pad + c * tile_w
         mosaic[top : top + h, left : left + w] = shown[i]
     per_pixel = 1.25 / tile_w  # inches: each tile about 1.25 in wide
-    fig = _figure(0.3 + per_pixel * mosaic.shape[1], 0.75 + per_pixel * mosaic.shape[0])
+    fig = figure(0.3 + per_pixel * mosaic.shape[1], 0.75 + per_pixel * mosaic.shape[0])
     ax = fig.add_subplot()
     gray = mosaic.ndim == 2
     ax.imshow(mosaic, cmap="gray" if gray else None, vmin=0.0, vmax=1.0, interpolation="nearest")
@@ -100,7 +100,7 @@ def save_image_grid(
             y = pad + r * tile_h + h - 0.5 + band / 2
             ax.text(x, y, str(text), ha="center", va="center", fontsize=9)
     fig.suptitle(_wrap(f"{title}\n{how}" if title else how, fig), fontsize=9)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _wrap(text: str, fig: Figure) -> str:
@@ -160,7 +160,7 @@ def save_sample_table(columns: Sequence[TableColumn], path: Path, *, title: str 
             row.append(_cell(float(getattr(np, stat)(f))) if f is not None else "")
         body.append(row)
     row_labels = [str(i) for i in range(n)] + ["min", "mean", "max"]
-    fig = _figure(1.2 + 0.95 * max(1, len(headers)), 0.75 + 0.2 * (len(body) + 1))
+    fig = figure(1.2 + 0.95 * max(1, len(headers)), 0.75 + 0.2 * (len(body) + 1))
     ax = fig.add_subplot()
     ax.axis("off")
     table = ax.table(
@@ -179,4 +179,4 @@ def save_sample_table(columns: Sequence[TableColumn], path: Path, *, title: str 
     batch_rows = len(columns[0].flat()) if columns else 0
     sub = f"first {n} of {batch_rows} rows; min/mean/max over the whole batch{note}"
     fig.suptitle(_wrap(f"{title}\n{sub}" if title else sub, fig), fontsize=9)
-    return _save(fig, path)
+    return save(fig, path)

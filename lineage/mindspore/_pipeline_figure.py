@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage.plots._static import _figure, _save
+from lineage.plots import figure, save
 
 __all__ = ["box_text", "save_pipeline_graph"]
 
@@ -121,7 +121,7 @@ def save_pipeline_graph(graph: dict[str, Any], path: Path, *, title: str = "") -
     title = "\n".join(textwrap.fill(t, int(width * 11)) for t in title.splitlines())
     title_in = (title.count("\n") + 1) * 0.2 + 0.25 if title else 0.0
     top = y - _GAP_IN + 0.25 + title_in
-    fig = _figure(width, top)
+    fig = figure(width, top)
     fig.set_layout_engine("none")
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
     ax.set_xlim(0, width)
@@ -163,4 +163,4 @@ def save_pipeline_graph(graph: dict[str, Any], path: Path, *, title: str = "") -
             )
     if title:
         ax.text(width / 2, top - 0.15, title, ha="center", va="top", fontsize=10)
-    return _save(fig, path)
+    return save(fig, path)

@@ -1,8 +1,4 @@
-"""PNG figures of an importance analysis, drawn with matplotlib's Agg canvas.
-
-Figures are built on :class:`matplotlib.figure.Figure` directly, never through ``pyplot``, so
-drawing them neither needs a display nor changes the backend of a notebook that imports us.
-"""
+"""PNG figures of an importance analysis, drawn on the shared canvas of :mod:`lineage.plots`."""
 
 from __future__ import annotations
 
@@ -11,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lineage.plots._data import ScatterData, headline, scatter_data
+from lineage.importance._figures._data import ScatterData, headline, scatter_data
+from lineage.plots import figure, save, tidy
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
-    from lineage.importance import ImportanceResult
+    from lineage.importance._result import ImportanceResult
 
 __all__ = ["save_importance_bars", "save_scatter", "save_target_distribution"]
 
@@ -25,35 +21,12 @@ SIGNIFICANT = "#2a6fb0"
 NOT_SIGNIFICANT = "#b8bec6"
 POINTS = "#4c72b0"
 BEST = "#d62728"
-DPI = 110
-
-
-def _figure(width: float, height: float) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _tidy(ax: Axes) -> None:
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    ax.grid(True, axis="both", color="#e6e6e6", linewidth=0.8)
-    ax.set_axisbelow(True)
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, facecolor="white")
-    return path
 
 
 def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
     """Horizontal bars, most important on top, with the 95% interval as error bars."""
     params = result.params
-    fig = _figure(7.5, 1.2 + 0.42 * len(params))
+    fig = figure(7.5, 1.2 + 0.42 * len(params))
     ax = fig.add_subplot()
     names = [p.label for p in params][::-1]
     values = np.array([p.importance for p in params][::-1])
@@ -94,7 +67,7 @@ def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
         fontsize=11,
         loc="left",
     )
-    _tidy(ax)
+    tidy(ax)
     ax.grid(False, axis="y")
     from matplotlib.patches import Patch
 
@@ -107,14 +80,14 @@ def save_importance_bars(result: ImportanceResult, path: Path) -> Path:
         fontsize=8.5,
         frameon=False,
     )
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def save_scatter(result: ImportanceResult, name: str, path: Path) -> Path:
     """The target against one parameter: points (log x for log-scale parameters) or, for a
     categorical, a box and jittered strip per category; the best run as a red star."""
     data = scatter_data(result, name)
-    fig = _figure(6.4, 4.2)
+    fig = figure(6.4, 4.2)
     ax = fig.add_subplot()
     if data.kind == "categorical":
         _draw_categorical(ax, data)
@@ -133,9 +106,9 @@ def save_scatter(result: ImportanceResult, name: str, path: Path) -> Path:
         fontsize=10,
         loc="left",
     )
-    _tidy(ax)
+    tidy(ax)
     fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _draw_numeric(ax: Axes, data: ScatterData) -> None:
@@ -192,7 +165,7 @@ def _draw_categorical(ax: Axes, data: ScatterData) -> None:
 def save_target_distribution(result: ImportanceResult, path: Path) -> Path:
     """Histogram of the target over the analysed runs, the best value marked."""
     y = result.target_values
-    fig = _figure(6.4, 3.6)
+    fig = figure(6.4, 3.6)
     ax = fig.add_subplot()
     bins: Any = min(40, max(5, int(np.sqrt(len(y)))))
     ax.hist(y, bins=bins, color=POINTS, alpha=0.85, edgecolor="white")
@@ -208,9 +181,9 @@ def save_target_distribution(result: ImportanceResult, path: Path) -> Path:
     ax.set_xlabel(result.target)
     ax.set_ylabel("runs")
     ax.set_title(f"Distribution of {result.target} over {len(y)} runs", fontsize=11, loc="left")
-    _tidy(ax)
+    tidy(ax)
     ax.legend(fontsize=8.5, frameon=False)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _mark_best(ax: Any, x: Any, y: Any) -> None:

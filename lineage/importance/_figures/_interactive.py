@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lineage.importance._figures._data import headline, scatter_data
+from lineage.importance._figures._static import BEST, NOT_SIGNIFICANT, POINTS, SIGNIFICANT
 from lineage.importance._result import format_bound
-from lineage.plots._data import headline, scatter_data
-from lineage.plots._static import BEST, NOT_SIGNIFICANT, POINTS, SIGNIFICANT
 
 if TYPE_CHECKING:
-    from lineage.importance import ImportanceResult
+    from lineage.importance._result import ImportanceResult
 
 __all__ = ["save_html"]
 

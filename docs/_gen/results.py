@@ -1,0 +1,229 @@
+"""Benchmark figures for the docs, read from the result files the benchmarks write.
+
+A page holds ``<!-- results: NAME -->`` where the figures of ``benchmarks/results/NAME.json``
+belong; the hook replaces it with where they come from (script, store, machine, date, load,
+commit) and a table of every figure the file holds. A page cannot state a figure that no run
+of a script produced, and two pages cannot disagree: both render the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "benchmarks", "results")
+MARKER = re.compile(r"<!-- results: ([a-z0-9_]+) -->")
+SUMMARY_MARKER = "<!-- results-summary -->"
+
+#: The script that writes each result file, where its name does not say it.
+SCRIPTS = {
+    "recording_sqlite": "bench_recording.py --store sqlite",
+    "recording_postgresql": "bench_recording.py --store postgresql",
+    "recording_http": "bench_recording.py --store http",
+    "query_sqlite": "bench_query.py --store sqlite",
+    "query_postgresql": "bench_query.py --store postgresql",
+    "query_http": "bench_query.py --store http",
+}
+
+
+def load(name: str) -> dict[str, Any]:
+    """The result file ``benchmarks/results/<name>.json``."""
+    with open(os.path.join(RESULTS, f"{name}.json"), encoding="utf-8") as fh:
+        return dict(json.load(fh))
+
+
+def available() -> list[str]:
+    if not os.path.isdir(RESULTS):
+        return []
+    return sorted(f[:-5] for f in os.listdir(RESULTS) if f.endswith(".json"))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+            return f"{value:.3g}"
+        return f"{value:,.4g}" if abs(value) >= 1000 else f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list):
+        return ", ".join(_cell(v) for v in value)
+    return str(value)
+
+
+def _flatten(figures: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(figures, dict):
+        rows: list[tuple[str, str]] = []
+        for key, value in figures.items():
+            rows += _flatten(value, f"{prefix} › {key}" if prefix else str(key))
+        return rows
+    return [(prefix, _cell(figures))]
+
+
+def source_line(result: dict[str, Any]) -> str:
+    """Where a result's figures come from, in one line."""
+    name = result.get("benchmark", "?")
+    script = SCRIPTS.get(name, f"bench_{name}.py")
+    machine = result.get("machine") or {}
+    load_avg = result.get("load_average")
+    parts = [
+        f"`benchmarks/{script}`",
+        f"store: {result.get('store', '?')}",
+        f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, "
+        f"Python {machine.get('python', '?')}",
+        f"{result.get('date', '?')}",
+        f"load average {', '.join(str(x) for x in load_avg)}" if load_avg else "load unknown",
+        f"commit {result.get('commit') or '?'}",
+    ]
+    return "Source: " + " · ".join(parts)
+
+
+def render(name: str) -> str:
+    """The markdown that replaces ``<!-- results: NAME -->``."""
+    try:
+        result = load(name)
+    except FileNotFoundError:
+        return f"*No result file `benchmarks/results/{name}.json` yet: run the script.*"
+    lines = [source_line(result), "", "| figure | value |", "|---|---|"]
+    for key, value in _flatten(result.get("figures", {})):
+        lines.append(f"| {key} | {value} |")
+    params = result.get("params") or {}
+    if params:
+        shown = ", ".join(f"{k}={_cell(v)}" for k, v in params.items() if v is not None)
+        lines += ["", f"Run with: {shown}."]
+    if result.get("notes"):
+        lines += ["", str(result["notes"])]
+    return "\n".join(lines)
+
+
+def fill(markdown: str) -> str:
+    """``markdown`` with every results marker replaced."""
+    if SUMMARY_MARKER in markdown:
+        markdown = markdown.replace(SUMMARY_MARKER, render_summary())
+    return MARKER.sub(lambda m: render(m.group(1)), markdown)
+
+
+# ----- the summary: one row per measure ------------------------------------------------------
+
+
+def _get(figures: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(figures, dict) or key not in figures:
+            return None
+        figures = figures[key]
+    return figures
+
+
+def _n(value: Any, unit: str = "", digits: int = 3) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.{digits}g}"
+    else:
+        text = f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{text}{unit}"
+
+
+def _recording(f: dict[str, Any]) -> tuple[str, str, str]:
+    lin = f.get("lineage") or {}
+    return (
+        f"`log_batch` x1,000: {_n(_get(f, 'log_batch_1000', 'points_per_s'), ' points/s')}",
+        f"**{_n(lin.get('points_per_s'), ' points/s')}**, {_n(lin.get('median_us'), ' µs')} "
+        "median per call",
+        f"{_n(f.get('lineage_over_log_batch'), 'x')}",
+    )
+
+
+def _query(f: dict[str, Any]) -> tuple[str, str, str]:
+    label = next(iter(f), None)
+    row = f.get(label, {}) if label else {}
+    return (
+        f"{label}: `mlflow.search_runs` {_n(row.get('mlflow_warm_s'), ' s')} warm, "
+        f"{_n(row.get('mlflow_fresh_s'), ' s')} fresh interpreter",
+        f"CLI **{_n(row.get('lineage_warm_s'), ' s')}**",
+        f"{_n(row.get('speedup_warm_vs_mlflow_warm'), 'x')} / "
+        f"{_n(row.get('speedup_warm_vs_mlflow_fresh'), 'x')}",
+    )
+
+
+def _tuner(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        f"`optimize(n_jobs=2)` efficiency {_n(_get(f, 'efficiency', 'optuna_optimize_n_jobs_2', 'efficiency'))}; "
+        f"ask+tell {_n(_get(f, 'per_trial', 'stock_optuna_ask_tell', 'median_ms'), ' ms')}/trial",
+        f"efficiency **{_n(_get(f, 'efficiency', 'tuner', 'efficiency'))}**; controller "
+        f"{_n(_get(f, 'per_trial', 'tuner_controller', 'median_ms'), ' ms')}/trial",
+        "",
+    )
+
+
+def _status(f: dict[str, Any]) -> tuple[str, str, str]:
+    s = f.get("seconds") or {}
+    return (
+        f"`optuna trials` {_n(s.get('optuna trials (CLI)'), ' s')}",
+        f"**{_n(s.get('tuner status'), ' s')}**",
+        _n(f.get("tuner_status_over_optuna_trials")),
+    )
+
+
+def _ui(f: dict[str, Any]) -> tuple[str, str, str]:
+    s = f.get("seconds") or {}
+    return (
+        f"`mlflow server` {_n(s.get('mlflow server: first 200'), ' s')}",
+        f"**{_n(s.get('lineage ui: first 200'), ' s')}**",
+        _n(f.get("lineage_ui_over_mlflow_server")),
+    )
+
+
+def _checkpoint(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        f"restart from epoch 0: {_n(_get(f, 'restart', 'extra_epochs_per_interruption'))} "
+        "extra epochs per interruption",
+        f"resume: **{_n(_get(f, 'resume', 'extra_epochs_per_interruption'))}**",
+        f"{_n(f.get('epochs_ratio'))} of the epochs",
+    )
+
+
+def _truth(f: dict[str, Any]) -> tuple[str, str, str]:
+    cells = [
+        f"{case}: order {row.get('order_right')}/{row.get('seeds')}, "
+        f"no-effect last {row.get('dummies_last')}/{row.get('seeds')}"
+        for case, row in f.items()
+        if isinstance(row, dict)
+    ]
+    return ("", "; ".join(cells), "")
+
+
+#: ``(result name, what it measures, its figures as (stock tool, this project, ratio))``.
+SUMMARY: list[tuple[str, str, Any]] = [
+    ("recording_sqlite", "metric points into one run, SQLite", _recording),
+    ("recording_postgresql", "metric points into one run, PostgreSQL", _recording),
+    ("recording_http", "metric points into one run, through `mlflow server`", _recording),
+    ("query_sqlite", "`lineage runs`, 10,000 runs, SQLite", _query),
+    ("query_postgresql", "`lineage runs`, 10,000 runs, PostgreSQL", _query),
+    ("tuner", "40 trials of 0.5 s at parallel 2; controller time per trial", _tuner),
+    ("status", "`tuner status`, 1,000 trials", _status),
+    ("checkpoint", "epochs lost to an interruption", _checkpoint),
+    ("ui", "MLflow UI, start to first page", _ui),
+    ("importance_truth", "`lineage importance` on known truths", _truth),
+]
+
+
+def render_summary() -> str:
+    """The summary table: one row per measure whose result file exists."""
+    lines = [
+        "| what | stock tool | lineage-tuner | ratio | run |",
+        "|---|---|---|---|---|",
+    ]
+    for name, what, row in SUMMARY:
+        try:
+            result = load(name)
+        except FileNotFoundError:
+            continue
+        stock, ours, ratio = row(result.get("figures") or {})
+        when = f"{result.get('date', '?')}, {result.get('store', '?')}"
+        lines.append(f"| {what} | {stock} | {ours} | {ratio} | {when} |")
+    return "\n".join(lines)
