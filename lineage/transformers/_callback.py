@@ -8,8 +8,8 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from lineage.pytorch import Trial, Watcher
 
-# Trainer log keys that are the watcher's own names or bookkeeping, not metrics.
-_LOG_RENAMES = {"learning_rate": None, "epoch": None, "grad_norm": "grad_norm", "loss": None}
+# Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
+_NOT_METRICS = frozenset({"learning_rate", "epoch", "loss"})
 
 
 def _arguments(args: TrainingArguments) -> dict[str, Any]:
@@ -101,9 +101,7 @@ class LineageCallback(TrainerCallback):
         if not logs or "loss" not in logs:
             return  # evaluation and end-of-training summaries come through on_evaluate
         metrics = {
-            (_LOG_RENAMES.get(k) or k): v
-            for k, v in logs.items()
-            if isinstance(v, int | float) and (k not in _LOG_RENAMES or _LOG_RENAMES[k])
+            k: v for k, v in logs.items() if isinstance(v, int | float) and k not in _NOT_METRICS
         }
         self.watcher.log(loss=logs["loss"], step=state.global_step, **metrics)
 
