@@ -12,6 +12,11 @@ trial's older checkpoints down to the last ``TUNER_CHECKPOINT_KEEP`` (default 2)
 When an attempt should continue earlier work, the tuner names the last good checkpoint in
 ``TUNER_RESUME_FROM`` and the step it holds in ``TUNER_RESUME_STEP`` (:func:`resume_point`).
 
+With ``TUNER_CHECKPOINT_STORE=mlflow`` a committed checkpoint is also uploaded to the
+artifacts of the process's MLflow run (``MLFLOW_RUN_ID``) under ``checkpoints/step-<N>/``,
+pruned there to the same last K (:mod:`lineage.checkpoint_artifacts`), so it follows the
+run to whatever artifact store the tracking server uses.
+
 Nothing here imports a framework, MLflow or the tuner: a script pays nothing for it.
 """
 
@@ -29,6 +34,7 @@ __all__ = [
     "MANIFEST",
     "RESUME_FROM",
     "RESUME_STEP",
+    "STORE",
     "Checkpoint",
     "commit",
     "latest_good",
@@ -41,6 +47,7 @@ CHECKPOINT_DIR = "TUNER_CHECKPOINT_DIR"
 RESUME_FROM = "TUNER_RESUME_FROM"
 RESUME_STEP = "TUNER_RESUME_STEP"
 KEEP = "TUNER_CHECKPOINT_KEEP"
+STORE = "TUNER_CHECKPOINT_STORE"
 
 MANIFEST = ".complete.json"
 _PREFIX = "step-"
@@ -86,6 +93,10 @@ def commit(path: str | os.PathLike[str], step: int, *, keep: int | None = None) 
     if keep is None:
         keep = int(os.environ.get(KEEP, DEFAULT_KEEP))
     prune(folder.parent, keep)
+    if os.environ.get(STORE) == "mlflow":
+        from lineage.checkpoint_artifacts import upload
+
+        upload(folder, keep)
     return Checkpoint(folder, int(step))
 
 

@@ -15,7 +15,8 @@ A trial process receives, in its environment:
 - its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
   (`device_env`);
 - its checkpoint folder ``TUNER_CHECKPOINT_DIR`` and how many checkpoints to keep
-  ``TUNER_CHECKPOINT_KEEP``, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
+  ``TUNER_CHECKPOINT_KEEP``, ``TUNER_CHECKPOINT_STORE=mlflow`` when committed checkpoints are
+  also uploaded to the trial's MLflow run, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
   ``TUNER_RESUME_STEP`` (`checkpoint_env`; the folder protocol is `lineage.checkpoints`,
   which framework callbacks use without importing the tuner, so the names are spelled there).
 
@@ -29,6 +30,7 @@ import json
 import math
 
 from lineage.checkpoints import CHECKPOINT_DIR, KEEP, RESUME_FROM, RESUME_STEP
+from lineage.checkpoints import STORE as CHECKPOINT_STORE
 
 # Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
 # the typing module.
@@ -44,12 +46,14 @@ __all__ = [
     "CHANNEL",
     "CHANNEL_FILE",
     "CHECKPOINT_DIR",
+    "CHECKPOINT_STORE",
     "CONTROL",
     "CONTROL_FILE",
     "EXPERIMENT_ID",
     "FORWARDED_ENV",
     "KEEP",
     "PARAMS",
+    "RANK_VARS",
     "RESUME_FROM",
     "RESUME_STEP",
     "RUN_ID",
@@ -61,6 +65,7 @@ __all__ = [
     "decode_params",
     "device_env",
     "encode_report",
+    "is_rank_zero",
     "parse_report",
     "run_env",
 ]
@@ -80,6 +85,11 @@ DEVICE_ID = "DEVICE_ID"
 UNBUFFERED = "PYTHONUNBUFFERED"
 
 #: Names of the report channel and the stop flag inside an attempt's folder.
+#: The rank variables of the launchers a multi-device trial runs under (torchrun, msrun,
+#: mpirun), first set wins: a process whose rank is not 0 neither reports nor commits
+#: checkpoints, so the trial has one voice (`is_rank_zero`).
+RANK_VARS = ("RANK", "RANK_ID", "OMPI_COMM_WORLD_RANK")
+
 CHANNEL_FILE = "channel.jsonl"
 CONTROL_FILE = "stop"
 
@@ -145,6 +155,16 @@ def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:
 
 
 # ----- the channel -----------------------------------------------------------------------------
+
+
+def is_rank_zero(environ: Mapping[str, str]) -> bool:
+    """Whether a process with ``environ`` speaks for its trial: rank 0 of a multi-process
+    launch, or a process no launcher ranked."""
+    for name in RANK_VARS:
+        value = environ.get(name)
+        if value not in (None, ""):
+            return value.strip() == "0"
+    return True
 
 
 def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:

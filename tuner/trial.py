@@ -79,12 +79,16 @@ def params() -> dict[str, Any]:
 def report(step: int, **metrics: float) -> None:
     """Report metric values at ``step`` (an epoch or a global step, increasing).
 
+    In a trial launched over several processes (torchrun, msrun) only rank 0 reports; the
+    other ranks' calls do nothing (the rank is read from ``RANK``, ``RANK_ID`` or
+    ``OMPI_COMM_WORLD_RANK``).
+
     The controller feeds the target metric to the pruner and records every metric in the
     trial's lineage run. One short line appended and flushed: cheap enough for every step.
     """
     global _channel, _channel_path
     path = os.environ.get(protocol.CHANNEL)
-    if not path:
+    if not path or not protocol.is_rank_zero(os.environ):
         return
     if isinstance(step, bool) or not isinstance(step, int):
         raise TypeError(f"report(step, ...): step must be an int, got {step!r}")
@@ -123,9 +127,11 @@ def checkpoint_dir(step: int | None = None) -> Path:
 def checkpointed(step: int) -> None:
     """Say that ``checkpoint_dir(step)`` now holds a complete checkpoint of ``step``: it is
     committed (an interrupted write is never resumed from) and older ones are pruned to the
-    campaign's ``checkpoint.keep``."""
+    campaign's ``checkpoint.keep``. In a multi-process trial only rank 0's call counts."""
     from lineage import checkpoints
 
+    if not protocol.is_rank_zero(os.environ):
+        return
     checkpoints.commit(checkpoint_dir(step), step)
 
 

@@ -13,7 +13,7 @@ seconds, and everything that records across it, counted against what was sent:
   tags and status written during the outage, and a trial run created while it is down
   (``reserve_run`` waits for the server).
 
-The 60 s outage of the issue is ``benchmarks/bench_outage.py`` (docs/guides/recording.md).
+A 60 s outage is measured by ``benchmarks/bench_outage.py`` (docs/guides/recording.md).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from _services import BIN, PG_BASE, free_port, pg_exec, stop_group
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(900)]
 
 SCRIPT = """
-import sys, time
+import signal, sys, time
 import lineage
 
 n, pause, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
@@ -51,7 +51,7 @@ for i in range(n):
 run.flush()
 print("logged", flush=True)
 if mode == "hang":
-    time.sleep(600)
+    signal.pause()  # stays until the test kills it
 run.end()
 """
 
@@ -143,6 +143,20 @@ def _spawn(
     )  # fmt: skip
 
 
+def _wait_in(thread: threading.Thread, function: str, timeout: float) -> None:
+    """Until ``thread`` is inside ``function`` (it called it and has not returned)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(thread.ident or -1)
+        while frame is not None:
+            if frame.f_code.co_name == function:
+                return
+            frame = frame.f_back
+        assert thread.is_alive(), f"the thread ended without waiting in {function}"
+        time.sleep(0.05)
+    raise AssertionError(f"the thread did not reach {function} in {timeout}s")
+
+
 def _read_until(proc: subprocess.Popen[str], word: str) -> list[str]:
     assert proc.stdout is not None
     lines = []
@@ -199,7 +213,7 @@ def test_records_cross_an_outage_once(server: Server, tmp_path: Path) -> None:
         created: list[str] = []
         waiting = threading.Thread(target=lambda: created.append(recorder.reserve_run()))
         waiting.start()  # a new trial's run: waits for the server
-        time.sleep(3.0)
+        _wait_in(waiting, "create_run", timeout=120)
         assert not created
         server.start()  # ---------------------------------------------------- back again
 

@@ -534,6 +534,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "command[2] has placeholder {momentun?}, which names no parameter (did you mean 'momentum'?)",
     ),
     (
+        "checkpoint-store",
+        {"checkpoint": {"store": "s3"}},
+        "checkpoint.store must be one of 'local', 'shared' or 'mlflow', got 's3'.",
+    ),
+    (
+        "checkpoint-shared-no-path",
+        {"checkpoint": {"store": "shared"}},
+        "checkpoint.path must be set when store is shared.",
+    ),
+    (
         "reads-params-word",
         {"reads_tuner_params": "sometimes"},
         "reads_tuner_params must be true or false, got 'sometimes'.",

@@ -325,7 +325,12 @@ def test_locked_sqlite_file_is_waited_out(sqlite_uri: str) -> None:
     try:
         for i in range(100):
             run.log_metric("loss", float(i), step=i)
-        time.sleep(2.5)  # the writer hits "database is locked" and backs off meanwhile
+        # The writer takes the batch and meets "database is locked"; it keeps the batch
+        # (``_pending``, cleared only once written) and retries with backoff.
+        deadline = time.monotonic() + 60
+        while run._recorder._pending is None:
+            assert time.monotonic() < deadline, "the writer never took the batch"
+            time.sleep(0.05)
         stored = holder.execute(
             "SELECT COUNT(*) FROM metrics WHERE run_uuid = ?", (run.run_id,)
         ).fetchone()

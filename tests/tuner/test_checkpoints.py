@@ -39,6 +39,8 @@ for step in range(start, 6):
     trial.report(step, loss=total / (step + 1) + 1.0 / (step + 1))
     if step == 4 and resume is None:
         (trial.checkpoint_dir(step) / "state.json").write_text('{"tot')  # torn: not committed
+        if os.environ.get("DROP_LOCAL"):  # the next attempt runs where this folder is not
+            import shutil; shutil.rmtree(trial.checkpoint_dir())
         sys.exit(int(os.environ.get("FAIL_CODE", "3")))
     (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"total": total}))
     trial.checkpointed(step)
@@ -95,11 +97,55 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     assert sorted(m.step for m in history) == [0, 1, 2, 3, 4, 5]
     assert runs["1"].data.tags["tuner.resumed_step"] == "3"
 
+    # tuner status says which trial continues which, and from which step.
+    from tuner.cli import _cmd_status
+    from tuner.search import _attrs
+
+    assert _cmd_status.PARENT_ATTR == _attrs.PARENT_ATTR
+    assert _cmd_status.RESUMED_STEP_ATTR == _attrs.RESUMED_STEP_ATTR
+    assert _cmd_status.collect(config)["continued"] == [
+        {"number": 1, "state": "COMPLETE", "continues": 0, "attempt": 2, "resumed_step": 3}
+    ]
+    shown = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "status", "campaign.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "trial 1 (attempt 2, COMPLETE) continues trial 0 from step 3" in shown.stdout
+
     # Two checkpoints kept (steps 4 and 5 of the retry), committed, in the chain's folder.
     folder = tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0"
     assert sorted(p.name for p in folder.iterdir()) == ["step-000000004", "step-000000005"]
     found = checkpoints.latest_good(folder)
     assert found is not None and found.step == 5
+
+
+def test_the_mlflow_store_uploads_checkpoints_and_a_retry_downloads_them(
+    campaign: Any, run_campaign: Any, tmp_path: Path, sqlite_uri: str
+) -> None:
+    # The failed attempt deletes its local folder: the retry finds its checkpoint only in
+    # the first attempt's MLflow run artifacts.
+    config = campaign(
+        SCRIPT,
+        budget={"trials": 1},
+        trial={"retries": 1},
+        checkpoint={"store": "mlflow", "keep": 2},
+        env={"DROP_LOCAL": "1"},
+    )
+    result = run_campaign(config)
+    assert result.counts["COMPLETE"] == 1
+    assert _starts(tmp_path) == [(0, 1, 0), (1, 2, 4)]
+    assert trials_of(config)[1].user_attrs["tuner.resumed_step"] == 3
+
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    runs = {r.data.tags.get("tuner.trial_number"): r for r in mlflow_runs(sqlite_uri)}
+
+    def uploaded(number: str) -> list[str]:
+        listed = client.list_artifacts(runs[number].info.run_id, "checkpoints")
+        return sorted(Path(f.path).name for f in listed)
+
+    # Each run keeps its own newest two committed checkpoints; the torn one never left.
+    assert uploaded("0") == ["step-000000002", "step-000000003"]
+    assert uploaded("1") == ["step-000000004", "step-000000005"]
 
 
 def test_a_failure_retry_on_does_not_name_is_not_retried(

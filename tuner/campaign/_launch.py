@@ -14,6 +14,7 @@ from lineage import checkpoints
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
 from tuner.campaign._running import Prepared, RunningTrial
+from tuner.checkpoints import make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec, attempt_folder
 from tuner.records import _tags as T
@@ -66,10 +67,12 @@ class Launcher:
         self._host = socket.gethostname()
         self._patterns = {name: m.regex for name, m in config.metrics.items()}
         self._trials_dir = state_dir / "trials"
-        if config.checkpoint.path:
-            self._checkpoints = Path(config.checkpoint.path).expanduser() / config.name
-        else:
-            self._checkpoints = state_dir / "checkpoints"
+        self._checkpoints = make_store(
+            config.checkpoint,
+            state_dir=state_dir,
+            campaign=config.name,
+            tracking_uri=config.tracking_uri(),
+        )
         #: What ended attempts reported, for the continuation that resumes them (a retry
         #: started by this controller: its parent's run may still be in the recorder's queue).
         self._histories: dict[int, dict[str, tuple[list[int], list[float]]]] = {}
@@ -80,7 +83,7 @@ class Launcher:
 
     def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> Path:
         """The checkpoint folder every attempt of ``trial``'s chain shares."""
-        return self._checkpoints / f"trial-{first_trial(trial)}"
+        return self._checkpoints.folder(first_trial(trial))
 
     def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
         if parent_trial(trial) is None:
@@ -89,8 +92,27 @@ class Launcher:
         def warn(text: str) -> None:
             self._message(f"trial {trial.number}: {text}")
 
-        found = checkpoints.latest_good(self.checkpoint_folder(trial), warn=warn)
+        folder = self.checkpoint_folder(trial)
+        try:
+            self._checkpoints.fetch(folder, self._chain_runs(trial))
+        except Exception as exc:  # resume from what the folder holds, or from scratch
+            warn(
+                f"checkpoints could not be fetched from the {self._checkpoints.name} store ({exc})"
+            )
+        found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
+
+    def _chain_runs(self, trial: optuna.Trial) -> list[str]:
+        """The MLflow runs of the attempts ``trial`` continues, newest first."""
+        trials = self._study.get_trials(deepcopy=False)
+        runs: list[str] = []
+        number = parent_trial(trial)
+        while number is not None and number < len(trials):
+            run_id = (trials[number].user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
+            if run_id:
+                runs.append(run_id)
+            number = parent_trial(trials[number])
+        return runs
 
     def prepare(self, budget: int) -> Prepared | None:
         """Ask for the next trial and fix its parameters; None when the budget is reached.
@@ -125,6 +147,7 @@ class Launcher:
                 str(self.checkpoint_folder(trial)), self.config.checkpoint.keep, resume
             )
         )
+        env.update(self._checkpoints.env())
         env.update(self.config.env)
         return TrialSpec(
             number=trial.number,

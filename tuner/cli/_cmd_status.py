@@ -27,6 +27,8 @@ LAUNCH_ATTR = "tuner.launch"
 ATTEMPT_ATTR = "tuner.attempt"
 STALE_ATTR = "tuner:stale"
 IMPORTED_ATTR = "tuner:imported"
+PARENT_ATTR = "tuner.parent_trial"
+RESUMED_STEP_ATTR = "tuner.resumed_step"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -168,6 +170,13 @@ def _read_sql(url: str, study_name: str) -> dict[str, Any] | None:
             if t["id"] in ids:
                 t["params"] = params[t["id"]]
                 t["attrs"] = attrs[t["id"]]
+        # Continuations (a retry or a resumed trial) say which trial and step they continue.
+        for tid, key, value in q(
+            'SELECT a.trial_id, a."key", a.value_json FROM trial_user_attributes a '
+            'JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = ? AND a."key" IN (?, ?, ?)',
+            (study_id, PARENT_ATTR, RESUMED_STEP_ATTR, ATTEMPT_ATTR),
+        ):
+            trials[tid].setdefault("attrs", {})[key] = json.loads(value)
         return data
     finally:
         conn.close()
@@ -312,6 +321,17 @@ def collect(config: Any) -> dict[str, Any]:
                     "params": t.get("params", {}),
                 }
             )
+    continued = [
+        {
+            "number": t["number"],
+            "state": "SUPERSEDED" if t["state"] == "FAIL" and t["stale"] else t["state"],
+            "continues": t["attrs"][PARENT_ATTR],
+            "attempt": t["attrs"].get(ATTEMPT_ATTR),
+            "resumed_step": t["attrs"].get(RESUMED_STEP_ATTR),
+        }
+        for t in data["trials"]
+        if t.get("attrs", {}).get(PARENT_ATTR) is not None
+    ]
     best: dict[str, Any] | None = None
     if data["best"] and len(data["directions"]) > 1:
         best = {
@@ -340,6 +360,7 @@ def collect(config: Any) -> dict[str, Any]:
         "warm_start": imported,
         "best": best,
         "running": running,
+        "continued": continued,
         "stale": bool(running) and not alive,
     }
 
@@ -412,6 +433,12 @@ def run(args: argparse.Namespace) -> int:
         for row in rows:
             out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)))
             out.write("  " + row[4] + "\n")
+    for c in status["continued"]:
+        where = "from scratch" if c["resumed_step"] is None else f"from step {c['resumed_step']}"
+        out.write(
+            f"trial {c['number']} (attempt {c['attempt'] or '?'}, {c['state']}) continues "
+            f"trial {c['continues']} {where}\n"
+        )
     if status["stale"]:
         out.write("RUNNING trials without a live controller: run `tuner resume CONFIG`.\n")
     return 0

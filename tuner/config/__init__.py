@@ -12,6 +12,7 @@ from tuner.config._messages import config_error
 from tuner.config._model import (
     BudgetConfig,
     CampaignConfig,
+    CheckpointConfig,
     DiagnosisConfig,
     ExecutorConfig,
     LineageConfig,
@@ -34,6 +35,7 @@ __all__ = [
     "PLACEHOLDER_BUILTINS",
     "BudgetConfig",
     "CampaignConfig",
+    "CheckpointConfig",
     "DiagnosisConfig",
     "ExecutorConfig",
     "LineageConfig",

@@ -264,15 +264,24 @@ class CampaignConfig(_Model):
         """The trial's argv: ``command`` with ``{name}`` and ``{name?}`` placeholders replaced.
 
         ``values`` holds the trial's active parameters; ``trial`` and ``run_id`` fill the
-        built-ins of the same names, ``{workdir}`` is the campaign's. An element holding a
+        built-ins of the same names, ``{workdir}`` is the campaign's, ``{nproc}``,
+        ``{devices}`` and ``{port}`` serve a multi-device launcher. An element holding a
         ``{name?}`` whose parameter is inactive (absent from ``values``) is left out whole, and
         the option flag just before it when the element is that placeholder alone
         (``--momentum {momentum?}``); a plain ``{name}`` without a value raises
         :class:`~tuner.TunerError`. Each element stays one argument: no shell ever sees it.
         """
-        from tuner.config._placeholders import render_argv
+        from tuner.config._placeholders import free_port, render_argv
 
-        filled: dict[str, Any] = {**values, "workdir": str(self.workdir)}
+        n = self.resources.per_trial
+        filled: dict[str, Any] = {
+            **values,
+            "workdir": str(self.workdir),
+            "nproc": n,
+            "devices": ",".join(str(i) for i in range(n)),
+        }
+        if any("{port}" in arg for arg in self.command):
+            filled["port"] = free_port()
         if trial is not None:
             filled["trial"] = trial
         if run_id is not None:

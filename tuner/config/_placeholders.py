@@ -19,16 +19,33 @@ from typing import Any
 
 from tuner._errors import TunerError
 
-__all__ = ["BUILTINS", "placeholders", "render", "render_argv"]
+__all__ = ["BUILTINS", "free_port", "placeholders", "render", "render_argv"]
 
-#: Placeholders filled in for every trial, besides the parameters. (No ``{device}``: devices
-#: are assigned by the executor after the command is rendered; the trial sees them as
-#: ``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES``, renumbered from 0.)
+#: Placeholders filled in for every trial, besides the parameters. Devices are assigned by
+#: the executor after the command is rendered; the trial sees them as
+#: ``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES`` renumbered from 0, which is why
+#: ``{devices}`` can be known here.
 BUILTINS: dict[str, str] = {
     "trial": "the Optuna trial number",
     "run_id": "the trial's MLflow run id",
     "workdir": "the campaign's working directory",
+    "nproc": "the number of devices a trial holds (resources.per_trial): the process count "
+    "of a multi-device launcher such as torchrun --nproc-per-node {nproc}",
+    "devices": "the trial's device ids as the trial sees them (0,1,...,per_trial-1: its "
+    "visible-device list is renumbered from 0)",
+    "port": "a free TCP port on the controller's host, for a launcher's rendezvous "
+    "(torchrun --master-port {port}, msrun --master_port {port})",
 }
+
+
+def free_port() -> int:
+    """A TCP port free on this host now (the OS picks it)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)(\?)?\}")
 _NUMBER = re.compile(r"-\d|-\.\d")

@@ -222,7 +222,19 @@ class CheckpointConfig(_Model):
         "trial; a shared filesystem path when trials run on several hosts (default: "
         "checkpoints/ in the campaign's state folder beside the config)",
     )
+    store: Literal["local", "shared", "mlflow"] = Field(
+        default="local",
+        description="local: a folder on the controller's host; shared: ``path`` on a "
+        "filesystem every host mounts; mlflow: each committed checkpoint is also uploaded to "
+        "the trial run's MLflow artifacts, and downloaded from there to resume",
+    )
     keep: Int = Field(default=2, ge=1, description="checkpoints kept per trial (the newest)")
+
+    @model_validator(mode="after")
+    def _shared_has_path(self) -> CheckpointConfig:
+        if self.store == "shared" and not self.path:
+            raise RuleError(("path",), "must be set when store is shared", show_value=False)
+        return self
 
 
 class AnalysisConfig(_Model):

@@ -31,6 +31,7 @@ the script itself did. The tail of stdout/stderr is the artifact ``tuner/output_
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -128,6 +129,13 @@ class LineageRecorder:
             )
             if explained is not None:
                 raise explained from None
+            if _forbidden(self._start_error):
+                user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+                raise TunerError(
+                    f"lineage store {mask_uri(self.tracking_uri)}: user {user!r} may not write "
+                    f"to experiment {self.experiment_name!r} (HTTP 403); ask the server's admin "
+                    "for EDIT permission on it, or set lineage.experiment to one of your own"
+                ) from None
             raise TunerError(
                 f"lineage store {mask_uri(self.tracking_uri)}: cannot open the campaign run: "
                 + mask_uri(" ".join(str(self._start_error).split()))
@@ -454,3 +462,11 @@ class LineageRecorder:
         write_batch(
             self._client, self._sql, run_id, self._guard, params=params, tags=tags, metrics=metrics
         )
+
+
+def _forbidden(exc: BaseException) -> bool:
+    """MLflow's answer to a user without the rights (basic-auth's 403 "Permission denied")."""
+    status = getattr(exc, "get_http_status_code", None)
+    if callable(status) and status() == 403:
+        return True
+    return "error code 403" in str(exc)
