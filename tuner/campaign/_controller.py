@@ -263,6 +263,7 @@ class Controller:
             )
             return
         while True:
+            self._stop_lost()
             ended = []
             for rt in list(self.running.values()):
                 outcome = self._intake.collect(rt)
@@ -315,6 +316,21 @@ class Controller:
                 return
             self._notify()
             executor.wait(self._poll)
+
+    def _stop_lost(self) -> None:
+        """Stop, at once, the processes of trials another worker has re-queued: their copy
+        runs there; `_finalize` then records them as superseded."""
+        lost = self._coordination.lost_trials()
+        if not lost:
+            return
+        for rt in self.running.values():
+            if internals.trial_id(rt.trial) in lost and not rt.superseded:
+                rt.superseded = True
+                rt.handle.terminate()
+                self._observer.message(
+                    f"trial {rt.number}: another worker re-queued it (its heartbeat went stale); "
+                    "its process is stopped"
+                )
 
     def _waiting(self) -> int:
         import optuna

@@ -84,6 +84,13 @@ class Coordination(abc.ABC):
     def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
         """A new (or re-queued) trial within ``budget``; None once the budget is reached."""
 
+    def lost_trials(self) -> set[int]:
+        """Ids of trials this controller runs that another process has re-queued meanwhile
+        (their heartbeat went stale, say through a long pause of this host): the controller
+        stops their processes at once, since their copy runs elsewhere. Each id is returned
+        once; called from the controller's thread."""
+        return set()
+
     def trial_ended(self, trial_id: int) -> None:  # noqa: B027 - optional hook
         """The trial with this storage id was told its final state. Default: nothing."""
 

@@ -125,6 +125,12 @@ class Heartbeat:
         with self._lock:
             self._ids.discard(trial_id)
 
+    def take_lost(self) -> set[int]:
+        """The ids found re-queued by another process since the last call (each once)."""
+        with self._lock:
+            lost, self.lost = self.lost, set()
+        return lost
+
     def start(self) -> Heartbeat:
         self._thread.start()
         return self

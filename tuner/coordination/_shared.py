@@ -94,5 +94,8 @@ class SharedStudy(Coordination):
     def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
         return ask_within_budget(study, budget, self._lock, self._heartbeat)
 
+    def lost_trials(self) -> set[int]:
+        return self._heartbeat.take_lost()
+
     def trial_ended(self, trial_id: int) -> None:
         self._heartbeat.remove(trial_id)

@@ -114,6 +114,9 @@ class Standalone(Coordination):
     def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
         return ask_within_budget(study, budget, self._lock, self._heartbeat, owner=self._owner)
 
+    def lost_trials(self) -> set[int]:
+        return self._heartbeat.take_lost() if self._heartbeat is not None else set()
+
     def trial_ended(self, trial_id: int) -> None:
         if self._heartbeat is not None:
             self._heartbeat.remove(trial_id)
