@@ -1,0 +1,143 @@
+"""`LineageCallback` for ``lightning.Trainer``: the plain-loop watcher fed by Lightning's hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import lightning as L
+import torch
+
+from lineage.pytorch import Trial, Watcher
+
+_TRAINER_SETTINGS = (
+    "max_epochs",
+    "max_steps",
+    "accumulate_grad_batches",
+    "gradient_clip_val",
+    "gradient_clip_algorithm",
+    "num_devices",
+    "num_nodes",
+    "world_size",
+    "check_val_every_n_epoch",
+    "val_check_interval",
+)
+
+
+def _scalars(values: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in values.items():
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            out[key] = float(value.detach())
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out
+
+
+class LineageCallback(L.Callback):
+    """Record a Lightning training into the lineage store::
+
+        trainer = L.Trainer(max_epochs=5, callbacks=[LineageCallback(trial=tuner.trial)])
+
+    At ``on_train_start``: the module's ``hparams`` (as logged by ``save_hyperparameters``),
+    the trainer's settings (``trainer.max_epochs``, ``trainer.precision``, strategy, devices,
+    gradient clipping and accumulation), and everything `lineage.pytorch.watch` records of the
+    model, the first optimizer and scheduler and the training dataloader. Per training batch:
+    ``loss`` (the ``training_step``'s loss) and lr after each optimizer step. Per epoch (step =
+    epoch number from 1): every scalar of ``trainer.callback_metrics`` (what ``self.log`` logged,
+    validation included), ``train_loss`` and ``epoch_time``.
+
+    ``trial`` (``tuner.trial``): report ``monitor`` (default: every epoch metric) after each
+    epoch, and when the tuner prunes the trial set ``trainer.should_stop`` (agreed across DDP
+    ranks), so Lightning ends the fit cleanly: checkpoints and the run close as usual.
+    Only global rank 0 records and reports unless ``all_ranks=True``. ``run``, ``experiment``,
+    ``log_every``, ``grad_norm``, ``data_sample``: as for `lineage.pytorch.watch`.
+    """
+
+    def __init__(
+        self,
+        *,
+        trial: Trial | None = None,
+        monitor: str | None = None,
+        run: Any = None,
+        experiment: str | None = None,
+        log_every: int = 1,
+        grad_norm: bool = False,
+        data_sample: bool | int = True,
+        fingerprint_data: bool = True,
+        all_ranks: bool = False,
+    ) -> None:
+        super().__init__()
+        self.monitor = monitor
+        self.watcher = Watcher(
+            run=run,
+            experiment=experiment,
+            log_every=log_every,
+            grad_norm=grad_norm,
+            data_sample=data_sample,
+            fingerprint_data=fingerprint_data,
+            all_ranks=all_ranks,
+            trial=trial,
+        )
+
+    @property
+    def run(self) -> Any:
+        return self.watcher.run
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        w = self.watcher
+        w.disabled = not w.all_ranks and trainer.global_rank != 0
+        optimizer = trainer.optimizers[0] if trainer.optimizers else None
+        configs = trainer.lr_scheduler_configs
+        params: dict[str, Any] = {
+            f"trainer.{k}": getattr(trainer, k, None) for k in _TRAINER_SETTINGS
+        }
+        params["trainer.precision"] = str(trainer.precision)
+        params["trainer.strategy"] = type(trainer.strategy).__name__
+        params["trainer.accelerator"] = type(trainer.accelerator).__name__
+        params.update(
+            {
+                k: v
+                for k, v in dict(pl_module.hparams).items()
+                if isinstance(v, bool | int | float | str)
+            }
+        )
+        w.global_step = trainer.global_step
+        w.begin(
+            pl_module,
+            optimizer,
+            scheduler=configs[0].scheduler if configs else None,
+            loader=trainer.train_dataloader,
+            params=params,
+        )
+
+    def on_train_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
+        if loss is not None:
+            self.watcher.log(loss=loss)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        w = self.watcher
+        metrics = _scalars(trainer.callback_metrics)
+        chosen = metrics
+        if self.monitor is not None:
+            chosen = {self.monitor: metrics[self.monitor]} if self.monitor in metrics else {}
+        pruned = w.epoch_end(trainer.current_epoch + 1, report=chosen, **metrics)
+        # Rank 0 decides; every rank must stop at the same epoch or DDP hangs.
+        if trainer.strategy.reduce_boolean_decision(pruned, all=False):
+            trainer.should_stop = True
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.watcher.close("FINISHED")
+
+    def on_exception(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException
+    ) -> None:
+        self.watcher.close("KILLED" if isinstance(exception, KeyboardInterrupt) else "FAILED")

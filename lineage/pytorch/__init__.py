@@ -1,0 +1,75 @@
+"""PyTorch integration: record a plain training loop with one call.
+
+::
+
+    import lineage.pytorch
+
+    with lineage.start_run(experiment="digits"):
+        w = lineage.pytorch.watch(model, optimizer, scheduler=scheduler, loader=train_loader)
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                ...
+                optimizer.step()
+                w.log(loss=loss)
+            if w.epoch_end(epoch, val_accuracy=acc):
+                break                  # pruned by the tuner (pass trial=tuner.trial)
+        w.close()
+
+Importing this module imports torch; ``import lineage`` never does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lineage._require import require
+
+require("torch", "pytorch")
+
+from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
+
+
+def watch(
+    model: Any,
+    optimizer: Any,
+    *,
+    scheduler: Any = None,
+    loader: Any = None,
+    scaler: Any = None,
+    run: Any = None,
+    experiment: str | None = None,
+    log_every: int = 1,
+    grad_norm: bool = False,
+    data_sample: bool | int = True,
+    fingerprint_data: bool = True,
+    all_ranks: bool = False,
+    trial: Trial | None = None,
+    params: dict[str, Any] | None = None,
+) -> Watcher:
+    """Watch a training: record its model, optimizer (every hyperparameter per parameter group,
+    defaults included), ``scheduler``, ``loader`` (batch size, dataset pipeline and its picture,
+    fingerprint, a first-batch sample) and AMP ``scaler`` now, and lr (and with
+    ``grad_norm=True`` the gradient norm) after every ``optimizer.step()``.
+
+    Records into ``run``, else the active lineage run, else a new run in ``experiment``
+    (attached to ``MLFLOW_RUN_ID`` under the tuner) that `Watcher.close` ends. ``trial``
+    (``tuner.trial``) makes `Watcher.epoch_end` report to the tuner and answer whether the
+    trial was pruned. On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
+    See :mod:`lineage.pytorch._watch` for every name recorded.
+    """
+    watcher = Watcher(
+        run=run,
+        experiment=experiment,
+        log_every=log_every,
+        grad_norm=grad_norm,
+        data_sample=data_sample,
+        fingerprint_data=fingerprint_data,
+        all_ranks=all_ranks,
+        trial=trial,
+    )
+    return watcher.begin(
+        model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
+    )
+
+
+__all__ = ["Trial", "Watcher", "watch"]

@@ -1,0 +1,103 @@
+"""lineage.lightning.LineageCallback on a real Lightning fit: what it records, pruning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+L = pytest.importorskip("lightning")
+import torch  # noqa: E402
+
+from lineage.lightning import LineageCallback  # noqa: E402
+
+
+class Digits(L.LightningModule):
+    def __init__(self, lr: float = 0.1, hidden: int = 16) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)
+        )
+
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        acc = (self.net(x).argmax(1) == y).float().mean()
+        self.log("val_accuracy", acc)
+
+    def configure_optimizers(self) -> Any:
+        opt = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+        return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.ExponentialLR(opt, 0.5)}
+
+
+class FakeTrial:
+    def __init__(self) -> None:
+        self.reports: list[tuple[int, dict[str, float]]] = []
+
+    def report(self, step: int, **metrics: float) -> None:
+        self.reports.append((step, metrics))
+
+    def should_prune(self) -> bool:
+        return len(self.reports) >= 2
+
+
+def _fit(digits: Any, callback: Any, epochs: int) -> Any:
+    train, val = digits
+    trainer = L.Trainer(
+        max_epochs=epochs,
+        callbacks=[callback],
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    trainer.fit(
+        Digits(lr=0.05),
+        torch.utils.data.DataLoader(train, batch_size=64),
+        torch.utils.data.DataLoader(val, batch_size=64),
+    )
+    return trainer
+
+
+def test_callback_records_hparams_optimizer_and_epoch_metrics(
+    digits: Any, sqlite_uri: str, read_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    cb = LineageCallback(experiment="lightning")
+    _fit(digits, cb, epochs=2)
+    view = read_run(sqlite_uri, cb.run.run_id)
+    v = view.values
+    assert (v["lr"], v["hidden"]) == (0.05, 16)
+    assert (v["optimizer.name"], v["optimizer.momentum"], v["optimizer.dampening"]) == (
+        "SGD",
+        0.9,
+        0,
+    )
+    assert (v["scheduler.name"], v["scheduler.gamma"]) == ("ExponentialLR", 0.5)
+    assert (v["trainer.max_epochs"], v["trainer.precision"]) == (2, "32-true")
+    assert (v["batch_size"], v["train_size"], v["total_params"]) == (64, 256, 1210)
+    assert view.series("lr") == [(1, 0.05), (5, 0.025)]
+    assert [s for s, _ in view.series("loss")] == list(range(1, 9))
+    assert [s for s, _ in view.series("val_accuracy")] == [1, 2]
+    assert [s for s, _ in view.series("train_loss")] == [1, 2]
+    assert view.record.status == "FINISHED"
+    assert "dataset/train_sample_table.png" in set(view.artifacts)
+
+
+def test_pruned_trial_stops_the_fit(
+    digits: Any, sqlite_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    trial = FakeTrial()
+    cb = LineageCallback(trial=trial, monitor="val_accuracy", data_sample=False)
+    trainer = _fit(digits, cb, epochs=5)
+    assert trainer.current_epoch == 2
+    assert [s for s, _ in trial.reports] == [1, 2]
+    assert list(trial.reports[0][1]) == ["val_accuracy"]

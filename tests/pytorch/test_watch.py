@@ -1,0 +1,158 @@
+"""lineage.pytorch.watch in a plain loop: what it records, pruning, ranks, bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import lineage
+from lineage import UsageError
+
+torch = pytest.importorskip("torch")
+import lineage.pytorch  # noqa: E402
+
+
+class FakeTrial:
+    """The in-trial API's two calls, as a test double for the tuner's side of a report."""
+
+    def __init__(self, prune_after: int) -> None:
+        self.reports: list[tuple[int, dict[str, float]]] = []
+        self.prune_after = prune_after
+
+    def report(self, step: int, **metrics: float) -> None:
+        self.reports.append((step, metrics))
+
+    def should_prune(self) -> bool:
+        return len(self.reports) >= self.prune_after
+
+
+def _train(model: Any, loader: Any, watcher: Any, opt: Any, sched: Any, epochs: int) -> int:
+    done = 0
+    for epoch in range(1, epochs + 1):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            watcher.log(loss=loss)
+        sched.step()
+        done += 1
+        if watcher.epoch_end(epoch, val_accuracy=(4 + epoch) / 10):
+            break
+    return done
+
+
+def test_watch_records_optimizer_defaults_lr_data_and_sample(
+    digits: Any, mlp: Any, sqlite_uri: str, read_run: Any
+) -> None:
+    train, _ = digits
+    model = mlp()
+    opt = torch.optim.AdamW(
+        [
+            {"params": model[0].parameters()},
+            {"params": model[2].parameters(), "lr": 0.001},
+        ],
+        lr=0.01,
+    )
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    loader = torch.utils.data.DataLoader(train, batch_size=64, shuffle=True)
+    with (
+        lineage.start_run(experiment="torch-watch", tracking_uri=sqlite_uri) as run,
+        lineage.pytorch.watch(model, opt, scheduler=sched, loader=loader, grad_norm=True) as w,
+    ):
+        _train(model, loader, w, opt, sched, epochs=2)
+    view = read_run(sqlite_uri, run.run_id)
+    v = view.values
+    # Every constructor default of AdamW, not only what the script set.
+    assert v["optimizer.name"] == "AdamW"
+    assert (v["optimizer.lr"], v["optimizer.weight_decay"], v["optimizer.eps"]) == (
+        0.01,
+        0.01,
+        1e-08,
+    )
+    assert v["optimizer.betas"] == [0.9, 0.999]
+    assert v["optimizer.group1.lr"] == 0.001
+    assert (v["scheduler.name"], v["scheduler.gamma"], v["scheduler.step_size"]) == (
+        "StepLR",
+        0.5,
+        1,
+    )
+    assert (v["trainable_params"], v["total_params"], v["frozen_params"]) == (1210, 1210, 0)
+    assert (v["batch_size"], v["steps_per_epoch"], v["train_size"]) == (64, 4, 256)
+    assert v["data.train.shuffle"] is True
+    assert v["precision"] == "float32" and v["device.type"] == "cpu"
+    assert view.tags["lineage.framework.pytorch"] == torch.__version__
+    assert len(view.tags["lineage.data.train.fingerprint"]) == 64
+    # lr per step: 0.01 for the first epoch's 4 steps, then halved by the scheduler.
+    assert view.series("lr") == [(1, 0.01), (5, 0.005)]
+    assert view.series("lr.group1") == [(1, 0.001), (5, 0.0005)]
+    assert [s for s, _ in view.series("loss")] == list(range(1, 9))
+    assert len(view.series("grad_norm")) == 8
+    assert [s for s, _ in view.series("train_loss")] == [1, 2]
+    assert view.series("val_accuracy") == [(1, 0.5), (2, 0.6)]
+    assert "data.train.input.mean" in view.histories
+    assert view.series("data.train.label.max")[0][0] == 0
+    paths = set(view.artifacts)
+    for name in (
+        "dataset/train_pipeline.json",
+        "dataset/train_pipeline.png",
+        "dataset/train_sample_table.png",
+        "dataset/train_sample.json",
+        "model/network.txt",
+        "frozen_params.json",
+    ):
+        assert name in paths
+
+
+def test_watch_reports_to_the_trial_and_stops_when_pruned(
+    digits: Any, mlp: Any, sqlite_uri: str, read_run: Any
+) -> None:
+    train, _ = digits
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.ConstantLR(opt)
+    loader = torch.utils.data.DataLoader(train, batch_size=128)
+    trial = FakeTrial(prune_after=2)
+    with lineage.start_run(experiment="torch-prune", tracking_uri=sqlite_uri) as run:
+        w = lineage.pytorch.watch(model, opt, loader=loader, trial=trial, data_sample=False)
+        done = _train(model, loader, w, opt, sched, epochs=5)
+        w.close()
+    assert done == 2 and w.pruned
+    assert trial.reports == [(1, {"val_accuracy": 0.5}), (2, {"val_accuracy": 0.6})]
+    view = read_run(sqlite_uri, run.run_id)
+    assert view.values["optimizer.momentum"] == 0
+    assert view.tags["lineage.pruned_at"] == "2"
+
+
+def test_watch_is_quiet_on_other_ranks(
+    digits: Any, mlp: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RANK", "1")
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = lineage.pytorch.watch(model, opt, trial=FakeTrial(prune_after=0))
+    assert w.disabled and w.run is None and lineage.active_run() is None
+    w.log(loss=1.0)
+    assert w.epoch_end(1, val_accuracy=1.0) is False
+    w.close()
+
+
+def test_bad_arguments_say_the_rule_and_the_value(mlp: Any) -> None:
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(UsageError, match="log_every must be an int >= 1, got 0"):
+        lineage.pytorch.watch(model, opt, log_every=0)
+    with pytest.raises(UsageError, match=r"data_sample must be .* got 'yes'"):
+        lineage.pytorch.watch(model, opt, data_sample="yes")  # type: ignore[arg-type]
+
+
+def test_a_missing_framework_names_the_extra_to_install() -> None:
+    from lineage._require import require
+
+    with pytest.raises(UsageError) as info:
+        require("lightning_not_installed_here", "lightning")
+    assert str(info.value) == (
+        "lineage.lightning needs the 'lightning_not_installed_here' package, which is not "
+        "installed: pip install 'lineage-tuner[lightning]'"
+    )
