@@ -67,7 +67,7 @@ def _flatten(figures: Any, prefix: str = "") -> list[tuple[str, str]]:
 def source_line(result: dict[str, Any]) -> str:
     """Where a result's figures come from, in one line."""
     name = result.get("benchmark", "?")
-    script = SCRIPTS.get(name, f"bench_{name}.py")
+    script = SCRIPTS.get(name, f"{name}.py" if name.startswith("bench_") else f"bench_{name}.py")
     machine = result.get("machine") or {}
     load_avg = result.get("load_average")
     parts = [
@@ -197,6 +197,65 @@ def _truth(f: dict[str, Any]) -> tuple[str, str, str]:
     return ("", "; ".join(cells), "")
 
 
+def _startup(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        f"cold start: {_n(_get(f, 'per_trial_cold', 'median_overhead_s'), ' s')} per trial; "
+        f"quickstart {_n(f.get('quickstart_cold_wall_s'), ' s')}",
+        f"warm parents: **{_n(_get(f, 'per_trial_warm', 'median_overhead_s'), ' s')}**; "
+        f"quickstart {_n(f.get('quickstart_warm_wall_s'), ' s')}",
+        f"{_n(f.get('quickstart_speedup'), 'x')} (quickstart)",
+    )
+
+
+def _outcome(f: dict[str, Any]) -> tuple[str, str, str]:
+    cells = []
+    for task, row in f.items():
+        if not isinstance(row, dict) or "tpe-warm" not in row:
+            continue
+        cells.append(
+            f"{task}: warm start {_n(_get(row, 'tpe-warm', 'ratio_to_cold'))}, `tuner init` "
+            f"{_n(_get(row, 'tuner-init', 'ratio_to_cold'))}"
+        )
+    return ("cold TPE: 1", "; ".join(cells), "of cold TPE's trials")
+
+
+def _pytorch(f: dict[str, Any]) -> tuple[str, str, str]:
+    modes = f.get("modes") or {}
+    return (
+        f"`mlflow.pytorch.autolog` +{_n(_get(modes, 'plain/autolog', 'overhead_median_us'), ' µs')}/step",
+        f"`lineage.pytorch.watch` +{_n(_get(modes, 'plain/lineage', 'overhead_median_us'), ' µs')}/step",
+        "",
+    )
+
+
+def _cluster(f: dict[str, Any]) -> tuple[str, str, str]:
+    ray = f.get("ray") or {}
+    return (
+        f"Ray Tune + OptunaSearch efficiency {_n(_get(ray, 'ray_tune_optuna', 'efficiency'))}",
+        f"Ray executor **{_n(_get(ray, 'tuner_ray', 'efficiency'))}**",
+        "",
+    )
+
+
+def _load(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        "",
+        f"{_n(f.get('counted'))}/{_n(f.get('trials'))} trials, {_n(f.get('workers'))} workers, "
+        f"{len(f.get('error_lines') or [])} errors, {_n(f.get('duplicate_params'))} duplicates, "
+        f"{_n(f.get('peak_db_sessions'))} sessions at most",
+        "",
+    )
+
+
+def _outage(f: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        "",
+        f"{_n(f.get('points_arrived'))} of {_n(f.get('points_sent'))} points arrived, "
+        f"{_n(f.get('runs_left_running'))} runs left RUNNING, exit {_n(f.get('campaign_exit'))}",
+        "",
+    )
+
+
 #: ``(result name, what it measures, its figures as (stock tool, this project, ratio))``.
 SUMMARY: list[tuple[str, str, Any]] = [
     ("recording_sqlite", "metric points into one run, SQLite", _recording),
@@ -208,6 +267,12 @@ SUMMARY: list[tuple[str, str, Any]] = [
     ("status", "`tuner status`, 1,000 trials", _status),
     ("checkpoint", "epochs lost to an interruption", _checkpoint),
     ("ui", "MLflow UI, start to first page", _ui),
+    ("bench_startup", "time a trial spends before training (MindSpore)", _startup),
+    ("outcome", "trials to reach cold TPE's result, warm-started", _outcome),
+    ("pytorch_recording", "PyTorch recording, step-time overhead", _pytorch),
+    ("cluster", "40 trials of 0.5 s on a local Ray cluster", _cluster),
+    ("load", "`tuner worker`s on one PostgreSQL study", _load),
+    ("outage", "`mlflow server` down for a minute mid-campaign", _outage),
     ("importance_truth", "`lineage importance` on known truths", _truth),
 ]
 
