@@ -217,6 +217,10 @@ class _LocalHandle(TrialHandle):
             wake.set()
             return
         self._info = _procs.identity(self._proc.pid)
+        # Every trial leads a session of its own (a cold one from `start_new_session`, a warm
+        # child by calling setsid first thing), so its group is its pid, even when a warm
+        # child has not reached its setsid by the time /proc is read.
+        self._info["pgid"] = self._proc.pid
         for name, stream in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr)):
             self._start(self._read, name, stream)
         self._start(self._watch)
