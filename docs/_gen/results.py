@@ -45,9 +45,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        if value != 0 and abs(value) < 1e-3:
             return f"{value:.3g}"
-        return f"{value:,.4g}" if abs(value) >= 1000 else f"{value:.4g}"
+        return f"{value:.4g}"
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, list):
