@@ -265,6 +265,7 @@ SUMMARY: list[tuple[str, str, Any]] = [
     ("recording_http", "metric points into one run, through `mlflow server`", _recording),
     ("query_sqlite", "`lineage runs`, 10,000 runs, SQLite", _query),
     ("query_postgresql", "`lineage runs`, 10,000 runs, PostgreSQL", _query),
+    ("query_http", "`lineage runs`, 10,000 runs, through `mlflow server`", _query),
     ("tuner", "40 trials of 0.5 s at parallel 2; controller time per trial", _tuner),
     ("status", "`tuner status`, 1,000 trials", _status),
     ("checkpoint", "epochs lost to an interruption", _checkpoint),
