@@ -137,13 +137,21 @@ def test_from_an_earlier_campaign(
     assert status["budget"] == {"trials": 1, "finished": 1}
     assert status["trials"]["COMPLETE"] == 1
     assert status["best"]["number"] in {t.number for t in own}
+    # What compare: auto (the default) measured and chose: in `tuner status` (JSON and
+    # text), as `tuner run` ends with it, and on the campaign's MLflow run.
+    (decision,) = status["warm_start_decision"]
+    assert decision["source"] == "campaign 'prior'" and decision["pairs"] == 1
     rc, out, _ = cli("status", _path(config))
     assert "warm start: 2 earlier run(s) imported as finished trials" in out
-    # What compare: auto (the default) measured, as `tuner run` ends with it.
-    from tuner.search._transfer import transfer_notes
+    from tuner.search import transfer_notes
 
     (note,) = transfer_notes(config)
     assert note.startswith("warm start from campaign 'prior': 1 pair(s) with this campaign's")
+    assert note in out.splitlines()
+    (first_parent,) = [
+        r for r in mlflow_runs(sqlite_uri, "next") if r.data.tags["lineage.run_type"] == "campaign"
+    ]
+    assert first_parent.data.tags["tuner.warm_start_decision"] == note
 
     again = _Lines()
     run_campaign(config, observer=again)  # a second `tuner run`: the budget is reached

@@ -49,6 +49,7 @@ def close_campaign(
         try:
             tags = summary_tags(ctl.counts, ctl.best(), _stop(ctl), ctl.config.metric_names)
             tags[NOTE_TAG] = _note(ctl)
+            tags.update(_search_notes(ctl))
         except BaseException as exc:  # the runs are closed all the same
             failures.append(exc)
             tags = {f"{T.COUNT_PREFIX}{k}": str(v) for k, v in ctl.counts.items()}
@@ -157,6 +158,20 @@ def _note(ctl: Controller, analyses: Sequence[Analysis] = ()) -> str:
         stop_reason=_stop(ctl),
         analyses=analyses,
     )
+
+
+def _search_notes(ctl: Controller) -> dict[str, str]:
+    """The campaign run's tags on how the search went: the warm start's decision per source
+    and the parameters whose best trials sit at a bound."""
+    from tuner.search import bound_notes, transfer_notes
+
+    tags = {}
+    decision, bounds = transfer_notes(ctl.config), bound_notes(ctl.config)
+    if decision:
+        tags[T.WARM_START_DECISION] = "\n".join(decision)[:5000]
+    if bounds:
+        tags[T.AT_BOUNDS] = "\n".join(bounds)[:5000]
+    return tags
 
 
 def _describe(exc: BaseException | None) -> str:

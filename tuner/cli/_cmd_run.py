@@ -141,8 +141,7 @@ def execute(
             print(result.stop_reason)
         if result.importance:
             print(result.importance)
-        from tuner.search._bounds import bound_notes
-        from tuner.search._transfer import transfer_notes
+        from tuner.search import bound_notes, transfer_notes
 
         for note in [*transfer_notes(config), *bound_notes(config)]:
             print(note)

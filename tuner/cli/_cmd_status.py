@@ -386,6 +386,14 @@ def run(args: argparse.Namespace) -> int:
             t["params"] = mask_mapping(t["params"])
     for r in status["running"]:
         r["params"] = mask_mapping(r["params"])
+    decisions: list[Any] = []
+    if config.warm_start is not None and config.warm_start.compare == "auto":
+        # What `compare: auto` measured and chose, recomputed from the study as a sampler
+        # would now (this loads Optuna: only for such campaigns).
+        from tuner.search import stored_decisions
+
+        decisions = stored_decisions(config)
+    status["warm_start_decision"] = [d.as_dict() for d in decisions]
     if args.format == "json":
         json.dump(status, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -409,6 +417,11 @@ def run(args: argparse.Namespace) -> int:
             f"warm start: {status['warm_start']} earlier run(s) imported as finished trials "
             "(seen by the sampler, not counted against the budget)\n"
         )
+    if decisions:
+        from tuner.search._transfer import line
+
+        for d in decisions:
+            out.write(line(d) + "\n")
     best = status["best"]
     if best and "value" in best:
         out.write(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}\n")

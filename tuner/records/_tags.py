@@ -69,6 +69,10 @@ DEVICE = "tuner.device"
 TRIAL_COMMAND = "tuner.command"
 #: ``tuner.env.<NAME>``: the campaign's ``env`` entries, secrets masked.
 ENV_PREFIX = "tuner.env."
+#: On the campaign's run: what a ``compare: auto`` warm start measured and chose, per source,
+#: and the parameters whose best trials sit at a bound of their range (one line each).
+WARM_START_DECISION = "tuner.warm_start_decision"
+AT_BOUNDS = "tuner.at_bounds"
 #: RUNNING, then COMPLETE, PRUNED or FAIL.
 STATE = TRIAL_STATE
 DURATION = "tuner.duration_s"

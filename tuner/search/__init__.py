@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from tuner.search._bounds import bound_notes
 from tuner.search._continuation import chain_attrs, continue_history, first_trial, parent_trial
 from tuner.search._space import (
     distribution,
@@ -28,9 +29,11 @@ from tuner.search._storage_errors import (
     explain_storage_error,
     storage_unavailable,
 )
+from tuner.search._transfer import stored_decisions, transfer_notes
 
 __all__ = [
     "STORAGE_SCHEMES",
+    "bound_notes",
     "chain_attrs",
     "continue_history",
     "distribution",
@@ -42,5 +45,7 @@ __all__ = [
     "sample_params",
     "sampling_order",
     "storage_unavailable",
+    "stored_decisions",
+    "transfer_notes",
     "validate_params",
 ]

@@ -56,6 +56,7 @@ __all__ = [
     "describe",
     "line",
     "measure",
+    "stored_decisions",
     "transfer_notes",
     "transfer_view",
 ]
@@ -266,9 +267,10 @@ def line(d: SourceTransfer) -> str:
     )
 
 
-def transfer_notes(config: Any) -> list[str]:
-    """`line` per source for the campaign's stored study under ``compare: auto`` (empty when
-    the campaign is not such a warm start or the study cannot be read)."""
+def stored_decisions(config: Any) -> list[SourceTransfer]:
+    """`measure` on the campaign's stored study under ``compare: auto`` (empty when the
+    campaign is not such a warm start or the study cannot be read: a report of the decision
+    is never worth an error)."""
     section = getattr(config, "warm_start", None)
     if section is None or section.compare != "auto":
         return []
@@ -283,4 +285,9 @@ def transfer_notes(config: Any) -> list[str]:
         trials = study.get_trials(deepcopy=False)
     except Exception:
         return []
-    return [line(d) for d in measure(trials, study.directions)]
+    return measure(trials, study.directions)
+
+
+def transfer_notes(config: Any) -> list[str]:
+    """`line` per source for the campaign's stored study (see `stored_decisions`)."""
+    return [line(d) for d in stored_decisions(config)]
