@@ -57,7 +57,7 @@ def test_widened_grows_past_the_bound_only() -> None:
 
 def test_bound_notes_read_the_campaign_study(tmp_path: Path) -> None:
     from tuner.config import parse_config
-    from tuner.search._bounds import bound_notes
+    from tuner.search import bound_notes
     from tuner.search._study import create_rdb
 
     config = parse_config(

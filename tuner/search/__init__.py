@@ -9,13 +9,14 @@
 - ``_continuation``: the chain of trials a retry or a re-run belongs to;
 - ``_ranked`` and ``_transfer``: what a warm-started sampler sees of the imported runs
   (``compare: rank``; ``compare: auto``, measured from the campaign's own trials);
-- ``_bounds``: best trials at the bound of a range, and the widened range to try.
+- ``_bounds``: best trials at the bound of a range, and the widened range to try;
+- ``_notes``: what the stored study says of both, for the CLI and the campaign's run.
 """
 
 from __future__ import annotations
 
-from tuner.search._bounds import bound_notes
 from tuner.search._continuation import chain_attrs, continue_history, first_trial, parent_trial
+from tuner.search._notes import bound_notes, stored_decisions, transfer_notes
 from tuner.search._space import (
     distribution,
     distributions,
@@ -29,7 +30,6 @@ from tuner.search._storage_errors import (
     explain_storage_error,
     storage_unavailable,
 )
-from tuner.search._transfer import stored_decisions, transfer_notes
 
 __all__ = [
     "STORAGE_SCHEMES",

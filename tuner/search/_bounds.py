@@ -20,9 +20,8 @@ if TYPE_CHECKING:
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
-    from tuner.config import CampaignConfig
 
-__all__ = ["EDGE", "AtBound", "at_bounds", "bound_notes", "widened"]
+__all__ = ["EDGE", "AtBound", "at_bounds", "widened"]
 
 #: How close to a bound (share of the range) counts as "at" it.
 EDGE = 0.02
@@ -99,20 +98,3 @@ def at_bounds(
                 bound = low if side == "low" else high
                 out.append(AtBound(name, side, bound, count, len(values), low, high, log))
     return out
-
-
-def bound_notes(config: CampaignConfig) -> list[str]:
-    """`AtBound.line` for the campaign's stored study (empty when the study cannot be read:
-    a closing note is never worth an error)."""
-    import optuna
-
-    from tuner.search._study import create_rdb
-
-    try:
-        study = optuna.load_study(
-            study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
-        )
-        trials = study.get_trials(deepcopy=False)
-    except Exception:
-        return []
-    return [f"at a bound: {hit.line()}" for hit in at_bounds(trials, study.directions)]

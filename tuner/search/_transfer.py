@@ -56,8 +56,6 @@ __all__ = [
     "describe",
     "line",
     "measure",
-    "stored_decisions",
-    "transfer_notes",
     "transfer_view",
 ]
 
@@ -265,29 +263,3 @@ def line(d: SourceTransfer) -> str:
         f"({d.exact_pairs} re-runs), level shift {d.shift:+.2f} spreads: {d.mode}, weight "
         f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler)"
     )
-
-
-def stored_decisions(config: Any) -> list[SourceTransfer]:
-    """`measure` on the campaign's stored study under ``compare: auto`` (empty when the
-    campaign is not such a warm start or the study cannot be read: a report of the decision
-    is never worth an error)."""
-    section = getattr(config, "warm_start", None)
-    if section is None or section.compare != "auto":
-        return []
-    import optuna
-
-    from tuner.search._study import create_rdb
-
-    try:
-        study = optuna.load_study(
-            study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
-        )
-        trials = study.get_trials(deepcopy=False)
-    except Exception:
-        return []
-    return measure(trials, study.directions)
-
-
-def transfer_notes(config: Any) -> list[str]:
-    """`line` per source for the campaign's stored study (see `stored_decisions`)."""
-    return [line(d) for d in stored_decisions(config)]
