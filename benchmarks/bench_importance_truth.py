@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -33,71 +30,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_result
+from bench_importance import CASES as ALL_CASES
+from bench_importance import _sample, _score
 
-Spec = tuple[Any, ...]
-Case = tuple[dict[str, Spec], Callable[[dict[str, Any]], float], list[float]]
-
-
-def _u(lo: float, hi: float) -> Spec:
-    return ("float", lo, hi, False)
+#: The floor: the first two cases of ``bench_importance.py`` (the same spaces and truths).
+CASES = {name: ALL_CASES[name] for name in ("linear", "lr_bowl")}
 
 
-def _log(lo: float, hi: float) -> Spec:
-    return ("float", lo, hi, True)
-
-
-def _cat(*choices: str) -> Spec:
-    return ("cat", choices)
-
-
-def _int(lo: int, hi: int) -> Spec:
-    return ("int", lo, hi)
-
-
-_OPTIMIZER_COST = {"sgd": 3.0, "momentum": 1.5, "adam": 0.0}
-
-# name -> (space, function, truth): a score per parameter, higher is more important, 0 no effect.
-CASES: dict[str, Case] = {
-    # y = 4 x0 + 2 x1 + x2: variance shares 16 : 4 : 1; x3..x5 have no effect.
-    "linear": (
-        {f"x{i}": _u(0, 1) for i in range(6)},
-        lambda p: 4 * p["x0"] + 2 * p["x1"] + p["x2"],
-        [16, 4, 1, 0, 0, 0],
-    ),
-    # A learning-rate bowl on a log scale dominates (about 81% of the variance), the optimizer
-    # next (17%), epochs barely (2%); seed, dropout and activation have no effect.
-    "lr_bowl": (
-        {
-            "lr": _log(1e-6, 1.0),
-            "optimizer": _cat("sgd", "momentum", "adam"),
-            "epochs": _int(1, 50),
-            "seed": _int(0, 10_000),
-            "dropout": _u(0.0, 0.5),
-            "activation": _cat("relu", "gelu", "tanh", "silu"),
-        },
-        lambda p: (
-            (math.log10(p["lr"]) + 3) ** 2 + _OPTIMIZER_COST[p["optimizer"]] + 0.03 * p["epochs"]
-        ),
-        [3, 2, 1, 0, 0, 0],
-    ),
-}
-
-
-def _sample(space: dict[str, Spec], rng: np.random.Generator) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, spec in space.items():
-        if spec[0] == "cat":
-            out[name] = spec[1][rng.integers(len(spec[1]))]
-        elif spec[0] == "int":
-            out[name] = int(rng.integers(spec[1], spec[2] + 1))
-        elif spec[3]:
-            out[name] = float(math.exp(rng.uniform(math.log(spec[1]), math.log(spec[2]))))
-        else:
-            out[name] = float(rng.uniform(spec[1], spec[2]))
-    return out
-
-
-def _log_runs(uri: str, experiment: str, case: Case, n: int, seed: int) -> None:
+def _log_runs(uri: str, experiment: str, case: Any, n: int, seed: int) -> None:
+    """``n`` plain MLflow runs of ``case``: params as strings, as any MLflow user logs them."""
     import mlflow
 
     space, fn, _ = case
@@ -108,17 +49,7 @@ def _log_runs(uri: str, experiment: str, case: Case, n: int, seed: int) -> None:
         p = _sample(space, rng)
         with mlflow.start_run():
             mlflow.log_params(p)
-            mlflow.log_metric("y", float(fn(p)))
-
-
-def _score(ranked: list[dict[str, Any]], names: list[str], truth: list[float]) -> tuple[bool, bool]:
-    imp = {r["name"]: float(r["importance"]) for r in ranked}
-    est = [imp.get(n, 0.0) for n in names]
-    relevant = sorted(((t, e) for t, e in zip(truth, est, strict=True) if t > 0), reverse=True)
-    dummies = [e for t, e in zip(truth, est, strict=True) if t == 0]
-    order_ok = all(a[1] > b[1] for a, b in pairwise(relevant))
-    dummies_last = not dummies or min(e for _, e in relevant) > max(dummies)
-    return order_ok, dummies_last
+            mlflow.log_metric("y", float(fn(p, rng)))
 
 
 def main() -> int:
