@@ -163,10 +163,15 @@ def _note(ctl: Controller, analyses: Sequence[Analysis] = ()) -> str:
 def _search_notes(ctl: Controller) -> dict[str, str]:
     """The campaign run's tags on how the search went: the warm start's decision per source
     and the parameters whose best trials sit at a bound."""
-    from tuner.search import bound_notes, transfer_notes
+    from tuner.search import bounds_of, decisions_of, transfer_line
 
+    if ctl.study is None:
+        return {}
+    # The controller's own study: no second connection to the database at close.
+    trials, directions = ctl.study.get_trials(deepcopy=False), ctl.study.directions
     tags = {}
-    decision, bounds = transfer_notes(ctl.config), bound_notes(ctl.config)
+    decision = [transfer_line(d) for d in decisions_of(ctl.config, trials, directions)]
+    bounds = bounds_of(trials, directions)
     if decision:
         tags[T.WARM_START_DECISION] = "\n".join(decision)[:5000]
     if bounds:

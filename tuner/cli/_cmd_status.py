@@ -418,10 +418,10 @@ def run(args: argparse.Namespace) -> int:
             "(seen by the sampler, not counted against the budget)\n"
         )
     if decisions:
-        from tuner.search._transfer import line
+        from tuner.search import transfer_line
 
         for d in decisions:
-            out.write(line(d) + "\n")
+            out.write(transfer_line(d) + "\n")
     best = status["best"]
     if best and "value" in best:
         out.write(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}\n")

@@ -16,7 +16,13 @@
 from __future__ import annotations
 
 from tuner.search._continuation import chain_attrs, continue_history, first_trial, parent_trial
-from tuner.search._notes import bound_notes, stored_decisions, transfer_notes
+from tuner.search._notes import (
+    bound_notes,
+    bounds_of,
+    decisions_of,
+    stored_decisions,
+    transfer_notes,
+)
 from tuner.search._space import (
     distribution,
     distributions,
@@ -30,12 +36,15 @@ from tuner.search._storage_errors import (
     explain_storage_error,
     storage_unavailable,
 )
+from tuner.search._transfer import line as transfer_line
 
 __all__ = [
     "STORAGE_SCHEMES",
     "bound_notes",
+    "bounds_of",
     "chain_attrs",
     "continue_history",
+    "decisions_of",
     "distribution",
     "distributions",
     "explain_storage_error",
@@ -46,6 +55,7 @@ __all__ = [
     "sampling_order",
     "storage_unavailable",
     "stored_decisions",
+    "transfer_line",
     "transfer_notes",
     "validate_params",
 ]

@@ -11,7 +11,13 @@ from typing import Any
 from tuner.search._bounds import at_bounds
 from tuner.search._transfer import SourceTransfer, line, measure
 
-__all__ = ["bound_notes", "stored_decisions", "transfer_notes"]
+__all__ = [
+    "bound_notes",
+    "bounds_of",
+    "decisions_of",
+    "stored_decisions",
+    "transfer_notes",
+]
 
 
 def _stored(config: Any) -> tuple[list[Any], list[Any]] | None:
@@ -20,21 +26,39 @@ def _stored(config: Any) -> tuple[list[Any], list[Any]] | None:
     from tuner.search._study import create_rdb
 
     try:
-        study = optuna.load_study(
-            study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
-        )
+        storage = create_rdb(config.optuna_storage_url())
+    except Exception:
+        return None
+    try:
+        study = optuna.load_study(study_name=config.study_name, storage=storage)
         return list(study.get_trials(deepcopy=False)), list(study.directions)
     except Exception:
         return None
+    finally:
+        storage.engine.dispose()  # no database session outlives the note
+
+
+def _auto(config: Any) -> bool:
+    section = getattr(config, "warm_start", None)
+    return section is not None and section.compare == "auto"
+
+
+def decisions_of(config: Any, trials: Any, directions: Any) -> list[SourceTransfer]:
+    """`measure` on ``trials`` under ``compare: auto`` (empty for any other campaign)."""
+    return measure(trials, directions) if _auto(config) else []
+
+
+def bounds_of(trials: Any, directions: Any) -> list[str]:
+    """One ``at a bound: ...`` line per parameter whose best trials sit at a bound."""
+    return [f"at a bound: {hit.line()}" for hit in at_bounds(trials, directions)]
 
 
 def stored_decisions(config: Any) -> list[SourceTransfer]:
-    """`measure` on the campaign's stored study under ``compare: auto`` (empty otherwise)."""
-    section = getattr(config, "warm_start", None)
-    if section is None or section.compare != "auto":
+    """`decisions_of` the campaign's stored study (empty when it cannot be read)."""
+    if not _auto(config):
         return []
     stored = _stored(config)
-    return measure(*stored) if stored is not None else []
+    return decisions_of(config, *stored) if stored is not None else []
 
 
 def transfer_notes(config: Any) -> list[str]:
@@ -43,8 +67,6 @@ def transfer_notes(config: Any) -> list[str]:
 
 
 def bound_notes(config: Any) -> list[str]:
-    """`AtBound.line` for the campaign's stored study."""
+    """`bounds_of` the campaign's stored study."""
     stored = _stored(config)
-    if stored is None:
-        return []
-    return [f"at a bound: {hit.line()}" for hit in at_bounds(*stored)]
+    return bounds_of(*stored) if stored is not None else []
