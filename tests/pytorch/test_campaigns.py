@@ -83,5 +83,7 @@ def test_campaign_tunes_records_and_prunes(
         assert float(v["optimizer.lr"]) == pytest.approx(float(v[lr_name]))
         # The script's callback and the controller (from the report) both log the metric.
         epochs = sorted({s for s, _ in view.series("val_accuracy")})
-        assert epochs == ([1, 2] if record.tags["tuner.state"] == "COMPLETE" else [1])
+        # A prune is asynchronous: the trial sees the flag at its next check, so a pruned one
+        # may finish the epoch in flight; a complete one ran every epoch.
+        assert epochs == [1, 2] if record.tags["tuner.state"] == "COMPLETE" else epochs[:1] == [1]
         assert view.series("loss") and view.tags["lineage.framework.pytorch"]
