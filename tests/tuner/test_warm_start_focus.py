@@ -6,12 +6,16 @@ runs sit at its bound."""
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
+import yaml
 
+from tests.tuner.conftest import trials_of
+from tuner.search._attrs import IMPORTED_ATTR
 from tuner.search._focus import EXPLORE_EVERY, focus_of, focus_state
 
 
@@ -128,3 +132,90 @@ def test_a_bad_choice_in_focus_is_one_line(tmp_path: Path) -> None:
         ConfigError, match=r"focus\.choices\[0\] must be one of choices, got 'linear'"
     ):
         _config(tmp_path, kernel=kernel)
+
+
+# ----- tuner init: a focus over the recorded range, a range widened at its bound ---------------
+
+#: The new task: its optimum (lr = 10^-4.5) lies inside the recorded range but outside the
+#: focus the earlier runs (optimum lr = 10^-2) give.
+MOVED = """
+import math
+from tuner import trial
+p = trial.params()
+trial.report(0, loss=(math.log10(p["lr"]) + 4.5) ** 2 + 0.01 * p["batch"] / 64)
+"""
+
+
+def _runs(uri: str, experiment: str, lrs: list[float], loss: Any) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.create_experiment(experiment)
+    for i, lr in enumerate(lrs):
+        run = client.create_run(exp).info.run_id
+        batch = (16, 32, 64)[i % 3]
+        client.log_param(run, "lr", lr)
+        client.log_param(run, "batch", batch)
+        client.log_metric(run, "loss", loss(lr) + 0.01 * batch / 64)
+        client.set_terminated(run)
+
+
+def _init(cli: Any, uri: str, experiment: str, out: Path, trials: int = 20) -> dict[str, Any]:
+    argv = ["init", "--from", experiment, "--target", "loss", "--goal", "minimize"]
+    rc, _, err = cli(*argv, "--trials", str(trials), "--tracking-uri", uri, "-o", str(out))
+    assert rc == 0, err
+    data: dict[str, Any] = yaml.safe_load(out.read_text())
+    return data
+
+
+def test_init_widens_a_range_whose_best_runs_sit_at_its_bound(
+    cli: Any, sqlite_uri: str, tmp_path: Path
+) -> None:
+    """Most of the best earlier runs sit at the top of what was recorded (lr = 0.1): the
+    derived range reaches beyond it, and the comment says why."""
+    lrs = [10 ** (-4 + 3 * i / 10) for i in range(11)] + [0.098, 0.099, 0.0995, 0.1, 0.097]
+    _runs(sqlite_uri, "edge", lrs, lambda lr: -math.log10(lr))
+    data = _init(cli, sqlite_uri, "edge", tmp_path / "c.yaml")
+    lr = data["parameters"]["lr"]
+    assert lr["low"] == 1e-4 and lr["high"] == pytest.approx(10**0.5, rel=0.01)
+    assert lr.get("focus", {"high": lr["high"]})["high"] == lr["high"]
+    flat = " ".join(w for w in (tmp_path / "c.yaml").read_text().split() if w != "#")
+    assert "mostly sit at the high bound of the recorded range (0.1)" in flat
+    assert "the optimum may lie beyond it" in flat
+    rc, _, err = cli("validate", str(tmp_path / "c.yaml"))
+    assert rc == 0, err
+
+
+def test_a_derived_campaign_escapes_a_wrong_refinement(
+    cli: Any, sqlite_uri: str, tmp_path: Path, run_campaign: Any
+) -> None:
+    """`tuner init` refines lr around the earlier optimum (10^-2); the new task's lies at
+    10^-4.5, inside the recorded range, outside the focus. Real trials: the exploring trials
+    find it, the focus gives way, and the campaign's best lies beyond the old focus."""
+    from tuner.config import load_config
+
+    lrs = [10 ** (-5 + 4 * ((i * 7) % 16) / 15) for i in range(16)]
+    _runs(sqlite_uri, "earlier", lrs, lambda lr: (math.log10(lr) + 2) ** 2)
+    path = tmp_path / "derived.yaml"
+    data = _init(cli, sqlite_uri, "earlier", path, trials=16)
+    focus = data["parameters"]["lr"]["focus"]
+    assert 10**-4.5 < focus["low"] < 1e-2 < focus["high"]
+    (tmp_path / "trial.py").write_text(MOVED)
+    data.update(
+        command=[sys.executable, "trial.py"],
+        reads_tuner_params=True,
+        sampler={"name": "tpe", "seed": 3},
+        resources={"kind": "cpu", "parallel": 1},
+        trial={"grace_period": 2},
+        diagnosis={"early_stop": False},
+    )
+    path.write_text(yaml.safe_dump(data))
+    config = load_config(path)
+    run_campaign(config)
+    own = [t for t in trials_of(config) if IMPORTED_ATTR not in t.system_attrs]
+    assert len(own) == 16
+    best = min((t for t in own if t.value is not None), key=lambda t: t.value)
+    assert best.params["lr"] < focus["low"]
+    rc, out, err = cli("run", str(path))  # the budget is spent: prints the notes again
+    assert rc == 0, err
+    assert "focus on lr: widened to [" in out and "below it" in out

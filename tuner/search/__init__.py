@@ -23,6 +23,7 @@ from tuner.search._notes import (
     bound_notes,
     bounds_of,
     decisions_of,
+    focus_notes_of,
     stored_decisions,
     transfer_notes,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "distributions",
     "explain_storage_error",
     "first_trial",
+    "focus_notes_of",
     "is_active",
     "parent_trial",
     "sample_params",
