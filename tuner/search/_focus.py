@@ -31,6 +31,7 @@ from optuna.samplers import BaseSampler
 
 from tuner.search._attrs import IMPORTED_ATTR
 from tuner.search._bounds import EDGE
+from tuner.search._ranked import hidden, in_states
 
 if TYPE_CHECKING:
     import optuna
@@ -180,7 +181,8 @@ def _narrow(dist: BaseDistribution, state: FocusState) -> BaseDistribution:
 
 
 class _FocusedView:
-    """The study as a focused trial's sampler sees it: trials outside the focus left out."""
+    """The study as a focused trial's sampler sees it: trials outside the focus hidden
+    (`tuner.search._ranked.hidden`)."""
 
     def __init__(self, study: optuna.Study, states: dict[str, FocusState]) -> None:
         self._study = study
@@ -205,13 +207,13 @@ class _FocusedView:
         from tuner.search._internals import sampler_trials
 
         trials = sampler_trials(self._study, deepcopy, states, use_cache)
-        return [t for t in trials if self._inside(t)]
+        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
 
     def get_trials(
         self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
     ) -> list[FrozenTrial]:
         trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return [t for t in trials if self._inside(t)]
+        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
 
 
 class FocusedSampler(BaseSampler):
