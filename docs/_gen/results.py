@@ -84,15 +84,41 @@ def source_line(result: dict[str, Any]) -> str:
     return "Source: " + " · ".join(parts)
 
 
+def _power_table(result: dict[str, Any]) -> list[str]:
+    """``importance_power``: one row per effect size and run count."""
+    lines = [
+        "| effect | runs | model kept (replicates) | power | false-positive rate |",
+        "|---|---|---|---|---|",
+    ]
+    for effect, cells in (result.get("figures") or {}).items():
+        for cell in cells.values():
+            models = ", ".join(f"{m} {c}" for m, c in (cell.get("models") or {}).items())
+            lines.append(
+                f"| {effect} (Spearman {_cell(cell.get('median_spearman'))}) "
+                f"| {_cell(cell.get('runs'))} | {models} | {cell.get('power', 0):.2f} "
+                f"| {cell.get('false_positive_rate', 0):.3f} |"
+            )
+    return lines
+
+
+def _figure_table(result: dict[str, Any]) -> list[str]:
+    lines = ["| figure | value |", "|---|---|"]
+    for key, value in _flatten(result.get("figures", {})):
+        lines.append(f"| {key} | {value} |")
+    return lines
+
+
+#: Result files shown as a table of their own rather than one row per figure.
+TABLES = {"importance_power": _power_table}
+
+
 def render(name: str) -> str:
     """The markdown that replaces ``<!-- results: NAME -->``."""
     try:
         result = load(name)
     except FileNotFoundError:
         return f"*No result file `benchmarks/results/{name}.json` yet: run the script.*"
-    lines = [source_line(result), "", "| figure | value |", "|---|---|"]
-    for key, value in _flatten(result.get("figures", {})):
-        lines.append(f"| {key} | {value} |")
+    lines = [source_line(result), "", *TABLES.get(name, _figure_table)(result)]
     params = result.get("params") or {}
     if params:
         shown = ", ".join(f"{k}={_cell(v)}" for k, v in params.items() if v is not None)
