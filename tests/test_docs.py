@@ -314,7 +314,24 @@ def _page_id(page: Path) -> str:
     return str(page.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+#: Pages that still date a measurement by hand; each passes once its figures render from a
+#: result file, and then strict xfail fails until it leaves this list.
+DATED_BY_HAND = {"docs/guides/startup.md", "docs/guides/warm-start.md"}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(
+            p,
+            marks=pytest.mark.xfail(
+                _page_id(p) in DATED_BY_HAND, reason="dates a measurement by hand", strict=True
+            ),
+        )
+        for p in PAGES
+    ],
+    ids=_page_id,
+)
 def test_a_page_dates_no_measurement_by_hand(page: Path) -> None:
     # A date in prose dates a measurement; the result file carries its own date and the
     # marker that renders it says where and when it ran.

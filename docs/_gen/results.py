@@ -284,6 +284,23 @@ def _outage(f: dict[str, Any]) -> tuple[str, str, str]:
     )
 
 
+def _power(f: dict[str, Any]) -> tuple[str, str, str]:
+    cells = []
+    rates = []
+    for effect, rows in f.items():
+        if not isinstance(rows, dict) or not rows:
+            continue
+        by_runs = sorted(rows.values(), key=lambda row: row.get("runs", 0))
+        low, high = by_runs[0], by_runs[-1]
+        cells.append(
+            f"{effect}: power {_n(low.get('power'))} at {_n(low.get('runs'))} runs, "
+            f"{_n(high.get('power'))} at {_n(high.get('runs'))}"
+        )
+        rates += [row.get("false_positive_rate", 0) for row in by_runs]
+    fpr = f"false-positive rate at most {_n(max(rates))} (nominal 0.025)" if rates else ""
+    return ("", "; ".join([*cells, fpr]), "")
+
+
 #: ``(result name, what it measures, its figures as (stock tool, this project, ratio))``.
 SUMMARY: list[tuple[str, str, Any]] = [
     ("recording_sqlite", "metric points into one run, SQLite", _recording),
@@ -303,6 +320,7 @@ SUMMARY: list[tuple[str, str, Any]] = [
     ("load", "`tuner worker`s on one PostgreSQL study", _load),
     ("outage", "`mlflow server` down for a minute mid-campaign", _outage),
     ("importance_truth", "`lineage importance` on known truths", _truth),
+    ("importance_power", "`significant` on a real and on no-effect parameters", _power),
 ]
 
 
