@@ -46,7 +46,9 @@ def _finish(executor: RayExecutor, handle) -> TrialOutcome:
 
 
 def _parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert Path(f"/proc/{parent}/cmdline").read_bytes().startswith(b"ray::"), "not a Ray worker"
+    return parent
 
 
 @pytest.fixture
