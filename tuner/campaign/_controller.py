@@ -213,6 +213,12 @@ class Controller:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`
         with self._coordination.setting_up():
+            # First: the executor's warm parents import the trials' framework while the
+            # study and the lineage store are set up.
+            if self._executor is None:
+                from tuner.executors._factory import default_executor
+
+                self._executor = default_executor(self.config, self.campaign_dir.trials)
             self.study = study = create_study(self.config, self._storage)
             assert self._preflight is not None  # made by `run`
             for line in self._preflight.apply(study):
@@ -231,10 +237,6 @@ class Controller:
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
-            if self._executor is None:
-                from tuner.executors._factory import default_executor
-
-                self._executor = default_executor(self.config, self.campaign_dir.trials)
             online_check = load_online_check() if self.config.diagnosis.early_stop else None
             self._intake = MetricIntake(self.config, self._recorder, online_check)
             self._launcher = Launcher(
