@@ -209,7 +209,10 @@ def test_proc_identity_and_group_end():
         start_new_session=True,
     )
     try:
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while len(_procs.group_members(_procs.identity(proc.pid))) < 2:  # the child started
+            assert time.monotonic() < deadline, "the trial's child did not start"
+            time.sleep(0.05)
         info = _procs.identity(proc.pid)
         assert info["pgid"] == proc.pid and _procs.is_alive(info)
         assert len(_procs.group_members(info)) == 2  # the trial and its child

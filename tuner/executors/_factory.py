@@ -28,6 +28,7 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
             kind=res.kind,
             per_trial=res.per_trial,
             parallel=res.parallel,
+            preload=config.trial.preload,
         )
     from tuner.executors._devices import make_slots
     from tuner.executors._local import LocalExecutor

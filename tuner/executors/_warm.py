@@ -141,12 +141,18 @@ class WarmParent:
     Not thread-safe: the executor calls `launch` from its own thread, one trial per slot.
     """
 
-    def __init__(self, modules: Sequence[str], env: Mapping[str, str]) -> None:
+    def __init__(
+        self, modules: Sequence[str], env: Mapping[str, str], *, die_with_owner: bool = False
+    ) -> None:
         self.modules = tuple(modules)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         cmd = [sys.executable, "-m", "tuner.executors._forkserver_main"]
         cmd += [str(theirs.fileno()), json.dumps(list(self.modules))]
+        if die_with_owner:
+            # A trial ends with this process (its owner): a Ray worker's trial never outlives
+            # the worker, as a cold one does not.
+            cmd.append("--die-with-owner")
         self._proc = subprocess.Popen(
             cmd,
             env=dict(env),
@@ -191,11 +197,18 @@ class WarmParent:
         args: Sequence[str],
         cwd: str | None,
         env: Mapping[str, str],
+        outputs: tuple[int, int] | None = None,
     ) -> WarmChild:
+        """Forks the trial; its stdout and stderr are new pipes (`WarmChild.stdout`,
+        `WarmChild.stderr`), or the two open descriptors ``outputs`` (then those are None)."""
         if self.wait_ready():
             raise WarmStartError(self.unsafe or "unsafe")
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        if outputs is None:
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+        else:
+            out_r, err_r = -1, -1
+            out_w, err_w = os.dup(outputs[0]), os.dup(outputs[1])
         request = {
             "target": target,
             "module": module,
@@ -208,11 +221,14 @@ class WarmParent:
             pid = int(self._recv(60.0)["pid"])
         except (OSError, WarmStartError) as exc:
             for fd in (out_r, err_r):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             raise WarmStartError(f"the warm parent did not start the trial: {exc}") from None
         finally:
             os.close(out_w)
             os.close(err_w)
+        if outputs is not None:
+            return WarmChild(pid, None, None, self)
         return WarmChild(pid, os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb"), self)
 
     def close(self) -> None:
@@ -227,7 +243,9 @@ class WarmParent:
 class WarmChild:
     """The part of `subprocess.Popen` the local executor uses, for a forked trial."""
 
-    def __init__(self, pid: int, stdout: IO[bytes], stderr: IO[bytes], parent: WarmParent):
+    def __init__(
+        self, pid: int, stdout: IO[bytes] | None, stderr: IO[bytes] | None, parent: WarmParent
+    ) -> None:
         self.pid = pid
         self.stdout = stdout
         self.stderr = stderr
