@@ -15,7 +15,14 @@
 
 from __future__ import annotations
 
-from tuner.search._continuation import chain_attrs, continue_history, first_trial, parent_trial
+from tuner.search._continuation import (
+    chain_attrs,
+    continue_history,
+    counts,
+    first_trial,
+    parent_trial,
+    superseded_numbers,
+)
 from tuner.search._notes import (
     bound_notes,
     bounds_of,
@@ -44,6 +51,7 @@ __all__ = [
     "bounds_of",
     "chain_attrs",
     "continue_history",
+    "counts",
     "decisions_of",
     "distribution",
     "distributions",
@@ -55,6 +63,7 @@ __all__ = [
     "sampling_order",
     "storage_unavailable",
     "stored_decisions",
+    "superseded_numbers",
     "transfer_line",
     "transfer_notes",
     "validate_params",
