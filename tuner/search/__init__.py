@@ -18,7 +18,14 @@
 from __future__ import annotations
 
 from tuner.search._bounds import EDGE, widened
-from tuner.search._continuation import chain_attrs, continue_history, first_trial, parent_trial
+from tuner.search._continuation import (
+    chain_attrs,
+    continue_history,
+    counts,
+    first_trial,
+    parent_trial,
+    superseded_numbers,
+)
 from tuner.search._notes import (
     bound_notes,
     bounds_of,
@@ -49,6 +56,7 @@ __all__ = [
     "bounds_of",
     "chain_attrs",
     "continue_history",
+    "counts",
     "decisions_of",
     "distribution",
     "distributions",
@@ -61,6 +69,7 @@ __all__ = [
     "sampling_order",
     "storage_unavailable",
     "stored_decisions",
+    "superseded_numbers",
     "transfer_line",
     "transfer_notes",
     "validate_params",
