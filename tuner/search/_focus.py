@@ -7,13 +7,15 @@ distribution) and the refinement as its ``focus``. `FocusedSampler` wraps the ca
 sampler:
 
 - **a focused trial** (four in five): the wrapped sampler samples every focused parameter
-  over its focus (Optuna's own distributions, narrowed), and sees only the trials whose values
-  lie inside the focus, as a campaign over the refined range would;
+  over its focus (Optuna's own distributions, narrowed: a sub-range, or some of the choices),
+  and sees only the trials whose values lie inside the focus (the others hidden:
+  `tuner.search._ranked.hidden`), as a campaign over the refined range would;
 - **an exploring trial** (every `EXPLORE_EVERY`-th trial number): the wrapped sampler samples
   the full range and sees every trial, as a plain warm start over the recorded range would;
 - **widened on evidence**: a focus no longer holds on one side once the campaign's best own
   trial lies beyond it there, or most of its `TOP` best own trials sit at that edge
   (`tuner.search._bounds.EDGE` of the focus); that side then reaches the parameter's bound.
+  A focus on choices gives way to every choice once the best own trial has another.
 
 Both are recomputed from the study's trials at every ask (first objective), so a resumed
 campaign or another worker on a shared study decides the same. A sampler that models the
