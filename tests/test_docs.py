@@ -385,3 +385,23 @@ def test_the_pip_install_lines_match_the_readme_test_command() -> None:
         assert all(ln == install for ln in lines), (
             f"{name}: {lines} is not the README's {install!r}"
         )
+
+
+def test_the_design_page_draws_the_layers_the_contract_checks() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "importlinter"
+    ]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")
+    expected = [
+        " | ".join(f"tuner.{m.strip()}" for m in layer.split("|")) for layer in layers["layers"]
+    ]
+    page = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    block = next(b for b in _code_blocks(page) if b.startswith("tuner.cli\n"))
+    drawn = [line.split("  ")[0].strip() for line in block.splitlines() if line.strip()]
+    assert drawn == expected, (
+        f"docs/design.md draws the layers {drawn}, pyproject.toml has {expected}"
+    )
+    for layer in layers["layers"]:
+        for module in layer.split("|"):
+            assert (ROOT / "tuner" / module.strip()).is_dir(), module
+            assert f"├── {module.strip()}/" in page, f"the design page's tree lacks tuner/{module}"

@@ -46,4 +46,7 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
                 f"{res.devices}"
             )
     slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
-    return LocalExecutor(slots, run_dir=trials_dir, preload=config.trial.preload)
+    executor = LocalExecutor(slots, run_dir=trials_dir, preload=config.trial.preload)
+    workdir = str(config.workdir) if config.workdir else None
+    executor.warm_up(config.command, workdir)
+    return executor

@@ -67,18 +67,32 @@ class LocalExecutor(Executor):
         self._parents: dict[int, WarmParent] = {}
         self._said: set[str] = set()
 
+    def warm_up(self, argv: Sequence[str], workdir: str | None) -> None:
+        """Start every slot's warm parent now for trials of ``argv`` (placeholders may stay
+        unfilled: only the interpreter and the script matter), so that their imports overlap
+        whatever the caller does before its first trial. Does nothing when ``argv`` would
+        start cold; `submit` then says why."""
+        how, _ = plan(argv, workdir, self._preload)
+        if how is not None:
+            self._start_parents(how.modules, None)
+
+    def _start_parents(self, modules: tuple[str, ...], slot: Slot | None) -> None:
+        """A parent for ``slot`` (replacing its own) and for every slot without one yet, so
+        that their imports overlap."""
+        for other in self._slots:
+            if other is slot or other.index not in self._parents:
+                old = self._parents.get(other.index)
+                if old is not None:
+                    old.close()
+                env = {**self._base_env, **other.env()}
+                self._parents[other.index] = WarmParent(modules, env)
+
     def _warm_parent(self, spec: TrialSpec, slot: Slot) -> tuple[WarmParent | None, Any]:
         how, why = plan(spec.argv, spec.workdir, self._preload)
         if how is not None:
             parent = self._parents.get(slot.index)
             if parent is None or not parent.alive or parent.modules != how.modules:
-                if parent is not None:
-                    parent.close()
-                # Slots without a parent yet start theirs now, so their imports overlap.
-                for other in self._slots:
-                    if other.index == slot.index or other.index not in self._parents:
-                        env = {**self._base_env, **other.env()}
-                        self._parents[other.index] = WarmParent(how.modules, env)
+                self._start_parents(how.modules, slot)
                 parent = self._parents[slot.index]
             try:
                 why = parent.wait_ready()

@@ -14,6 +14,7 @@ process group) exactly as a cold one.
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -51,6 +52,17 @@ _FORK_SAFE = frozenset(
 )
 # What lineage imports only when a run starts: the MLflow client and its SQL store.
 _LINEAGE_LAZY = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
+# What a framework recorder of lineage imports only as it draws its first figure (the data
+# sample, the input pipeline): matplotlib's Agg canvas and lineage's figure modules.
+_FIGURES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.table")
+_RECORDER_FIGURES = {
+    "lineage.mindspore": (
+        *_FIGURES,
+        "lineage.mindspore._sample_figures",
+        "lineage.mindspore._pipeline_figure",
+    ),
+    "lineage.pytorch": (*_FIGURES, "lineage.pytorch._sample"),
+}
 _READY_TIMEOUT = 300.0
 _MAX_MESSAGE = 1 << 20
 
@@ -102,7 +114,10 @@ def plan(
     found = [m for m in _imports(source) if m.split(".")[0] in _FORK_SAFE]
     if any(m.split(".")[0] in ("lineage", "mlflow") for m in found):
         found += _LINEAGE_LAZY
-    modules = [m for m in dict.fromkeys([*found, *declared]) if _find_spec(m)]
+    for recorder, figures in _RECORDER_FIGURES.items():
+        if any(m == recorder or m.startswith(recorder + ".") for m in found):
+            found += figures
+    modules = [m for m in dict.fromkeys([*found, *declared]) if _installed(m)]
     return Plan(target, module, tuple(args), tuple(modules)), None
 
 
@@ -118,6 +133,21 @@ def _find_spec(name: str) -> Any:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
+
+
+def _installed(name: str) -> bool:
+    """Whether module ``name`` can be imported, found without importing it or its packages
+    (`importlib.util.find_spec` imports the parents of a dotted name: MindSpore, scikit-learn
+    and MLflow would then load into the controller just to plan its trials)."""
+    top, *rest = name.split(".")
+    spec = _find_spec(top)
+    for part in rest:
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        spec = importlib.machinery.PathFinder.find_spec(
+            f"{spec.name}.{part}", list(spec.submodule_search_locations)
+        )
+    return spec is not None
 
 
 def _imports(path: str) -> list[str]:
