@@ -5,7 +5,9 @@ Budget accounting (the rule of `tuner.coordination.counted_trials`, so that work
 controller agree): every trial of the study counts, whatever its state, except trials
 *superseded* by a copy with the same parameters (system attribute ``tuner:stale``). A failed
 attempt that is retried, or a trial interrupted by a crash or Ctrl-C and re-queued, is
-superseded; a trial that failed its last attempt is not. So a campaign ends with exactly
+superseded; a trial that failed its last attempt is not. A scheduler's continuation
+supersedes the trial it continues (a promoted paused trial, an exploited PBT segment), so
+a chain of segments counts once. So a campaign ends with exactly
 ``budget.trials`` counted trials, each COMPLETE, PRUNED or FAIL (failed after all its retries).
 ``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
 trial does not). Earlier runs imported by ``warm_start:`` (system attribute ``tuner:imported``)
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
-from tuner.campaign._closing import close_campaign, link_analyses
+from tuner.campaign._closing import CampaignEnd, close_campaign, link_analyses
 from tuner.campaign._history import (
     Preflight,
     count_imported,
@@ -53,8 +55,10 @@ from tuner.records import (
     start_campaign_run,
     trial_end_tags,
 )
+from tuner.schedulers import Scheduler, make_scheduler
 from tuner.search import _internals as internals
-from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR, STALE_ATTR
+from tuner.search import counts, superseded_numbers
+from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -118,6 +122,7 @@ class Controller:
         self._stale: list[Any] = []
         self._prepared: list[Prepared] = []
         self._launcher: Launcher | None = None
+        self._scheduler: Scheduler | None = None
         self._plan = warm_start
         self._allow_space_change = allow_space_change
         self._preflight: Preflight | None = None
@@ -182,14 +187,23 @@ class Controller:
             error = exc
             raise
         finally:
-            close_campaign(self, status, clean=clean, error=error)
-            note_space_changes(self)
+            close_campaign(
+                self._end(),
+                status,
+                executor=self._executor,
+                coordination=self._coordination,
+                campaign_dir=self.campaign_dir,
+                clean=clean,
+                error=error,
+            )
+            note_space_changes(self._end())
         result = self._result()
         if self._importance and self._stop_reason is None and self.timings:
             analyses = run_importance(self.config, self.counts["COMPLETE"])
             result.importance = "\n".join(a.line for a in analyses)
-            link_analyses(self, analyses)
-            note_space_changes(self)
+            end = self._end()
+            link_analyses(end, analyses)
+            note_space_changes(end)
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
         return result
@@ -204,15 +218,23 @@ class Controller:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`
         with self._coordination.setting_up():
+            # First: the executor's warm parents import the trials' framework while the
+            # study and the lineage store are set up.
+            if self._executor is None:
+                from tuner.executors._factory import default_executor
+
+                self._executor = default_executor(self.config, self.campaign_dir.trials)
             self.study = study = create_study(self.config, self._storage)
             assert self._preflight is not None  # made by `run`
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
-            for trial in study.get_trials(deepcopy=False):
+            trials = study.get_trials(deepcopy=False)
+            superseded = superseded_numbers(trials)
+            for trial in trials:
                 if IMPORTED_ATTR in trial.system_attrs:
                     continue
-                if trial.state.name in self.counts and STALE_ATTR not in trial.system_attrs:
+                if trial.state.name in self.counts and counts(trial, superseded):
                     self.counts[trial.state.name] += 1
                 if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
                     self.failures += 1
@@ -222,12 +244,6 @@ class Controller:
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
-            if self._executor is None:
-                from tuner.executors._factory import default_executor
-
-                self._executor = default_executor(self.config, self.campaign_dir.trials)
-            online_check = load_online_check() if self.config.diagnosis.early_stop else None
-            self._intake = MetricIntake(self.config, self._recorder, online_check)
             self._launcher = Launcher(
                 self.config,
                 study=study,
@@ -236,6 +252,17 @@ class Controller:
                 executor=self._executor,
                 state_dir=self.campaign_dir.path,
                 message=self._observer.message,
+            )
+            self._scheduler = make_scheduler(
+                self.config,
+                study,
+                locked=self._coordination.study_lock,
+                folder=self._launcher.checkpoint_folder,
+                message=self._observer.message,
+            )
+            online_check = load_online_check() if self.config.diagnosis.early_stop else None
+            self._intake = MetricIntake(
+                self.config, self._recorder, online_check, scheduler=self._scheduler
             )
         self._coordination.joined(study)
 
@@ -340,6 +367,9 @@ class Controller:
 
     def _prepare(self) -> Prepared | None:
         assert self._launcher is not None
+        if self._scheduler is not None:
+            # A promoted trial no longer counts: its continuation (enqueued now) does.
+            self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - self._scheduler.before_ask())
         return self._launcher.prepare(self.budget + self.imported)
 
     def _start(self, prepared: Prepared) -> None:
@@ -416,8 +446,10 @@ class Controller:
                     f"attempt(s) reached budget.max_failures={self.config.budget.max_failures}; "
                     f"last: {self._last_failure}"
                 )
-        if state is not TrialState.FAIL or retry_number is None:
+        if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
             self.counts[state.value] += 1
+        if self._scheduler is not None:
+            self._scheduler.changed()
         if rt.run_id:
             tags = trial_end_tags(
                 state.value,
@@ -427,6 +459,8 @@ class Controller:
                 values=values,
                 retried_as=retry_number,
             )
+            if state is TrialState.PRUNED:  # a scheduler's mark (paused, exploited) shows there too
+                tags.update({key: str(value) for key, value in rt.end_attrs.items()})
             self._recorder.trial_finished(
                 rt.run_id,
                 status=state.mlflow_status,
@@ -494,6 +528,18 @@ class Controller:
         if self.study is None:
             return None
         return best_of(self.study)
+
+    def _end(self) -> CampaignEnd:
+        """What the campaign's closing steps read, as it stands now."""
+        return CampaignEnd(
+            config=self.config,
+            study=self.study,
+            recorder=self._recorder,
+            counts=dict(self.counts),
+            best=self.best(),
+            stop_reason=self._stop_reason or self._launch_closed,
+            message=self._observer.message,
+        )
 
     def _result(self) -> CampaignResult:
         return CampaignResult(

@@ -23,7 +23,9 @@ from tuner.search import continue_history, first_trial, parent_trial
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     LAUNCH_ATTR,
+    MEMBER_ATTR,
     PARENT_ATTR,
+    PROMOTED_FROM_ATTR,
     RERUN_OF_ATTR,
     RESUMED_STEP_ATTR,
     RETRY_OF_USER_ATTR,
@@ -191,7 +193,13 @@ class Launcher:
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
         extra = {T.CAMPAIGN: self.config.name}
-        for attr in (RERUN_OF_ATTR, RETRY_OF_USER_ATTR, PARENT_ATTR):
+        for attr in (
+            RERUN_OF_ATTR,
+            RETRY_OF_USER_ATTR,
+            PARENT_ATTR,
+            PROMOTED_FROM_ATTR,
+            MEMBER_ATTR,
+        ):
             if trial.user_attrs.get(attr) is not None:
                 extra[attr] = str(trial.user_attrs[attr])
         if resume is not None:
