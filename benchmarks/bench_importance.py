@@ -21,9 +21,8 @@ CLI's) and prints which model it kept and its held-out R².
 
 Usage: ``python benchmarks/bench_importance.py [--runs 200] [--seeds 5] [--cases a,b]
 [--random K] [--methods lineage,in_process,fanova,ped_anova] [--large]`` (``--large``: also
-time ``lineage`` on 10,000 runs x 20 params); ``--power 15,30,60,100 [--power-reps 40]``
-measures instead the power and false-positive rate of the ``significant`` flag at those run
-counts.
+time ``lineage`` on 10,000 runs x 20 params). The power and false-positive rate of the
+``significant`` flag are measured by ``bench_importance_power.py``.
 
 Cases with published truth: ``ishigami`` and ``g_function`` (total Sobol' indices in closed
 form), ``geometric`` (smooth effects halving down to about 1% of the variance, with
@@ -582,59 +581,6 @@ def _large(methods: list[str]) -> None:
                   f"cpu={cpu:6.2f}s top3={top}")  # fmt: skip
 
 
-POWER_SPACE = {
-    "lr": _log(1e-4, 1.0),
-    "dropout": _u(0.0, 0.5),
-    "seed": _int(0, 10_000),
-    "activation": _cat("relu", "gelu", "tanh"),
-}
-
-
-def _power(sizes: list[int], reps: int) -> None:
-    """Power (effect flagged significant) and false-positive rate (a no-effect parameter
-    flagged) of ``significant``, in-process on ``get_param_importances``: ``lr`` drives the
-    target monotonically (population Spearman about 0.8, the quickstart's lr, or 0.5), the
-    other three parameters have no effect."""
-    from scipy.stats import spearmanr
-
-    from lineage.importance import get_param_importances
-    from lineage.store import RunRecord
-
-    print(f"{'effect':14s} {'n':>4s} {'power':>7s} {'FPR':>7s} {'rho~':>5s} {'cpu s':>6s}")
-    for label, noise in (("strong (0.8)", 0.72), ("moderate (0.5)", 1.6)):
-        for n in sizes:
-            hits = false = 0
-            rhos, cpus = [], []
-            for rep in range(reps):
-                rng = np.random.default_rng([n, rep, int(noise * 100)])
-                runs, xs, ys = [], [], []
-                for i in range(n):
-                    p = _sample(POWER_SPACE, rng)
-                    y = (math.log10(p["lr"]) + 2.0) / 1.1547 + noise * float(rng.normal())
-                    xs.append(p["lr"])
-                    ys.append(y)
-                    runs.append(
-                        RunRecord(run_id=f"{rep}-{i}", experiment_id="0", experiment="power",
-                                  name=f"r{i}", status="FINISHED", start_time=i, end_time=i,
-                                  params={k: str(v) for k, v in p.items()},
-                                  metrics={"y": y})
-                    )  # fmt: skip
-                rhos.append(float(spearmanr(xs, ys)[0]))
-                t0 = time.process_time()
-                result = get_param_importances(runs, target="y", goal="maximize")
-                cpus.append(time.process_time() - t0)
-                sig = {q.name: q.significant for q in result.params}
-                for q in result.params:  # the interval and the verdict agree, always
-                    assert q.significant == (q.ci[0] > 0.0), q
-                hits += sig["lr"]
-                false += sum(sig[k] for k in ("dropout", "seed", "activation"))
-            print(
-                f"{label:14s} {n:4d} {hits / reps:7.2f} {false / (3 * reps):7.3f} "
-                f"{statistics.median(rhos):5.2f} {statistics.median(cpus):6.2f}"
-            )
-            sys.stdout.flush()
-
-
 def _print_load() -> None:
     one, five, fifteen = os.getloadavg()
     print(f"load average {one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min)")
@@ -661,19 +607,9 @@ def main() -> int:
     ap.add_argument("--large", action="store_true", help="also time 10,000 runs x 20 params")
     ap.add_argument("--large-methods", default="lineage")
     ap.add_argument("--optuna-worker", nargs=3, metavar=("METHOD", "URI", "EXPERIMENT"))
-    ap.add_argument(
-        "--power",
-        metavar="N,N,...",
-        help="measure power and false-positive rate of `significant` at these run counts "
-        "(e.g. 15,30,100) instead of the ranking cases",
-    )
-    ap.add_argument("--power-reps", type=int, default=40, help="replicates per run count")
     args = ap.parse_args()
     if args.optuna_worker:
         return _optuna_worker(*args.optuna_worker)
-    if args.power:
-        _power([int(v) for v in args.power.split(",")], args.power_reps)
-        return 0
     methods = args.methods.split(",")
     cases = [*filter(None, args.cases.split(",")), *_random_names(args.random)]
     _print_load()

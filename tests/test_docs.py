@@ -294,3 +294,114 @@ def test_the_benchmarks_page_states_figures_only_through_result_files() -> None:
     measured = re.findall(r"\b\d[\d,.]*\s?(?:ms|µs|s|points/s|trials/s)\b(?! of)", prose)
     allowed = {"0.5 s", "0.2 s", "20 µs", "20 ms", "20,000 points/s"}  # set by the text: goals
     assert set(measured) <= allowed, sorted(set(measured) - allowed)
+
+
+# --------------------------------------------------------------------------- figures on every page
+
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _prose(text: str) -> str:
+    """What a page states in its own words: no code blocks, inline code, indented commands
+    or comments (a results marker is one: the hook fills it from a result file)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"^    .*$", "", text, flags=re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+#: Pages that still date a measurement by hand; each passes once its figures render from a
+#: result file, and then strict xfail fails until it leaves this list.
+DATED_BY_HAND = {"docs/guides/startup.md", "docs/guides/warm-start.md"}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(
+            p,
+            marks=pytest.mark.xfail(
+                _page_id(p) in DATED_BY_HAND, reason="dates a measurement by hand", strict=True
+            ),
+        )
+        for p in PAGES
+    ],
+    ids=_page_id,
+)
+def test_a_page_dates_no_measurement_by_hand(page: Path) -> None:
+    # A date in prose dates a measurement; the result file carries its own date and the
+    # marker that renders it says where and when it ran.
+    dates = re.findall(r"\b20\d\d-\d\d-\d\d\b", _prose(page.read_text(encoding="utf-8")))
+    assert not dates, f"{_page_id(page)} dates figures by hand ({dates}): render a result file"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_a_page_tabulates_only_figures_a_result_file_holds(page: Path) -> None:
+    numbers = _result_numbers()
+    unheld = []
+    for line in _prose(page.read_text(encoding="utf-8")).splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            stated = [c for c in cells if re.fullmatch(r"-?\d[\d,]*\.\d+", c)]
+            unheld += [s for s in stated if not _held(s, numbers)]
+    assert not unheld, f"{_page_id(page)} tabulates figures no result file holds: {unheld}"
+
+
+#: Figures with a unit that a page sets rather than measures: the level of an interval, a
+#: nominal rate, a default, a case's design. Anything else with a unit is a measurement.
+SET_BY_THE_TEXT = {
+    "docs/guides/importance.md": {"95%", "2.5%", "20%", "1%", "50%", "1.15%"},
+    "docs/getting-started.md": {"240 s", "20 minutes"},
+    "docs/index.md": set(),
+    "README.md": {"20 minutes"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SET_BY_THE_TEXT))
+def test_a_page_states_measured_figures_only_through_result_files(name: str) -> None:
+    prose = _prose((ROOT / name).read_text(encoding="utf-8"))
+    if name == "README.md":  # its speed line is checked against the result files above
+        start = prose.index("Against the stock tools")
+        prose = prose[:start] + prose[prose.index("\n\n", start) :]
+    unit = r"(?:ms|µs|s|min|minutes?|seconds?|hours?|points/s|trials/s|x|%)"
+    stated = re.findall(rf"(?<![\w.])\d[\d,.]*\s?{unit}(?=[\s,.;:)]|$)", prose, flags=re.M)
+    numbers = _result_numbers()
+    measured = [s for s in stated if s not in SET_BY_THE_TEXT[name]]
+    unheld = [s for s in measured if not _held(re.match(r"[\d,.]*\d", s).group(), numbers)]  # type: ignore[union-attr]
+    assert not unheld, f"{name} states figures no result file holds: {unheld}"
+
+
+def test_the_pip_install_lines_match_the_readme_test_command() -> None:
+    readme = _code_blocks(README.read_text(encoding="utf-8"))[1]
+    install = next(line for line in readme.splitlines() if line.startswith("pip install"))
+    for name in ("CONTRIBUTING.md", "docs/getting-started.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        lines = [ln.strip() for ln in text.splitlines() if "pip install -e '.[dev" in ln]
+        assert lines, f"{name} shows no install line for the tests"
+        assert all(ln == install for ln in lines), (
+            f"{name}: {lines} is not the README's {install!r}"
+        )
+
+
+def test_the_design_page_draws_the_layers_the_contract_checks() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "importlinter"
+    ]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")
+    expected = [
+        " | ".join(f"tuner.{m.strip()}" for m in layer.split("|")) for layer in layers["layers"]
+    ]
+    page = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    block = next(b for b in _code_blocks(page) if b.startswith("tuner.cli\n"))
+    drawn = [line.split("  ")[0].strip() for line in block.splitlines() if line.strip()]
+    assert drawn == expected, (
+        f"docs/design.md draws the layers {drawn}, pyproject.toml has {expected}"
+    )
+    for layer in layers["layers"]:
+        for module in layer.split("|"):
+            assert (ROOT / "tuner" / module.strip()).is_dir(), module
+            assert f"├── {module.strip()}/" in page, f"the design page's tree lacks tuner/{module}"

@@ -84,15 +84,41 @@ def source_line(result: dict[str, Any]) -> str:
     return "Source: " + " · ".join(parts)
 
 
+def _power_table(result: dict[str, Any]) -> list[str]:
+    """``importance_power``: one row per effect size and run count."""
+    lines = [
+        "| effect | runs | model kept (replicates) | power | false-positive rate |",
+        "|---|---|---|---|---|",
+    ]
+    for effect, cells in (result.get("figures") or {}).items():
+        for cell in cells.values():
+            models = ", ".join(f"{m} {c}" for m, c in (cell.get("models") or {}).items())
+            lines.append(
+                f"| {effect} (Spearman {_cell(cell.get('median_spearman'))}) "
+                f"| {_cell(cell.get('runs'))} | {models} | {cell.get('power', 0):.2f} "
+                f"| {cell.get('false_positive_rate', 0):.3f} |"
+            )
+    return lines
+
+
+def _figure_table(result: dict[str, Any]) -> list[str]:
+    lines = ["| figure | value |", "|---|---|"]
+    for key, value in _flatten(result.get("figures", {})):
+        lines.append(f"| {key} | {value} |")
+    return lines
+
+
+#: Result files shown as a table of their own rather than one row per figure.
+TABLES = {"importance_power": _power_table}
+
+
 def render(name: str) -> str:
     """The markdown that replaces ``<!-- results: NAME -->``."""
     try:
         result = load(name)
     except FileNotFoundError:
         return f"*No result file `benchmarks/results/{name}.json` yet: run the script.*"
-    lines = [source_line(result), "", "| figure | value |", "|---|---|"]
-    for key, value in _flatten(result.get("figures", {})):
-        lines.append(f"| {key} | {value} |")
+    lines = [source_line(result), "", *TABLES.get(name, _figure_table)(result)]
     params = result.get("params") or {}
     if params:
         shown = ", ".join(f"{k}={_cell(v)}" for k, v in params.items() if v is not None)
@@ -258,6 +284,23 @@ def _outage(f: dict[str, Any]) -> tuple[str, str, str]:
     )
 
 
+def _power(f: dict[str, Any]) -> tuple[str, str, str]:
+    cells = []
+    rates = []
+    for effect, rows in f.items():
+        if not isinstance(rows, dict) or not rows:
+            continue
+        by_runs = sorted(rows.values(), key=lambda row: row.get("runs", 0))
+        low, high = by_runs[0], by_runs[-1]
+        cells.append(
+            f"{effect}: power {_n(low.get('power'))} at {_n(low.get('runs'))} runs, "
+            f"{_n(high.get('power'))} at {_n(high.get('runs'))}"
+        )
+        rates += [row.get("false_positive_rate", 0) for row in by_runs]
+    fpr = f"false-positive rate at most {_n(max(rates))} (nominal 0.025)" if rates else ""
+    return ("", "; ".join([*cells, fpr]), "")
+
+
 #: ``(result name, what it measures, its figures as (stock tool, this project, ratio))``.
 SUMMARY: list[tuple[str, str, Any]] = [
     ("recording_sqlite", "metric points into one run, SQLite", _recording),
@@ -277,6 +320,7 @@ SUMMARY: list[tuple[str, str, Any]] = [
     ("load", "`tuner worker`s on one PostgreSQL study", _load),
     ("outage", "`mlflow server` down for a minute mid-campaign", _outage),
     ("importance_truth", "`lineage importance` on known truths", _truth),
+    ("importance_power", "`significant` on a real and on no-effect parameters", _power),
 ]
 
 

@@ -31,73 +31,34 @@ journal and the free space needed; nothing half-written stays in the journal.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import fcntl
-import hashlib
-import json
 import logging
 import os
-import shutil
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from lineage._errors import LineageError, StoreError, TransientError
 from lineage._recording._http import HttpError, HttpWriter
+from lineage._recording._journal import (
+    Journal,
+    SpoolFullError,
+    batch_op,
+    read_ops,
+    spool_dir,
+    spool_root,
+)
 from lineage._recording._writer import Batch, Writer, WriteResult
+
+__all__ = ["SPOOL_TAG", "SpoolFullError", "SpoolingWriter", "drain", "spool_dir", "spool_root"]
 
 log = logging.getLogger("lineage.recording")
 
 SPOOL_TAG = "lineage.spool_id"
 _RETRY_MIN_S = 0.5
 _RETRY_MAX_S = 5.0
-
-
-class SpoolFullError(StoreError):
-    """The spool's disk is full; the message names the path and the space needed. A
-    training script that does not catch it ends with this one line and exit code 1."""
-
-    said_by_caller = True
-
-
-def spool_root() -> Path:
-    env = os.environ.get("LINEAGE_SPOOL_DIR")
-    if env:
-        return Path(env).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "lineage" / "spool"
-
-
-def spool_dir(uri: str, root: Path | None = None) -> Path:
-    """The folder of the journals for tracking server ``uri``."""
-    from lineage.uri import masked
-
-    address = masked(uri).rstrip("/")
-    return (root or spool_root()) / hashlib.sha256(address.encode()).hexdigest()[:16]
-
-
-def _batch_op(run_id: str, batch: Batch) -> dict[str, Any]:
-    return {
-        "op": "batch",
-        "run": run_id,
-        "points": [list(p) for p in batch.points],
-        "params": batch.params,
-        "tags": batch.tags,
-    }
-
-
-def _read_ops(path: Path) -> list[dict[str, Any]]:
-    ops = []
-    with path.open("rb") as fh:
-        for line in fh:
-            try:
-                ops.append(json.loads(line))
-            except ValueError:
-                break  # a torn last line: the process died mid-write
-    return ops
 
 
 class SpoolingWriter(Writer):
@@ -115,13 +76,11 @@ class SpoolingWriter(Writer):
         self.down = False
         self.delivered = 0  # ops replayed from journals
         self._shown = masked(uri)
-        self._journal: IO[bytes] | None = None
-        self._path: Path | None = None
+        self._journal = Journal(self.directory, self._shown)
         self._replayed = 0  # ops of our own journal already in the store
         self._ids: dict[str, str] = {}  # provisional run id -> the server's
         self._next_try = 0.0
         self._retry_s = _RETRY_MIN_S
-        self._lock = threading.Lock()
         # The tuner creates runs from its controller thread while its lineage thread writes.
         self._busy = threading.RLock()
         self._others_checked = False
@@ -149,7 +108,7 @@ class SpoolingWriter(Writer):
 
     @property
     def journal(self) -> Path | None:
-        return self._path
+        return self._journal.path
 
     # -- Writer ----------------------------------------------------------------------------
     def write(self, run_id: str, batch: Batch) -> WriteResult:
@@ -165,7 +124,7 @@ class SpoolingWriter(Writer):
                 return self.inner.write(self.run_id(run_id), batch)
             except TransientError as exc:
                 self.go_down(exc)
-        self._append(_batch_op(run_id, batch))
+        self._append(batch_op(run_id, batch))
         self.sync()
         return WriteResult()
 
@@ -259,10 +218,11 @@ class SpoolingWriter(Writer):
         now = time.monotonic()
         if not force and now < self._next_try:
             return False
-        if self._path is None or not _read_ops(self._path)[self._replayed :]:
+        path = self._journal.path
+        if path is None or not read_ops(path)[self._replayed :]:
             # Nothing waits: the next call tries the server itself (no line: nothing to say).
             self.down = False
-            self._close_journal(delete=True)
+            self._journal.close(delete=True)
             return True
         try:
             self._replay_own()
@@ -277,7 +237,7 @@ class SpoolingWriter(Writer):
             self._shown,
             self._replayed,
         )
-        self._close_journal(delete=True)
+        self._journal.close(delete=True)
         self._drain_others()
         return True
 
@@ -294,80 +254,30 @@ class SpoolingWriter(Writer):
         """Try once more; what is still undelivered stays in the journal for the next process."""
         wait = float(os.environ.get("LINEAGE_SPOOL_WAIT", "0"))
         delivered = self.wait(wait) if self.down else True
-        if not delivered and self._path is not None:
+        if not delivered and self._journal.path is not None:
             log.warning(
                 "lineage: tracking server %s still unreachable; %s keeps the unsent records, "
                 "delivered by the next lineage process writing to it "
                 "(or: python -m lineage.recording drain %s)",
                 self._shown,
-                self._path,
+                self._journal.path,
                 self._shown,
             )
-            self._close_journal(delete=False)
+            self._journal.close(delete=False)
         self.inner.close()
 
     # -- journal ----------------------------------------------------------------------------
     def _append(self, op: dict[str, Any]) -> None:
-        data = (json.dumps(op, separators=(",", ":")) + "\n").encode()
-        with self._lock:
-            if self._journal is None:
-                self._open_journal(len(data))
-            assert self._journal is not None and self._path is not None
-            start = self._journal.tell()
-            try:
-                self._journal.write(data)
-                self._journal.flush()
-                os.fsync(self._journal.fileno())
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    self._journal.truncate(start)  # nothing half-written stays
-                    self._journal.seek(start)
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise self._full(self._path, len(data)) from exc
-                raise StoreError(f"spool {self._path}: cannot write: {exc}") from exc
-
-    def _full(self, path: Path, needed: int) -> SpoolFullError:
-        try:
-            free = shutil.disk_usage(path.parent).free
-        except OSError:
-            free = 0
-        return SpoolFullError(
-            f"spool {path}: no space left on the device; needs {needed:,} bytes free "
-            f"(has {free:,}) to keep the records of tracking server {self._shown}"
-        )
-
-    def _open_journal(self, needed: int) -> None:
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            (self.directory / "server.txt").write_text(self._shown + "\n")
-            name = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}.jsonl"
-            self._path = self.directory / name
-            fh = self._path.open("ab")
-        except OSError as exc:
-            path = self._path or self.directory
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise self._full(path, needed) from exc
-            raise StoreError(f"spool {path}: cannot write: {exc}") from exc
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        self._journal = fh
-        self._replayed = 0
-
-    def _close_journal(self, *, delete: bool) -> None:
-        if self._journal is None:
-            return
-        if delete and self._path is not None:
-            with contextlib.suppress(OSError):
-                self._path.unlink()
-        self._journal.close()  # releases the lock
-        self._journal = None
-        self._path = None if delete else self._path
+        if self._journal.append(op):
+            self._replayed = 0  # a new journal file: nothing of it is in the store yet
 
     def _replay_own(self) -> None:
-        if self._path is None:
+        path = self._journal.path
+        if path is None:
             return
-        ops = _read_ops(self._path)
+        ops = read_ops(path)
         for op in ops[self._replayed :]:
-            self._apply_or_skip(op, self._path)
+            self._apply_or_skip(op, path)
             self._replayed += 1
             self.delivered += 1
 
@@ -377,7 +287,7 @@ class SpoolingWriter(Writer):
         if not self.directory.is_dir():
             return 0
         for path in sorted(self.directory.glob("*.jsonl")):
-            if path == self._path:
+            if path == self._journal.path:
                 continue
             try:
                 fh = path.open("rb")
@@ -391,7 +301,7 @@ class SpoolingWriter(Writer):
                 if not path.exists():
                     continue  # drained and deleted by another process meanwhile
                 try:
-                    ops = _read_ops(path)
+                    ops = read_ops(path)
                     for op in ops:
                         self._apply_or_skip(op, path)
                 except TransientError as exc:

@@ -48,7 +48,7 @@ class AutoImportance(ImportanceEvaluator):
         min_gp_runs: below this many runs, the forest without comparison: with a dozen
             training runs per fold the kernel's length scales overfit, and the false-positive
             rate of ``significant`` at 15 runs was 0.12 with the Gaussian process against 0.03
-            with the forest (``bench_importance.py --power``; measured with the product
+            with the forest (``bench_importance_power.py``; measured with the product
             kernel, before the additive kernel became the default).
         max_gp_runs: above this many runs, the forest without comparison (the additive
             Gaussian process took 4 s of CPU at 500 runs x 10 parameters and 8.5 s at 1,000,

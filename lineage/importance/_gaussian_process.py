@@ -41,7 +41,7 @@ class GaussianProcessImportance(CrossFittedPermutationImportance):
     where another fold's fit ended: that fit saw the runs this one holds out, and with noisy
     targets the hyper-parameters it hands on (a no-effect parameter's length scale tuned to
     that noise) made ``significant`` flag no-effect parameters in 20% of cases at 100 runs
-    (nominal 2.5%; 3.3% with cold starts, ``bench_importance.py --power``).
+    (nominal 2.5%; 3.3% with cold starts, ``bench_importance_power.py``).
 
     Parameters (keyword-only):
         n_folds, n_rounds, confidence, random_state: as for

@@ -21,9 +21,9 @@ above zero: the one-sided t test at ``(1 - confidence) / 2`` of "importance > 0"
 procedure can disagree with the interval shown, and normalizing by the sum of importances (a
 positive constant) keeps that true. Why t and not a bootstrap percentile interval: with 12-30
 runs the percentile interval of a mean is too narrow (it was 2-5 times over its nominal
-false-positive rate on the no-effect parameters of ``benchmarks/bench_importance.py
---power``); the t interval holds it at the 15-100 runs measured there. The test is
-conditional on the fitted models: given them, a no-effect parameter's per-run contributions
+false-positive rate on the no-effect parameters of
+``benchmarks/bench_importance_power.py``); the t interval holds it at the 15-100 runs
+measured there. The test is conditional on the fitted models: given them, a no-effect parameter's per-run contributions
 have mean exactly zero (see above), which is what the interval is about.
 """
 

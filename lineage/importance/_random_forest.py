@@ -31,7 +31,7 @@ __all__ = ["RandomForestImportance"]
 _LATER_LEAF = 6
 """``min_samples_leaf`` of the residual stages: with smaller leaves they fit out-of-bag noise
 through no-effect parameters, and the false-positive rate of ``significant`` at 100 runs rose
-from 0.02 to 0.10 (``bench_importance.py --power``)."""
+from 0.02 to 0.10 (``bench_importance_power.py``)."""
 
 
 class RandomForestImportance(CrossFittedPermutationImportance):

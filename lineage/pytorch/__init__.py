@@ -15,6 +15,9 @@
                 break                  # pruned by the tuner (pass trial=tuner.trial)
         w.close()
 
+Under the tuner, `save_checkpoint` after each epoch and `restore_checkpoint` before the first
+make the loop resumable: a retried or resumed trial continues after its last saved epoch.
+
 Importing this module imports torch; ``import lineage`` never does.
 """
 
@@ -26,6 +29,11 @@ from lineage._require import require
 
 require("torch", "pytorch")
 
+from lineage.pytorch._checkpoint import (  # noqa: E402
+    CHECKPOINT_FILE,
+    restore_checkpoint,
+    save_checkpoint,
+)
 from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
 
 
@@ -72,4 +80,11 @@ def watch(
     )
 
 
-__all__ = ["Trial", "Watcher", "watch"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "Trial",
+    "Watcher",
+    "restore_checkpoint",
+    "save_checkpoint",
+    "watch",
+]

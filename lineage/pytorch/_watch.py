@@ -270,6 +270,14 @@ class Watcher:
             except Exception as exc:
                 self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
 
+    def resumed(self, epoch: int, global_step: int | None = None) -> None:
+        """Continue numbering after a checkpoint: the next `epoch_end` is ``epoch + 1`` and
+        the next optimizer step ``global_step + 1``, so the run's curves do not repeat steps."""
+        self.epoch = int(epoch)
+        if global_step is not None:
+            self.global_step = int(global_step)
+        self._last_lr = [float("nan")] * len(self._last_lr)
+
     # -- per step ----------------------------------------------------------------------------
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if (self.global_step + 1) % self.log_every:

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -104,3 +105,40 @@ def test_a_command_it_cannot_see_starts_cold_with_one_line(
         assert result.outcome.exit_code == 0
     lines = [line for line in capfd.readouterr().err.splitlines() if "start cold" in line]
     assert len(lines) == 1 and "'true' is not the tuner's Python" in lines[0]
+
+
+def _warm_parents() -> list[int]:
+    """This process's warm parents (its children running the fork server)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"_forkserver_main" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def test_warm_up_starts_the_parents_before_the_first_trial(
+    warm: LocalExecutor, tmp_path: Path
+) -> None:
+    before = set(_warm_parents())
+    warm.warm_up([sys.executable, TRIAL, "{out}"], None)  # placeholders left unfilled
+    (parent,) = set(_warm_parents()) - before
+    out = tmp_path / "seen.json"
+    (result,) = drive(warm, [warm.submit(_spec(0, str(out)))])
+    assert result.outcome.exit_code == 0 and json.loads(out.read_text())["ppid"] == parent
+
+
+def test_planning_imports_nothing_of_the_script() -> None:
+    code = (
+        "import sys; from tuner.executors._warm import plan; "
+        f"how, _ = plan([sys.executable, {TRIAL!r}], None, True); "
+        "assert 'mindspore' in how.modules and 'mlflow.store.tracking.sqlalchemy_store' in "
+        "how.modules; print(sorted({'mindspore', 'mlflow', 'sklearn'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -6,7 +6,7 @@ argv: the tuner CLI's own (``run c.yaml``). The campaign's ``lineage.tracking_ur
 lineage's real `SpoolingWriter`, whose inner writer answers (into the SQLite store) until it
 has stored two FINISHED trial runs, then refuses every record as a server that went away
 would (`TransientError`; run creation still answers, so the next trial starts). The spool's
-disk is full at its write layer: its ``os.fsync`` raises ENOSPC (this machine cannot mount a
+disk is full at its write layer: its journal's ``os.fsync`` raises ENOSPC (this machine cannot mount a
 small file system for a fast test; ``test_disk_full.py`` mounts a real one). Nothing else in
 the process is changed.
 """
@@ -18,14 +18,14 @@ import os
 import sys
 from typing import Any
 
-import lineage._recording._spool as spool
+import lineage._recording._journal as journal
 import tuner.records._recorder as recorder
 from lineage.recording import Batch, SpoolingWriter, TransientError, WriteResult, sql_writer
 from tuner.cli import main
 
 
 class _FullDisk:
-    """The spool module's ``os``: every journal ``fsync`` finds no space left."""
+    """The spool journal module's ``os``: every journal ``fsync`` finds no space left."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
@@ -89,7 +89,7 @@ class _Server:
             self.store.close()
 
 
-spool.os = _FullDisk()  # type: ignore[assignment]
+journal.os = _FullDisk()  # type: ignore[assignment]
 recorder.open_sql_writer = lambda uri: None
 recorder.open_http_writer = lambda uri: SpoolingWriter(
     _Server(uri),  # type: ignore[arg-type]

@@ -22,8 +22,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 TUNER = str(Path(sys.executable).parent / "tuner")
 
 SCRIPT = """
-import argparse, time
+import argparse, os, pathlib, time
 from tuner import trial
+pathlib.Path(f"started-{os.getpid()}").touch()
 ap = argparse.ArgumentParser(); ap.add_argument("--x", type=float)
 ap.add_argument("--sleep", type=float, default=0.0); a = ap.parse_args()
 for step in range(2):
@@ -152,7 +153,10 @@ def test_ctrl_c_says_how_to_continue_and_status_shows_superseded_apart(tmp_path:
         lines.append(line)
         if re.match(r"^\[\d/6\] trial \d+ COMPLETE", line):
             break
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("started-*"))) < 3:  # the third trial has started as well
+        assert time.monotonic() < deadline, "a third trial did not start"
+        time.sleep(0.05)
     # Ctrl-C in a terminal reaches the whole foreground process group.
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=120)

@@ -9,11 +9,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.tuner.conftest import mlflow_runs, trials_of
+
+if TYPE_CHECKING:
+    from tuner.config import CampaignConfig
 
 pytestmark = pytest.mark.slow
 
@@ -49,19 +54,32 @@ def _start(tmp_path: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def _wait_for_pids(tmp_path: Path, n: int, timeout: float = 90) -> list[int]:
+def _poll(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pids = (
-            [int(p.name) for p in (tmp_path / "pids").glob("*")]
-            if (tmp_path / "pids").exists()
-            else []
-        )
-        if len(pids) >= n:
-            time.sleep(0.3)  # let the controller record the launches
-            return pids
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout}s")
         time.sleep(0.1)
-    raise AssertionError(f"{n} trials did not start within {timeout}s")
+
+
+def _wait_for_pids(tmp_path: Path, n: int, config: CampaignConfig) -> list[int]:
+    """The pids of ``n`` started trial processes, once the controller has recorded their
+    launches in the study (what `tuner status` and `tuner resume` read)."""
+    folder = tmp_path / "pids"
+
+    def pids() -> list[int]:
+        return [int(p.name) for p in folder.glob("*")] if folder.exists() else []
+
+    def launched() -> int:
+        return sum(
+            1
+            for t in trials_of(config)
+            if t.state.name == "RUNNING" and "tuner.launch" in t.user_attrs
+        )
+
+    _poll(lambda: len(pids()) >= n, f"{n} trials did not start")
+    _poll(lambda: launched() >= n, f"the controller did not record {n} launches")
+    return pids()
 
 
 def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path, sqlite_uri, cli):
@@ -72,7 +90,7 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
 
     # 1. SIGTERM: running trials are stopped, marked FAIL (superseded) and re-queued.
     controller = _start(tmp_path)
-    first = _wait_for_pids(tmp_path, 2)
+    first = _wait_for_pids(tmp_path, 2, config)
     controller.send_signal(signal.SIGTERM)
     assert controller.wait(30) == 130
     assert not any(_alive(p) for p in first)
@@ -88,7 +106,7 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
     for p in (tmp_path / "pids").iterdir():
         p.unlink()
     controller = _start(tmp_path)
-    orphans = _wait_for_pids(tmp_path, 2)
+    orphans = _wait_for_pids(tmp_path, 2, config)
     controller.kill()
     controller.wait(10)
     assert all(_alive(p) for p in orphans)
@@ -105,8 +123,7 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
     (tmp_path / "slow").unlink()
     rc, _, err = cli("resume", "campaign.yaml", "--quiet")
     assert rc == 0, err
-    time.sleep(0.2)
-    assert not any(_alive(p) for p in orphans)
+    _poll(lambda: not any(_alive(p) for p in orphans), "the orphan trials did not end", 10)
 
     trials = trials_of(config)
     states = [t.state.name for t in trials]

@@ -209,7 +209,10 @@ def test_proc_identity_and_group_end():
         start_new_session=True,
     )
     try:
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while len(_procs.group_members(_procs.identity(proc.pid))) < 2:  # the child started
+            assert time.monotonic() < deadline, "the trial's child did not start"
+            time.sleep(0.05)
         info = _procs.identity(proc.pid)
         assert info["pgid"] == proc.pid and _procs.is_alive(info)
         assert len(_procs.group_members(info)) == 2  # the trial and its child
@@ -411,3 +414,20 @@ def test_the_controller_only_talks_to_its_coordination_in_contract_order(bare_ca
     middle = calls[6:-1]
     assert middle.count("ask") == 3 and middle.count("ended") == 3 and "ask:none" in middle
     assert middle.index("ended") > middle.index("ask")
+
+
+def test_rank_zero_is_read_from_the_launchers_variables_and_never_msruns_scheduler() -> None:
+    from lineage._identity import launcher_rank
+    from tuner._protocol import is_rank_zero
+
+    cases = [
+        ({}, True, None),
+        ({"RANK": "0"}, True, 0),
+        ({"RANK": "1", "RANK_ID": "0"}, False, 1),  # the first variable set wins
+        ({"RANK_ID": "1", "MS_ROLE": "MS_WORKER"}, False, 1),
+        ({"RANK_ID": "0", "MS_ROLE": "MS_SCHED"}, False, -1),  # msrun's scheduler process
+        ({"OMPI_COMM_WORLD_RANK": "0"}, True, 0),
+    ]
+    for environ, zero, rank in cases:
+        assert is_rank_zero(environ) is zero, environ
+        assert launcher_rank(environ) == rank, environ

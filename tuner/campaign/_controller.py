@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
-from tuner.campaign._closing import close_campaign, link_analyses
+from tuner.campaign._closing import CampaignEnd, close_campaign, link_analyses
 from tuner.campaign._history import (
     Preflight,
     count_imported,
@@ -187,14 +187,23 @@ class Controller:
             error = exc
             raise
         finally:
-            close_campaign(self, status, clean=clean, error=error)
-            note_space_changes(self)
+            close_campaign(
+                self._end(),
+                status,
+                executor=self._executor,
+                coordination=self._coordination,
+                campaign_dir=self.campaign_dir,
+                clean=clean,
+                error=error,
+            )
+            note_space_changes(self._end())
         result = self._result()
         if self._importance and self._stop_reason is None and self.timings:
             analyses = run_importance(self.config, self.counts["COMPLETE"])
             result.importance = "\n".join(a.line for a in analyses)
-            link_analyses(self, analyses)
-            note_space_changes(self)
+            end = self._end()
+            link_analyses(end, analyses)
+            note_space_changes(end)
         if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
             raise BudgetExhausted(self._stop_reason)
         return result
@@ -209,6 +218,12 @@ class Controller:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`
         with self._coordination.setting_up():
+            # First: the executor's warm parents import the trials' framework while the
+            # study and the lineage store are set up.
+            if self._executor is None:
+                from tuner.executors._factory import default_executor
+
+                self._executor = default_executor(self.config, self.campaign_dir.trials)
             self.study = study = create_study(self.config, self._storage)
             assert self._preflight is not None  # made by `run`
             for line in self._preflight.apply(study):
@@ -229,10 +244,6 @@ class Controller:
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
-            if self._executor is None:
-                from tuner.executors._factory import default_executor
-
-                self._executor = default_executor(self.config, self.campaign_dir.trials)
             self._launcher = Launcher(
                 self.config,
                 study=study,
@@ -521,6 +532,18 @@ class Controller:
         if self.study is None:
             return None
         return best_of(self.study)
+
+    def _end(self) -> CampaignEnd:
+        """What the campaign's closing steps read, as it stands now."""
+        return CampaignEnd(
+            config=self.config,
+            study=self.study,
+            recorder=self._recorder,
+            counts=dict(self.counts),
+            best=self.best(),
+            stop_reason=self._stop_reason or self._launch_closed,
+            message=self._observer.message,
+        )
 
     def _result(self) -> CampaignResult:
         return CampaignResult(

@@ -29,7 +29,7 @@ from tuner.search._attrs import IMPORTED_ATTR, SPACE_ATTR, SPACE_CHANGES_ATTR, W
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.campaign._controller import Controller
+    from tuner.campaign._closing import CampaignEnd
     from tuner.config import CampaignConfig
     from tuner.history import WarmStartPlan
     from tuner.records import LineageRecorder
@@ -169,10 +169,10 @@ def count_imported(study: optuna.Study) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if IMPORTED_ATTR in t.system_attrs)
 
 
-def note_space_changes(ctl: Controller) -> None:
+def note_space_changes(end: CampaignEnd) -> None:
     """Append the study's accepted space changes to the campaign run's description (which
     the closing rewrites); nothing when there are none."""
-    study, recorder = ctl.study, ctl._recorder
+    study, recorder = end.study, end.recorder
     if study is None or recorder is None or recorder.parent_run_id is None:
         return
     try:
@@ -185,13 +185,13 @@ def note_space_changes(ctl: Controller) -> None:
     try:
         from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(tracking_uri=ctl.config.tracking_uri())
+        client = MlflowClient(tracking_uri=end.config.tracking_uri())
         note = client.get_run(recorder.parent_run_id).data.tags.get(NOTE_TAG, "")
         note = note.split(f"\n\n{_NOTE_HEAD}", 1)[0]
         text = "\n\n".join(p for p in (note.rstrip(), _NOTE_HEAD, "\n".join(lines)) if p)
         client.set_tag(recorder.parent_run_id, NOTE_TAG, text)
     except Exception as exc:  # the changes are in the tag and params either way
-        ctl._observer.message(f"warning: could not note the space changes: {exc}")
+        end.message(f"warning: could not note the space changes: {exc}")
 
 
 def _now() -> str:

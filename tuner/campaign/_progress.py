@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from tuner.campaign._running import Observer
 
 if TYPE_CHECKING:
-    from tuner.campaign._controller import Controller
+    from tuner.campaign._running import CampaignView
 
 __all__ = ["PlainObserver", "RichObserver", "interactive"]
 
@@ -64,7 +64,7 @@ class RichObserver(Observer):
         self._live = Live(console=self._console, refresh_per_second=4, transient=False)
         self._started = False
 
-    def update(self, controller: Controller) -> None:
+    def update(self, controller: CampaignView) -> None:
         if self._plain is not None:
             self._plain.update(controller)
             return
@@ -136,7 +136,7 @@ class PlainObserver(Observer):
         stream.write("".join(c if c.isprintable() else " " for c in line) + "\n")
         stream.flush()
 
-    def update(self, controller: Controller) -> None:
+    def update(self, controller: CampaignView) -> None:
         config = controller.config
         if self._printed is None:
             self._printed = {t.number for t in _finished(controller)}
@@ -153,9 +153,9 @@ class PlainObserver(Observer):
                 self._printed.add(frozen.number)
                 self._write(self._line(controller, frozen))
 
-    def _line(self, controller: Controller, frozen: Any) -> str:
+    def _line(self, controller: CampaignView, frozen: Any) -> str:
         from lineage.masking import mask_mapping
-        from tuner.search._attrs import ATTEMPT_ATTR, FAIL_ATTR, PRUNE_ATTR
+        from tuner.search._attrs import ATTEMPT_ATTR, FAIL_ATTR, PRUNE_ATTR, RESUMED_STEP_ATTR
 
         state = frozen.state.name
         values = frozen.values if state == "COMPLETE" else None
@@ -163,8 +163,13 @@ class PlainObserver(Observer):
         parts = [f"[{sum(controller.counts.values())}/{controller.budget}]"]
         parts += [f"trial {frozen.number}", state]
         attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
-        if attempt > 1:
-            parts.append(f"(attempt {attempt})")
+        resumed = frozen.user_attrs.get(RESUMED_STEP_ATTR)
+        if attempt > 1 or resumed is not None:
+            parts.append(
+                f"(attempt {attempt}"
+                + (f", resumed from step {resumed}" if resumed is not None else "")
+                + ")"
+            )
         if values:
             parts.append(" ".join(f"{n}={v:.6g}" for n, v in zip(names, values, strict=False)))
         if frozen.datetime_start and frozen.datetime_complete:
@@ -187,7 +192,7 @@ class PlainObserver(Observer):
         (self._stream or sys.stdout).flush()
 
 
-def _finished(controller: Controller) -> list[Any]:
+def _finished(controller: CampaignView) -> list[Any]:
     """The study's finished trials, superseded attempts left out ([] before the study)."""
     if controller.study is None:
         return []

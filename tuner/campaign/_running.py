@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.campaign._state import TrialState
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.campaign._controller import Controller
     from tuner.collectors import Collector
+    from tuner.config import CampaignConfig
     from tuner.executors import TrialHandle
 
-__all__ = ["CampaignResult", "Observer", "Prepared", "RunningTrial"]
+__all__ = ["CampaignResult", "CampaignView", "Observer", "Prepared", "RunningTrial"]
 
 
 @dataclass
@@ -77,10 +78,34 @@ class CampaignResult:
     lineage_errors: dict[str, str] = field(default_factory=dict)
 
 
+class CampaignView(Protocol):
+    """What an observer reads of a running campaign (the controller provides it)."""
+
+    @property
+    def config(self) -> CampaignConfig: ...
+
+    @property
+    def budget(self) -> int: ...
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+
+    @property
+    def failures(self) -> int: ...
+
+    @property
+    def running(self) -> Mapping[int, RunningTrial]: ...
+
+    @property
+    def study(self) -> optuna.Study | None: ...
+
+    def best(self) -> dict[str, Any] | None: ...
+
+
 class Observer:
     """Receives progress; the CLI's live view implements it. Called from the controller thread."""
 
-    def update(self, controller: Controller) -> None:
+    def update(self, controller: CampaignView) -> None:
         """The state changed (throttled by the controller to a few calls a second)."""
 
     def message(self, text: str) -> None:

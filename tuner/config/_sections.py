@@ -61,8 +61,8 @@ class TrialConfig(_Model):
     retry_on: list[int | str] | None = Field(
         default=None,
         description="which failures are retried (default: every failure): exit codes, "
-        "signal names such as SIGTERM (a preemption) or SIGKILL, and timeout. A retry "
-        "continues from the trial's last checkpoint",
+        "signal names such as SIGTERM (a preemption) or SIGKILL (an OOM kill, a lost Ray "
+        "worker or node), and timeout. A retry continues from the trial's last checkpoint",
     )
     grace_period: Seconds = Field(
         default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"

@@ -28,6 +28,7 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
             kind=res.kind,
             per_trial=res.per_trial,
             parallel=res.parallel,
+            preload=config.trial.preload,
         )
     from tuner.executors._devices import make_slots
     from tuner.executors._local import LocalExecutor
@@ -45,4 +46,7 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
                 f"{res.devices}"
             )
     slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
-    return LocalExecutor(slots, run_dir=trials_dir, preload=config.trial.preload)
+    executor = LocalExecutor(slots, run_dir=trials_dir, preload=config.trial.preload)
+    workdir = str(config.workdir) if config.workdir else None
+    executor.warm_up(config.command, workdir)
+    return executor

@@ -1,7 +1,8 @@
 """A warm parent: imports a campaign's heavy modules once, then forks each trial from itself.
 
-Run as ``python -m tuner.executors._forkserver_main FD MODULES_JSON`` where ``FD`` is one end
-of a ``SOCK_SEQPACKET`` socket pair held by the controller (see `tuner.executors._warm`).
+Run as ``python -m tuner.executors._forkserver_main FD MODULES_JSON [--die-with-owner]`` where
+``FD`` is one end of a ``SOCK_SEQPACKET`` socket pair held by the controller or, on a Ray node,
+by the slot's actor (see `tuner.executors._warm`).
 
 Messages, one JSON object per packet:
 
@@ -12,19 +13,24 @@ Messages, one JSON object per packet:
   (negative: killed by that signal, as `subprocess.Popen.returncode`) when it ends.
 
 The parent serves one trial at a time (it belongs to one device slot) and exits when the
-controller closes its end. It never runs trial code itself: everything a trial changes
+controller closes its end. With ``--die-with-owner`` (Ray, where a trial must not outlive the
+worker that runs it) a trial also ends, with SIGKILL to its process group, when its owner's
+end of the socket closes while it runs, or when this parent dies. It never runs trial code itself: everything a trial changes
 (globals, module state, the framework's context, ``os.environ``) lives in the forked child
 and dies with it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gc
 import importlib
 import json
 import os
 import random
 import runpy
+import select
 import signal
 import socket
 import sys
@@ -33,6 +39,7 @@ import time
 from typing import Any
 
 _MAX_MESSAGE = 1 << 20
+_PR_SET_PDEATHSIG = 1
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -52,10 +59,17 @@ def _preload(modules: list[str]) -> str | None:
     return None
 
 
-def _child(request: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
+def _child(
+    request: dict[str, Any], fds: list[int], sock: socket.socket, parent: int | None
+) -> None:
     """Become the trial: never returns, ends in SystemExit so the interpreter's own shutdown
-    (atexit handlers, non-daemon threads, stream flushes) runs as for a cold start."""
+    (atexit handlers, non-daemon threads, stream flushes) runs as for a cold start.
+    ``parent``: the pid of a parent the trial must not outlive (``--die-with-owner``)."""
     sock.close()
+    if parent is not None:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(137)
     os.setsid()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -87,7 +101,27 @@ def _child(request: dict[str, Any], fds: list[int], sock: socket.socket) -> None
     sys.exit(0)
 
 
-def main(fd: int, modules: list[str]) -> None:
+def _wait(pid: int, sock: socket.socket | None) -> int:
+    """The child's wait status; with ``sock``, ends the child (and this process) as soon as
+    the owner's end of ``sock`` closes."""
+    if sock is None:
+        return os.waitpid(pid, 0)[1]
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            readable, _, _ = select.select([pidfd, sock.fileno()], [], [])
+            if pidfd in readable:
+                return os.waitpid(pid, 0)[1]
+            if not sock.recv(1, socket.MSG_PEEK):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise SystemExit(0)
+    finally:
+        os.close(pidfd)
+
+
+def main(fd: int, modules: list[str], die_with_owner: bool = False) -> None:
     sock = socket.socket(fileno=fd)
     # Terminal signals are for the controller; this process ends when its socket closes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -98,6 +132,7 @@ def main(fd: int, modules: list[str]) -> None:
     _send(sock, {"ready": True, "unsafe": unsafe, "seconds": time.monotonic() - started})
     if unsafe:
         return
+    me = os.getpid()
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 2)
@@ -107,13 +142,13 @@ def main(fd: int, modules: list[str]) -> None:
             return
         pid = os.fork()
         if pid == 0:
-            _child(json.loads(data), fds, sock)
+            _child(json.loads(data), fds, sock, me if die_with_owner else None)
         for descriptor in fds:
             os.close(descriptor)
         _send(sock, {"pid": pid})
-        _, status = os.waitpid(pid, 0)
+        status = _wait(pid, sock if die_with_owner else None)
         _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), json.loads(sys.argv[2]))
+    main(int(sys.argv[1]), json.loads(sys.argv[2]), "--die-with-owner" in sys.argv[3:])

@@ -67,18 +67,32 @@ class LocalExecutor(Executor):
         self._parents: dict[int, WarmParent] = {}
         self._said: set[str] = set()
 
+    def warm_up(self, argv: Sequence[str], workdir: str | None) -> None:
+        """Start every slot's warm parent now for trials of ``argv`` (placeholders may stay
+        unfilled: only the interpreter and the script matter), so that their imports overlap
+        whatever the caller does before its first trial. Does nothing when ``argv`` would
+        start cold; `submit` then says why."""
+        how, _ = plan(argv, workdir, self._preload)
+        if how is not None:
+            self._start_parents(how.modules, None)
+
+    def _start_parents(self, modules: tuple[str, ...], slot: Slot | None) -> None:
+        """A parent for ``slot`` (replacing its own) and for every slot without one yet, so
+        that their imports overlap."""
+        for other in self._slots:
+            if other is slot or other.index not in self._parents:
+                old = self._parents.get(other.index)
+                if old is not None:
+                    old.close()
+                env = {**self._base_env, **other.env()}
+                self._parents[other.index] = WarmParent(modules, env)
+
     def _warm_parent(self, spec: TrialSpec, slot: Slot) -> tuple[WarmParent | None, Any]:
         how, why = plan(spec.argv, spec.workdir, self._preload)
         if how is not None:
             parent = self._parents.get(slot.index)
             if parent is None or not parent.alive or parent.modules != how.modules:
-                if parent is not None:
-                    parent.close()
-                # Slots without a parent yet start theirs now, so their imports overlap.
-                for other in self._slots:
-                    if other.index == slot.index or other.index not in self._parents:
-                        env = {**self._base_env, **other.env()}
-                        self._parents[other.index] = WarmParent(how.modules, env)
+                self._start_parents(how.modules, slot)
                 parent = self._parents[slot.index]
             try:
                 why = parent.wait_ready()
@@ -170,6 +184,7 @@ class _LocalHandle(TrialHandle):
         self._reader = protocol.ChannelReader()
         self._late: list[Report] = []  # read when the channel was closed, not yet delivered
         self._stopping = False
+        self._stopped_at = 0.0
         self._timed_out = False
         self._outcome: TrialOutcome | None = None
         self._delivered = False
@@ -221,6 +236,7 @@ class _LocalHandle(TrialHandle):
         # child by calling setsid first thing), so its group is its pid, even when a warm
         # child has not reached its setsid by the time /proc is read.
         self._info["pgid"] = self._proc.pid
+        self._info["channel"] = str(self._channel_path)  # finds processes that left the group
         for name, stream in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr)):
             self._start(self._read, name, stream)
         self._start(self._watch)
@@ -253,9 +269,17 @@ class _LocalHandle(TrialHandle):
             self._timed_out = True
             self._stop()
             proc.wait()
-        # Orphans of the trial (background workers) go with it.
+        # Orphans of the trial (background workers) go with it, also those a launcher moved
+        # out of its group (msrun's workers): given the grace period when it was stopped.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        strays = _procs.attempt_processes(str(self._channel_path))
+        if strays and self._stopping:
+            deadline = self._stopped_at + self.spec.grace_period
+            while strays and time.monotonic() < deadline:
+                time.sleep(0.05)
+                strays = _procs.attempt_processes(str(self._channel_path))
+        _procs.signal_all(strays, signal.SIGKILL)
         for thread in self._threads[:2]:
             thread.join(5.0)
         rc = proc.wait()
@@ -275,11 +299,13 @@ class _LocalHandle(TrialHandle):
             if self._stopping or self._proc is None:
                 return
             self._stopping = True
+            self._stopped_at = time.monotonic()
         with contextlib.suppress(OSError):
             self._control_path.touch()
         pid = self._proc.pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
+        _procs.signal_all(_procs.attempt_processes(str(self._channel_path)), signal.SIGTERM)
         timer = threading.Timer(self.spec.grace_period, self._kill)
         timer.daemon = True
         timer.start()

@@ -16,6 +16,11 @@ cancelled with ``force=True`` (its worker is killed; the trial process follows t
 attempt fails with that reason (``signal=SIGKILL``), and the controller retries it as any
 failed attempt. Timeouts are enforced on the node by the task itself.
 
+With ``preload`` (``trial.preload``) an attempt is instead a streaming call on one of
+``parallel`` long-lived actors, one per slot, that forks the trial from a warm parent
+(`tuner.executors._ray_warm`); stopping it is the actor's ``stop`` call, and forcing it kills
+the actor (the next trial on that slot gets a new one).
+
 ``ray`` is imported only when a `RayExecutor` is made. Every node needs this package installed
 (the task imports ``tuner.executors._ray_node``), and ``workdir`` must exist on the nodes.
 """
@@ -25,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tuner import _protocol as protocol
@@ -40,6 +46,7 @@ from tuner.executors._base import (
     TrialSpec,
 )
 from tuner.executors._ray_node import RESOURCE, run_trial
+from tuner.executors._ray_warm import WarmSlots
 
 __all__ = ["RayExecutor"]
 
@@ -53,7 +60,7 @@ class RayExecutor(Executor):
     ``kind`` is ``gpu``, ``npu``, ``cpu`` or ``auto`` (GPU if the cluster has any, else NPU,
     else CPU); each trial requests ``per_trial`` of that resource (accelerator trials also take
     one CPU). ``parallel`` caps the trials in flight; Ray queues what the cluster cannot place
-    yet.
+    yet. ``preload``: as `tuner.executors.LocalExecutor`'s, with one warm actor per slot.
     """
 
     name = "ray"
@@ -67,6 +74,7 @@ class RayExecutor(Executor):
         parallel: int = 1,
         poll_interval: float = 0.1,
         init_kwargs: Mapping[str, Any] | None = None,
+        preload: bool | Sequence[str] = False,
     ) -> None:
         import ray
 
@@ -100,6 +108,8 @@ class RayExecutor(Executor):
         self._handles: list[_RayHandle] = []
         self._closed = False
         self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_trial)
+        self._warm = None if preload is False else WarmSlots(ray, preload, self._options())
+        self._said: set[str] = set()
 
     @property
     def capacity(self) -> int:
@@ -134,10 +144,28 @@ class RayExecutor(Executor):
             "poll_interval": self._poll_interval,
         }
         name = f"tuner-trial-{spec.number}-{spec.attempt}"
-        gen = self._remote.options(name=name, **self._options()).remote(payload)
-        handle = _RayHandle(self._ray, spec, gen, f"{self.kind}x{self._per_trial}")
-        self._handles = [h for h in self._handles if not h.finished] + [handle]
+        request = f"{self.kind}x{self._per_trial}"
+        live = [h for h in self._handles if not h.finished]
+        if self._warm is None:
+            gen = self._remote.options(name=name, **self._options()).remote(payload)
+            handle = _RayHandle(self._ray, spec, gen, request, self._say)
+        else:
+            warm = self._warm
+            index = min(set(range(self._capacity)) - {h.slot_index for h in live})
+            for old in self._handles:
+                if old.slot_index == index and old.lost:
+                    warm.kill(index)  # its actor died or was forced: a fresh one
+            gen = warm.run(index, name, payload)
+            handle = _RayHandle(self._ray, spec, gen, request, self._say, index)
+            handle.stopper = lambda: warm.stop(index, spec.number, spec.attempt)
+            handle.killer = lambda: warm.kill(index)
+        self._handles = [*live, handle]
         return handle
+
+    def _say(self, why: str) -> None:
+        if why not in self._said:
+            self._said.add(why)
+            print(f"tuner: trials start cold: {why}", file=sys.stderr)
 
     def wait(self, timeout: float) -> None:
         live = [h.generator for h in self._handles if not h.finished]
@@ -156,6 +184,8 @@ class RayExecutor(Executor):
         deadline = time.monotonic() + max((h.spec.grace_period for h in live), default=0) + 20
         while time.monotonic() < deadline and any(h.poll() is None for h in live):
             self.wait(0.2)
+        if self._warm is not None:
+            self._warm.close()
 
     def describe(self) -> str:
         unit = RESOURCE[self.kind]
@@ -166,9 +196,23 @@ class RayExecutor(Executor):
 
 
 class _RayHandle(TrialHandle):
-    def __init__(self, ray: Any, spec: TrialSpec, generator: Any, request: str) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        spec: TrialSpec,
+        generator: Any,
+        request: str,
+        say: Callable[[str], None],
+        slot_index: int = -1,
+    ) -> None:
         self._ray = ray
         self._request = request
+        self._say = say
+        self.slot_index = slot_index
+        # A warm slot's trial stops through its actor, and a forced stop kills the actor.
+        self.stopper: Callable[[], None] | None = None
+        self.killer: Callable[[], None] | None = None
+        self.lost = False
         self.spec = spec
         self.generator = generator
         self.devices: tuple[str, ...] = ()
@@ -210,6 +254,8 @@ class _RayHandle(TrialHandle):
             self.devices = tuple(str(d) for d in item["devices"])
             self.started_at = float(item["started_at"])
             self._info = {k: item[k] for k in ("host", "node_ip", "node_id", "pid", "devices")}
+            if item.get("cold"):
+                self._say(item["cold"])
         elif kind == "io":
             self._reports.extend(self._channel.feed(item["channel"]))
             self._lines.extend(item["lines"])
@@ -220,6 +266,7 @@ class _RayHandle(TrialHandle):
             self._end(TrialOutcome(**fields))
 
     def _lost(self, exc: Exception) -> TrialOutcome:
+        self.lost = True
         where = self._info.get("host") or self._info.get("node_ip") or "its node"
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         reason = f"ray: the trial's task on {where} was lost ({type(exc).__name__}): {first}"
@@ -246,8 +293,12 @@ class _RayHandle(TrialHandle):
             and time.monotonic() > self._stop_at + self.spec.grace_period + _FORCE_AFTER
         ):
             self._forced = True
-            with contextlib.suppress(Exception):
-                self._ray.cancel(self.generator, force=True)
+            self.lost = True
+            if self.killer is not None:
+                self.killer()
+            else:
+                with contextlib.suppress(Exception):
+                    self._ray.cancel(self.generator, force=True)
         if self._outcome is not None:
             self.finished = True
         return self._outcome
@@ -266,6 +317,9 @@ class _RayHandle(TrialHandle):
         if self._stop_at is not None or self._outcome is not None:
             return
         self._stop_at = time.monotonic()
+        if self.stopper is not None:
+            self.stopper()
+            return
         with contextlib.suppress(Exception):
             self._ray.cancel(self.generator, force=False)
 

@@ -3,7 +3,8 @@
 `run_trial` starts the trial command as a subprocess of the Ray worker (own session, killed with
 the worker through ``PR_SET_PDEATHSIG``), follows its report channel and its stdout/stderr, and
 yields them back to the driver in small batches; its last item is the outcome. Everything here
-runs on the node, so it imports only the standard library, ``ray`` and the trial protocol.
+runs on the node, so it imports only the standard library, ``ray``, the trial protocol and
+`tuner.executors._procs`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 from tuner import _protocol as protocol
+from tuner.executors import _procs
 
-__all__ = ["RESOURCE", "run_trial"]
+__all__ = ["RESOURCE", "follow_trial", "run_trial", "start_cold"]
 
 #: The Ray resource each ``resources.kind`` requests.
 RESOURCE = {"gpu": "GPU", "npu": "NPU", "cpu": "CPU"}
@@ -58,10 +60,41 @@ class _Follow:
 
 
 def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    import shutil
-    import socket
+    """The Ray task of a cold trial: the command starts as a fresh process."""
+    yield from follow_trial(payload, start_cold)
+
+
+def start_cold(payload: dict[str, Any], env: dict[str, str], out: IO[bytes], err: IO[bytes]) -> Any:
+    """Starts the command as a fresh process through the exec shim."""
     import subprocess
     import sys
+
+    argv = [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *payload["argv"]]
+    return subprocess.Popen(
+        argv, cwd=payload["workdir"] or None, env=env, stdin=subprocess.DEVNULL,
+        stdout=out, stderr=err, start_new_session=True, close_fds=True,
+    )  # fmt: skip
+
+
+#: ``start(payload, env, stdout, stderr)`` starts the trial and returns an object with
+#: ``pid``, ``poll()`` and ``wait()`` (a `subprocess.Popen`, or a warm parent's child).
+Start = Callable[[dict[str, Any], dict[str, str], IO[bytes], IO[bytes]], Any]
+
+
+def follow_trial(
+    payload: dict[str, Any],
+    start: Start,
+    stop_requested: Callable[[], bool] | None = None,
+    cold: Callable[[], str | None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Runs one attempt on this node and yields its items (start, io..., end).
+
+    Stopping: ``stop_requested`` (polled) or, in a Ray task, ``KeyboardInterrupt`` or
+    ``GeneratorExit`` from ``ray.cancel``; either way the trial gets its stop flag and SIGTERM,
+    then SIGKILL after the grace period. ``cold()``: why a warm slot started this trial cold.
+    """
+    import shutil
+    import socket
     import tempfile
 
     import ray
@@ -88,7 +121,7 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     )
     open(channel, "wb").close()
     t0 = time.monotonic()
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Any = None
     followers: list[_Follow] = []
     try:
         workdir = payload["workdir"]
@@ -96,11 +129,7 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield _end_item(t0, launch_error=f"workdir {workdir!r} does not exist on this node")
             return
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            argv = [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *payload["argv"]]
-            proc = subprocess.Popen(
-                argv, cwd=workdir or None, env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True, close_fds=True,
-            )  # fmt: skip
+            proc = start(payload, env, out, err)
         followers = [_Follow(channel), _Follow(out_path), _Follow(err_path)]
         yield {
             "type": "start",
@@ -110,6 +139,7 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "pid": proc.pid,
             "devices": devices,
             "started_at": time.time(),
+            "cold": cold() if cold is not None else None,
         }
         timed_out = False
         partial = [b"", b""]
@@ -123,6 +153,8 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
             timeout = payload["timeout"]
             if timeout is not None and time.monotonic() - t0 > timeout:
                 timed_out = True
+                _stop(proc, control, payload["grace_period"])
+            elif stop_requested is not None and stop_requested():
                 _stop(proc, control, payload["grace_period"])
             else:
                 time.sleep(payload["poll_interval"])
@@ -149,6 +181,7 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            _procs.signal_all(_procs.attempt_processes(channel), signal.SIGKILL)
         for follower in followers:
             follower.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -184,8 +217,13 @@ def _stop(proc: Any, control: str, grace: float) -> None:
         open(control, "w").close()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
+    # Processes a launcher moved out of the group (msrun's workers) get the SIGTERM too.
+    channel = os.path.join(os.path.dirname(control), protocol.CHANNEL_FILE)
+    _procs.signal_all(_procs.attempt_processes(channel), signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while proc.poll() is None and time.monotonic() < deadline:
+    while time.monotonic() < deadline and (
+        proc.poll() is None or _procs.attempt_processes(channel)
+    ):
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

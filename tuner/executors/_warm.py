@@ -14,6 +14,7 @@ process group) exactly as a cold one.
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -51,6 +52,17 @@ _FORK_SAFE = frozenset(
 )
 # What lineage imports only when a run starts: the MLflow client and its SQL store.
 _LINEAGE_LAZY = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
+# What a framework recorder of lineage imports only as it draws its first figure (the data
+# sample, the input pipeline): matplotlib's Agg canvas and lineage's figure modules.
+_FIGURES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.table")
+_RECORDER_FIGURES = {
+    "lineage.mindspore": (
+        *_FIGURES,
+        "lineage.mindspore._sample_figures",
+        "lineage.mindspore._pipeline_figure",
+    ),
+    "lineage.pytorch": (*_FIGURES, "lineage.pytorch._sample"),
+}
 _READY_TIMEOUT = 300.0
 _MAX_MESSAGE = 1 << 20
 
@@ -102,7 +114,10 @@ def plan(
     found = [m for m in _imports(source) if m.split(".")[0] in _FORK_SAFE]
     if any(m.split(".")[0] in ("lineage", "mlflow") for m in found):
         found += _LINEAGE_LAZY
-    modules = [m for m in dict.fromkeys([*found, *declared]) if _find_spec(m)]
+    for recorder, figures in _RECORDER_FIGURES.items():
+        if any(m == recorder or m.startswith(recorder + ".") for m in found):
+            found += figures
+    modules = [m for m in dict.fromkeys([*found, *declared]) if _installed(m)]
     return Plan(target, module, tuple(args), tuple(modules)), None
 
 
@@ -118,6 +133,21 @@ def _find_spec(name: str) -> Any:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
+
+
+def _installed(name: str) -> bool:
+    """Whether module ``name`` can be imported, found without importing it or its packages
+    (`importlib.util.find_spec` imports the parents of a dotted name: MindSpore, scikit-learn
+    and MLflow would then load into the controller just to plan its trials)."""
+    top, *rest = name.split(".")
+    spec = _find_spec(top)
+    for part in rest:
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        spec = importlib.machinery.PathFinder.find_spec(
+            f"{spec.name}.{part}", list(spec.submodule_search_locations)
+        )
+    return spec is not None
 
 
 def _imports(path: str) -> list[str]:
@@ -141,12 +171,18 @@ class WarmParent:
     Not thread-safe: the executor calls `launch` from its own thread, one trial per slot.
     """
 
-    def __init__(self, modules: Sequence[str], env: Mapping[str, str]) -> None:
+    def __init__(
+        self, modules: Sequence[str], env: Mapping[str, str], *, die_with_owner: bool = False
+    ) -> None:
         self.modules = tuple(modules)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         cmd = [sys.executable, "-m", "tuner.executors._forkserver_main"]
         cmd += [str(theirs.fileno()), json.dumps(list(self.modules))]
+        if die_with_owner:
+            # A trial ends with this process (its owner): a Ray worker's trial never outlives
+            # the worker, as a cold one does not.
+            cmd.append("--die-with-owner")
         self._proc = subprocess.Popen(
             cmd,
             env=dict(env),
@@ -191,11 +227,18 @@ class WarmParent:
         args: Sequence[str],
         cwd: str | None,
         env: Mapping[str, str],
+        outputs: tuple[int, int] | None = None,
     ) -> WarmChild:
+        """Forks the trial; its stdout and stderr are new pipes (`WarmChild.stdout`,
+        `WarmChild.stderr`), or the two open descriptors ``outputs`` (then those are None)."""
         if self.wait_ready():
             raise WarmStartError(self.unsafe or "unsafe")
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        if outputs is None:
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+        else:
+            out_r, err_r = -1, -1
+            out_w, err_w = os.dup(outputs[0]), os.dup(outputs[1])
         request = {
             "target": target,
             "module": module,
@@ -208,11 +251,14 @@ class WarmParent:
             pid = int(self._recv(60.0)["pid"])
         except (OSError, WarmStartError) as exc:
             for fd in (out_r, err_r):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             raise WarmStartError(f"the warm parent did not start the trial: {exc}") from None
         finally:
             os.close(out_w)
             os.close(err_w)
+        if outputs is not None:
+            return WarmChild(pid, None, None, self)
         return WarmChild(pid, os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb"), self)
 
     def close(self) -> None:
@@ -227,7 +273,9 @@ class WarmParent:
 class WarmChild:
     """The part of `subprocess.Popen` the local executor uses, for a forked trial."""
 
-    def __init__(self, pid: int, stdout: IO[bytes], stderr: IO[bytes], parent: WarmParent):
+    def __init__(
+        self, pid: int, stdout: IO[bytes] | None, stderr: IO[bytes] | None, parent: WarmParent
+    ) -> None:
         self.pid = pid
         self.stdout = stdout
         self.stderr = stderr
