@@ -146,7 +146,7 @@ def derive_parameter(
         side = _at_bound(values, lo_all, hi_all, log=log)
         low, high = recorded
         if side is not None:
-            low, high = _widen(kind, lo_all, hi_all, log=log, side=side)
+            low, high = _widen(kind, lo_all, hi_all, log=log, side=side, values=values)
             lo, hi = (low, hi) if side == "low" else (lo, high)
         spec = _numeric_spec(kind, low, high, log=log, values=values)
         if refine:
@@ -241,19 +241,17 @@ def _at_bound(values: Sequence[float], low: float, high: float, *, log: bool) ->
     return None
 
 
-def _widen(kind: str, lo: float, hi: float, *, log: bool, side: str) -> tuple[float, float]:
-    """``[lo, hi]`` grown beyond ``side`` (`tuner.search.widened`), not across zero for a
-    range of positive values, and to whole numbers for an int."""
+def _widen(
+    kind: str, lo: float, hi: float, *, log: bool, side: str, values: Sequence[float]
+) -> tuple[float, float]:
+    """``[lo, hi]`` grown beyond ``side`` (`tuner.search.widened`): on the grid of the values
+    of an int (their greatest common divisor), never across zero for values at or above it."""
     from tuner.search import widened
 
-    low, high = widened(lo, hi, log, side)
-    if lo >= 0 and low < 0:
-        low = 0.0
-    if kind == "int":
-        low, high = math.floor(low), math.ceil(high)
-        if log:
-            low = max(low, 1)
-    return low, high
+    step = None
+    if kind == "int" and not log:
+        step = float(math.gcd(*(int(v) for v in values))) or None
+    return widened(lo, hi, log, side, step=step, integer=kind == "int")
 
 
 def _add_focus(spec: dict[str, Any], kind: str, lo: float, hi: float) -> None:

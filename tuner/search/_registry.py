@@ -219,7 +219,9 @@ def wrap_sampler(
     warm start is measured on every trial and the focus filters only what is sampled."""
     from tuner.search._focus import focused_if_set
 
-    return ranked_if_warm(config, focused_if_set(config, sampler))
+    if config.sampler.name not in GRID_SAMPLERS:  # a grid walks its grid whatever the focus
+        sampler = focused_if_set(config, sampler)
+    return ranked_if_warm(config, sampler)
 
 
 def ranked_if_warm(
