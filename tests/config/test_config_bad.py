@@ -257,7 +257,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "pruner-name",
         {"pruner.name": "asha"},
-        "pruner.name must be one of 'median', 'hyperband', 'percentile' or 'none', got 'asha'.",
+        "pruner.name must be one of 'median', 'hyperband', 'successive_halving', 'percentile' or 'none', got 'asha'.",
     ),
     (
         "pruner-option-typo",

@@ -269,6 +269,10 @@ class Controller:
     def _recover(self) -> None:
         """End what dead controllers left: orphan process groups, RUNNING trials, runs."""
         assert self.study is not None and self._recorder is not None
+        if self._scheduler is not None:
+            import socket
+
+            self._stale = self._scheduler.recover(self._stale, socket.gethostname())
         self._coordination.recover(
             self.study, self._stale, recorder=self._recorder, message=self._observer.message
         )

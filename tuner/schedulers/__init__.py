@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.schedulers._asha import Asha
 from tuner.schedulers._base import Scheduler
+from tuner.schedulers._pbt import Pbt, explore, member_of
 
 if TYPE_CHECKING:
     import optuna
 
     from tuner.config import CampaignConfig
 
-__all__ = ["Asha", "Scheduler", "make_scheduler"]
+__all__ = ["Asha", "Pbt", "Scheduler", "explore", "make_scheduler", "member_of"]
 
 
 def make_scheduler(
@@ -37,6 +38,6 @@ def make_scheduler(
     if section is None:
         return None
     kwargs = {"locked": locked, "folder": folder, "message": message}
-    if section.name != "asha":
-        raise NotImplementedError(f"scheduler {section.name}")
-    return Asha(config, study, **kwargs)
+    if section.name == "asha":
+        return Asha(config, study, **kwargs)
+    return Pbt(config, study, **kwargs)

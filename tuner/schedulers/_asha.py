@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from tuner.schedulers._base import Scheduler
+from tuner.search import _internals as internals
 from tuner.search import chain_attrs, first_trial
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     IMPORTED_ATTR,
+    LAUNCH_ATTR,
     PAUSED_ATTR,
     PROMOTED_FROM_ATTR,
+    PRUNE_ATTR,
     SUPERSEDES_ATTR,
 )
 
@@ -111,7 +114,38 @@ class Asha(Scheduler):
             return
         grace = self.config.trial.grace_period
         rt.scheduled = _Pause(rung, time.monotonic() + grace, what)
+        # Recorded at once: a controller that dies before the pause takes effect leaves a
+        # RUNNING trial that the next one pauses instead of re-running (`recover`).
+        storage = internals.storage_of(self.study)
+        storage.set_trial_user_attr(internals.trial_id(rt.trial), PAUSED_ATTR, rung)
         self.tick(rt)
+
+    def recover(
+        self, orphans: list[optuna.trial.FrozenTrial], host: str
+    ) -> list[optuna.trial.FrozenTrial]:
+        import optuna
+
+        from tuner.executors import _procs
+
+        left = []
+        storage = internals.storage_of(self.study)
+        for frozen in orphans:
+            rung = frozen.user_attrs.get(PAUSED_ATTR)
+            launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
+            if rung is None or not launch:
+                left.append(frozen)
+                continue
+            if launch.get("host") == host and launch.get("pid"):
+                _procs.end_group(launch, grace=self.config.trial.grace_period)
+            trial_id = internals.trial_id(frozen)
+            why = (
+                f"paused by the asha scheduler at rung step {rung} (its controller died before "
+                "the pause was told; the next controller told it)"
+            )
+            storage.set_trial_user_attr(trial_id, PRUNE_ATTR, why)
+            storage.set_trial_state_values(trial_id, optuna.trial.TrialState.PRUNED)
+            self._message(f"trial {frozen.number}: {why}")
+        return left
 
     def tick(self, rt: RunningTrial) -> None:
         pause = rt.scheduled

@@ -31,6 +31,7 @@ class Scheduler(abc.ABC):
       ``rt.scheduled``.
     - `tick` on every turn of the loop for every running attempt (a pending decision that
       waits for a checkpoint).
+    - `recover` once, before the coordination re-runs the trials a dead controller left.
     - `before_ask` before the controller asks for a new trial: it may enqueue continuations
       (WAITING trials, which the next ask takes first, whatever the budget count); the number
       of trials it made stop counting is returned.
@@ -67,6 +68,14 @@ class Scheduler(abc.ABC):
 
     def tick(self, rt: RunningTrial) -> None:  # noqa: B027 - optional hook
         """A turn of the controller's loop while ``rt`` runs. Default: nothing."""
+
+    def recover(
+        self, orphans: list[optuna.trial.FrozenTrial], host: str
+    ) -> list[optuna.trial.FrozenTrial]:
+        """Before the coordination re-runs the ``orphans`` (RUNNING trials a dead controller
+        left), end those the scheduler had already decided about; the rest is returned.
+        Default: none."""
+        return orphans
 
     def before_ask(self) -> int:
         """Enqueue the continuations now due; how many trials stopped counting."""
