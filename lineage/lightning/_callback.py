@@ -65,7 +65,8 @@ class LineageCallback(L.Callback):
     epoch, and when the tuner prunes the trial set ``trainer.should_stop`` (agreed across DDP
     ranks), so Lightning ends the fit cleanly: checkpoints and the run close as usual.
     Only global rank 0 records and reports unless ``all_ranks=True``. ``run``, ``experiment``,
-    ``log_every``, ``grad_norm``, ``data_sample``: as for `lineage.pytorch.watch`.
+    ``log_every``, ``grad_norm``, ``data_sample``, ``weight_stats``: as for
+    `lineage.pytorch.watch`.
 
     Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback also saves the whole training
     state with ``trainer.save_checkpoint`` every ``checkpoint_every`` epochs (and after the
@@ -86,6 +87,7 @@ class LineageCallback(L.Callback):
         fingerprint_data: bool = True,
         all_ranks: bool = False,
         checkpoint_every: int = 1,
+        weight_stats: bool | None = None,
     ) -> None:
         super().__init__()
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
@@ -103,6 +105,7 @@ class LineageCallback(L.Callback):
             fingerprint_data=fingerprint_data,
             all_ranks=all_ranks,
             trial=trial,
+            weight_stats=weight_stats,
         )
 
     @property

@@ -53,6 +53,7 @@ def watch(
     all_ranks: bool = False,
     trial: Trial | None = None,
     params: dict[str, Any] | None = None,
+    weight_stats: bool | None = None,
 ) -> Watcher:
     """Watch a training: record its model, optimizer (every hyperparameter per parameter group,
     defaults included), ``scheduler``, ``loader`` (batch size, dataset pipeline and its picture,
@@ -62,7 +63,9 @@ def watch(
     Records into ``run``, else the active lineage run, else a new run in ``experiment``
     (attached to ``MLFLOW_RUN_ID`` under the tuner) that `Watcher.close` ends. ``trial``
     (``tuner.trial``) makes `Watcher.epoch_end` report to the tuner and answer whether the
-    trial was pruned. On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
+    trial was pruned. ``weight_stats`` logs ``weight_norm`` and ``weight_delta`` each epoch
+    (None: for models up to 50 million trainable elements, which are copied to the CPU once an
+    epoch). On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
     See :mod:`lineage.pytorch._watch` for every name recorded.
     """
     watcher = Watcher(
@@ -74,6 +77,7 @@ def watch(
         fingerprint_data=fingerprint_data,
         all_ranks=all_ranks,
         trial=trial,
+        weight_stats=weight_stats,
     )
     return watcher.begin(
         model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params

@@ -59,7 +59,8 @@ class LineageCallback(TrainerCallback):
     evaluation metric) after each evaluation, and when the tuner prunes the trial set
     ``control.should_training_stop`` so the Trainer ends cleanly (its own saving and the run
     close as usual). Only the main process (``state.is_world_process_zero``) records and
-    reports under ``torchrun`` unless ``all_ranks=True``.
+    reports under ``torchrun`` unless ``all_ranks=True``. ``weight_stats``: as for
+    `lineage.pytorch.watch` (``weight_norm`` and ``weight_delta`` at each evaluation).
 
     Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback asks the Trainer to save a
     checkpoint (``control.should_save``) every ``checkpoint_every`` evaluations (0: never)
@@ -80,6 +81,7 @@ class LineageCallback(TrainerCallback):
         fingerprint_data: bool = True,
         all_ranks: bool = False,
         checkpoint_every: int = 1,
+        weight_stats: bool | None = None,
     ) -> None:
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
             raise TypeError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
@@ -95,6 +97,7 @@ class LineageCallback(TrainerCallback):
             fingerprint_data=fingerprint_data,
             all_ranks=all_ranks,
             trial=trial,
+            weight_stats=weight_stats,
         )
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -225,6 +226,35 @@ def test_proc_identity_and_group_end():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_group_end_reaches_the_attempts_processes_that_left_its_group(tmp_path):
+    # As msrun does: the trial starts its worker in a session of its own.
+    from tuner.executors import _procs
+
+    channel = str(tmp_path / "channel.jsonl")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(60)'], start_new_session=True); time.sleep(60)",
+        ],
+        start_new_session=True,
+        env={**os.environ, "TUNER_CHANNEL": channel},
+    )
+    try:
+        info = _procs.identity(proc.pid)
+        deadline = time.monotonic() + 30
+        # Until the worker left the group (setsid), it is found as a member too.
+        while len(_procs.attempt_processes(channel)) < 2 or len(_procs.group_members(info)) > 1:
+            assert time.monotonic() < deadline, "the trial's worker did not start"
+            time.sleep(0.05)
+        assert _procs.end_group({**info, "channel": channel}, grace=2) == 2
+        proc.wait(5)
+        assert _procs.attempt_processes(channel) == []
+    finally:
+        _procs.signal_all(_procs.attempt_processes(channel), signal.SIGKILL)
 
 
 def test_campaign_lock(tmp_path):

@@ -5,6 +5,7 @@ runs sit at its bound."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -219,3 +220,9 @@ def test_a_derived_campaign_escapes_a_wrong_refinement(
     rc, out, err = cli("run", str(path))  # the budget is spent: prints the notes again
     assert rc == 0, err
     assert "focus on lr: widened to [" in out and "below it" in out
+    rc, out, err = cli("status", str(path), "--format", "json")
+    assert rc == 0, err
+    (line,) = json.loads(out)["focus"]
+    assert line.startswith("focus on lr: widened to [")
+    rc, out, err = cli("status", str(path))
+    assert rc == 0 and line in out.splitlines(), err

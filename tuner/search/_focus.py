@@ -7,13 +7,15 @@ distribution) and the refinement as its ``focus``. `FocusedSampler` wraps the ca
 sampler:
 
 - **a focused trial** (four in five): the wrapped sampler samples every focused parameter
-  over its focus (Optuna's own distributions, narrowed), and sees only the trials whose values
-  lie inside the focus, as a campaign over the refined range would;
+  over its focus (Optuna's own distributions, narrowed: a sub-range, or some of the choices),
+  and sees only the trials whose values lie inside the focus (the others hidden:
+  `tuner.search._ranked.hidden`), as a campaign over the refined range would;
 - **an exploring trial** (every `EXPLORE_EVERY`-th trial number): the wrapped sampler samples
   the full range and sees every trial, as a plain warm start over the recorded range would;
 - **widened on evidence**: a focus no longer holds on one side once the campaign's best own
   trial lies beyond it there, or most of its `TOP` best own trials sit at that edge
   (`tuner.search._bounds.EDGE` of the focus); that side then reaches the parameter's bound.
+  A focus on choices gives way to every choice once the best own trial has another.
 
 Both are recomputed from the study's trials at every ask (first objective), so a resumed
 campaign or another worker on a shared study decides the same. A sampler that models the
@@ -31,6 +33,7 @@ from optuna.samplers import BaseSampler
 
 from tuner.search._attrs import IMPORTED_ATTR
 from tuner.search._bounds import EDGE
+from tuner.search._ranked import hidden, in_states
 
 if TYPE_CHECKING:
     import optuna
@@ -180,7 +183,8 @@ def _narrow(dist: BaseDistribution, state: FocusState) -> BaseDistribution:
 
 
 class _FocusedView:
-    """The study as a focused trial's sampler sees it: trials outside the focus left out."""
+    """The study as a focused trial's sampler sees it: trials outside the focus hidden
+    (`tuner.search._ranked.hidden`)."""
 
     def __init__(self, study: optuna.Study, states: dict[str, FocusState]) -> None:
         self._study = study
@@ -205,13 +209,13 @@ class _FocusedView:
         from tuner.search._internals import sampler_trials
 
         trials = sampler_trials(self._study, deepcopy, states, use_cache)
-        return [t for t in trials if self._inside(t)]
+        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
 
     def get_trials(
         self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
     ) -> list[FrozenTrial]:
         trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return [t for t in trials if self._inside(t)]
+        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
 
 
 class FocusedSampler(BaseSampler):

@@ -15,6 +15,7 @@ __all__ = [
     "bound_notes",
     "bounds_of",
     "decisions_of",
+    "focus_lines",
     "focus_notes_of",
     "stored_decisions",
     "transfer_notes",
@@ -75,6 +76,12 @@ def stored_decisions(config: Any) -> list[SourceTransfer]:
 def transfer_notes(config: Any) -> list[str]:
     """`line` per source for the campaign's stored study (see `stored_decisions`)."""
     return [line(d) for d in stored_decisions(config)]
+
+
+def focus_lines(config: Any) -> list[str]:
+    """`focus_notes_of` the campaign's stored study (empty when it cannot be read)."""
+    stored = _stored(config)
+    return focus_notes_of(config, *stored) if stored is not None else []
 
 
 def bound_notes(config: Any) -> list[str]:

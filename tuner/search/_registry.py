@@ -69,6 +69,7 @@ SAMPLERS: dict[str, Callable[[], type]] = {
 PRUNERS: dict[str, Callable[[], type]] = {
     "median": _class("optuna.pruners", "MedianPruner"),
     "hyperband": _class("optuna.pruners", "HyperbandPruner"),
+    "successive_halving": _class("optuna.pruners", "SuccessiveHalvingPruner"),
     "percentile": _class("optuna.pruners", "PercentilePruner"),
     "none": _class("optuna.pruners", "NopPruner"),
 }
