@@ -50,8 +50,19 @@ _FORK_SAFE = frozenset(
         "transformers",
     }
 )
-# What lineage imports only when a run starts: the MLflow client and its SQL store.
-_LINEAGE_LAZY = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
+# What lineage imports only when a run starts: its recording modules, the MLflow client and
+# its SQL store (SQLAlchemy's SQLite dialect, what the store checks its schema with).
+_LINEAGE_LAZY = (
+    "lineage._recording",
+    "lineage.store",
+    "mlflow",
+    "mlflow.store.tracking.sqlalchemy_store",
+    "mlflow.store.tracking.sqlalchemy_workspace_store",
+    "sqlalchemy.dialects.sqlite",
+    "alembic.command",
+)
+# What a framework imports only as it compiles its first network (gradient definitions).
+_FRAMEWORK_LAZY = {"mindspore": ("mindspore.ops._grad_experimental",)}
 # What a framework recorder of lineage imports only as it draws its first figure (the data
 # sample, the input pipeline): matplotlib's Agg canvas and lineage's figure modules.
 _FIGURES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.table")
@@ -114,6 +125,9 @@ def plan(
     found = [m for m in _imports(source) if m.split(".")[0] in _FORK_SAFE]
     if any(m.split(".")[0] in ("lineage", "mlflow") for m in found):
         found += _LINEAGE_LAZY
+    for framework, lazy in _FRAMEWORK_LAZY.items():
+        if any(m.split(".")[0] == framework for m in found):
+            found += lazy
     for recorder, figures in _RECORDER_FIGURES.items():
         if any(m == recorder or m.startswith(recorder + ".") for m in found):
             found += figures
@@ -162,6 +176,8 @@ def _imports(path: str) -> list[str]:
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module)
+            # ``from tuner import trial``: the name may be a module (kept if it is one).
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
