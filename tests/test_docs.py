@@ -316,7 +316,7 @@ def _page_id(page: Path) -> str:
 
 #: Pages that still date a measurement by hand; each passes once its figures render from a
 #: result file, and then strict xfail fails until it leaves this list.
-DATED_BY_HAND = {"docs/guides/startup.md", "docs/guides/warm-start.md"}
+DATED_BY_HAND = {"docs/guides/warm-start.md"}
 
 
 @pytest.mark.parametrize(
