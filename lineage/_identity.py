@@ -47,8 +47,26 @@ _ENV_PREFIXES = (
     "WORLD_SIZE",
 )
 _ENV_NAMES = ("DEVICE_ID", "RANK_ID", "RANK_SIZE", "LOCAL_RANK", "HCCL_CONNECT_TIMEOUT")
+#: The rank variables of the launchers that start one process per device (torchrun, msrun,
+#: mpirun), first set wins. The tuner's trial API reads the same ones, so a callback and
+#: ``tuner.trial.report`` agree on which process speaks for a multi-process trial.
+RANK_VARS = ("RANK", "RANK_ID", "OMPI_COMM_WORLD_RANK")
 _GIT_TIMEOUT_S = 5.0
 _MAX_TAG = 8000
+
+
+def launcher_rank(environ: Mapping[str, str] | None = None) -> int | None:
+    """This process's rank as its launcher set it (`RANK_VARS`), None when none did. msrun's
+    scheduler process (``MS_ROLE=MS_SCHED``), which runs the script too until
+    ``mindspore.communication.init`` and carries ``RANK_ID=0``, is no worker: -1."""
+    environ = os.environ if environ is None else environ
+    if environ.get("MS_ROLE", "MS_WORKER") != "MS_WORKER":
+        return -1
+    for name in RANK_VARS:
+        value = (environ.get(name) or "").strip()
+        if value:
+            return int(value) if value.isdigit() else None
+    return None
 
 
 def script_path(argv: Sequence[str] | None = None) -> Path | None:

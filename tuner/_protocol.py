@@ -52,6 +52,8 @@ __all__ = [
     "EXPERIMENT_ID",
     "FORWARDED_ENV",
     "KEEP",
+    "MS_ROLE",
+    "MS_WORKER",
     "PARAMS",
     "RANK_VARS",
     "RESUME_FROM",
@@ -89,6 +91,9 @@ UNBUFFERED = "PYTHONUNBUFFERED"
 #: mpirun), first set wins: a process whose rank is not 0 neither reports nor commits
 #: checkpoints, so the trial has one voice (`is_rank_zero`).
 RANK_VARS = ("RANK", "RANK_ID", "OMPI_COMM_WORLD_RANK")
+#: msrun also runs the script in its scheduler process (``MS_ROLE=MS_SCHED``, with
+#: ``RANK_ID=0``) until ``mindspore.communication.init``; only ``MS_WORKER`` processes train.
+MS_ROLE, MS_WORKER = "MS_ROLE", "MS_WORKER"
 
 CHANNEL_FILE = "channel.jsonl"
 CONTROL_FILE = "stop"
@@ -159,7 +164,9 @@ def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:
 
 def is_rank_zero(environ: Mapping[str, str]) -> bool:
     """Whether a process with ``environ`` speaks for its trial: rank 0 of a multi-process
-    launch, or a process no launcher ranked."""
+    launch, or a process no launcher ranked; never msrun's scheduler."""
+    if environ.get(MS_ROLE, MS_WORKER) != MS_WORKER:
+        return False
     for name in RANK_VARS:
         value = environ.get(name)
         if value not in (None, ""):

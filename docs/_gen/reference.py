@@ -374,6 +374,8 @@ def config_reference() -> str:
                 # A list (or mapping) of sections inside a section: its own table below.
                 if isinstance(sub, dict) and "properties" in _resolve(sub, defs):
                     pending.append((f"{prefix}{field}", fnode, _resolve(sub, defs)))
+            if "properties" in inner:  # a section inside a section (`parameters.NAME.focus`)
+                pending.append((f"{prefix}{field}", fnode, inner))
             out.append(
                 f"| `{prefix}{field}` | {_type(fnode, defs)} | "
                 f"{_default(field, fnode, required, defs)} | {_md(fnode.get('description', ''))} |"

@@ -84,6 +84,39 @@ def source_line(result: dict[str, Any]) -> str:
     return "Source: " + " · ".join(parts)
 
 
+#: ``bench_schedulers.py``'s per-arm figures, as its table's columns.
+_SCHEDULER_COLUMNS = (
+    ("seeds reaching the target", "reached"),
+    ("epochs to target (median)", "median_epochs_to_target"),
+    ("training CPU-s to target", "median_cpu_s_to_target"),
+    ("best val_accuracy in budget (median)", "median_best_accuracy"),
+    ("epochs trained (within budget)", "epochs_trained"),
+    ("campaign wall s (median)", "median_campaign_wall_s"),
+    ("epochs / tpe-median's", "epochs_ratio_to_tpe-median"),
+    ("epochs / tpe-none's", "epochs_ratio_to_tpe-none"),
+)
+
+
+def _schedulers_table(result: dict[str, Any]) -> list[str]:
+    """``schedulers``: one row per arm (as figure/value rows it would be 60 rows)."""
+    figures = result.get("figures") or {}
+    lines = [
+        f"Target: val_accuracy >= {_cell(figures.get('target_val_accuracy'))} (the median best "
+        f"of `tpe-none`); budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. "
+        "`-`: fewer than half of the seeds reached the target.",
+        "",
+        "| arm | " + " | ".join(head for head, _ in _SCHEDULER_COLUMNS) + " |",
+        "|---" * (len(_SCHEDULER_COLUMNS) + 1) + "|",
+    ]
+    for arm, row in (figures.get("arms") or {}).items():
+        row = dict(row, reached=f"{row.get('seeds_reaching_target')}/{row.get('seeds')}")
+        cells = ["-" if row.get(key) is None else _cell(row[key]) for _, key in _SCHEDULER_COLUMNS]
+        lines.append(f"| `{arm}` | " + " | ".join(cells) + " |")
+    for arm, why in (figures.get("not_run") or {}).items():
+        lines += ["", f"`{arm}` did not run: {why}"]
+    return lines
+
+
 def _power_table(result: dict[str, Any]) -> list[str]:
     """``importance_power``: one row per effect size and run count."""
     lines = [
@@ -109,7 +142,7 @@ def _figure_table(result: dict[str, Any]) -> list[str]:
 
 
 #: Result files shown as a table of their own rather than one row per figure.
-TABLES = {"importance_power": _power_table}
+TABLES = {"importance_power": _power_table, "schedulers": _schedulers_table}
 
 
 def render(name: str) -> str:
@@ -311,6 +344,30 @@ def _power(f: dict[str, Any]) -> tuple[str, str, str]:
     return ("", "; ".join([*cells, fpr]), "")
 
 
+def _schedulers(f: dict[str, Any]) -> tuple[str, str, str]:
+    arms = f.get("arms") or {}
+
+    def epochs(arm: str) -> str:
+        value = _get(arms, arm, "median_epochs_to_target")
+        return "not reached" if value is None and arm in arms else _n(value)
+
+    ours = f"TPE + median pruning {epochs('tpe-median')}"
+    for arm, label in (("tuner-asha", "ASHA"), ("tuner-pbt", "PBT")):
+        if arm in arms:
+            ours += f"; {label} **{epochs(arm)}**"
+    ratios = [
+        f"{label} {_n(_get(arms, arm, 'epochs_ratio_to_tpe-median'))}"
+        for arm, label in (("tuner-asha", "ASHA"), ("tuner-pbt", "PBT"))
+        if arm in arms
+    ]
+    return (
+        f"Ray Tune ASHA {epochs('ray-asha')}, PBT {epochs('ray-pbt')}; Optuna SHA "
+        f"{epochs('tpe-sha')}",
+        ours,
+        ", ".join(ratios) + " of TPE + median's" if ratios else "",
+    )
+
+
 #: ``(result name, what it measures, its figures as (stock tool, this project, ratio))``.
 SUMMARY: list[tuple[str, str, Any]] = [
     ("recording_sqlite", "metric points into one run, SQLite", _recording),
@@ -331,6 +388,7 @@ SUMMARY: list[tuple[str, str, Any]] = [
     ("outage", "`mlflow server` down for a minute mid-campaign", _outage),
     ("importance_truth", "`lineage importance` on known truths", _truth),
     ("importance_power", "`significant` on a real and on no-effect parameters", _power),
+    ("schedulers", "training epochs until TPE's median best (digits MLP)", _schedulers),
 ]
 
 

@@ -4,7 +4,10 @@
 
 Recorded by ``lineage.pytorch.watch`` (optimizer with its defaults, lr per step, data
 pipeline, fingerprint, first-batch sample, loss per step, val_accuracy per epoch). Under the
-tuner it reports val_accuracy after every epoch and stops when the trial is pruned.
+tuner it reports val_accuracy after every epoch, stops when the trial is pruned, and saves
+the model, optimizer and scheduler after every epoch into the trial's checkpoint folder: an
+attempt that continues the trial (a retry, ``tuner resume`` after a crash) starts after the
+last epoch saved (``lineage.pytorch.save_checkpoint`` and ``restore_checkpoint``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ with (
         model, opt, scheduler=sched, loader=loader, trial=trial, params={"epochs": p["epochs"]}
     ) as w,
 ):
-    for epoch in range(1, p["epochs"] + 1):
+    start = lineage.pytorch.restore_checkpoint(model, opt, sched, watcher=w)  # 0: fresh
+    if start:
+        print(f"resumed from the checkpoint of epoch {start}", flush=True)
+    for epoch in range(start + 1, p["epochs"] + 1):
         model.train()
         for x, y in loader:
             opt.zero_grad()
@@ -61,3 +67,5 @@ with (
         if w.epoch_end(epoch, val_accuracy=accuracy):
             print(f"pruned by the tuner after epoch {epoch}", flush=True)
             break
+        # After the report: an attempt resumed from this epoch keeps the epoch's report.
+        lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)

@@ -2,8 +2,10 @@
 
     python examples/pytorch_digits/train_lightning.py --lr 0.05 --epochs 3
 
-Under the tuner the callback reports val_accuracy after every epoch and stops the fit through
-``trainer.should_stop`` when the trial is pruned.
+Under the tuner the callback reports val_accuracy after every epoch, stops the fit through
+``trainer.should_stop`` when the trial is pruned, and saves a Lightning checkpoint after every
+epoch into the trial's checkpoint folder; ``ckpt_path=resume_path()`` makes an attempt that
+continues the trial (a retry, ``tuner resume``) start after the last epoch saved.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import lightning as L
 import torch
 from common import digits, mlp, params
 
-from lineage.lightning import LineageCallback
+from lineage.lightning import LineageCallback, resume_path
 from tuner import trial
 
 
@@ -54,4 +56,5 @@ trainer.fit(
     Digits(p["lr"], p["momentum"], p["hidden"]),
     torch.utils.data.DataLoader(train, batch_size=p["batch_size"], shuffle=True),
     torch.utils.data.DataLoader(val, batch_size=360),
+    ckpt_path=resume_path(),  # None: a fresh start
 )

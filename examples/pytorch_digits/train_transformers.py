@@ -4,8 +4,11 @@ Trainer on generated token sequences, recorded by ``lineage.transformers.Lineage
     python examples/pytorch_digits/train_transformers.py --learning-rate 1e-3 --epochs 2
 
 The task: sequences of 8 token ids from a 20-token vocabulary, labelled by whether token 5
-occurs. Under the tuner the callback reports val_accuracy after every epoch's evaluation and
-stops the Trainer through ``control.should_training_stop`` when the trial is pruned.
+occurs. Under the tuner the callback reports val_accuracy after every epoch's evaluation,
+stops the Trainer through ``control.should_training_stop`` when the trial is pruned, and has
+the Trainer save a checkpoint after every evaluation into the trial's checkpoint folder;
+``resume_from_checkpoint=resume_path()`` makes an attempt that continues the trial (a retry,
+``tuner resume``) start after the last evaluation saved.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import torch
 import transformers
 from common import params
 
-from lineage.transformers import LineageCallback
+from lineage.transformers import LineageCallback, resume_path
 from tuner import trial
 
 
@@ -79,4 +82,4 @@ transformers.Trainer(
     eval_dataset=Tokens(64, 1),
     compute_metrics=accuracy,
     callbacks=[LineageCallback(trial=trial, monitor="val_accuracy", experiment="hf-tiny")],
-).train()
+).train(resume_from_checkpoint=resume_path())  # None: a fresh start

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from lineage import tags as T
@@ -148,7 +149,6 @@ def start_run(
         )
     uri = resolve_tracking_uri(tracking_uri)
     client = LazyClient(uri)
-    owns = True
     attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
     # Attaching reads the run through SQL (no MLflow import). Creating goes through MLflow,
     # which also creates and migrates a new store; the SQL writer is then opened again. Opening
@@ -161,52 +161,14 @@ def start_run(
         start_tags.update(identity_tags())
     try:
         if attach_id:
-            existing = _read_run(writer, client, attach_id)
-            if existing is None:
-                raise NotFoundError(
-                    f"{'run_id' if run_id else 'MLFLOW_RUN_ID'} names no run in {masked(uri)}, got {attach_id!r}"
-                )
-            if existing.lifecycle_stage != "active":
-                raise UsageError(f"run {attach_id} is deleted; cannot record into it")
-            if run_id is None:
-                owns = os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
-            if (
-                owns
-                and existing.status != "RUNNING"
-                and (writer is None or not writer.set_status(attach_id, "RUNNING", None))
-            ):
-                client.get().update_run(attach_id, status="RUNNING")
-            experiment_id = existing.experiment_id
-            existing_params = existing.params
-            existing_types = _json_dict(types_tag_from_tags(existing.tags))
-            # Identity describes this process; keep the creator's mlflow.* source tags.
-            start_tags = {
-                k: v
-                for k, v in start_tags.items()
-                if not k.startswith("mlflow.") or k not in existing.tags
-            }
+            opened = _attach(writer, client, attach_id, by_env=run_id is None, tags=start_tags)
             if run_name:
-                start_tags[T.MLFLOW_RUN_NAME] = run_name
-            run_id_ = attach_id
+                opened.tags[T.MLFLOW_RUN_NAME] = run_name
         elif isinstance(writer, SpoolingWriter):
-            experiment_id, run_id_ = _create_over_http(writer, experiment, run_name, start_tags)
-            start_tags = {}
-            existing_params, existing_types = {}, {}
+            experiment_id, created_id = _create_over_http(writer, experiment, run_name, start_tags)
+            opened = _Opened(experiment_id, created_id)
         else:
-            try:
-                experiment_id = experiment_from_env(client.get(), experiment)
-                created = client.get().create_run(
-                    experiment_id, tags=start_tags, run_name=run_name or default_run_name()
-                )
-            except LineageError:
-                raise
-            except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
-                raise StoreError(
-                    f"tracking store {masked(uri)} refused the run: {one_line(exc)}"
-                ) from exc
-            start_tags = {}
-            existing_params, existing_types = {}, {}
-            run_id_ = created.info.run_id
+            opened = _create(client, experiment, run_name, start_tags)
     except BaseException:
         if writer is not None:
             writer.close()
@@ -225,18 +187,18 @@ def start_run(
     run = Run(
         client=client,
         writer=writer,
-        run_id=run_id_,
-        experiment_id=experiment_id,
+        run_id=opened.run_id,
+        experiment_id=opened.experiment_id,
         tracking_uri=uri,
-        owns_run=owns,
-        existing_params=existing_params,
-        existing_types=existing_types,
+        owns_run=opened.owns,
+        existing_params=opened.params,
+        existing_types=opened.types,
         interval=interval,
     )
     _lifecycle.register(run)
     try:
-        if start_tags:
-            run.set_tags(start_tags)
+        if opened.tags:
+            run.set_tags(opened.tags)
         if tags:
             run.set_tags(tags)
         if params:
@@ -250,6 +212,70 @@ def start_run(
         run._end_quietly("FAILED")
         raise
     return run
+
+
+@dataclass
+class _Opened:
+    """The run `start_run` records into: its experiment and id, whether this process ends it
+    (``owns``), what it already holds (params, their types) and the tags still to set."""
+
+    experiment_id: str
+    run_id: str
+    owns: bool = True
+    params: dict[str, str] = field(default_factory=dict)
+    types: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def _attach(
+    writer: Writer | None, client: LazyClient, run_id: str, *, by_env: bool, tags: dict[str, str]
+) -> _Opened:
+    """Open existing run ``run_id`` (named by ``MLFLOW_RUN_ID`` when ``by_env``): refused when
+    missing or deleted; set RUNNING again when this process ends it. ``tags``: this process's
+    identity, less the creator's ``mlflow.*`` source tags."""
+    existing = _read_run(writer, client, run_id)
+    if existing is None:
+        raise NotFoundError(
+            f"{'MLFLOW_RUN_ID' if by_env else 'run_id'} names no run in {masked(client.uri)}, "
+            f"got {run_id!r}"
+        )
+    if existing.lifecycle_stage != "active":
+        raise UsageError(f"run {run_id} is deleted; cannot record into it")
+    owns = not by_env or os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
+    if (
+        owns
+        and existing.status != "RUNNING"
+        and (writer is None or not writer.set_status(run_id, "RUNNING", None))
+    ):
+        client.get().update_run(run_id, status="RUNNING")
+    return _Opened(
+        experiment_id=existing.experiment_id,
+        run_id=run_id,
+        owns=owns,
+        params=existing.params,
+        types=_json_dict(types_tag_from_tags(existing.tags)),
+        tags={
+            k: v for k, v in tags.items() if not k.startswith("mlflow.") or k not in existing.tags
+        },
+    )
+
+
+def _create(
+    client: LazyClient, experiment: str | None, run_name: str | None, tags: dict[str, str]
+) -> _Opened:
+    """A new run in ``experiment`` (or the environment's), with ``tags`` set at creation."""
+    try:
+        experiment_id = experiment_from_env(client.get(), experiment)
+        created = client.get().create_run(
+            experiment_id, tags=tags, run_name=run_name or default_run_name()
+        )
+    except LineageError:
+        raise
+    except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
+        raise StoreError(
+            f"tracking store {masked(client.uri)} refused the run: {one_line(exc)}"
+        ) from exc
+    return _Opened(experiment_id, created.info.run_id)
 
 
 def _create_over_http(

@@ -38,7 +38,11 @@ def normalize_goal(goal: str) -> str:
         raise UsageError(f"goal must be 'minimize' or 'maximize', got {goal!r}") from None
 
 
-def _rows(runs: Any) -> list[tuple[str, str, dict[str, Any], dict[str, float]]]:
+#: A run as the analysis reads it: (run_id, name, params, metrics).
+_Row = tuple[str, str, dict[str, Any], dict[str, float]]
+
+
+def _rows(runs: Any) -> list[_Row]:
     """``(run_id, name, params, metrics)`` from RunRecords or an ``mlflow.search_runs`` frame."""
     if hasattr(runs, "columns") and hasattr(runs, "to_dict"):  # a pandas DataFrame
         out = []
@@ -100,6 +104,52 @@ def get_param_importances(
         )
     rows = _rows(runs)
     where = f" in experiment {experiment!r}" if experiment else ""
+    usable, y = _usable(rows, target, goal, top, where)
+    names_known = {k for r in rows for k in r[2]} | set(known_params or ())
+    names, never = _param_names(usable, params, where, names_known)
+    values: dict[str, Column] = {n: as_numbers([r[2].get(n) for r in usable]) for n in names}
+    specs, dropped = _analysable(names, values)
+    specs, aliases = _merge_aliases(specs, values, params or ())
+    for name in never:
+        dropped[name] = f"never active in the {len(y)} runs"
+    if not specs and never and not [n for n in names if n not in never]:
+        raise UsageError(
+            f"none of the parameters asked for is active in the {len(y)} runs{where} "
+            f"({', '.join(never)}: never active)"
+        )
+    if not specs:
+        raise UsageError(
+            f"no parameter varies over the {len(y)} runs{where} (checked {len(names)}: "
+            f"{', '.join(names[:10]) or 'none'})"
+        )
+    evaluator.fit(encode(specs, values), y)
+    model, reason, r2 = model_of(evaluator)
+    return ImportanceResult(
+        target=target,
+        goal=goal,
+        n_runs=len(y),
+        params=_ranked(evaluator, specs, values, y, goal, aliases),
+        evaluator=repr(evaluator),
+        model=model,
+        model_reason=reason,
+        r2=r2,
+        top=top,
+        experiment=experiment,
+        dropped=dropped,
+        never_active=list(never),
+        aliases=aliases,
+        values={s.name: values[s.name] for s in specs},
+        target_values=y,
+        run_ids=[r[0] for r in usable],
+        run_names=[r[1] for r in usable],
+    )
+
+
+def _usable(
+    rows: list[_Row], target: str, goal: str, top: float | None, where: str
+) -> tuple[list[_Row], np.ndarray]:
+    """The runs with a finite ``target`` (the best ``top`` fraction of them when ``top`` is
+    set) and their target values; refused when too few remain or the target is constant."""
     with_target = [r for r in rows if target in r[3]]
     if not with_target:
         seen = sorted({k for r in rows for k in r[3]})
@@ -131,26 +181,19 @@ def get_param_importances(
             f"target {target!r} is constant ({y[0]:g}) over the {len(y)} runs{where}; "
             "nothing to explain"
         )
-    names_known = {k for r in rows for k in r[2]} | set(known_params or ())
-    names, never = _param_names(usable, params, where, names_known)
-    values: dict[str, Column] = {n: as_numbers([r[2].get(n) for r in usable]) for n in names}
-    specs, dropped = _analysable(names, values)
-    specs, aliases = _merge_aliases(specs, values, params or ())
-    for name in never:
-        dropped[name] = f"never active in the {len(y)} runs"
-    if not specs and never and not [n for n in names if n not in never]:
-        raise UsageError(
-            f"none of the parameters asked for is active in the {len(y)} runs{where} "
-            f"({', '.join(never)}: never active)"
-        )
-    if not specs:
-        raise UsageError(
-            f"no parameter varies over the {len(y)} runs{where} (checked {len(names)}: "
-            f"{', '.join(names[:10]) or 'none'})"
-        )
-    data = encode(specs, values)
-    evaluator.fit(data, y)
-    model, reason, r2 = model_of(evaluator)
+    return usable, y
+
+
+def _ranked(
+    evaluator: ImportanceEvaluator,
+    specs: Sequence[ParamSpec],
+    values: dict[str, Column],
+    y: np.ndarray,
+    goal: str,
+    aliases: dict[str, list[str]],
+) -> list[ParamImportance]:
+    """The fitted ``evaluator``'s scores as shares that sum to one (equal shares when no
+    parameter has a measurable effect), most important first."""
     scores, intervals = evaluator.scores_, evaluator.intervals_
     total = float(scores.sum())
     if total > 0:
@@ -178,25 +221,7 @@ def get_param_importances(
         for j, spec in enumerate(specs)
     ]
     ranked.sort(key=lambda p: (-p.importance, p.name))
-    return ImportanceResult(
-        target=target,
-        goal=goal,
-        n_runs=len(y),
-        params=ranked,
-        evaluator=repr(evaluator),
-        model=model,
-        model_reason=reason,
-        r2=r2,
-        top=top,
-        experiment=experiment,
-        dropped=dropped,
-        never_active=list(never),
-        aliases=aliases,
-        values={s.name: values[s.name] for s in specs},
-        target_values=y,
-        run_ids=[r[0] for r in usable],
-        run_names=[r[1] for r in usable],
-    )
+    return ranked
 
 
 def _finite(value: Any) -> bool:

@@ -1,4 +1,5 @@
-"""PyTorch Lightning integration: ``Trainer(callbacks=[LineageCallback()])``.
+"""PyTorch Lightning integration: ``Trainer(callbacks=[LineageCallback()])``, and
+``trainer.fit(..., ckpt_path=resume_path())`` to continue a trial from its checkpoint.
 
 Importing this module imports lightning and torch; ``import lineage`` never does.
 """
@@ -9,6 +10,10 @@ from lineage._require import require
 
 require("lightning", "lightning")
 
-from lineage.lightning._callback import LineageCallback  # noqa: E402
+from lineage.lightning._callback import (  # noqa: E402
+    CHECKPOINT_FILE,
+    LineageCallback,
+    resume_path,
+)
 
-__all__ = ["LineageCallback"]
+__all__ = ["CHECKPOINT_FILE", "LineageCallback", "resume_path"]

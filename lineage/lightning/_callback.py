@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import lightning as L
 import torch
 
+from lineage import checkpoints
 from lineage.pytorch import Trial, Watcher
+
+#: The file the callback saves each checkpoint into, inside the trial's step folder.
+CHECKPOINT_FILE = "lightning.ckpt"
 
 _TRAINER_SETTINGS = (
     "max_epochs",
@@ -34,6 +39,15 @@ def _scalars(values: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def resume_path() -> str | None:
+    """The checkpoint file to pass as ``trainer.fit(..., ckpt_path=resume_path())``: the one the
+    tuner hands an attempt that continues earlier work (a retry, ``tuner resume``), None for a
+    fresh start and outside the tuner. Lightning then restores the weights, optimizer,
+    schedulers, loops (epoch, global step) and callbacks' states itself."""
+    point = checkpoints.resume_point()
+    return None if point is None else str(point[0] / CHECKPOINT_FILE)
+
+
 class LineageCallback(L.Callback):
     """Record a Lightning training into the lineage store::
 
@@ -51,7 +65,13 @@ class LineageCallback(L.Callback):
     epoch, and when the tuner prunes the trial set ``trainer.should_stop`` (agreed across DDP
     ranks), so Lightning ends the fit cleanly: checkpoints and the run close as usual.
     Only global rank 0 records and reports unless ``all_ranks=True``. ``run``, ``experiment``,
-    ``log_every``, ``grad_norm``, ``data_sample``: as for `lineage.pytorch.watch`.
+    ``log_every``, ``grad_norm``, ``data_sample``, ``weight_stats``: as for
+    `lineage.pytorch.watch`.
+
+    Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback also saves the whole training
+    state with ``trainer.save_checkpoint`` every ``checkpoint_every`` epochs (and after the
+    last; 0: never) into the trial's checkpoint folder and commits it there, so an
+    interrupted trial resumes with ``trainer.fit(..., ckpt_path=resume_path())``.
     """
 
     def __init__(
@@ -66,9 +86,16 @@ class LineageCallback(L.Callback):
         data_sample: bool | int = True,
         fingerprint_data: bool = True,
         all_ranks: bool = False,
+        checkpoint_every: int = 1,
+        weight_stats: bool | None = None,
     ) -> None:
         super().__init__()
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
+            raise TypeError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self.monitor = monitor
+        self.checkpoint_every = checkpoint_every
         self.watcher = Watcher(
             run=run,
             experiment=experiment,
@@ -78,6 +105,7 @@ class LineageCallback(L.Callback):
             fingerprint_data=fingerprint_data,
             all_ranks=all_ranks,
             trial=trial,
+            weight_stats=weight_stats,
         )
 
     @property
@@ -129,10 +157,25 @@ class LineageCallback(L.Callback):
         chosen = metrics
         if self.monitor is not None:
             chosen = {self.monitor: metrics[self.monitor]} if self.monitor in metrics else {}
-        pruned = w.epoch_end(trainer.current_epoch + 1, report=chosen, **metrics)
+        epoch = trainer.current_epoch + 1
+        pruned = w.epoch_end(epoch, report=chosen, **metrics)
+        # After the report: an attempt resumed from this epoch keeps the epoch's report.
+        self._save(trainer, epoch)
         # Rank 0 decides; every rank must stop at the same epoch or DDP hangs.
         if trainer.strategy.reduce_boolean_decision(pruned, all=False):
             trainer.should_stop = True
+
+    def _save(self, trainer: L.Trainer, epoch: int) -> None:
+        root = os.environ.get(checkpoints.CHECKPOINT_DIR)
+        every = self.checkpoint_every
+        if not root or not every or (epoch % every and epoch != trainer.max_epochs):
+            return
+        # Every rank takes part (the strategy gathers sharded state and waits at a barrier);
+        # the strategy writes on global rank 0, which then commits the folder.
+        folder = checkpoints.step_dir(root, epoch)
+        trainer.save_checkpoint(folder / CHECKPOINT_FILE)
+        if trainer.is_global_zero:
+            checkpoints.commit(folder, epoch)
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.watcher.close("FINISHED")

@@ -66,7 +66,9 @@ class LineageCallback(Callback):
 
     ``run``: a `lineage.Run` to record into; default the active run, else a new run in
     ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the callback ends
-    when training ends. In data-parallel jobs only rank 0 records unless ``all_ranks=True``.
+    when training ends. In data-parallel jobs, and in every process a launcher ranks (msrun's
+    ``RANK_ID``, torchrun's ``RANK``), only rank 0 records unless ``all_ranks=True``: the
+    other ranks start no run and log nothing.
     See `TrainingRecorder` for the exact names.
     """
 

@@ -13,8 +13,9 @@ A functional loop calls :func:`restore_checkpoint` before its first epoch and
 :func:`save_checkpoint` after each one. Saving the cell that holds the optimizer (a
 ``TrainOneStepCell``, or ``Model.train_network``) keeps its state (momentum, Adam's moments)
 too. Outside the tuner (no ``TUNER_CHECKPOINT_DIR``) saving does nothing and restoring
-returns 0, so the same script runs by hand. The folder protocol is
-:mod:`lineage.checkpoints`.
+returns 0, so the same script runs by hand. In a trial of several processes (msrun,
+torchrun) only rank 0 saves, and every rank restores the same checkpoint. The folder
+protocol is :mod:`lineage.checkpoints`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import mindspore as ms
 from mindspore.train import Callback
 
 from lineage import checkpoints
+from lineage.mindspore._introspect import rank
 
 __all__ = ["CHECKPOINT_FILE", "TrialCheckpoint", "restore_checkpoint", "save_checkpoint"]
 
@@ -34,9 +36,10 @@ CHECKPOINT_FILE = "mindspore.ckpt"
 
 def save_checkpoint(cell: Any, epoch: int) -> checkpoints.Checkpoint | None:
     """Save ``cell``'s parameters as the checkpoint of ``epoch`` (committed, older ones pruned);
-    None outside the tuner."""
+    None outside the tuner, and on every rank but 0 of a multi-process trial (data parallel:
+    every rank holds the same weights, and all of them restore rank 0's checkpoint)."""
     root = os.environ.get(checkpoints.CHECKPOINT_DIR)
-    if not root:
+    if not root or rank() not in (None, 0):
         return None
     folder = checkpoints.step_dir(root, epoch)
     ms.save_checkpoint(cell, str(folder / CHECKPOINT_FILE))

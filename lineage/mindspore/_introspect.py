@@ -165,17 +165,22 @@ def context_params(
 
 
 def rank() -> int | None:
-    """This process's rank in a distributed job, None when not distributed."""
+    """This process's rank in a distributed job: MindSpore's own in a parallel mode, else the
+    one its launcher (msrun, torchrun, mpirun) set in the environment; None for a single
+    process. The launcher's counts too: a script run by ``msrun`` that never calls
+    ``mindspore.communication.init`` is still one of several processes."""
     from mindspore import context
 
-    try:
-        if context.get_auto_parallel_context("parallel_mode") == "stand_alone":
-            return None
-        from mindspore.communication import get_rank
+    from lineage._identity import launcher_rank
 
-        return int(get_rank())
-    except Exception:  # communication not initialised: a single process
-        return None
+    try:
+        if context.get_auto_parallel_context("parallel_mode") != "stand_alone":
+            from mindspore.communication import get_rank
+
+            return int(get_rank())
+    except Exception:  # communication not initialised
+        pass
+    return launcher_rank()
 
 
 def loss_scale_params(manager: Any) -> dict[str, Any]:

@@ -67,8 +67,8 @@ class TrainingRecorder:
     ``weight_stats``: log ``weight_norm`` and ``weight_delta`` (L2 norm of the trainable
     weights and of their change since the previous epoch) at every epoch end; by default
     on for models up to 50 million trainable weights (it keeps one host copy of them).
-    In data-parallel training only rank 0 records (every call is a no-op on other ranks)
-    unless ``all_ranks=True``. ``data_sample``: draw the first training batch as the network
+    In data-parallel training, and in any process a launcher ranked (``RANK_ID``, ``RANK``),
+    only rank 0 records (every call is a no-op on other ranks) unless ``all_ranks=True``. ``data_sample``: draw the first training batch as the network
     receives it (True: 16 rows, an int: that many, False: off) -- an image grid with labels,
     a table of other tensors, per-column statistics (see :mod:`lineage.mindspore._sample`).
     It is taken from the ``batch`` given to the first `step` when that holds every dataset

@@ -15,6 +15,9 @@
                 break                  # pruned by the tuner (pass trial=tuner.trial)
         w.close()
 
+Under the tuner, `save_checkpoint` after each epoch and `restore_checkpoint` before the first
+make the loop resumable: a retried or resumed trial continues after its last saved epoch.
+
 Importing this module imports torch; ``import lineage`` never does.
 """
 
@@ -26,6 +29,11 @@ from lineage._require import require
 
 require("torch", "pytorch")
 
+from lineage.pytorch._checkpoint import (  # noqa: E402
+    CHECKPOINT_FILE,
+    restore_checkpoint,
+    save_checkpoint,
+)
 from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
 
 
@@ -45,6 +53,7 @@ def watch(
     all_ranks: bool = False,
     trial: Trial | None = None,
     params: dict[str, Any] | None = None,
+    weight_stats: bool | None = None,
 ) -> Watcher:
     """Watch a training: record its model, optimizer (every hyperparameter per parameter group,
     defaults included), ``scheduler``, ``loader`` (batch size, dataset pipeline and its picture,
@@ -54,7 +63,9 @@ def watch(
     Records into ``run``, else the active lineage run, else a new run in ``experiment``
     (attached to ``MLFLOW_RUN_ID`` under the tuner) that `Watcher.close` ends. ``trial``
     (``tuner.trial``) makes `Watcher.epoch_end` report to the tuner and answer whether the
-    trial was pruned. On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
+    trial was pruned. ``weight_stats`` logs ``weight_norm`` and ``weight_delta`` each epoch
+    (None: for models up to 50 million trainable elements, which are copied to the CPU once an
+    epoch). On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
     See :mod:`lineage.pytorch._watch` for every name recorded.
     """
     watcher = Watcher(
@@ -66,10 +77,18 @@ def watch(
         fingerprint_data=fingerprint_data,
         all_ranks=all_ranks,
         trial=trial,
+        weight_stats=weight_stats,
     )
     return watcher.begin(
         model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
     )
 
 
-__all__ = ["Trial", "Watcher", "watch"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "Trial",
+    "Watcher",
+    "restore_checkpoint",
+    "save_checkpoint",
+    "watch",
+]

@@ -91,6 +91,20 @@ def model_params(model: torch.nn.Module) -> tuple[dict[str, Any], list[str]]:
     return out, frozen_names
 
 
+def output_size(model: torch.nn.Module) -> int | None:
+    """The number of classes a classifier predicts: ``config.num_labels`` (Hugging Face), else
+    the ``out_features`` of the model's last linear layer; None when neither is found."""
+    config = getattr(model, "config", None)
+    labels = getattr(config, "num_labels", None)
+    if isinstance(labels, int) and labels > 0:
+        return labels
+    last = None
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            last = module
+    return int(last.out_features) if last is not None else None
+
+
 def scaler_params(scaler: Any) -> dict[str, Any]:
     """Mixed precision through ``torch.amp.GradScaler``: enabled and its scale settings."""
     if scaler is None:

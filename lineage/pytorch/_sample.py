@@ -66,15 +66,20 @@ def statistics(cols: Mapping[str, np.ndarray], role: str = "train") -> dict[str,
     return out
 
 
-def describe(cols: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    return {
-        name: {
+def describe(cols: Mapping[str, np.ndarray], *, classes: int | None = None) -> dict[str, Any]:
+    """Each column's kind, dtype and batch shape; label columns also get ``classes`` (the
+    network's output size), which the ``labels_out_of_range`` check compares them with."""
+    out: dict[str, Any] = {}
+    for name, a in cols.items():
+        info: dict[str, Any] = {
             "kind": _kind(name, a),
             "dtype": str(a.dtype),
             "shape": list(a.shape),
         }
-        for name, a in cols.items()
-    }
+        if info["kind"] == "label" and classes:
+            info["classes"] = classes
+        out[name] = info
+    return out
 
 
 def _kind(name: str, a: np.ndarray) -> str:

@@ -14,8 +14,10 @@ tags        lineage.framework.pytorch (version), frozen_params (count),
 metrics     per optimizer step: lr (``lr.group<i>`` for other groups; logged when it
             changes), grad_norm (``grad_norm=True``), loss and step metrics passed to `log`;
             per epoch (step = epoch number from 1, as ``tuner.trial.report`` uses): train_loss (mean
-            of the epoch's logged losses), epoch_time, and the metrics passed to `epoch_end`;
-            data.train.<column>.{min,mean,max,std} at step 0 (the first batch)
+            of the epoch's logged losses), epoch_time, weight_norm and weight_delta (the L2
+            norm of the trainable weights and of their change over the epoch; ``weight_stats``),
+            and the metrics passed to `epoch_end`; data.train.<column>.{min,mean,max,std} at
+            step 0 (the first batch; label columns' ``classes`` in the columns tag)
 artifacts   frozen_params.json, model/network.txt, dataset/train_pipeline.json and its picture
             dataset/train_pipeline.png, dataset/train_sample.png (images),
             dataset/train_sample_table.png (other tensors), dataset/train_sample.json
@@ -28,6 +30,7 @@ the fingerprint, sample and pictures are made on a helper thread.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import tempfile
 import threading
@@ -42,6 +45,7 @@ from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.pytorch import _introspect as intro
 from lineage.pytorch import _sample
+from lineage.pytorch._weights import WeightStats, weight_stats
 
 #: Rows drawn when ``data_sample=True``.
 DEFAULT_SAMPLE = 16
@@ -104,6 +108,7 @@ class Watcher:
         fingerprint_data: bool = True,
         all_ranks: bool = False,
         trial: Trial | None = None,
+        weight_stats: bool | None = None,
     ) -> None:
         if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
             raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
@@ -115,6 +120,8 @@ class Watcher:
         self.fingerprint_data = fingerprint_data
         self.all_ranks = all_ranks
         self.trial = trial
+        self.weight_stats = weight_stats
+        self._weights: WeightStats | None = None
         self.rank = intro.rank()
         self.disabled = not all_ranks and self.rank not in (None, 0)
         self.owns_run = False
@@ -130,6 +137,7 @@ class Watcher:
         self._helper: threading.Thread | None = None
         self._tmp: Path | None = None
         self._closed = False
+        self._classes: int | None = None
 
     # -- start -------------------------------------------------------------------------------
     def begin(
@@ -151,6 +159,8 @@ class Watcher:
         if model is not None:
             found, frozen = intro.model_params(model)
             values.update(found)
+            self._weights = weight_stats(model, self.weight_stats)
+            self._classes = intro.output_size(model)
         if optimizer is not None:
             optimizer = _unwrap(optimizer)
             self.attach_optimizer(optimizer)
@@ -229,6 +239,11 @@ class Watcher:
         self.run.log_artifact(path, None if parent == "." else parent)
 
     def _describe_data(self, loader: Any) -> None:
+        # The run may be ended under the helper when the training fails early.
+        with contextlib.suppress(UsageError):
+            self._describe_data_into_run(loader)
+
+    def _describe_data_into_run(self, loader: Any) -> None:
         # A picture or a fingerprint is never worth a failed training: errors become tags.
         dataset = loader.dataset
         steps: list[dict[str, Any]] = []
@@ -256,7 +271,11 @@ class Watcher:
                 collate = getattr(loader, "collate_fn", None) or torch.utils.data.default_collate
                 cols = _sample.columns(collate([dataset[i] for i in range(n)]))
                 self.run.set_tags(
-                    {T.data_tag("train", "columns"): json.dumps(_sample.describe(cols))[:4000]}
+                    {
+                        T.data_tag("train", "columns"): json.dumps(
+                            _sample.describe(cols, classes=self._classes)
+                        )[:4000]
+                    }
                 )
                 self.run.log_metrics(_sample.statistics(cols), step=0)
                 self._artifact(
@@ -269,6 +288,14 @@ class Watcher:
                     self.run.log_artifact(path, "dataset")
             except Exception as exc:
                 self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
+
+    def resumed(self, epoch: int, global_step: int | None = None) -> None:
+        """Continue numbering after a checkpoint: the next `epoch_end` is ``epoch + 1`` and
+        the next optimizer step ``global_step + 1``, so the run's curves do not repeat steps."""
+        self.epoch = int(epoch)
+        if global_step is not None:
+            self.global_step = int(global_step)
+        self._last_lr = [float("nan")] * len(self._last_lr)
 
     # -- per step ----------------------------------------------------------------------------
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -320,6 +347,8 @@ class Watcher:
         now = time.perf_counter()
         epoch_values = dict(values)
         epoch_values["epoch_time"] = now - self._epoch_started
+        if self._weights is not None:
+            epoch_values.update(self._weights.measure())
         if self._losses:
             epoch_values["train_loss"] = sum(self._losses) / len(self._losses)
         self._losses.clear()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from lineage import checkpoints
 from lineage.pytorch import Trial, Watcher
 
 # Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
@@ -18,6 +23,23 @@ def _arguments(args: TrainingArguments) -> dict[str, Any]:
         if isinstance(value, bool | int | float | str) and "token" not in key:
             out[f"args.{key}"] = value
     return out
+
+
+def resume_path() -> str | None:
+    """The checkpoint folder to pass as ``trainer.train(resume_from_checkpoint=resume_path())``:
+    the one the tuner hands an attempt that continues earlier work (a retry, ``tuner
+    resume``), None for a fresh start and outside the tuner. The Trainer then restores the
+    weights, optimizer, scheduler, random states and its step count, and skips the batches
+    already trained."""
+    point = checkpoints.resume_point()
+    return None if point is None else str(point[0])
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copy2(src, dst)
 
 
 class LineageCallback(TrainerCallback):
@@ -37,7 +59,15 @@ class LineageCallback(TrainerCallback):
     evaluation metric) after each evaluation, and when the tuner prunes the trial set
     ``control.should_training_stop`` so the Trainer ends cleanly (its own saving and the run
     close as usual). Only the main process (``state.is_world_process_zero``) records and
-    reports under ``torchrun`` unless ``all_ranks=True``.
+    reports under ``torchrun`` unless ``all_ranks=True``. ``weight_stats``: as for
+    `lineage.pytorch.watch` (``weight_norm`` and ``weight_delta`` at each evaluation).
+
+    Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback asks the Trainer to save a
+    checkpoint (``control.should_save``) every ``checkpoint_every`` evaluations (0: never)
+    and places the folder the Trainer wrote into the trial's checkpoint folder (moved when
+    ``save_strategy`` is ``"no"``, else hard-linked so the Trainer's own rotation keeps
+    working), committed under the evaluation number. An interrupted trial continues with
+    ``trainer.train(resume_from_checkpoint=resume_path())``.
     """
 
     def __init__(
@@ -50,8 +80,15 @@ class LineageCallback(TrainerCallback):
         data_sample: bool | int = True,
         fingerprint_data: bool = True,
         all_ranks: bool = False,
+        checkpoint_every: int = 1,
+        weight_stats: bool | None = None,
     ) -> None:
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
+            raise TypeError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self.monitor = monitor
+        self.checkpoint_every = checkpoint_every
         self.evaluations = 0
         self.watcher = Watcher(
             run=run,
@@ -60,6 +97,7 @@ class LineageCallback(TrainerCallback):
             fingerprint_data=fingerprint_data,
             all_ranks=all_ranks,
             trial=trial,
+            weight_stats=weight_stats,
         )
 
     @property
@@ -80,6 +118,11 @@ class LineageCallback(TrainerCallback):
         w = self.watcher
         w.disabled = not w.all_ranks and not state.is_world_process_zero
         w.global_step = state.global_step
+        point = checkpoints.resume_point()
+        if state.global_step > 0 and point is not None:
+            # Resumed from the trial's checkpoint: evaluations are numbered on from its step.
+            self.evaluations = point[1]
+            w.resumed(point[1], state.global_step)
         params = _arguments(args)
         params["epochs"] = args.num_train_epochs
         w.begin(
@@ -123,8 +166,30 @@ class LineageCallback(TrainerCallback):
             chosen = {self.monitor: values[self.monitor]} if self.monitor in values else {}
         self.evaluations += 1
         step = self.evaluations
+        every = self.checkpoint_every
+        if every and step % every == 0 and os.environ.get(checkpoints.CHECKPOINT_DIR):
+            control.should_save = True  # the Trainer saves next, then calls on_save
         if self.watcher.epoch_end(step, report=chosen, **values):
             control.should_training_stop = True
+
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        root = os.environ.get(checkpoints.CHECKPOINT_DIR)
+        every = self.checkpoint_every
+        step = self.evaluations
+        if not root or not every or not step or step % every or not state.is_world_process_zero:
+            return
+        written = Path(args.output_dir or ".") / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if not written.is_dir():
+            return
+        folder = checkpoints.step_dir(root, step)
+        shutil.rmtree(folder)
+        if args.save_strategy == "no":
+            shutil.move(written, folder)
+        else:
+            shutil.copytree(written, folder, copy_function=_link_or_copy)
+        checkpoints.commit(folder, step)
 
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

@@ -60,7 +60,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "param-key-typo",
         {"parameters.lr.logg": True},
-        "unknown key 'parameters.lr.logg'; known keys: type, low, high, log, step, choices, when.",
+        "unknown key 'parameters.lr.logg'; known keys: type, low, high, log, step, choices, when, focus.",
     ),
     ("missing-name", {"name": DEL}, "name is required."),
     ("missing-budget", {"budget": DEL}, "budget is required."),
@@ -257,7 +257,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "pruner-name",
         {"pruner.name": "asha"},
-        "pruner.name must be one of 'median', 'hyperband', 'percentile' or 'none', got 'asha'.",
+        "pruner.name must be one of 'median', 'hyperband', 'successive_halving', 'percentile' or 'none', got 'asha'.",
     ),
     (
         "pruner-option-typo",

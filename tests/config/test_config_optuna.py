@@ -130,6 +130,11 @@ def test_grid_search_space_from_steps_and_explicit_values() -> None:
             {"min_resource": 1, "max_resource": 27, "reduction_factor": 3},
             optuna.pruners.HyperbandPruner,
         ),
+        (
+            "successive_halving",
+            {"min_resource": 3, "reduction_factor": 3},
+            optuna.pruners.SuccessiveHalvingPruner,
+        ),
         ("none", {}, optuna.pruners.NopPruner),
     ],
 )

@@ -45,3 +45,38 @@ def test_every_controller_takes_the_same_flags(
 ) -> None:
     assert main([command, "c.yaml", "--heartbeat", "5", "--stale-after", "5"]) == 2
     assert "--stale-after must be > --heartbeat (5), got 5" in capsys.readouterr().err
+
+
+def test_the_resolved_pair_is_checked_wherever_each_value_came_from(
+    write_config: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from _campaign_base import base_config
+
+    monkeypatch.delenv("TUNER_HEARTBEAT_INTERVAL", raising=False)
+    monkeypatch.delenv("TUNER_HEARTBEAT_GRACE", raising=False)
+    # A grace in the config below the default interval: every live trial would look stale.
+    write_config({**base_config(), "heartbeat": {"grace": 3}})
+    for argv in (["validate", "c.yaml"], ["run", "c.yaml"], ["worker", "c.yaml"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.endswith(
+            "c.yaml: the heartbeat grace (heartbeat.grace) must be > the heartbeat interval "
+            "5 s (the default), got 3"
+        ), err
+        assert "Traceback" not in err
+    # A flag against the config.
+    write_config({**base_config(), "heartbeat": {"grace": 8}})
+    assert main(["resume", "c.yaml", "--heartbeat", "10"]) == 2
+    assert "the heartbeat grace (heartbeat.grace) must be > the heartbeat interval 10 s " in (
+        capsys.readouterr().err
+    )
+    # The environment against the config, and an environment value that is no number.
+    monkeypatch.setenv("TUNER_HEARTBEAT_INTERVAL", "9")
+    assert main(["validate", "c.yaml"]) == 2
+    assert "interval 9 s (TUNER_HEARTBEAT_INTERVAL), got 8" in capsys.readouterr().err
+    monkeypatch.setenv("TUNER_HEARTBEAT_INTERVAL", "soon")
+    assert main(["validate", "c.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "TUNER_HEARTBEAT_INTERVAL must be a whole number of seconds >= 1, got 'soon'" in err

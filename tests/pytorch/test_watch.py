@@ -156,3 +156,38 @@ def test_a_missing_framework_names_the_extra_to_install() -> None:
         "lineage.lightning needs the 'lightning_not_installed_here' package, which is not "
         "installed: pip install 'lineage-tuner[lightning]'"
     )
+
+
+def test_checkpoint_helpers_round_trip_the_training_state(
+    mlp: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lineage import checkpoints
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    # Outside the tuner: nothing saved, a fresh start.
+    assert lineage.pytorch.save_checkpoint(1, model, opt, sched) is None
+    assert lineage.pytorch.restore_checkpoint(model, opt, sched) == 0
+
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(tmp_path))
+    model(torch.ones(2, 64)).sum().backward()
+    opt.step()
+    sched.step()
+    w = lineage.pytorch.Watcher(data_sample=False)
+    w.global_step = 7
+    saved = lineage.pytorch.save_checkpoint(3, model, opt, sched, watcher=w)
+    assert saved is not None and checkpoints.latest_good(tmp_path).step == 3  # type: ignore[union-attr]
+
+    monkeypatch.setenv(checkpoints.RESUME_FROM, str(saved.path))
+    monkeypatch.setenv(checkpoints.RESUME_STEP, "3")
+    fresh = mlp()
+    opt2 = torch.optim.SGD(fresh.parameters(), lr=0.1, momentum=0.9)
+    sched2 = torch.optim.lr_scheduler.StepLR(opt2, step_size=1, gamma=0.5)
+    w2 = lineage.pytorch.Watcher(data_sample=False)
+    assert lineage.pytorch.restore_checkpoint(fresh, opt2, sched2, watcher=w2) == 3
+    assert w2.global_step == 7 and w2.epoch == 3
+    assert opt2.param_groups[0]["lr"] == pytest.approx(0.05)
+    assert opt2.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
+    for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
+        assert torch.equal(a, b)

@@ -63,17 +63,18 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
         trial={"retries": 1, "retry_on": [3, "SIGTERM"]},
         checkpoint={"keep": 2},
     )
-    messages: list[str] = []
+    import io
 
-    class Listen:
-        def update(self, controller: Any) -> None:
-            pass
+    from tuner.campaign._progress import PlainObserver
 
-        def message(self, text: str) -> None:
-            messages.append(text)
-
-    result = run_campaign(config, observer=Listen())
+    printed = io.StringIO()
+    result = run_campaign(config, observer=PlainObserver(printed))
+    messages = printed.getvalue().splitlines()
     assert result.counts["COMPLETE"] == 1 and result.counts["FAIL"] == 0
+    # The finished trial's line says which attempt it was and where it resumed.
+    assert any(
+        m.startswith("[1/1] trial 1 COMPLETE (attempt 2, resumed from step 3)") for m in messages
+    )
     # Attempt 1 started at 0; the retry (trial 1) at step 4: the torn step-4 checkpoint was
     # skipped with one line, step 3 was resumed.
     assert _starts(tmp_path) == [(0, 1, 0), (1, 2, 4)]

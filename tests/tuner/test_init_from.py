@@ -247,13 +247,16 @@ def test_init_refines_what_matters_and_tunes_what_it_cannot_rule_out(
     text = out.read_text()
     config = yaml.safe_load(text)
     lr = config["parameters"]["lr"]
-    # significant: tuned on a log scale, around the best runs (lr = 0.01 is the peak), within
-    # what was recorded
+    # significant: tuned on a log scale over what was recorded, with a focus around the best
+    # runs (lr = 0.01 is the peak)
     assert lr["type"] == "float" and lr["log"] is True
-    assert 1e-4 < lr["low"] < 0.01 < lr["high"] <= 0.1  # narrower than recorded
+    assert (lr["low"], lr["high"]) == (1e-4, 0.1)
+    focus = lr["focus"]
+    assert 1e-4 < focus["low"] < 0.01 < focus["high"] <= 0.1  # narrower than recorded
     # the best 4 runs span lr 10^-2.4..10^-1.6; the margin, 0.6/sqrt(4) = 0.3 of the three
     # recorded decades on each side, reaches 10^-3.3 and (clipped to what was recorded) 0.1
-    assert lr["low"] == pytest.approx(10**-3.3, rel=0.01) and lr["high"] == 0.1
+    assert focus["low"] == pytest.approx(10**-3.3, rel=0.01) and focus["high"] == 0.1
+    assert "one trial in five samples all of it" in _flat(text)
     assert "lr=" in text and "significant" in text and "best 4 of 16 runs" in text
     assert "0.30 of the recorded span" in _flat(text)
     # the rest: not significant, but the best half of the runs (8) is too few to show they
@@ -343,9 +346,9 @@ def test_init_fixes_only_what_surely_does_not_matter(
 def test_init_keeps_the_recorded_ranges_when_refined_ones_would_hold_too_few_runs(
     plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
 ) -> None:
-    """The warm start imports only the runs inside the tuned ranges: refined ranges holding
+    """A focused trial's sampler sees only the runs inside the focus: refined focuses holding
     fewer than half of the runs (here: no margin around the best 4 of 16) give way to the
-    recorded ones, and the header says so."""
+    recorded ranges, and the header says so."""
     from tuner.history import _derive_params
 
     monkeypatch.setattr(_derive_params, "MARGIN", 0.0)
@@ -355,8 +358,8 @@ def test_init_keeps_the_recorded_ranges_when_refined_ones_would_hold_too_few_run
     assert code == 0, err
     text = out.read_text()
     lr = yaml.safe_load(text)["parameters"]["lr"]
-    assert (lr["low"], lr["high"]) == (0.0001, 0.1)
-    assert "too few to warm-start from, so every range is the recorded one" in _flat(text)
+    assert (lr["low"], lr["high"]) == (0.0001, 0.1) and "focus" not in lr
+    assert "too few to warm-start from, so nothing is refined" in _flat(text)
 
 
 def test_init_method_names_the_model_and_the_campaign_keeps_it(

@@ -93,3 +93,114 @@ def test_torchrun_runs_a_trial_over_two_processes(
     x = only.params["x"]
     # all_reduce summed x*1 + x*2 over the two ranks; one report per step (rank 0's).
     assert only.intermediate_values == {s: pytest.approx(3 * x + s) for s in range(2)}
+
+
+#: Data-parallel MindSpore on CPU under msrun: each rank trains on its half of the rows,
+#: records through `LineageCallback`, checkpoints through `TrialCheckpoint` and reports its
+#: loss (plus 100 per rank, so another rank's report would show). msrun also runs the script
+#: in its scheduler process up to `init` (``MS_ROLE=MS_SCHED``, ``RANK_ID=0``): its report of
+#: ``sched`` must not count. After training, each rank says so in a file and holds its slot
+#: until the tuner stops it.
+MINDSPORE = """
+import os, sys, time
+import numpy as np
+from tuner import trial
+trial.report(0, sched=float(os.environ.get("MS_ROLE") == "MS_SCHED"))
+import mindspore as ms
+from mindspore import dataset as mds, nn
+from mindspore.communication import get_group_size, get_rank, init
+from mindspore.train import Callback, Model
+from lineage.mindspore import LineageCallback, TrialCheckpoint, restore_checkpoint
+ms.set_device("CPU")
+ms.set_context(mode=ms.GRAPH_MODE)
+init()
+ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
+ms.set_seed(0)
+rank, lr = get_rank(), float(sys.argv[sys.argv.index("--lr") + 1])
+rng = np.random.default_rng(0)
+x = rng.normal(size=(32, 8)).astype(np.float32)
+y = (x[:, 0] > 0).astype(np.int32)
+data = mds.NumpySlicesDataset(
+    {"x": x, "y": y}, shuffle=False, num_shards=get_group_size(), shard_id=rank
+).batch(8)
+net = nn.Dense(8, 2)
+loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+model = Model(net, loss_fn, nn.Momentum(net.trainable_params(), lr, 0.9))
+
+class Report(Callback):
+    def on_train_epoch_end(self, run_context):
+        cb = run_context.original_args()
+        trial.report(cb.cur_epoch_num, loss=float(cb.net_outputs.asnumpy()) + 100 * rank)
+
+start = restore_checkpoint(model.train_network)
+callbacks = [LineageCallback(data_sample=False), TrialCheckpoint(model.train_network), Report()]
+model.train(3, data, callbacks=callbacks, dataset_sink_mode=False, initial_epoch=start)
+open(f"trained-{rank}", "w").close()
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_msrun_runs_a_mindspore_trial_over_two_processes_and_sigterm_stops_every_rank(
+    campaign: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("mindspore")
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    from lineage import checkpoints
+    from tuner.executors._procs import attempt_processes
+
+    config = campaign(
+        MINDSPORE,
+        command=[
+            sys.executable, "-m", "mindspore.parallel.cluster.run", "--worker_num", "{nproc}",
+            "--local_worker_num", "{nproc}", "--master_addr", "127.0.0.1",
+            "--master_port", "{port}", "--join", "True", "--log_dir", "msrun-logs",
+            "--cluster_time_out", "120", "trial.py", "--lr", "{x}",
+        ],
+        parameters={"x": {"type": "float", "low": 0.01, "high": 0.1}},
+        budget={"trials": 1},
+        resources={"kind": "cpu", "parallel": 1, "per_trial": 2},
+        # msrun starts each rank as `python` from PATH: this interpreter's.
+        env={"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "GLOG_v": "3"},
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
+    log = open(tmp_path / "controller.log", "wb")  # noqa: SIM115 - closed below
+    controller = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", "run", "campaign.yaml"],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not all((tmp_path / f"trained-{r}").exists() for r in (0, 1)):
+        assert controller.poll() is None, (tmp_path / "controller.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "the two ranks did not finish training"
+        time.sleep(0.2)
+    (only,) = trials_of(config)
+    channel = only.user_attrs["tuner.launch"]["channel"]
+    assert len(attempt_processes(channel)) >= 2  # both ranks hold their slot
+    controller.send_signal(signal.SIGTERM)
+    assert controller.wait(120) is not None
+    log.close()
+    # msrun starts each rank in a session of its own; the stop reached them all the same.
+    assert attempt_processes(channel) == []
+
+    only = trials_of(config)[0]  # (interrupted: a copy waits for `tuner resume`)
+    values = only.intermediate_values
+    assert sorted(values) == [1, 2, 3] and all(v < 100 for v in values.values())  # rank 0's
+    client = MlflowClient(tracking_uri=config.tracking_uri())
+    run_id = only.user_attrs["tuner.launch"]["run_id"]
+    assert [m.value for m in client.get_metric_history(run_id, "sched")] == [0.0]
+    # LineageCallback recorded from rank 0 only: one value per epoch, rank 0's parameters.
+    run = client.get_run(run_id)
+    assert run.data.params["device.rank"] == "0"
+    epochs = [m.step for m in client.get_metric_history(run_id, "train_loss")]
+    assert sorted(epochs) == sorted(set(epochs)) and len(epochs) == 3
+    saved = checkpoints.latest_good(tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0")
+    assert saved is not None and saved.step == 3

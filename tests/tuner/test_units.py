@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -227,6 +228,35 @@ def test_proc_identity_and_group_end():
             proc.kill()
 
 
+def test_group_end_reaches_the_attempts_processes_that_left_its_group(tmp_path):
+    # As msrun does: the trial starts its worker in a session of its own.
+    from tuner.executors import _procs
+
+    channel = str(tmp_path / "channel.jsonl")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(60)'], start_new_session=True); time.sleep(60)",
+        ],
+        start_new_session=True,
+        env={**os.environ, "TUNER_CHANNEL": channel},
+    )
+    try:
+        info = _procs.identity(proc.pid)
+        deadline = time.monotonic() + 30
+        # Until the worker left the group (setsid), it is found as a member too.
+        while len(_procs.attempt_processes(channel)) < 2 or len(_procs.group_members(info)) > 1:
+            assert time.monotonic() < deadline, "the trial's worker did not start"
+            time.sleep(0.05)
+        assert _procs.end_group({**info, "channel": channel}, grace=2) == 2
+        proc.wait(5)
+        assert _procs.attempt_processes(channel) == []
+    finally:
+        _procs.signal_all(_procs.attempt_processes(channel), signal.SIGKILL)
+
+
 def test_campaign_lock(tmp_path):
     from tuner.coordination import CampaignDir
 
@@ -414,3 +444,20 @@ def test_the_controller_only_talks_to_its_coordination_in_contract_order(bare_ca
     middle = calls[6:-1]
     assert middle.count("ask") == 3 and middle.count("ended") == 3 and "ask:none" in middle
     assert middle.index("ended") > middle.index("ask")
+
+
+def test_rank_zero_is_read_from_the_launchers_variables_and_never_msruns_scheduler() -> None:
+    from lineage._identity import launcher_rank
+    from tuner._protocol import is_rank_zero
+
+    cases = [
+        ({}, True, None),
+        ({"RANK": "0"}, True, 0),
+        ({"RANK": "1", "RANK_ID": "0"}, False, 1),  # the first variable set wins
+        ({"RANK_ID": "1", "MS_ROLE": "MS_WORKER"}, False, 1),
+        ({"RANK_ID": "0", "MS_ROLE": "MS_SCHED"}, False, -1),  # msrun's scheduler process
+        ({"OMPI_COMM_WORLD_RANK": "0"}, True, 0),
+    ]
+    for environ, zero, rank in cases:
+        assert is_rank_zero(environ) is zero, environ
+        assert launcher_rank(environ) == rank, environ

@@ -486,8 +486,8 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
 
 
 def test_values_are_read_as_the_space_declares_them(tmp_path: Path) -> None:
-    """Recorded text against ints, steps, categoricals (``True``, ``None``, numbers) and a
-    ``when`` condition, without a store."""
+    """Recorded text against ints, steps, categoricals (``True``, ``None``, numbers, a name
+    in another case) and a ``when`` condition, without a store."""
     from lineage.store import RunRecord
     from tuner.config import parse_config
     from tuner.history._sources import SourceRuns
@@ -527,6 +527,7 @@ def test_values_are_read_as_the_space_declares_them(tmp_path: Path) -> None:
         run(3, **{**base, "drop": "0.25"}),
         run(4, **{**base, "opt": "rmsprop"}),
         run(5, **{k: v for k, v in base.items() if k != "nesterov"}),
+        run(7, **{**base, "opt": "SGD"}),  # autolog's spelling: one choice but for case
         run(6, **base),
     ]
     runs[-1].tags["tuner.state"] = "PRUNED"  # a pruned trial of an earlier campaign
@@ -537,6 +538,7 @@ def test_values_are_read_as_the_space_declares_them(tmp_path: Path) -> None:
     assert [t.params for t in trials] == [
         {"layers": 3, "drop": 0.2, "opt": "sgd", "nesterov": True, "width": None},
         {"layers": 3, "drop": 0.2, "opt": "adam", "width": 128},
+        {"layers": 3, "drop": 0.2, "opt": "sgd", "nesterov": True, "width": None},
     ]
     assert tally.skipped == {"outside the space": 3, "missing a parameter": 1, "pruned": 1}
     assert tally.examples["outside the space"] == "run run0002: layers=2.5 is outside [1, 4]"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import pytest
 
 from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR, IMPORTED_FROM_ATTR
 
@@ -106,8 +107,11 @@ def test_a_misleading_source_is_discounted_to_nothing(tmp_path: Path) -> None:
     assert d.mode == "discount" and d.agreement is not None and d.agreement < 0
     assert d.weight == 0.0 and d.shown == 0
     view = transfer_view(study.get_trials(deepcopy=False), study.directions)
-    assert [t for t in view if IMPORTED_ATTR in t.system_attrs] == []
-    assert len(view) == 8  # the campaign's own trials only: a cold campaign from here on
+    # the campaign's own trials only: a cold campaign from here on (the imported ones hidden
+    # as FAIL trials without values, so the view keeps one trial per number)
+    done = [t for t in view if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 8 and not any(IMPORTED_ATTR in t.system_attrs for t in done)
+    assert [t.number for t in view] == [t.number for t in study.trials]
     assert all(IMPORTED_ATTR in t.system_attrs for t in study.trials[:24])  # study keeps them
 
 
@@ -165,3 +169,69 @@ def test_the_decision_reads_as_one_line_per_source(tmp_path: Path) -> None:
     assert "over 8 pairs (3 re-runs)" in text and "discount, weight 0.00 (0 of 24" in text
     (early,) = _measured(_study(tmp_path, lambda x: x, lambda x: x, 2))
     assert "fewer than 4: all 24 earlier runs seen by rank" in line(early)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "objectives"), [("tpe", 2), ("nsga2", 2), ("gp", 2), ("cmaes", 1), ("tpe", 1)]
+)
+def test_every_learning_sampler_with_a_focus_and_several_objectives(
+    tmp_path: Path, sampler: str, objectives: int
+) -> None:
+    """Each sampler that learns from values asks through the measured view and a focus, with
+    one objective or two (the decision is measured on the first objective, the ranks taken on
+    each); the focus holds four trials in five while the best trial stays inside it."""
+    from tuner.config import parse_config
+    from tuner.search import sample_params
+    from tuner.search._focus import EXPLORE_EVERY
+    from tuner.search._registry import make_sampler
+
+    metrics = [{"metric": "loss", "goal": "minimize"}, {"metric": "size", "goal": "minimize"}]
+    config = parse_config(
+        {
+            "name": "many",
+            "command": ["x"],
+            "reads_tuner_params": True,
+            "target": metrics[0],
+            "objectives": metrics[1:objectives],
+            "parameters": {
+                "x": {"type": "float", "low": 0.0, "high": 1.0, "focus": {"low": 0.2, "high": 0.6}},
+                "y": {"type": "float", "low": 0.0, "high": 1.0},
+            },
+            "budget": {"trials": 12},
+            "sampler": {"name": sampler, "seed": 2},
+            "warm_start": {"from": [{"experiment": "earlier"}], "enqueue_best": 2},
+        },
+        base_dir=tmp_path,
+    )
+
+    def values(x: float, y: float) -> list[float]:
+        return [(x - 0.4) ** 2 + (y - 0.5) ** 2, x + y][:objectives]
+
+    study = optuna.create_study(directions=["minimize"] * objectives, sampler=make_sampler(config))
+    unit = optuna.distributions.FloatDistribution(0.0, 1.0)
+    for i in range(16):
+        x, y = (i % 4 + 0.5) / 4, (i // 4 + 0.5) / 4
+        study.add_trial(
+            optuna.trial.create_trial(
+                values=values(x, y),
+                params={"x": x, "y": y},
+                distributions={"x": unit, "y": unit},
+                system_attrs={IMPORTED_ATTR: f"run{i}"},
+                user_attrs={IMPORTED_FROM_ATTR: {"run_id": f"run{i}", "source": "earlier"}},
+            )
+        )
+    for i in (5, 9):  # enqueue_best: two earlier configurations re-run first
+        study.enqueue_trial(
+            {"x": (i % 4 + 0.5) / 4, "y": (i // 4 + 0.5) / 4},
+            user_attrs={ENQUEUED_FROM_ATTR: f"run{i}"},
+        )
+    for _ in range(12):
+        trial = study.ask()
+        p = sample_params(trial, config)
+        study.tell(trial, values(p["x"], p["y"]))
+    own = [t for t in study.trials if IMPORTED_ATTR not in t.system_attrs]
+    assert len(own) == 12 and all(t.state.name == "COMPLETE" for t in own)
+    focused = [t for t in own[2:] if (t.number + 1) % EXPLORE_EVERY]
+    assert all(0.2 <= t.params["x"] <= 0.6 for t in focused)
+    (d,) = _measured(study)
+    assert (d.pairs, d.exact_pairs) == (12, 2) and d.mode in ("value", "rank")

@@ -186,9 +186,9 @@ def _note(end: CampaignEnd, analyses: Sequence[Analysis] = ()) -> str:
 
 
 def _search_notes(end: CampaignEnd) -> dict[str, str]:
-    """The campaign run's tags on how the search went: the warm start's decision per source
-    and the parameters whose best trials sit at a bound."""
-    from tuner.search import bounds_of, decisions_of, transfer_line
+    """The campaign run's tags on how the search went: the warm start's decision per source,
+    and the parameters whose best trials sit at a bound and where each focus stands."""
+    from tuner.search import bounds_of, decisions_of, focus_notes_of, transfer_line
 
     if end.study is None:
         return {}
@@ -196,7 +196,7 @@ def _search_notes(end: CampaignEnd) -> dict[str, str]:
     trials, directions = end.study.get_trials(deepcopy=False), end.study.directions
     tags = {}
     decision = [transfer_line(d) for d in decisions_of(end.config, trials, directions)]
-    bounds = bounds_of(trials, directions)
+    bounds = [*bounds_of(trials, directions), *focus_notes_of(end.config, trials, directions)]
     if decision:
         tags[T.WARM_START_DECISION] = "\n".join(decision)[:5000]
     if bounds:

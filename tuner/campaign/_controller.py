@@ -5,7 +5,9 @@ Budget accounting (the rule of `tuner.coordination.counted_trials`, so that work
 controller agree): every trial of the study counts, whatever its state, except trials
 *superseded* by a copy with the same parameters (system attribute ``tuner:stale``). A failed
 attempt that is retried, or a trial interrupted by a crash or Ctrl-C and re-queued, is
-superseded; a trial that failed its last attempt is not. So a campaign ends with exactly
+superseded; a trial that failed its last attempt is not. A scheduler's continuation
+supersedes the trial it continues (a promoted paused trial, an exploited PBT segment), so
+a chain of segments counts once. So a campaign ends with exactly
 ``budget.trials`` counted trials, each COMPLETE, PRUNED or FAIL (failed after all its retries).
 ``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
 trial does not). Earlier runs imported by ``warm_start:`` (system attribute ``tuner:imported``)
@@ -53,8 +55,10 @@ from tuner.records import (
     start_campaign_run,
     trial_end_tags,
 )
+from tuner.schedulers import Scheduler, make_scheduler
 from tuner.search import _internals as internals
-from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR, STALE_ATTR
+from tuner.search import counts, superseded_numbers
+from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -118,6 +122,7 @@ class Controller:
         self._stale: list[Any] = []
         self._prepared: list[Prepared] = []
         self._launcher: Launcher | None = None
+        self._scheduler: Scheduler | None = None
         self._plan = warm_start
         self._allow_space_change = allow_space_change
         self._preflight: Preflight | None = None
@@ -224,10 +229,12 @@ class Controller:
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
-            for trial in study.get_trials(deepcopy=False):
+            trials = study.get_trials(deepcopy=False)
+            superseded = superseded_numbers(trials)
+            for trial in trials:
                 if IMPORTED_ATTR in trial.system_attrs:
                     continue
-                if trial.state.name in self.counts and STALE_ATTR not in trial.system_attrs:
+                if trial.state.name in self.counts and counts(trial, superseded):
                     self.counts[trial.state.name] += 1
                 if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
                     self.failures += 1
@@ -237,8 +244,6 @@ class Controller:
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
-            online_check = load_online_check() if self.config.diagnosis.early_stop else None
-            self._intake = MetricIntake(self.config, self._recorder, online_check)
             self._launcher = Launcher(
                 self.config,
                 study=study,
@@ -248,11 +253,26 @@ class Controller:
                 state_dir=self.campaign_dir.path,
                 message=self._observer.message,
             )
+            self._scheduler = make_scheduler(
+                self.config,
+                study,
+                locked=self._coordination.study_lock,
+                folder=self._launcher.checkpoint_folder,
+                message=self._observer.message,
+            )
+            online_check = load_online_check() if self.config.diagnosis.early_stop else None
+            self._intake = MetricIntake(
+                self.config, self._recorder, online_check, scheduler=self._scheduler
+            )
         self._coordination.joined(study)
 
     def _recover(self) -> None:
         """End what dead controllers left: orphan process groups, RUNNING trials, runs."""
         assert self.study is not None and self._recorder is not None
+        if self._scheduler is not None:
+            import socket
+
+            self._stale = self._scheduler.recover(self._stale, socket.gethostname())
         self._coordination.recover(
             self.study, self._stale, recorder=self._recorder, message=self._observer.message
         )
@@ -351,6 +371,9 @@ class Controller:
 
     def _prepare(self) -> Prepared | None:
         assert self._launcher is not None
+        if self._scheduler is not None:
+            # A promoted trial no longer counts: its continuation (enqueued now) does.
+            self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - self._scheduler.before_ask())
         return self._launcher.prepare(self.budget + self.imported)
 
     def _start(self, prepared: Prepared) -> None:
@@ -427,8 +450,10 @@ class Controller:
                     f"attempt(s) reached budget.max_failures={self.config.budget.max_failures}; "
                     f"last: {self._last_failure}"
                 )
-        if state is not TrialState.FAIL or retry_number is None:
+        if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
             self.counts[state.value] += 1
+        if self._scheduler is not None:
+            self._scheduler.changed()
         if rt.run_id:
             tags = trial_end_tags(
                 state.value,
@@ -438,6 +463,8 @@ class Controller:
                 values=values,
                 retried_as=retry_number,
             )
+            if state is TrialState.PRUNED:  # a scheduler's mark (paused, exploited) shows there too
+                tags.update({key: str(value) for key, value in rt.end_attrs.items()})
             self._recorder.trial_finished(
                 rt.run_id,
                 status=state.mlflow_status,

@@ -4,7 +4,8 @@ The controller calls :meth:`MetricIntake.collect` for every running trial on eac
 its loop. New points of the target metric are reported to the trial (Optuna's pruner then
 decides), every finite point is recorded in the trial's MLflow run, and the online
 diagnosis (loss runaway, NaN/Inf) may stop a doomed trial early; either way the trial is
-asked to stop and its reason kept in ``rt.prune_reason``.
+asked to stop and its reason kept in ``rt.prune_reason``. With a ``scheduler:``, the
+scheduler judges the new target values instead of Optuna's pruner (see `tuner.schedulers`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tuner.executors import Report, TrialOutcome
 if TYPE_CHECKING:
     from tuner.config import CampaignConfig
     from tuner.records import LineageRecorder
+    from tuner.schedulers import Scheduler
 
 __all__ = ["MetricIntake", "load_online_check"]
 
@@ -32,10 +34,12 @@ class MetricIntake:
         config: CampaignConfig,
         recorder: LineageRecorder,
         online_check: Callable[..., Any] | None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.config = config
         self._recorder = recorder
         self._online_check = online_check
+        self._scheduler = scheduler
 
     def collect(self, rt: RunningTrial) -> TrialOutcome | None:
         """Take a trial's news (reports, pruning, diagnosis); its outcome once it ended."""
@@ -49,6 +53,8 @@ class MetricIntake:
                 reports.extend(collector.collect(rt.handle))
         if reports:
             self._absorb(rt, reports)
+        if self._scheduler is not None and outcome is None:
+            self._scheduler.tick(rt)
         return outcome
 
     def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
@@ -58,6 +64,7 @@ class MetricIntake:
         target = self.config.target.metric
         new_target = False
         fresh_non_finite = False
+        before = max(rt.reported_steps, default=-1)
         for report in reports:
             ts = report.timestamp or time.time()
             for key, value in report.metrics.items():
@@ -90,7 +97,11 @@ class MetricIntake:
             self._recorder.trial_metrics(rt.run_id, points)
         if rt.prune_reason is not None or rt.superseded:
             return
-        if new_target and rt.trial.should_prune():
+        if new_target and self._scheduler is not None:
+            self._scheduler.reported(rt, before, max(rt.reported_steps))
+            if rt.prune_reason is not None:
+                return
+        elif new_target and rt.trial.should_prune():
             step = max(rt.reported_steps)
             rt.prune_reason = (
                 f"pruned by the {self.config.pruner.name} pruner at step {step} "

@@ -23,7 +23,9 @@ from tuner.search import continue_history, first_trial, parent_trial
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     LAUNCH_ATTR,
+    MEMBER_ATTR,
     PARENT_ATTR,
+    PROMOTED_FROM_ATTR,
     RERUN_OF_ATTR,
     RESUMED_STEP_ATTR,
     RETRY_OF_USER_ATTR,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["Launcher"]
+__all__ = ["Launcher", "copy_latest"]
 
 
 class Launcher:
@@ -86,32 +88,40 @@ class Launcher:
         return self._checkpoints.folder(first_trial(trial))
 
     def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
-        if parent_trial(trial) is None:
+        parent = parent_trial(trial)
+        if parent is None:
             return None
 
         def warn(text: str) -> None:
             self._message(f"trial {trial.number}: {text}")
 
         folder = self.checkpoint_folder(trial)
+        source = self.checkpoint_folder(self._study.get_trials(deepcopy=False)[parent])
         try:
-            self._checkpoints.fetch(folder, self._chain_runs(trial))
+            self._checkpoints.fetch(source, self._chain_runs(parent))
         except Exception as exc:  # resume from what the folder holds, or from scratch
             warn(
                 f"checkpoints could not be fetched from the {self._checkpoints.name} store ({exc})"
             )
+        if source != folder and checkpoints.latest_good(folder) is None:
+            # A continuation that starts from another chain's checkpoint (a PBT exploit):
+            # that checkpoint is copied into its own folder, which it then goes on writing.
+            copy_latest(source, folder, warn)
         found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
 
-    def _chain_runs(self, trial: optuna.Trial) -> list[str]:
-        """The MLflow runs of the attempts ``trial`` continues, newest first."""
+    def _chain_runs(self, number: int) -> list[str]:
+        """The MLflow runs of trial ``number``'s attempt and of the earlier attempts of its
+        chain (the trials that share its checkpoint folder), newest first."""
         trials = self._study.get_trials(deepcopy=False)
+        chain = first_trial(trials[number])
         runs: list[str] = []
-        number = parent_trial(trial)
-        while number is not None and number < len(trials):
-            run_id = (trials[number].user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
+        at: int | None = number
+        while at is not None and at < len(trials) and first_trial(trials[at]) == chain:
+            run_id = (trials[at].user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
             if run_id:
                 runs.append(run_id)
-            number = parent_trial(trials[number])
+            at = parent_trial(trials[at])
         return runs
 
     def prepare(self, budget: int) -> Prepared | None:
@@ -191,7 +201,13 @@ class Launcher:
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
         extra = {T.CAMPAIGN: self.config.name}
-        for attr in (RERUN_OF_ATTR, RETRY_OF_USER_ATTR, PARENT_ATTR):
+        for attr in (
+            RERUN_OF_ATTR,
+            RETRY_OF_USER_ATTR,
+            PARENT_ATTR,
+            PROMOTED_FROM_ATTR,
+            MEMBER_ATTR,
+        ):
             if trial.user_attrs.get(attr) is not None:
                 extra[attr] = str(trial.user_attrs[attr])
         if resume is not None:
@@ -210,7 +226,36 @@ class Launcher:
         )
         if resume is not None:
             self._continue(rt, resume[1])
+        if self.config.scheduler is not None and self.config.scheduler.name == "pbt":
+            self._log_schedule(rt, resume[1] if resume is not None else None)
         return rt
+
+    def _log_schedule(self, rt: RunningTrial, resumed: int | None) -> None:
+        """The parameters PBT may change, as metric series ``hparam/<name>`` in the trial's
+        run: the value each segment of its lineage started with, at the step it started."""
+        assert self.config.scheduler is not None and self.config.scheduler.name == "pbt"
+        names = [n for n in self.config.scheduler.perturb if n in rt.params]
+        trials = self._study.get_trials(deepcopy=False)
+        segments = [(0 if resumed is None else resumed + 1, rt.params)]
+        at = parent_trial(rt.trial)
+        while at is not None and at < len(trials):
+            t = trials[at]
+            step = t.user_attrs.get(RESUMED_STEP_ATTR)
+            segments.append((0 if parent_trial(t) is None else int(step or 0) + 1, t.params))
+            at = parent_trial(t)
+        now = time.time()
+        points = []
+        seen: set[int] = set()
+        for start, params in segments:  # newest first: a later segment's value wins its step
+            if start in seen:
+                continue
+            seen.add(start)
+            for name in names:
+                value = params.get(name)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    points.append((f"hparam/{name}", float(value), start, now))
+        if rt.run_id and points:
+            self._recorder.trial_metrics(rt.run_id, points)
 
     def _continue(self, rt: RunningTrial, step: int) -> None:
         """The attempt resumes its chain's checkpoint of ``step``: it takes over the parent's
@@ -219,11 +264,7 @@ class Launcher:
         parent = parent_trial(rt.trial)
         assert parent is not None
         target = self.config.target.metric
-        history = (
-            self._histories.pop(parent, None)
-            or self._channel_history(parent)
-            or self._recorded_history(parent)
-        )
+        history = self._history(parent)
         steps, values = history.get(target, ([], []))
         reported = dict(zip(steps, values, strict=True))
         copied = continue_history(self._study, rt.trial, parent, step, reported)
@@ -244,6 +285,37 @@ class Launcher:
             f"trial {rt.number} continues trial {parent} from its checkpoint of step {step} "
             f"({copied} report(s) of {target!r} kept)"
         )
+
+    def _history(self, number: int, depth: int = 0) -> dict[str, tuple[list[int], list[float]]]:
+        """What trial ``number`` reported, completed with what the trials it continues
+        reported up to the step it resumed from (its own attempt's channel holds only the
+        steps after it)."""
+        own = (
+            self._histories.pop(number, None)
+            or self._channel_history(number)
+            or self._recorded_history(number)
+        )
+        frozen = self._study.get_trials(deepcopy=False)[number]
+        parent, resumed = parent_trial(frozen), frozen.user_attrs.get(RESUMED_STEP_ATTR)
+        target = own.get(self.config.target.metric, ([], []))[0]
+        if resumed is None and parent is not None and target:
+            # Its controller died before recording the step it resumed from: the attempt
+            # reported from the step after it.
+            resumed = min(target) - 1
+        if parent is None or resumed is None or depth > 100:
+            return own
+        merged: dict[str, tuple[list[int], list[float]]] = {}
+        for key, (steps, values) in self._history(parent, depth + 1).items():
+            kept = [(s, v) for s, v in zip(steps, values, strict=True) if s <= int(resumed)]
+            merged[key] = ([s for s, _ in kept], [v for _, v in kept])
+        for key, (steps, values) in own.items():
+            have = set(merged.get(key, ([], []))[0])
+            old_steps, old_values = merged.setdefault(key, ([], []))
+            for s, v in zip(steps, values, strict=True):
+                if s > int(resumed) or s not in have:
+                    old_steps.append(s)
+                    old_values.append(v)
+        return merged
 
     def _channel_history(self, number: int) -> dict[str, tuple[list[int], list[float]]]:
         """What trial ``number``'s attempt reported, read back from its channel file where
@@ -294,3 +366,26 @@ class Launcher:
         internals.storage_of(self._study).set_trial_state_values(
             internals.trial_id(prepared.trial), optuna.trial.TrialState.WAITING
         )
+
+
+def copy_latest(source: Path, folder: Path, warn: Callable[[str], Any]) -> None:
+    """Copy the latest good checkpoint of ``source`` into ``folder`` (under its own step
+    name, complete or not at all). The trial writing ``source`` may prune it meanwhile: then
+    the next latest one is taken."""
+    import shutil
+
+    for _ in range(3):
+        found = checkpoints.latest_good(source, warn=warn)
+        if found is None:
+            warn(f"no checkpoint to start from in {source}; starting from scratch")
+            return
+        tmp = folder / f".copy-{found.path.name}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(found.path, tmp)
+            os.replace(tmp, folder / found.path.name)
+            return
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    warn(f"the checkpoints of {source} changed while they were copied; starting from scratch")

@@ -116,6 +116,8 @@ def tell(
         return None
     if state is TrialState.PRUNED:
         storage.set_trial_user_attr(trial_id, PRUNE_ATTR, reason)
+        for key, value in rt.end_attrs.items():
+            storage.set_trial_user_attr(trial_id, key, value)
         study.tell(rt.trial, state=optuna.trial.TrialState.PRUNED)
         return None
     storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)

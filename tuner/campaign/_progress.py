@@ -155,7 +155,7 @@ class PlainObserver(Observer):
 
     def _line(self, controller: CampaignView, frozen: Any) -> str:
         from lineage.masking import mask_mapping
-        from tuner.search._attrs import ATTEMPT_ATTR, FAIL_ATTR, PRUNE_ATTR
+        from tuner.search._attrs import ATTEMPT_ATTR, FAIL_ATTR, PRUNE_ATTR, RESUMED_STEP_ATTR
 
         state = frozen.state.name
         values = frozen.values if state == "COMPLETE" else None
@@ -163,8 +163,13 @@ class PlainObserver(Observer):
         parts = [f"[{sum(controller.counts.values())}/{controller.budget}]"]
         parts += [f"trial {frozen.number}", state]
         attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
-        if attempt > 1:
-            parts.append(f"(attempt {attempt})")
+        resumed = frozen.user_attrs.get(RESUMED_STEP_ATTR)
+        if attempt > 1 or resumed is not None:
+            parts.append(
+                f"(attempt {attempt}"
+                + (f", resumed from step {resumed}" if resumed is not None else "")
+                + ")"
+            )
         if values:
             parts.append(" ".join(f"{n}={v:.6g}" for n, v in zip(names, values, strict=False)))
         if frozen.datetime_start and frozen.datetime_complete:

@@ -38,6 +38,13 @@ class RunningTrial:
     #: nothing more is told about it, and its process is stopped.
     superseded: bool = False
     last_check: float = 0.0
+    #: User attributes set on the trial just before it is told PRUNED (a scheduler's pause
+    #: or exploit: ``tuner.paused_at``, ``tuner.exploited_at``).
+    end_attrs: dict[str, Any] = field(default_factory=dict)
+    #: False once a scheduler made another trial count for this one (a PBT exploit).
+    counted: bool = True
+    #: A scheduler's pending decision about this attempt (a pause waiting for its checkpoint).
+    scheduled: Any = None
     #: Secret values the attempt received (argv flags, env); masked out of its output and
     #: fail reason before they are recorded.
     secrets: frozenset[str] = frozenset()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuner.config import CampaignConfig
 
 ORDER = 20
 
@@ -70,11 +73,20 @@ def heartbeat_flags(args: argparse.Namespace) -> tuple[int | None, int | None]:
     return args.heartbeat, args.stale_after
 
 
+def check_heartbeat(config: CampaignConfig, flags: tuple[int | None, int | None]) -> None:
+    """Refuse, before anything is made, heartbeat settings that resolve to a grace not longer
+    than the interval (flags, environment and the config's section together)."""
+    from tuner.coordination import heartbeat_timing
+
+    heartbeat_timing(*flags, section=config.heartbeat, source=str(config.source_path or ""))
+
+
 def run(args: argparse.Namespace) -> int:
     from tuner.config import load_config
 
     timing = heartbeat_flags(args)
     config = load_config(args.config)
+    check_heartbeat(config, timing)
     return execute(
         config,
         quiet=args.quiet,

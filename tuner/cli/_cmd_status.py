@@ -394,6 +394,12 @@ def run(args: argparse.Namespace) -> int:
 
         decisions = stored_decisions(config)
     status["warm_start_decision"] = [d.as_dict() for d in decisions]
+    focus: list[str] = []
+    if any(p.focus is not None for p in config.parameters.values()):
+        from tuner.search import focus_lines
+
+        focus = focus_lines(config)
+    status["focus"] = focus
     if args.format == "json":
         json.dump(status, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -422,6 +428,8 @@ def run(args: argparse.Namespace) -> int:
 
         for d in decisions:
             out.write(transfer_line(d) + "\n")
+    for line in focus:
+        out.write(line + "\n")
     best = status["best"]
     if best and "value" in best:
         out.write(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}\n")

@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
     interval, grace = heartbeat_flags(args)
     config = load_config(args.config)
-    from tuner.cli._cmd_run import print_warnings
+    from tuner.cli._cmd_run import check_heartbeat, print_warnings
+
+    check_heartbeat(config, (interval, grace))
 
     print_warnings(config, "tuner worker")
 

@@ -29,11 +29,13 @@ from tuner.config._model import (
 )
 from tuner.config._placeholders import BUILTINS as PLACEHOLDER_BUILTINS
 from tuner.config._placeholders import render as render_arg
+from tuner.config._scheduler import AshaConfig, PbtConfig, Perturb, SchedulerConfig
 from tuner.config._spaces import space_difference, space_spec
 from tuner.config._uris import explain_storage_error
 
 __all__ = [
     "PLACEHOLDER_BUILTINS",
+    "AshaConfig",
     "BudgetConfig",
     "CampaignConfig",
     "CheckpointConfig",
@@ -44,9 +46,12 @@ __all__ = [
     "MetricPattern",
     "Objective",
     "Parameter",
+    "PbtConfig",
+    "Perturb",
     "PrunerConfig",
     "ResourcesConfig",
     "SamplerConfig",
+    "SchedulerConfig",
     "TrialConfig",
     "WarmStartConfig",
     "WarmStartSource",

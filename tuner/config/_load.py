@@ -238,6 +238,19 @@ def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError
         if others:
             text = text[:-1] + "; also unknown: " + ", ".join(repr(o) for o in others) + "."
         return ConfigError(text)
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        expected = str(ctx.get("expected_tags", ""))
+        tag = ctx.get("tag", ...)
+        return ConfigError(
+            message(
+                where,
+                [*path, ctx.get("discriminator", "name").strip("'")],
+                f"must be one of {expected}" + suggest(tag, re.findall(r"'([^']*)'", expected))
+                if tag is not ...
+                else "is required",
+                tag,
+            )
+        )
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         rule = f"must be one of {expected}" + suggest(value, re.findall(r"'([^']*)'", expected))

@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from tuner.config._base import _NAME, Objective, _Model
 from tuner.config._parameter import Parameter
+from tuner.config._scheduler import SchedulerConfig
 from tuner.config._sections import (
     AnalysisConfig,
     BudgetConfig,
@@ -105,6 +106,11 @@ class CampaignConfig(_Model):
     trial: TrialConfig = Field(default_factory=TrialConfig)
     sampler: SamplerConfig = Field(default_factory=SamplerConfig)
     pruner: PrunerConfig = Field(default_factory=PrunerConfig)
+    scheduler: SchedulerConfig | None = Field(
+        default=None,
+        description="a trial scheduler on top of checkpoints: asha (pause and promote, or "
+        "stop, at rung steps) or pbt (population-based training); replaces the pruner",
+    )
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     metrics: dict[str, MetricPattern] = Field(
         default_factory=dict, description="metrics parsed from trial output lines"
@@ -190,7 +196,7 @@ class CampaignConfig(_Model):
             self.workdir = (base / self.workdir.expanduser()).resolve()
         if not self.workdir.is_dir():
             raise RuleError(("workdir",), "must be an existing directory", str(self.workdir))
-        if self.objectives and "pruner" not in self.model_fields_set:
+        if (self.objectives or self.scheduler) and "pruner" not in self.model_fields_set:
             self.pruner = PrunerConfig(name=NO_PRUNING)
         if self.lineage.experiment is None:
             self.lineage.experiment = self.name

@@ -9,7 +9,22 @@ from pydantic import ConfigDict, Field, model_validator
 from tuner.config._base import _Model
 from tuner.config._types import Number, RuleError, Scalar
 
-__all__ = ["Parameter"]
+__all__ = ["Focus", "Parameter"]
+
+
+class Focus(_Model):
+    """Where most trials of a parameter sample: a sub-range of its ``[low, high]``, or some of
+    its choices."""
+
+    low: Number = Field(
+        default=None, description="float, int: lower end, inclusive (>= the parameter's low)"
+    )
+    high: Number = Field(
+        default=None, description="float, int: upper end, inclusive (<= the parameter's high)"
+    )
+    choices: list[Scalar] | None = Field(
+        default=None, description="categorical: some of the parameter's choices"
+    )
 
 
 class Parameter(_Model):
@@ -44,6 +59,12 @@ class Parameter(_Model):
         description="only sample this parameter when every named categorical parameter "
         "has the given value (or one of the listed values)",
     )
+    focus: Focus | None = Field(
+        default=None,
+        description="where most trials sample (what `tuner init` refined): {low, high} inside "
+        "[low, high], or {choices} among the choices; one trial in five samples the whole "
+        "space, and the focus widens when the best trials sit at its edge or outside it",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Parameter:
@@ -55,6 +76,8 @@ class Parameter(_Model):
                     )
             if self.log:
                 raise RuleError(("log",), "is not allowed for type: categorical", self.log)
+            if self.focus is not None:
+                self._check_focus_choices(self.focus)
             if self.choices is None:
                 raise RuleError(("choices",), "is required for type: categorical", show_value=False)
             if not self.choices:
@@ -97,11 +120,53 @@ class Parameter(_Model):
                     f"must be low + a whole number of steps ({self.low} + k * {self.step})",
                     self.high,
                 )
+        if self.focus is not None:
+            self._check_focus(self.focus)
         if self.type == "float":
             # After the checks, so messages show the values as written.
             self.low, self.high = float(self.low), float(self.high)
             self.step = None if self.step is None else float(self.step)
         return self
+
+    def _check_focus_choices(self, focus: Focus) -> None:
+        if focus.low is not None or focus.high is not None:
+            key = "low" if focus.low is not None else "high"
+            raise RuleError(
+                ("focus", key), "is not allowed for type: categorical", show_value=False
+            )
+        if not focus.choices:
+            raise RuleError(
+                ("focus", "choices"), "must list at least one of choices", focus.choices
+            )
+        for i, choice in enumerate(focus.choices):
+            if not any(choice == c and type(choice) is type(c) for c in self.choices or []):
+                raise RuleError(("focus", "choices", i), "must be one of choices", choice)
+
+    def _check_focus(self, focus: Focus) -> None:
+        assert self.low is not None and self.high is not None
+        if focus.choices is not None:
+            raise RuleError(
+                ("focus", "choices"),
+                f"is only for type: categorical, not {self.type}",
+                focus.choices,
+            )
+        if focus.low is None or focus.high is None:
+            missing = "low" if focus.low is None else "high"
+            raise RuleError(("focus", missing), "is required", show_value=False)
+        if not self.low <= focus.low < focus.high:
+            raise RuleError(
+                ("focus", "low"), f"must be >= low ({self.low}) and < focus.high", focus.low
+            )
+        if focus.high > self.high:
+            raise RuleError(("focus", "high"), f"must be <= high ({self.high})", focus.high)
+        if self.type == "int":
+            for key in ("low", "high"):
+                value = getattr(focus, key)
+                if not float(value).is_integer():
+                    raise RuleError(("focus", key), "must be an integer for type: int", value)
+                setattr(focus, key, int(value))
+        else:
+            focus.low, focus.high = float(focus.low), float(focus.high)
 
     @property
     def conditional(self) -> bool:

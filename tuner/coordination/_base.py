@@ -75,6 +75,13 @@ class Coordination(abc.ABC):
         """Held while the study and its lineage records are created. Default: nothing held."""
         yield
 
+    @contextlib.contextmanager
+    def study_lock(self) -> Iterator[None]:
+        """Held while a scheduler reads the study and enqueues a continuation (a promotion,
+        an exploit), so that two controllers never make the same decision twice. Default:
+        nothing held (one controller only)."""
+        yield
+
     def joined(self, study: optuna.Study) -> None:  # noqa: B027 - optional hook
         """The study is loaded (sampler and pruner attached). Default: nothing to do."""
 

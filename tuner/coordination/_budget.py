@@ -2,7 +2,8 @@
 
 Every trial of the study counts, whatever its state, except trials *superseded* by a copy
 with the same parameters (system attribute ``tuner:stale``): a failed attempt that is
-retried, or a trial interrupted by a crash and re-queued. A new trial is created only under
+retried, or a trial interrupted by a crash and re-queued; and a paused trial a scheduler
+promoted (its continuation names it in ``tuner:supersedes``). A new trial is created only under
 the study lock, after counting; so N controllers end with exactly ``budget.trials``.
 """
 
@@ -12,6 +13,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from tuner.search import _internals as internals
+from tuner.search import counts, superseded_numbers
 from tuner.search._attrs import FAIL_ATTR, OWNER_ATTR, STALE_ATTR
 
 if TYPE_CHECKING:
@@ -24,9 +26,11 @@ __all__ = ["ask_within_budget", "counted_trials"]
 
 
 def counted_trials(study: optuna.Study) -> int:
-    """Trials that count against the budget: all, in any state, except superseded ones."""
+    """Trials that count against the budget: all, in any state, except superseded ones
+    (marked stale, or a paused trial a scheduler's continuation promoted)."""
     trials = study.get_trials(deepcopy=False)
-    return sum(1 for t in trials if STALE_ATTR not in t.system_attrs)
+    superseded = superseded_numbers(trials)
+    return sum(1 for t in trials if counts(t, superseded))
 
 
 def ask_within_budget(

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tuner._errors import ConfigError
 from tuner.search import _internals as internals
 from tuner.search._attrs import STALE_ATTR
 
@@ -45,27 +46,59 @@ def heartbeat_timing(
     grace: int | None = None,
     *,
     section: Any = None,
+    source: str | None = None,
 ) -> tuple[int, int]:
     """``(interval, grace)`` in seconds, each from the first that gives it: the flags
     (``interval``, ``grace``: ``--heartbeat``, ``--stale-after``), the environment
     (``TUNER_HEARTBEAT_INTERVAL``, ``TUNER_HEARTBEAT_GRACE``), the campaign's ``heartbeat:``
     section (``section``), the defaults. The default grace is max(30, 3 x interval).
-    `tuner run`, `tuner resume` and `tuner worker` all resolve it so."""
-    env_interval = os.environ.get("TUNER_HEARTBEAT_INTERVAL")
-    env_grace = os.environ.get("TUNER_HEARTBEAT_GRACE")
-    interval = (
-        interval
-        or (int(env_interval) if env_interval else None)
-        or getattr(section, "interval", None)
-        or DEFAULT_INTERVAL
+    `tuner run`, `tuner resume` and `tuner worker` all resolve it so.
+
+    The pair is checked as resolved, wherever each came from: a grace that is not longer than
+    the interval would find every live trial stale between two beats and re-queue it. That,
+    or an environment value that is not a whole number of seconds >= 1, is a `ConfigError`
+    naming both sources (prefixed by ``source``, the config file, when given)."""
+    picked_interval = _pick(
+        ("--heartbeat", interval),
+        ("TUNER_HEARTBEAT_INTERVAL", _env_seconds("TUNER_HEARTBEAT_INTERVAL", source)),
+        ("heartbeat.interval", getattr(section, "interval", None)),
+        ("the default", DEFAULT_INTERVAL),
     )
-    grace = (
-        grace
-        or (int(env_grace) if env_grace else None)
-        or getattr(section, "grace", None)
-        or max(DEFAULT_GRACE, 3 * interval)
+    every = picked_interval[1]
+    where, seconds = _pick(
+        ("--stale-after", grace),
+        ("TUNER_HEARTBEAT_GRACE", _env_seconds("TUNER_HEARTBEAT_GRACE", source)),
+        ("heartbeat.grace", getattr(section, "grace", None)),
+        (f"the default, max({DEFAULT_GRACE}, 3 x interval)", max(DEFAULT_GRACE, 3 * every)),
     )
-    return max(1, int(interval)), max(1, int(grace))
+    if seconds <= every:
+        prefix = f"{source}: " if source else ""
+        raise ConfigError(
+            f"{prefix}the heartbeat grace ({where}) must be > the heartbeat interval "
+            f"{every} s ({picked_interval[0]}), got {seconds}"
+        )
+    return every, seconds
+
+
+def _pick(*candidates: tuple[str, int | None]) -> tuple[str, int]:
+    """The first candidate ``(where, seconds)`` that gives a value, at least 1 s."""
+    for where, value in candidates:
+        if value:
+            return where, max(1, int(value))
+    raise AssertionError("the last candidate is a default")
+
+
+def _env_seconds(name: str, source: str | None) -> int | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name} must be a whole number of seconds >= 1, got {text!r}")
+    return value
 
 
 def default_timing() -> tuple[int, int]:

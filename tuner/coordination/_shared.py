@@ -93,6 +93,11 @@ class SharedStudy(Coordination):
             message(f"trial {old}: no heartbeat (its worker died); re-queued as trial {new}")
         self.requeued.extend(moved)
 
+    @contextlib.contextmanager
+    def study_lock(self) -> Iterator[None]:
+        with self._lock.hold():
+            yield
+
     def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
         return ask_within_budget(study, budget, self._lock, self._heartbeat)
 

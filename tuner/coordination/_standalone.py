@@ -12,8 +12,9 @@ heartbeat.
 
 from __future__ import annotations
 
+import contextlib
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tuner.coordination._base import Coordination
@@ -112,6 +113,11 @@ class Standalone(Coordination):
             if run_id:
                 tags = interrupted_tags(_INTERRUPTED)
                 recorder.trial_finished(str(run_id), status="KILLED", tags=tags, output_tail="")
+
+    @contextlib.contextmanager
+    def study_lock(self) -> Iterator[None]:
+        with self._lock.hold():
+            yield
 
     def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
         return ask_within_budget(study, budget, self._lock, self._heartbeat, owner=self._owner)

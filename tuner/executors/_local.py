@@ -190,6 +190,7 @@ class _LocalHandle(TrialHandle):
         self._reader = protocol.ChannelReader()
         self._late: list[Report] = []  # read when the channel was closed, not yet delivered
         self._stopping = False
+        self._stopped_at = 0.0
         self._timed_out = False
         self._outcome: TrialOutcome | None = None
         self._delivered = False
@@ -241,6 +242,7 @@ class _LocalHandle(TrialHandle):
         # child by calling setsid first thing), so its group is its pid, even when a warm
         # child has not reached its setsid by the time /proc is read.
         self._info["pgid"] = self._proc.pid
+        self._info["channel"] = str(self._channel_path)  # finds processes that left the group
         for name, stream in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr)):
             self._start(self._read, name, stream)
         self._start(self._watch)
@@ -273,9 +275,17 @@ class _LocalHandle(TrialHandle):
             self._timed_out = True
             self._stop()
             proc.wait()
-        # Orphans of the trial (background workers) go with it.
+        # Orphans of the trial (background workers) go with it, also those a launcher moved
+        # out of its group (msrun's workers): given the grace period when it was stopped.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        strays = _procs.attempt_processes(str(self._channel_path))
+        if strays and self._stopping:
+            deadline = self._stopped_at + self.spec.grace_period
+            while strays and time.monotonic() < deadline:
+                time.sleep(0.05)
+                strays = _procs.attempt_processes(str(self._channel_path))
+        _procs.signal_all(strays, signal.SIGKILL)
         for thread in self._threads[:2]:
             thread.join(5.0)
         rc = proc.wait()
@@ -295,11 +305,13 @@ class _LocalHandle(TrialHandle):
             if self._stopping or self._proc is None:
                 return
             self._stopping = True
+            self._stopped_at = time.monotonic()
         with contextlib.suppress(OSError):
             self._control_path.touch()
         pid = self._proc.pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
+        _procs.signal_all(_procs.attempt_processes(str(self._channel_path)), signal.SIGTERM)
         timer = threading.Timer(self.spec.grace_period, self._kill)
         timer.daemon = True
         timer.start()

@@ -3,6 +3,12 @@
 A pid alone is not an identity: after a crash or a reboot the number may belong to another
 process. A trial is recorded as ``(pid, pgid, start_ticks, boot_id)``; it is the same process
 only when the boot id matches and ``/proc/<pid>/stat`` gives the same start time.
+
+Some launchers move the processes they start out of the trial's process group: ``msrun``
+starts each worker in a session of its own, and its workers outlive a SIGTERM of the group.
+Every process of an attempt inherits the attempt's report channel path in its environment
+(``TUNER_CHANNEL``, unique per attempt), so `attempt_processes` finds those too, also after
+their parent died.
 """
 
 from __future__ import annotations
@@ -15,7 +21,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["boot_id", "end_group", "group_members", "identity", "is_alive"]
+from tuner import _protocol as protocol
+
+__all__ = [
+    "attempt_processes",
+    "boot_id",
+    "end_group",
+    "group_members",
+    "identity",
+    "is_alive",
+    "signal_all",
+]
 
 
 def boot_id() -> str:
@@ -76,19 +92,51 @@ def group_members(info: Mapping[str, Any]) -> list[int]:
     return members
 
 
+def attempt_processes(channel: str) -> list[int]:
+    """Live pids (of this user) whose environment names ``channel`` as the attempt's report
+    channel: the attempt's processes, in its process group or not."""
+    needle = f"{protocol.CHANNEL}={channel}\0".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:  # gone, or another user's
+            continue
+        if (b"\0" + environ).find(b"\0" + needle) >= 0 and _stat(int(entry)) is not None:
+            found.append(int(entry))
+    return found
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    """Send ``sig`` to each of ``pids`` that still runs."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _members(info: Mapping[str, Any]) -> list[int]:
+    found = set(group_members(info))
+    if info.get("channel") and info.get("boot_id") == boot_id():
+        found.update(attempt_processes(str(info["channel"])))
+    return sorted(found)
+
+
 def end_group(info: Mapping[str, Any], *, grace: float) -> int:
-    """SIGTERM the recorded group, SIGKILL what is left after ``grace`` s; returns how many
+    """SIGTERM the recorded group (and the attempt's processes that left it, when ``info``
+    names its ``channel``), SIGKILL what is left after ``grace`` s; returns how many
     processes were found. Never signals a process that is not provably the trial's."""
-    members = group_members(info)
+    members = _members(info)
     if not members:
         return 0
     pgid = int(info["pgid"])
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
+    signal_all(members, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and group_members(info):
+    while time.monotonic() < deadline and _members(info):
         time.sleep(0.05)
-    for pid in group_members(info):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    signal_all(_members(info), signal.SIGKILL)
     return len(members)

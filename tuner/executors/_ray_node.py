@@ -3,7 +3,8 @@
 `run_trial` starts the trial command as a subprocess of the Ray worker (own session, killed with
 the worker through ``PR_SET_PDEATHSIG``), follows its report channel and its stdout/stderr, and
 yields them back to the driver in small batches; its last item is the outcome. Everything here
-runs on the node, so it imports only the standard library, ``ray`` and the trial protocol.
+runs on the node, so it imports only the standard library, ``ray``, the trial protocol and
+`tuner.executors._procs`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from tuner import _protocol as protocol
+from tuner.executors import _procs
 
 __all__ = ["RESOURCE", "follow_trial", "run_trial", "start_cold"]
 
@@ -179,6 +181,7 @@ def follow_trial(
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            _procs.signal_all(_procs.attempt_processes(channel), signal.SIGKILL)
         for follower in followers:
             follower.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -214,8 +217,13 @@ def _stop(proc: Any, control: str, grace: float) -> None:
         open(control, "w").close()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
+    # Processes a launcher moved out of the group (msrun's workers) get the SIGTERM too.
+    channel = os.path.join(os.path.dirname(control), protocol.CHANNEL_FILE)
+    _procs.signal_all(_procs.attempt_processes(channel), signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while proc.poll() is None and time.monotonic() < deadline:
+    while time.monotonic() < deadline and (
+        proc.poll() is None or _procs.attempt_processes(channel)
+    ):
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

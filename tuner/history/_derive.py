@@ -4,14 +4,20 @@
 query API), ranks their varying hyperparameters with lineage's importance analysis
 (`lineage.importance.get_param_importances`) and decides, per parameter:
 
-- **tuned, over a range refined around the best runs** when the analysis finds it
-  significant (the lower end of its 95% interval is above zero): the span of the values the
-  best quarter of the runs (``k`` of them, at least 3) used, widened on each side by
-  ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values spread over
+- **tuned, with a focus refined around the best runs** when the analysis finds it
+  significant (the lower end of its 95% interval is above zero): the focus is the span of
+  the values the best quarter of the runs (``k`` of them, at least 3) used, widened on each
+  side by ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values spread over
   decades; a quarter of the span for the best 6 of 24 runs) and kept within the recorded
-  range; a categorical keeps the choices those best runs used. The margin shrinks as more
-  runs locate the good region; it stays wide because the new campaign's optimum may have
-  moved from the recorded one (more epochs, more data);
+  range, which stays the parameter's range (``focus:``, `tuner.search._focus`: most trials
+  sample the focus, one in five the whole range, and the focus widens when the campaign's
+  best trials sit at its edge or beyond it, so a wrong refinement cannot trap the campaign);
+  a categorical keeps every recorded choice, with a focus on those the best runs used. The
+  margin shrinks as more runs locate the good region; it stays wide because the new campaign's optimum may have moved
+  from the recorded one (more epochs, more data);
+- **widened beyond a bound** when most of the 5 best runs sit at one end of the recorded
+  range (within `tuner.search.EDGE` of it): the optimum may lie beyond it, so the range grows
+  by half its width on that side (`tuner.search.widened`; a decade or more on a log range);
 - **fixed** at the best run's value (written into the command, where the recorded command
   line passes it), with its importance in a comment, only when the analysis is confident it
   does not matter: not significant, and the upper end of its interval below `FIX_BELOW`
@@ -22,12 +28,13 @@ query API), ranks their varying hyperparameters with lineage's importance analys
   no best half to analyse, and nothing is fixed;
 - **tuned over its recorded range** otherwise: not shown to matter, nor shown not to.
 
-The campaign warm-starts from the same runs: those inside the tuned ranges are imported (the
-best runs a refined range was built around among them), whatever their values of the fixed
-parameters, which is sound only because a parameter is fixed when it does not matter. A
-narrower range pays off only while the imported runs still cover it: when the refined ranges
-together would hold fewer than half of the runs, every range is the recorded one (the
-sampler keeps the poor runs that show it where not to look).
+The campaign warm-starts from the same runs: those inside the tuned ranges (and choices) are
+imported, whatever their values of the fixed parameters, which is sound only because a
+parameter is fixed when it does not matter; a focused trial's sampler sees those inside the
+focus (the best runs it was built around among them). A focus pays off only while the
+imported runs still cover it: when the refined focuses and choices together would hold fewer
+than half of the runs, nothing is refined (the sampler keeps the poor runs that show it where
+not to look).
 
 When no parameter is significant (or there are fewer runs than the analysis needs) every
 varying parameter is tuned over its recorded range: too little evidence to fix anything.
@@ -254,8 +261,8 @@ def derive_campaign(
     if significant and covered < len(rows) / 2:
         params = derive(set())
         analysis += (
-            f"; the refined ranges would hold {covered} of the {len(rows)} runs, too few to "
-            "warm-start from, so every range is the recorded one"
+            f"; the refined focuses would hold {covered} of the {len(rows)} runs, too few to "
+            "warm-start from, so nothing is refined"
         )
     add_conditions(params, rows)
     command, command_source, workdir = derive_command(best, rows, params)
@@ -335,21 +342,24 @@ def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:
 
 
 def _inside(run: RunRecord, params: Sequence[DerivedParameter]) -> bool:
-    """Whether the run's values lie in every tuned range (it would be imported)."""
+    """Whether the run's values lie in every tuned range or focus (a focused trial's sampler
+    would see it)."""
     for p in params:
         text = run.params.get(p.name)
         if not p.tuned or text is None:
             continue
         spec = p.spec
         if spec["type"] == "categorical":
-            if not any(str(c).lower() == text.strip().lower() for c in spec["choices"]):
+            choices = spec.get("focus", spec)["choices"]
+            if not any(str(c).lower() == text.strip().lower() for c in choices):
                 return False
             continue
         try:
             value = float(text)
         except ValueError:
             return False
-        if not spec["low"] <= value <= spec["high"]:
+        span = spec.get("focus", spec)
+        if not span["low"] <= value <= span["high"]:
             return False
     return True
 

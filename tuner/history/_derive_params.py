@@ -36,6 +36,8 @@ MARGIN = 0.6
 FIX_BELOW = 0.05
 #: ... and the same holds over this best share of the runs (enough runs to analyse them).
 NEAR_TOP = 0.5
+#: The best runs whose place at a bound of the recorded range widens it beyond that bound.
+TOP_EDGE = 5
 #: An int parameter with at most this many distinct recorded values is a categorical.
 FEW_INTS = 4
 
@@ -126,19 +128,29 @@ def derive_parameter(
     if as_categorical:
         recorded: tuple[Any, ...] = tuple(_sorted(distinct))
         choices = _sorted(dict.fromkeys(top)) if refine else list(recorded)
-        if tuned and len(choices) < 2:
-            choices = list(recorded)  # the best runs agree: keep the others to check it
-        spec: dict[str, Any] = {"type": "categorical", "choices": choices}
-        how = f"the choices the best {len(top)} of {len(present)} runs used"
-        if choices == list(recorded):
-            how = f"every recorded choice ({len(present)} runs)"
+        spec: dict[str, Any] = {"type": "categorical", "choices": list(recorded)}
+        how = f"every recorded choice ({len(present)} runs)"
+        if choices != list(recorded):
+            spec["focus"] = {"choices": choices}
+            how = (
+                f"every recorded choice, with a focus on the choices the best {len(top)} of "
+                f"{len(present)} runs used (one trial in five samples every choice, and the "
+                "focus gives way when the best trial has another)"
+            )
     else:
         log = bool(infer_spec(name, values).log)
         lo_all, hi_all = min(values), max(values)
         recorded = (lo_all, hi_all)
         share = margin_share(len(top))
         lo, hi = _refine(values, top, log=log, share=share) if refine else recorded
-        spec = _numeric_spec(kind, lo, hi, log=log, values=values)
+        side = _at_bound(values, lo_all, hi_all, log=log)
+        low, high = recorded
+        if side is not None:
+            low, high = _widen(kind, lo_all, hi_all, log=log, side=side)
+            lo, hi = (low, hi) if side == "low" else (lo, high)
+        spec = _numeric_spec(kind, low, high, log=log, values=values)
+        if refine:
+            _add_focus(spec, kind, lo, hi)
         how = (
             f"the span of the best {len(top)} of {len(present)} runs, widened on each side by "
             f"{share:.2f} of the recorded span [{_show(lo_all)}, {_show(hi_all)}] "
@@ -146,6 +158,19 @@ def derive_parameter(
             if refine
             else f"the recorded range ({len(present)} runs)"
         )
+        if refine and "focus" in spec:
+            how = (
+                f"a focus on {how}, inside the recorded range (one trial in five samples all "
+                "of it, and the focus widens when the best trials sit at its edge or beyond)"
+            )
+        if side is not None:
+            bound = lo_all if side == "low" else hi_all
+            how += (
+                f"; the best {TOP_EDGE} runs mostly sit at the {side} bound of the recorded "
+                f"range ({_show(bound)}): the optimum may lie beyond it, so the range reaches "
+                f"{_show(spec[side])}, half its width further"
+                + (" on the log scale" if log else "")
+            )
     reason = _reason(tuned, importance, near, how)
     return DerivedParameter(
         name=name,
@@ -194,6 +219,57 @@ def _refine(
     lo, hi = scale(min(top)), scale(max(top))
     margin = share * (b - a)
     return back(max(a, lo - margin)), back(min(b, hi + margin))
+
+
+def _at_bound(values: Sequence[float], low: float, high: float, *, log: bool) -> str | None:
+    """``low`` or ``high`` when most of the `TOP_EDGE` best ``values`` (best first) sit within
+    `tuner.search.EDGE` of that end of ``[low, high]`` (on the log scale when ``log``)."""
+    from tuner.search import EDGE
+
+    best = values[:TOP_EDGE]
+    if len(best) < TOP_EDGE or high <= low:
+        return None
+
+    def scaled(x: float) -> float:
+        if log:
+            return (math.log(x) - math.log(low)) / (math.log(high) - math.log(low))
+        return (x - low) / (high - low)
+
+    for side, near in (("low", lambda x: x <= EDGE), ("high", lambda x: x >= 1 - EDGE)):
+        if sum(near(scaled(x)) for x in best) * 2 > len(best):
+            return side
+    return None
+
+
+def _widen(kind: str, lo: float, hi: float, *, log: bool, side: str) -> tuple[float, float]:
+    """``[lo, hi]`` grown beyond ``side`` (`tuner.search.widened`), not across zero for a
+    range of positive values, and to whole numbers for an int."""
+    from tuner.search import widened
+
+    low, high = widened(lo, hi, log, side)
+    if lo >= 0 and low < 0:
+        low = 0.0
+    if kind == "int":
+        low, high = math.floor(low), math.ceil(high)
+        if log:
+            low = max(low, 1)
+    return low, high
+
+
+def _add_focus(spec: dict[str, Any], kind: str, lo: float, hi: float) -> None:
+    """``spec["focus"]`` = ``[lo, hi]`` rounded outwards, when that is inside and narrower
+    than ``spec``'s range."""
+    if kind == "int":
+        flow, fhigh = float(math.floor(lo)), float(math.ceil(hi))
+    else:
+        flow, fhigh = _round_down(lo), _round_up(hi)
+    flow, fhigh = max(flow, spec["low"]), min(fhigh, spec["high"])
+    if (flow, fhigh) == (spec["low"], spec["high"]) or not flow < fhigh:
+        return
+    if kind == "int":
+        spec["focus"] = {"low": int(flow), "high": int(fhigh)}
+    else:
+        spec["focus"] = {"low": flow, "high": fhigh}
 
 
 def _numeric_spec(

@@ -265,7 +265,12 @@ def _parse(param: Parameter, raw: str) -> Any:
         for choice in param.choices or []:
             if _same_choice(choice, text):
                 return choice
-        return _OUTSIDE
+        # Recorders spell names in their own case (MLflow's autologging logs the optimizer
+        # class, ``SGD``, where a campaign's choice is ``sgd``): one choice equal but for case.
+        folded = [
+            c for c in param.choices or [] if isinstance(c, str) and c.lower() == text.lower()
+        ]
+        return folded[0] if len(folded) == 1 else _OUTSIDE
     try:
         number = float(text)
     except ValueError:

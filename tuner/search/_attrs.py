@@ -10,13 +10,18 @@ from __future__ import annotations
 __all__ = [
     "ATTEMPT_ATTR",
     "ENQUEUED_FROM_ATTR",
+    "EXPLOITED_ATTR",
+    "EXPLOIT_ATTR",
     "FAILED_ATTEMPT",
     "FAIL_ATTR",
     "IMPORTED_ATTR",
     "IMPORTED_FROM_ATTR",
     "LAUNCH_ATTR",
+    "MEMBER_ATTR",
     "OWNER_ATTR",
     "PARENT_RUN_ATTR",
+    "PAUSED_ATTR",
+    "PROMOTED_FROM_ATTR",
     "PRUNE_ATTR",
     "RERUN_OF_ATTR",
     "RETRY_HISTORY_ATTR",
@@ -25,6 +30,7 @@ __all__ = [
     "SPACE_ATTR",
     "SPACE_CHANGES_ATTR",
     "STALE_ATTR",
+    "SUPERSEDES_ATTR",
     "SYSTEM_PREFIX",
     "WARM_START_ATTR",
 ]
@@ -50,6 +56,18 @@ FIRST_TRIAL_ATTR = "tuner.first_trial"
 #: On a continuation that resumed from a checkpoint: the step the checkpoint held (the
 #: reports up to it are copied from the parent; the attempt reports the steps after it).
 RESUMED_STEP_ATTR = "tuner.resumed_step"
+#: On a trial a scheduler paused (``scheduler: {name: asha, mode: promote}``): the rung step
+#: it reached and was not in the top of; its chain's checkpoint is kept for a promotion.
+PAUSED_ATTR = "tuner.paused_at"
+#: On the continuation that resumes a paused trial: the number of the paused trial.
+PROMOTED_FROM_ATTR = "tuner.promoted_from"
+#: On a PBT member's segment that copied another member (exploit): the step it stopped at.
+EXPLOITED_ATTR = "tuner.exploited_at"
+#: On the segment that continues it: ``{"member", "donor", "step", "perturbed"}``: whose
+#: checkpoint it started from (also its ``tuner.parent_trial``) and which parameters changed.
+EXPLOIT_ATTR = "tuner.exploit"
+#: The PBT member a trial belongs to: the number of the member's first segment.
+MEMBER_ATTR = "tuner.member"
 #: On a trial imported by ``warm_start:``: where it came from (``{"run_id", "source",
 #: "tracking_uri"}``, the URI's password masked).
 IMPORTED_FROM_ATTR = "tuner.imported_from"
@@ -62,6 +80,10 @@ SYSTEM_PREFIX = "tuner:"
 #: A trial superseded by a copy with the same parameters (value: the reason); it does not
 #: count against the budget.
 STALE_ATTR = "tuner:stale"
+#: On a continuation a scheduler enqueued: the number of the finished trial it supersedes
+#: (a promoted paused trial). That trial no longer counts against the budget: its chain
+#: counts once, through the continuation. Written with the continuation, in one insert.
+SUPERSEDES_ATTR = "tuner:supersedes"
 #: A failed attempt (counts against ``budget.max_failures``, whether retried or not).
 FAILED_ATTEMPT = "tuner:failed_attempt"
 #: On a re-queued stale trial: the number of the trial it replaces, and the whole chain.

@@ -11,22 +11,52 @@ it, so the pruner judges it on the same curve it would have seen without the int
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuner.search import _internals as internals
-from tuner.search._attrs import FIRST_TRIAL_ATTR, PARENT_ATTR, RESUMED_STEP_ATTR
+from tuner.search._attrs import (
+    FIRST_TRIAL_ATTR,
+    MEMBER_ATTR,
+    PARENT_ATTR,
+    RESUMED_STEP_ATTR,
+    STALE_ATTR,
+    SUPERSEDES_ATTR,
+)
 
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["chain_attrs", "continue_history", "first_trial", "parent_trial"]
+__all__ = [
+    "chain_attrs",
+    "continue_history",
+    "counts",
+    "first_trial",
+    "parent_trial",
+    "superseded_numbers",
+]
 
 
 def chain_attrs(user_attrs: Mapping[str, Any], number: int) -> dict[str, int]:
     """The user attributes of a copy that continues trial ``number`` (whose user attributes
-    are ``user_attrs``)."""
-    return {PARENT_ATTR: number, FIRST_TRIAL_ATTR: int(user_attrs.get(FIRST_TRIAL_ATTR, number))}
+    are ``user_attrs``); a PBT member's copy stays that member."""
+    out = {PARENT_ATTR: number, FIRST_TRIAL_ATTR: int(user_attrs.get(FIRST_TRIAL_ATTR, number))}
+    if user_attrs.get(MEMBER_ATTR) is not None:
+        out[MEMBER_ATTR] = int(user_attrs[MEMBER_ATTR])
+    return out
+
+
+def superseded_numbers(trials: Iterable[optuna.trial.FrozenTrial]) -> set[int]:
+    """Numbers of the finished trials a scheduler's continuation supersedes (`SUPERSEDES_ATTR`)."""
+    return {
+        int(t.system_attrs[SUPERSEDES_ATTR]) for t in trials if SUPERSEDES_ATTR in t.system_attrs
+    }
+
+
+def counts(trial: optuna.trial.FrozenTrial, superseded: set[int]) -> bool:
+    """Whether ``trial`` counts against the budget: not marked stale, and not superseded by a
+    continuation (``superseded``: `superseded_numbers` of the study's trials)."""
+    return STALE_ATTR not in trial.system_attrs and trial.number not in superseded
 
 
 def first_trial(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:

@@ -1,7 +1,7 @@
 """What a campaign's stored study says about its search, for `tuner run`'s last lines,
 `tuner status` and the campaign's MLflow run: the warm start's decision per source
-(`tuner.search._transfer`) and the parameters whose best trials sit at a bound
-(`tuner.search._bounds`). Each loads the study afresh; a note is never worth an error, so a
+(`tuner.search._transfer`), the parameters whose best trials sit at a bound
+(`tuner.search._bounds`) and where each ``focus`` stands (`tuner.search._focus`). Each loads the study afresh; a note is never worth an error, so a
 study that cannot be read gives none."""
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ __all__ = [
     "bound_notes",
     "bounds_of",
     "decisions_of",
+    "focus_lines",
+    "focus_notes_of",
     "stored_decisions",
     "transfer_notes",
 ]
@@ -53,6 +55,16 @@ def bounds_of(trials: Any, directions: Any) -> list[str]:
     return [f"at a bound: {hit.line()}" for hit in at_bounds(trials, directions)]
 
 
+def focus_notes_of(config: Any, trials: Any, directions: Any) -> list[str]:
+    """One ``focus on ...`` line per parameter with a ``focus``: held, or widened and why."""
+    from tuner.search._focus import focus_of, focus_state
+
+    focus = focus_of(config)
+    if not focus:
+        return []
+    return [s.line() for s in focus_state(trials, directions, focus).values()]
+
+
 def stored_decisions(config: Any) -> list[SourceTransfer]:
     """`decisions_of` the campaign's stored study (empty when it cannot be read)."""
     if not _auto(config):
@@ -66,7 +78,15 @@ def transfer_notes(config: Any) -> list[str]:
     return [line(d) for d in stored_decisions(config)]
 
 
-def bound_notes(config: Any) -> list[str]:
-    """`bounds_of` the campaign's stored study."""
+def focus_lines(config: Any) -> list[str]:
+    """`focus_notes_of` the campaign's stored study (empty when it cannot be read)."""
     stored = _stored(config)
-    return bounds_of(*stored) if stored is not None else []
+    return focus_notes_of(config, *stored) if stored is not None else []
+
+
+def bound_notes(config: Any) -> list[str]:
+    """`bounds_of` and `focus_notes_of` the campaign's stored study."""
+    stored = _stored(config)
+    if stored is None:
+        return []
+    return [*bounds_of(*stored), *focus_notes_of(config, *stored)]

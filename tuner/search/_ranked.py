@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["RankedWarmStart", "ranked_view"]
+__all__ = ["RankedWarmStart", "hidden", "in_states", "ranked_view"]
 
 
 def _group(trial: FrozenTrial) -> str | None:
@@ -118,6 +118,22 @@ def ranked_view(
 _View = Callable[[Sequence["FrozenTrial"], Sequence["StudyDirection"]], list["FrozenTrial"]]
 
 
+def hidden(trial: FrozenTrial) -> FrozenTrial:
+    """``trial`` as a view hides it from a sampler: a FAIL copy without values. Hidden rather
+    than left out, so the view keeps one trial per number (NSGA-II finds trials by number)."""
+    from optuna.trial import TrialState
+
+    out = copy.copy(trial)
+    out.state = TrialState.FAIL
+    out.values = None
+    return out
+
+
+def in_states(trials: list[FrozenTrial], states: Sequence[TrialState] | None) -> list[FrozenTrial]:
+    """``trials`` in ``states`` (all when ``None``): a hidden trial is no longer COMPLETE."""
+    return trials if states is None else [t for t in trials if t.state in states]
+
+
 class _RankedStudy:
     """The study as the wrapped sampler sees it: trials read through ``view``."""
 
@@ -135,13 +151,13 @@ class _RankedStudy:
         use_cache: bool = False,
     ) -> list[FrozenTrial]:
         trials = sampler_trials(self._study, deepcopy, states, use_cache)
-        return self._view(trials, self._study.directions)
+        return in_states(self._view(trials, self._study.directions), states)
 
     def get_trials(
         self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
     ) -> list[FrozenTrial]:
         trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return self._view(trials, self._study.directions)
+        return in_states(self._view(trials, self._study.directions), states)
 
 
 class RankedWarmStart(BaseSampler):

@@ -69,6 +69,7 @@ SAMPLERS: dict[str, Callable[[], type]] = {
 PRUNERS: dict[str, Callable[[], type]] = {
     "median": _class("optuna.pruners", "MedianPruner"),
     "hyperband": _class("optuna.pruners", "HyperbandPruner"),
+    "successive_halving": _class("optuna.pruners", "SuccessiveHalvingPruner"),
     "percentile": _class("optuna.pruners", "PercentilePruner"),
     "none": _class("optuna.pruners", "NopPruner"),
 }
@@ -207,7 +208,18 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
     if config.sampler.seed is not None:
         kwargs["seed"] = config.sampler.seed
     sampler = _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
-    return ranked_if_warm(config, sampler)
+    return wrap_sampler(config, sampler)
+
+
+def wrap_sampler(
+    config: CampaignConfig, sampler: optuna.samplers.BaseSampler
+) -> optuna.samplers.BaseSampler:
+    """``sampler`` as a campaign uses it: focused where a parameter has a ``focus``
+    (`tuner.search._focus`), inside the warm start's view (`ranked_if_warm`), so that the
+    warm start is measured on every trial and the focus filters only what is sampled."""
+    from tuner.search._focus import focused_if_set
+
+    return ranked_if_warm(config, focused_if_set(config, sampler))
 
 
 def ranked_if_warm(

@@ -217,11 +217,12 @@ def transfer_view(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> list[FrozenTrial]:
     """``trials`` as the sampler sees them under ``compare: auto``: each imported source
-    thinned to its weight, and seen by rank unless its mode is ``value``."""
+    thinned to its weight (the runs left out hidden: `tuner.search._ranked.hidden`), and
+    seen by rank unless its mode is ``value``."""
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
-    from tuner.search._ranked import ranked_view
+    from tuner.search._ranked import hidden, ranked_view
 
     decided = dict(_measure(trials, directions))
     if not decided:
@@ -239,7 +240,7 @@ def transfer_view(
         shown = _evenly(members, d.shown, sign)
         keep.update(t.number for t in shown)
         by_rank = by_rank or (d.mode != "value" and bool(shown))
-    view = [t for t in trials if _group(t) is None or t.number in keep]
+    view = [t if _group(t) is None or t.number in keep else hidden(t) for t in trials]
     # One scale for the whole view: ranked as soon as one shown source is not seen by value.
     return ranked_view(view, directions) if by_rank else view
 

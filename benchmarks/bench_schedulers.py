@@ -1,0 +1,282 @@
+"""Epochs to a target: the tuner's schedulers beside Optuna's pruners and Ray Tune's schedulers.
+
+One training for every arm (``_schedulers_train.py``: an MLP on scikit-learn's digits, 500
+training images, SGD; ``lr``, ``momentum``, ``weight_decay``, ``hidden`` tuned; at most
+``--max-epochs`` epochs a trial), two trials at a time, ``--seeds`` campaigns per arm, each
+stopped at an epoch budget of ``--budget-trainings`` x ``--max-epochs`` epochs:
+
+- ``tpe-none``: TPE, every trial trained to the end (``pruner: none``);
+- ``tpe-median``: TPE + ``MedianPruner`` (the tuner's default);
+- ``tpe-sha``: TPE + Optuna's ``SuccessiveHalvingPruner`` (decides once per rung, kills);
+- ``tuner-asha``: ``scheduler: asha`` with promotion (pauses, later resumes from checkpoint);
+- ``tuner-pbt``: ``scheduler: pbt``;
+- ``ray-asha``: Ray Tune's ``ASHAScheduler`` with ``OptunaSearch`` (TPE);
+- ``ray-pbt``: Ray Tune's ``PopulationBasedTraining``.
+
+Epochs are counted from what the trials trained (each epoch appends a line to a counter
+file), in the order they ended. The target is the median over seeds of ``tpe-none``'s best
+validation accuracy within the budget. Per arm: epochs and training CPU-seconds until the
+campaign's first epoch at or above the target (median over the seeds that reach it, and how
+many do), the best accuracy within the budget (median), and campaign wall time. Ratios:
+epochs to the target over ``tpe-median``'s and ``tpe-none``'s.
+
+    python benchmarks/bench_schedulers.py [--seeds 5] [--arms tpe-none,ray-asha] [--quick]
+
+A campaign's counted epochs are kept in ``--traces`` (one JSON file per arm and seed) and
+reused by a later run with the same settings, so an interrupted run continues. Writes
+``benchmarks/results/schedulers.json`` (``--quick`` writes nothing unless ``--results-dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _schedulers_tuner
+from _results import write_result
+from _schedulers_train import read_counter
+
+HERE = Path(__file__).resolve().parent
+
+ARMS = ("tpe-none", "tpe-median", "tpe-sha", "tuner-asha", "tuner-pbt", "ray-asha", "ray-pbt")
+TUNER_SCHEDULERS = ("tuner-asha", "tuner-pbt")
+BASELINE, PRUNED = "tpe-none", "tpe-median"
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What a campaign depends on: traces with other settings are not reused."""
+    return {
+        "max_epochs": args.max_epochs,
+        "budget": args.budget_trainings * args.max_epochs,
+        "epoch_seconds": args.epoch_seconds,
+        "min_resource": args.min_resource,
+        "population": args.population,
+        "interval": args.interval,
+    }
+
+
+def _scheduler_missing(arm: str) -> str | None:
+    """Why a tuner ``scheduler:`` arm cannot run here, or None when it can."""
+    name = arm.removeprefix("tuner-")
+    try:
+        import tuner.schedulers as schedulers
+    except ImportError:
+        return "this tuner has no schedulers"
+    # A scheduler is there when tuner.schedulers exports its class (Asha, Pbt...).
+    there = {
+        value.__name__.lower()
+        for value in vars(schedulers).values()
+        if isinstance(value, type) and issubclass(value, schedulers.Scheduler)
+    }
+    return None if name in there else f"this tuner has no `scheduler: {name}` yet"
+
+
+def _ray_missing() -> str | None:
+    try:
+        import ray.tune
+        import ray.tune.search.optuna  # noqa: F401
+    except ImportError as exc:
+        return f"Ray Tune cannot be imported ({exc}); pip install -e '.[ray]'"
+    return None
+
+
+def _run_ray(arm: str, seed: int, opts: dict[str, Any]) -> tuple[list[dict[str, Any]], float]:
+    with tempfile.TemporaryDirectory(prefix=f"bench-sched-{arm}-") as tmp:
+        counter = Path(tmp) / "counter.jsonl"
+        env = dict(os.environ, BENCH_COUNTER=str(counter))
+        env["BENCH_EPOCH_SECONDS"] = str(opts["epoch_seconds"])
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, str(HERE / "_schedulers_ray.py"), arm, str(seed), json.dumps(opts)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        wall = time.perf_counter() - started
+        rows = read_counter(counter)
+        if done.returncode != 0 or not rows:
+            raise RuntimeError(f"{arm} seed {seed}: exit {done.returncode}\n{done.stderr[-2000:]}")
+        return rows, wall
+
+
+def _continuations(rows: list[dict[str, Any]]) -> int:
+    """Epochs trained from a checkpoint rather than from the epoch before in that process: a
+    promotion, a PBT exploit (a process that trains several trials starts each at 1)."""
+    last: dict[int, int] = {}
+    count = 0
+    for row in rows:
+        if row["epoch"] > 1 and last.get(row["pid"]) != row["epoch"] - 1:
+            count += 1
+        last[row["pid"]] = row["epoch"]
+    return count
+
+
+def _campaign(arm: str, seed: int, opts: dict[str, Any], traces: Path) -> dict[str, Any]:
+    """One campaign's trace: ``[[accuracy, cpu_s], ...]`` per counted epoch, in order."""
+    path = traces / f"{arm}-{seed}.json"
+    if path.exists():
+        trace = json.loads(path.read_text())
+        if trace.get("settings") == opts:
+            return dict(trace)
+    runner = _run_ray if arm.startswith("ray-") else _schedulers_tuner.run
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rows, wall = runner(arm, seed, opts)
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    trace = {
+        "settings": opts,
+        "arm": arm,
+        "seed": seed,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "wall_s": round(wall, 1),
+        "process_cpu_s": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
+        "epochs": [[round(r["acc"], 5), round(r["cpu"], 5)] for r in rows[: opts["budget"]]],
+        "continuations": _continuations(rows[: opts["budget"]]),
+    }
+    traces.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(trace))
+    return trace
+
+
+def _to_target(epochs: list[list[float]], target: float) -> tuple[int, float] | None:
+    cpu = 0.0
+    for i, (accuracy, seconds) in enumerate(epochs, 1):
+        cpu += seconds
+        if accuracy >= target - 1e-9:
+            return i, cpu
+    return None
+
+
+def _summary(traces: dict[str, list[dict[str, Any]]], target: float) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for arm, runs in traces.items():
+        reached = [r for r in (_to_target(t["epochs"], target) for t in runs) if r]
+        bests = [max(a for a, _ in t["epochs"]) for t in runs]
+        out[arm] = {
+            "seeds": len(runs),
+            "seeds_reaching_target": len(reached),
+            # Over the seeds that reach it; None when fewer than half do.
+            "median_epochs_to_target": statistics.median(e for e, _ in reached)
+            if 2 * len(reached) >= len(runs) and reached
+            else None,
+            "median_cpu_s_to_target": round(statistics.median(c for _, c in reached), 2)
+            if 2 * len(reached) >= len(runs) and reached
+            else None,
+            "median_best_accuracy": round(statistics.median(bests), 4),
+            "epochs_trained": round(statistics.median(len(t["epochs"]) for t in runs)),
+            "median_continuations": statistics.median(t["continuations"] for t in runs),
+            "median_campaign_wall_s": round(statistics.median(t["wall_s"] for t in runs), 1),
+            "measured": f"{min(t['date'] for t in runs)} to {max(t['date'] for t in runs)}",
+        }
+    for ref in (PRUNED, BASELINE):
+        base = (out.get(ref) or {}).get("median_epochs_to_target")
+        for row in out.values():
+            mine = row["median_epochs_to_target"]
+            row[f"epochs_ratio_to_{ref}"] = round(mine / base, 3) if mine and base else None
+    return out
+
+
+def _print(summary: dict[str, Any], target: float, budget: int) -> None:
+    print(f"target: val_accuracy >= {target:.4f} (median best of {BASELINE}); budget {budget}")
+    head = f"{'arm':11} {'reach':>5} {'epochs':>7} {'cpu s':>7} {'best':>7} {'wall s':>7}"
+    print(f"{head} {'/median':>8} {'/none':>6}")
+
+    def cell(v: Any, fmt: str) -> str:
+        width = int(fmt.split(".")[0].rstrip("gf") or 0)
+        return f"{'-':>{width}}" if v is None else format(v, fmt)
+
+    for arm, row in summary.items():
+        reach = f"{row['seeds_reaching_target']}/{row['seeds']}"
+        print(
+            f"{arm:11} {reach:>5} {cell(row['median_epochs_to_target'], '7g')} "
+            f"{cell(row['median_cpu_s_to_target'], '7.2f')} {row['median_best_accuracy']:7.4f} "
+            f"{row['median_campaign_wall_s']:7.1f} "
+            f"{cell(row[f'epochs_ratio_to_{PRUNED}'], '8.2f')} "
+            f"{cell(row[f'epochs_ratio_to_{BASELINE}'], '6.2f')}"
+        )
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated; default: all")
+    ap.add_argument("--max-epochs", type=int, default=27)
+    ap.add_argument("--budget-trainings", type=int, default=12, help="budget / max epochs")
+    ap.add_argument("--epoch-seconds", type=float, default=0.2, help="an epoch's least wall")
+    ap.add_argument("--min-resource", type=int, default=3, help="first rung (epochs)")
+    ap.add_argument("--population", type=int, default=12, help="PBT members")
+    ap.add_argument("--interval", type=int, default=3, help="PBT epochs between exploits")
+    ap.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "bench-sched")
+    ap.add_argument("--quick", action="store_true", help="1 seed, 9 epochs, budget 4 trainings")
+    ap.add_argument("--results-dir", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds, args.max_epochs, args.budget_trainings = 1, 9, 4
+        args.min_resource, args.population, args.epoch_seconds = 1, 4, 0.02
+    return args
+
+
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds through each campaign's cleanup
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    args = _parse(argv)
+    opts = _settings(args)
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown or BASELINE not in arms:
+        raise SystemExit(f"--arms: unknown {unknown} or no {BASELINE} (the target's source)")
+    skipped: dict[str, str] = {}
+    for arm in arms:
+        why = _scheduler_missing(arm) if arm in TUNER_SCHEDULERS else None
+        why = why or (_ray_missing() if arm.startswith("ray-") else None)
+        if why:
+            skipped[arm] = why
+            print(f"skipping {arm}: {why}", flush=True)
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for arm in (a for a in arms if a not in skipped):
+        for seed in range(args.seeds):
+            try:
+                trace = _campaign(arm, seed, opts, args.traces)
+            except RuntimeError as exc:
+                skipped[arm] = str(exc).splitlines()[0]
+                print(f"{arm} failed: {exc}", flush=True)
+                traces.pop(arm, None)
+                break
+            traces.setdefault(arm, []).append(trace)
+            best = max(a for a, _ in trace["epochs"])
+            print(f"{arm} seed {seed}: best {best:.4f} in {trace['wall_s']} s", flush=True)
+    target = statistics.median(max(a for a, _ in t["epochs"]) for t in traces[BASELINE])
+    summary = _summary(traces, target)
+    _print(summary, target, opts["budget"])
+    if args.quick and args.results_dir is None:
+        return 0
+    figures = {"target_val_accuracy": round(target, 4), "epoch_budget": opts["budget"]}
+    figures |= {"arms": summary}
+    if skipped:
+        figures["not_run"] = skipped
+    path = write_result(
+        "schedulers",
+        figures,
+        store="sqlite",
+        params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,
+        results_dir=args.results_dir,
+    )
+    print(f"result: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Resumable plain PyTorch loops: save the training state into the trial's checkpoint folder
+after an epoch, and restore the one the tuner hands an attempt that continues earlier work.
+
+::
+
+    start = lineage.pytorch.restore_checkpoint(model, opt, sched, watcher=w)  # 0: fresh
+    for epoch in range(start + 1, epochs + 1):
+        ...                                   # one epoch
+        lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)
+
+One file, ``pytorch.pt``, holds the model's, optimizer's, scheduler's and AMP scaler's
+``state_dict``, the epoch, the watcher's optimizer-step count (so the resumed run's per-step
+curves continue where the checkpoint left off instead of starting again at step 1) and the
+random-number generators' states. Outside the tuner (no ``TUNER_CHECKPOINT_DIR``) saving does
+nothing and restoring returns 0, so the same script runs by hand. In a multi-process trial
+(``torchrun``) only rank 0 writes; every rank restores. The folder protocol is
+:mod:`lineage.checkpoints`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lineage import checkpoints
+from lineage.pytorch import _introspect as intro
+
+__all__ = ["CHECKPOINT_FILE", "restore_checkpoint", "save_checkpoint"]
+
+CHECKPOINT_FILE = "pytorch.pt"
+
+
+def _state(obj: Any) -> Any:
+    return None if obj is None else obj.state_dict()
+
+
+def save_checkpoint(
+    epoch: int,
+    model: torch.nn.Module,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    *,
+    scaler: Any = None,
+    watcher: Any = None,
+) -> checkpoints.Checkpoint | None:
+    """Save the training state after ``epoch`` as that epoch's checkpoint (committed, older
+    ones pruned to the campaign's ``checkpoint.keep``); None outside the tuner and on ranks
+    other than 0."""
+    root = os.environ.get(checkpoints.CHECKPOINT_DIR)
+    if not root or intro.rank() not in (None, 0):
+        return None
+    folder = checkpoints.step_dir(root, epoch)
+    state = {
+        "epoch": int(epoch),
+        "global_step": getattr(watcher, "global_step", None),
+        "model": model.state_dict(),
+        "optimizer": _state(optimizer),
+        "scheduler": _state(scheduler),
+        "scaler": _state(scaler),
+        "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
+    }
+    tmp = folder / f"{CHECKPOINT_FILE}.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, folder / CHECKPOINT_FILE)
+    return checkpoints.commit(folder, epoch)
+
+
+def restore_checkpoint(
+    model: torch.nn.Module,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    *,
+    scaler: Any = None,
+    watcher: Any = None,
+) -> int:
+    """Load the checkpoint this attempt continues from into the objects given; the epoch it
+    holds (train from the next one), 0 for a fresh start. ``watcher`` (from `watch`) then
+    counts optimizer steps on from the checkpoint's."""
+    point = checkpoints.resume_point()
+    if point is None:
+        return 0
+    folder, epoch = point
+    state = torch.load(Path(folder) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    for obj, key in ((optimizer, "optimizer"), (scheduler, "scheduler"), (scaler, "scaler")):
+        if obj is not None and state.get(key) is not None:
+            obj.load_state_dict(state[key])
+    rng = state.get("rng") or {}
+    if "torch" in rng:
+        torch.set_rng_state(rng["torch"])
+    if "python" in rng:
+        random.setstate(rng["python"])
+    if watcher is not None:
+        watcher.resumed(epoch, state.get("global_step"))
+    return int(state.get("epoch", epoch))

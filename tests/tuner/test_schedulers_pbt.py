@@ -1,0 +1,125 @@
+"""Population-based training on local slots with real subprocess trials: the worst member
+copies a top member's checkpoint (exploit) and goes on with its parameters perturbed
+(explore), as a continuation whose records tell the story. Real MLflow SQLite store, Optuna
+on SQLite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.tuner.conftest import mlflow_runs, trials_of
+
+pytestmark = pytest.mark.slow
+
+#: Eight steps of a little work each, a checkpoint after each. The loss ranks members by
+#: ``lr`` alone (higher is better), whatever step each is at. The checkpoint carries the
+#: number of the trial whose fresh start made it (``origin``); each start appends ``number
+#: start origin`` to ``starts``. Fresh starts wait until the four members have started, so
+#: that every member has a value to be ranked against.
+SCRIPT = """
+import argparse, json, pathlib, time
+from tuner import trial
+ap = argparse.ArgumentParser(); ap.add_argument("--x", type=float); lr = ap.parse_args().x
+resume = trial.resume_from()
+if resume is None:
+    start, origin = 0, trial.number()
+    with open("started", "a") as fh:
+        fh.write(f"{origin}\\n")
+    deadline = time.monotonic() + 60
+    while len(pathlib.Path("started").read_text().split()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+else:
+    start = resume[1] + 1
+    origin = json.loads((resume[0] / "state.json").read_text())["origin"]
+with open("starts", "a") as fh:
+    fh.write(f"{trial.number()} {start} {origin}\\n")
+for step in range(start, 8):
+    time.sleep(0.15)  # the training's work
+    trial.report(step, loss=1.0 - lr + 0.001 * step)
+    (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"origin": origin}))
+    trial.checkpointed(step)
+"""
+
+
+def test_the_worst_member_copies_a_top_member_and_explores(
+    campaign: Any, run_campaign: Any, tmp_path: Path, sqlite_uri: str
+) -> None:
+    config = campaign(
+        SCRIPT,
+        budget={"trials": 4},
+        parameters={"x": {"type": "float", "low": 0.1, "high": 0.9}},
+        resources={"kind": "cpu", "parallel": 4},
+        scheduler={
+            "name": "pbt",
+            "population": 4,
+            "interval": 2,
+            "perturb": {"x": {"factor": [0.8, 1.2]}},
+        },
+    )
+    result = run_campaign(config)
+    trials = trials_of(config)
+    by_number = {t.number: t for t in trials}
+    exploits = [t for t in trials if "tuner.exploit" in t.user_attrs]
+    assert exploits, [(t.number, t.state.name, t.params) for t in trials]
+    starts = {}
+    for line in (tmp_path / "starts").read_text().split("\n"):
+        if line:
+            number, start, origin = map(int, line.split())
+            starts[number] = (start, origin)
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    runs = {r.data.tags.get("tuner.trial_number"): r for r in mlflow_runs(sqlite_uri)}
+    for cont in exploits:
+        info = cont.user_attrs["tuner.exploit"]
+        donor, replaced = by_number[info["donor"]], by_number[info["replaces"]]
+        # The segment it replaces: stopped at an interval step, superseded, PRUNED.
+        assert replaced.state.name == "PRUNED" and "tuner:stale" in replaced.system_attrs
+        assert replaced.user_attrs["tuner.exploited_at"] == info["step"]
+        assert info["step"] >= 2  # at or just past a multiple of interval
+        member = replaced.user_attrs.get("tuner.member", replaced.number)
+        assert cont.user_attrs["tuner.member"] == info["member"] == member
+        # It started from the donor's checkpoint: parent, step, and the state it carried.
+        assert cont.user_attrs["tuner.parent_trial"] == donor.number != replaced.number
+        resumed = cont.user_attrs["tuner.resumed_step"]
+        assert starts[cont.number] == (resumed + 1, starts[_root(by_number, donor)][1])
+        for step in range(resumed + 1):
+            assert cont.intermediate_values[step] == donor.intermediate_values[step]
+        # Explore: the donor's x times 0.8 or 1.2, within the range.
+        x = donor.params["x"]
+        assert cont.params["x"] in {min(max(x * f, 0.1), 0.9) for f in (0.8, 1.2)}
+        assert info["perturbed"] in ({"x": [x, cont.params["x"]]}, {})
+        # MLflow: one curve, and the parameter's schedule as a metric series.
+        run = runs[str(cont.number)]
+        loss = client.get_metric_history(run.info.run_id, "loss")
+        hparam = sorted(
+            ((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "hparam/x")),
+            key=lambda point: point[0],
+        )
+        assert len({step for step, _ in hparam}) == len(hparam)  # one value per step
+        assert hparam[0] == (0, pytest.approx(_first_x(by_number, donor)))
+        assert hparam[-1] == (resumed + 1, pytest.approx(cont.params["x"]))
+        if cont.state.name == "COMPLETE":
+            assert sorted(m.step for m in loss) == list(range(8))
+        assert run.data.params["x"] == str(cont.params["x"])
+    # Four members, each counted once; each member's last segment completed.
+    import optuna
+
+    from tuner.coordination import counted_trials
+
+    study = optuna.load_study(study_name="t", storage=config.optuna_storage_url())
+    assert counted_trials(study) == 4
+    assert result.counts["COMPLETE"] == 4 and result.counts["PRUNED"] == 0
+    assert all(r.info.status != "RUNNING" for r in mlflow_runs(sqlite_uri))
+
+
+def _root(by_number: dict[int, Any], trial: Any) -> int:
+    while trial.user_attrs.get("tuner.parent_trial") is not None:
+        trial = by_number[trial.user_attrs["tuner.parent_trial"]]
+    return int(trial.number)
+
+
+def _first_x(by_number: dict[int, Any], trial: Any) -> float:
+    return float(by_number[_root(by_number, trial)].params["x"])

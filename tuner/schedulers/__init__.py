@@ -1,0 +1,43 @@
+"""Trial schedulers on top of checkpoints: asynchronous successive halving with pause and
+promotion (``_asha``) and population-based training (``_pbt``). A scheduler decides which
+attempts go on, stop or pause, and which continuations (a trial resumed from a checkpoint,
+possibly another trial's, possibly with other parameters) join the study; the controller
+and the executors run them as they run any trial. `make_scheduler` picks one from the
+config's ``scheduler:`` section."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuner.schedulers._asha import Asha
+from tuner.schedulers._base import Scheduler
+from tuner.schedulers._pbt import Pbt, explore, member_of
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.config import CampaignConfig
+
+__all__ = ["Asha", "Pbt", "Scheduler", "explore", "make_scheduler", "member_of"]
+
+
+def make_scheduler(
+    config: CampaignConfig,
+    study: optuna.Study,
+    *,
+    locked: Callable[[], AbstractContextManager[Any]],
+    folder: Callable[[Any], Path],
+    message: Callable[[str], Any],
+) -> Scheduler | None:
+    """The scheduler ``config.scheduler`` names, or None without one. ``locked``: the study
+    lock of the coordination; ``folder``: a trial's chain checkpoint folder."""
+    section = config.scheduler
+    if section is None:
+        return None
+    kwargs = {"locked": locked, "folder": folder, "message": message}
+    if section.name == "asha":
+        return Asha(config, study, **kwargs)
+    return Pbt(config, study, **kwargs)

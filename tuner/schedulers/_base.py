@@ -1,0 +1,99 @@
+"""The scheduler interface: what the controller asks a scheduler, and when."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.campaign import RunningTrial
+    from tuner.config import CampaignConfig
+
+__all__ = ["Scheduler"]
+
+
+class Scheduler(abc.ABC):
+    """Decides, from the target values trials report, which attempts go on, which stop, and
+    which continuations (another trial resumed from a checkpoint) join the study.
+
+    Contract. The controller calls it from its own thread only:
+
+    - `reported` after a running attempt's new target values reached the study (``before``:
+      the highest step it had reported before them). It may stop the attempt
+      (``rt.prune_reason`` set and the process asked to stop, as a pruner does), mark it
+      (``rt.end_attrs``, set when it is told PRUNED) or keep a pending decision in
+      ``rt.scheduled``.
+    - `tick` on every turn of the loop for every running attempt (a pending decision that
+      waits for a checkpoint).
+    - `recover` once, before the coordination re-runs the trials a dead controller left.
+    - `before_ask` before the controller asks for a new trial: it may enqueue continuations
+      (WAITING trials, which the next ask takes first, whatever the budget count); the number
+      of trials it made stop counting is returned.
+
+    Every study-wide decision is made under ``locked`` (the coordination's study lock), from
+    what the study holds, so that a restarted controller or a second worker reaches the same
+    state and never enqueues one continuation twice.
+    """
+
+    #: How often `before_ask` reads the whole study when nothing changed here (seconds).
+    poll_every = 1.0
+
+    def __init__(
+        self,
+        config: CampaignConfig,
+        study: optuna.Study,
+        *,
+        locked: Callable[[], contextlib.AbstractContextManager[Any]],
+        folder: Callable[[Any], Path],
+        message: Callable[[str], Any],
+    ) -> None:
+        self.config = config
+        self.study = study
+        self._locked = locked
+        self._folder = folder
+        self._message = message
+        self._dirty = True
+        self._last_scan = 0.0
+
+    @abc.abstractmethod
+    def reported(self, rt: RunningTrial, before: int, step: int) -> None:
+        """``rt`` reported target values up to ``step`` (``before``: its highest step
+        before; -1 for none)."""
+
+    def tick(self, rt: RunningTrial) -> None:  # noqa: B027 - optional hook
+        """A turn of the controller's loop while ``rt`` runs. Default: nothing."""
+
+    def recover(
+        self, orphans: list[optuna.trial.FrozenTrial], host: str
+    ) -> list[optuna.trial.FrozenTrial]:
+        """Before the coordination re-runs the ``orphans`` (RUNNING trials a dead controller
+        left), end those the scheduler had already decided about; the rest is returned.
+        Default: none."""
+        return orphans
+
+    def before_ask(self) -> int:
+        """Enqueue the continuations now due; how many trials stopped counting."""
+        now = time.monotonic()
+        if not self._dirty and now - self._last_scan < self.poll_every:
+            return 0
+        self._dirty, self._last_scan = False, now
+        with self._locked():
+            return self._continuations()
+
+    def _continuations(self) -> int:
+        return 0
+
+    def changed(self) -> None:
+        """Something the next `before_ask` should look at happened (a trial ended)."""
+        self._dirty = True
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        with self._locked():
+            yield

@@ -1,0 +1,200 @@
+"""Population-based training (Jaderberg et al. 2017), asynchronous, on the study.
+
+The population's members are the campaign's first ``population`` trials (``budget.trials``
+equals it). A member is a chain of segments: its first trial, then each continuation that
+replaced it (``tuner.member`` names the member's first trial). When a member's segment
+reports a step that crosses a multiple of ``interval``, it is ranked, by its latest value,
+among every member's latest value. In the bottom ``quantile`` (at most half of them), it
+*exploits*: a running member of the top quantile is picked (a seeded random choice), the
+segment is marked superseded and stopped (PRUNED, ``tuner.exploited_at`` = the step), and a
+WAITING continuation is added with the donor's parameters, those named in ``perturb``
+changed (*explore*). The continuation starts from the donor's latest good checkpoint,
+copied into its own folder (``tuner.parent_trial`` = the donor; ``tuner.exploit`` says which
+member, which donor, the step and what changed), and takes over the donor's reports up to
+that step, so the member's run shows one curve.
+
+Crash safety: the segment is marked superseded before its continuation is added; a
+controller that dies between the two leaves a superseded RUNNING trial, which the next
+controller re-runs from the member's own checkpoint (the exploit is lost, the member is
+not). Each decision is made under the study lock.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import TYPE_CHECKING, Any
+
+from lineage import checkpoints
+from tuner.schedulers._base import Scheduler
+from tuner.search import _internals as internals
+from tuner.search import first_trial
+from tuner.search._attrs import (
+    ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
+    EXPLOITED_ATTR,
+    IMPORTED_ATTR,
+    MEMBER_ATTR,
+    PARENT_ATTR,
+    STALE_ATTR,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.campaign import RunningTrial
+    from tuner.config import Parameter, PbtConfig, Perturb
+
+__all__ = ["Pbt", "explore", "member_of"]
+
+
+def member_of(trial: optuna.trial.FrozenTrial | optuna.Trial) -> int:
+    """The member a trial belongs to: the number of the member's first trial."""
+    value = trial.user_attrs.get(MEMBER_ATTR)
+    return first_trial(trial) if value is None else int(value)
+
+
+def _scores(
+    trials: list[optuna.trial.FrozenTrial],
+) -> dict[int, tuple[float, optuna.trial.FrozenTrial]]:
+    """``{member: (latest value, its newest segment)}`` of the members that reported."""
+    out: dict[int, tuple[float, optuna.trial.FrozenTrial]] = {}
+    for t in trials:  # by number: a newer segment replaces an older one
+        if IMPORTED_ATTR in t.system_attrs or not t.intermediate_values:
+            continue
+        value = t.intermediate_values[max(t.intermediate_values)]
+        if math.isfinite(value):
+            out[member_of(t)] = (value, t)
+    return out
+
+
+def explore(
+    params: dict[str, Any],
+    perturb: dict[str, Perturb],
+    space: dict[str, Parameter],
+    rng: random.Random,
+) -> dict[str, Any]:
+    """``params`` with each parameter of ``perturb`` changed as it says, within ``space``."""
+    out = dict(params)
+    for name, how in perturb.items():
+        if name not in out:
+            continue
+        param, value = space[name], out[name]
+        if how.resample is not None:
+            if rng.random() < how.resample:
+                value = _draw(param, rng)
+        elif how.factor is not None:
+            value = _clip(param, float(value) * rng.choice(how.factor))
+        elif param.choices:
+            i = param.choices.index(value) if value in param.choices else 0
+            j = i + rng.choice((-1, 1))
+            j = j if 0 <= j < len(param.choices) else i - (j - i)
+            value = param.choices[min(max(j, 0), len(param.choices) - 1)]
+        out[name] = value
+    return out
+
+
+def _draw(param: Parameter, rng: random.Random) -> Any:
+    if param.type == "categorical":
+        return rng.choice(param.choices or [None])
+    assert param.low is not None and param.high is not None  # a number parameter
+    low, high = float(param.low), float(param.high)
+    value = (
+        math.exp(rng.uniform(math.log(low), math.log(high)))
+        if param.log
+        else rng.uniform(low, high)
+    )
+    return _clip(param, value)
+
+
+def _clip(param: Parameter, value: float) -> Any:
+    assert param.low is not None and param.high is not None  # a number parameter
+    low, high = float(param.low), float(param.high)
+    value = min(max(value, low), high)
+    if param.step:
+        value = low + round((value - low) / float(param.step)) * float(param.step)
+        value = min(value, high)
+    return round(value) if param.type == "int" else value
+
+
+class Pbt(Scheduler):
+    """See the module's text."""
+
+    def __init__(self, config: Any, study: Any, **kwargs: Any) -> None:
+        super().__init__(config, study, **kwargs)
+        self.section: PbtConfig = config.scheduler
+        self._maximize = config.target.goal == "maximize"
+
+    def reported(self, rt: RunningTrial, before: int, step: int) -> None:
+        if rt.prune_reason is not None or rt.superseded:
+            return
+        every = self.section.interval
+        if step // every == max(before, 0) // every or step < every:
+            return  # no multiple of interval crossed
+        with self._locked():
+            self._judge(rt, step)
+
+    def _judge(self, rt: RunningTrial, step: int) -> None:
+        import optuna
+
+        trials = self.study.get_trials(deepcopy=False)
+        scores = _scores(trials)
+        me = member_of(rt.trial)
+        n = len(scores)
+        k = min(math.ceil(n * self.section.quantile), n // 2)
+        if me not in scores or k == 0:
+            return
+        order = sorted(scores, key=lambda m: (-scores[m][0] if self._maximize else scores[m][0], m))
+        if me not in order[-k:]:
+            return
+        running = optuna.trial.TrialState.RUNNING
+        donors = [
+            m
+            for m in order[:k]
+            if m != me
+            and scores[m][1].state == running
+            and STALE_ATTR not in scores[m][1].system_attrs
+            and checkpoints.latest_good(self._folder(scores[m][1])) is not None
+        ]
+        if not donors:
+            return
+        rng = random.Random(f"{self.config.sampler.seed}:{me}:{step}")
+        donor = scores[rng.choice(donors)][1]
+        params = explore(donor.params, self.section.perturb, self.config.parameters, rng)
+        changed = {
+            name: [donor.params[name], params[name]]
+            for name in self.section.perturb
+            if name in params and params[name] != donor.params[name]
+        }
+        storage, trial_id = internals.storage_of(self.study), internals.trial_id(rt.trial)
+        number = internals.n_trials(self.study)
+        why = (
+            f"exploited by pbt at step {step} ({self.config.target.metric}="
+            f"{scores[me][0]:.6g}, bottom {k} of {n}): member {me} continues as trial {number} "
+            f"from trial {donor.number}'s checkpoint"
+        )
+        storage.set_trial_system_attr(trial_id, STALE_ATTR, why)  # first: see the module
+        self.study.add_trial(
+            optuna.trial.create_trial(
+                state=optuna.trial.TrialState.WAITING,
+                params=params,
+                distributions=donor.distributions,
+                user_attrs={
+                    ATTEMPT_ATTR: 1,
+                    PARENT_ATTR: donor.number,
+                    MEMBER_ATTR: me,
+                    EXPLOIT_ATTR: {
+                        "member": me,
+                        "replaces": rt.number,
+                        "donor": donor.number,
+                        "step": step,
+                        "perturbed": changed,
+                    },
+                },
+            )
+        )
+        rt.prune_reason = why
+        rt.end_attrs[EXPLOITED_ATTR] = step
+        rt.counted = False
+        rt.handle.request_prune()
+        self._message(f"trial {rt.number}: {why}" + (f"; explored {changed}" if changed else ""))

@@ -1,0 +1,318 @@
+"""``parameters.<name>.focus``: most trials sample a sub-range, and a wrong one cannot trap.
+
+A range `tuner init` refines around the best earlier runs is a bet that the new task's
+optimum is where the old one was. The parameter keeps its full recorded range as its space
+(``low``/``high``: every earlier run is imported, every trial is stored with the same
+distribution) and the refinement as its ``focus``. `FocusedSampler` wraps the campaign's
+sampler:
+
+- **a focused trial** (four in five): the wrapped sampler samples every focused parameter
+  over its focus (Optuna's own distributions, narrowed: a sub-range, or some of the choices),
+  and sees only the trials whose values lie inside the focus (the others hidden:
+  `tuner.search._ranked.hidden`), as a campaign over the refined range would;
+- **an exploring trial** (every `EXPLORE_EVERY`-th trial number): the wrapped sampler samples
+  the full range and sees every trial, as a plain warm start over the recorded range would;
+- **widened on evidence**: a focus no longer holds on one side once the campaign's best own
+  trial lies beyond it there, or most of its `TOP` best own trials sit at that edge
+  (`tuner.search._bounds.EDGE` of the focus); that side then reaches the parameter's bound.
+  A focus on choices gives way to every choice once the best own trial has another.
+
+Both are recomputed from the study's trials at every ask (first objective), so a resumed
+campaign or another worker on a shared study decides the same. A sampler that models the
+space as one whole (CMA-ES) restarts when a focus widens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from optuna.samplers import BaseSampler
+
+from tuner.search._attrs import IMPORTED_ATTR
+from tuner.search._bounds import EDGE
+from tuner.search._ranked import hidden, in_states
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
+    from optuna.study import StudyDirection
+    from optuna.trial import FrozenTrial, TrialState
+
+    from tuner.config import CampaignConfig
+
+__all__ = [
+    "EXPLORE_EVERY",
+    "TOP",
+    "FocusSpec",
+    "FocusState",
+    "FocusedSampler",
+    "focus_of",
+    "focus_state",
+    "focused_if_set",
+]
+
+#: One trial in this many samples the full range (trial numbers ``k * EXPLORE_EVERY - 1``).
+EXPLORE_EVERY = 5
+#: The best own trials whose place at a focus edge widens it.
+TOP = 5
+
+
+@dataclass(frozen=True)
+class FocusSpec:
+    """One parameter's space and focus: ``[low, high]`` and ``[focus_low, focus_high]``
+    (numeric), or its ``choices`` and ``focus_choices`` (categorical)."""
+
+    low: float = 0.0
+    high: float = 0.0
+    focus_low: float = 0.0
+    focus_high: float = 0.0
+    log: bool = False
+    choices: tuple[Any, ...] | None = None
+    focus_choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class FocusState:
+    """One parameter's focus now: ``[low, high]`` or ``choices`` (a side reaches the
+    parameter's bound, or every choice comes back, once released), and why it was released
+    (empty: held)."""
+
+    param: str
+    low: float
+    high: float
+    choices: tuple[Any, ...] | None
+    released: tuple[str, ...]
+
+    def contains(self, value: Any) -> bool:
+        if self.choices is not None:
+            return any(value == c and type(value) is type(c) for c in self.choices)
+        return self.low <= float(value) <= self.high
+
+    def line(self) -> str:
+        where = (
+            "[" + ", ".join(str(c) for c in self.choices) + "]"
+            if self.choices is not None
+            else f"[{self.low:g}, {self.high:g}]"
+        )
+        if not self.released:
+            return f"focus on {self.param}: {where}, held"
+        return f"focus on {self.param}: widened to {where}: " + "; ".join(self.released)
+
+
+def _scaled(v: float, low: float, high: float, log: bool) -> float:
+    if log:
+        return (math.log(v) - math.log(low)) / (math.log(high) - math.log(low))
+    return (v - low) / (high - low)
+
+
+def focus_state(
+    trials: Sequence[FrozenTrial],
+    directions: Sequence[StudyDirection],
+    focus: dict[str, FocusSpec],
+) -> dict[str, FocusState]:
+    """Per focused parameter, the focus the campaign's own COMPLETE ``trials`` leave
+    standing (see the module's doc)."""
+    from optuna.study import StudyDirection
+    from optuna.trial import TrialState
+
+    own = [
+        t
+        for t in trials
+        if t.state == TrialState.COMPLETE and t.values and IMPORTED_ATTR not in t.system_attrs
+    ]
+    sign = -1.0 if directions and directions[0] == StudyDirection.MAXIMIZE else 1.0
+    best = sorted(own, key=lambda t: sign * t.values[0])[:TOP]
+    out = {}
+    for name, spec in focus.items():
+        values = [t.params[name] for t in best if name in t.params]
+        if spec.focus_choices is not None:
+            held = FocusState(name, 0.0, 0.0, spec.focus_choices, ())
+            if values and not held.contains(values[0]):
+                why = (f"the best trial has {values[0]}, outside it",)
+                out[name] = FocusState(name, 0.0, 0.0, spec.choices, why)
+            else:
+                out[name] = held
+            continue
+        out[name] = _numeric_state(name, spec, [float(v) for v in values])
+    return out
+
+
+def _numeric_state(name: str, spec: FocusSpec, values: list[float]) -> FocusState:
+    flow, fhigh, log = spec.focus_low, spec.focus_high, spec.log
+    why: list[str] = []
+    new_low, new_high = flow, fhigh
+    if values and flow > spec.low:
+        at = sum(_scaled(v, flow, fhigh, log) <= EDGE for v in values)
+        if values[0] < flow:
+            why.append(f"the best trial has {values[0]:g}, below it")
+        elif len(values) >= TOP and at * 2 > len(values):
+            why.append(f"{at} of the {len(values)} best trials sit at its low edge")
+        new_low = spec.low if why else flow
+    if values and fhigh < spec.high:
+        at = sum(_scaled(v, flow, fhigh, log) >= 1 - EDGE for v in values)
+        before = len(why)
+        if values[0] > fhigh:
+            why.append(f"the best trial has {values[0]:g}, above it")
+        elif len(values) >= TOP and at * 2 > len(values):
+            why.append(f"{at} of the {len(values)} best trials sit at its high edge")
+        new_high = spec.high if len(why) > before else fhigh
+    return FocusState(name, new_low, new_high, None, tuple(why))
+
+
+def _narrow(dist: BaseDistribution, state: FocusState) -> BaseDistribution:
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if isinstance(dist, CategoricalDistribution) and state.choices is not None:
+        return CategoricalDistribution([c for c in dist.choices if state.contains(c)])
+    if isinstance(dist, IntDistribution):
+        step = dist.step
+        first = dist.low + math.ceil((state.low - dist.low) / step) * step
+        last = dist.low + math.floor((state.high - dist.low) / step) * step
+        return IntDistribution(int(first), int(max(first, last)), log=dist.log, step=step)
+    if isinstance(dist, FloatDistribution):
+        if dist.step is None:
+            return FloatDistribution(state.low, state.high, log=dist.log)
+        k_low = math.ceil((state.low - dist.low) / dist.step - 1e-9)
+        k_high = math.floor((state.high - dist.low) / dist.step + 1e-9)
+        top = dist.low + max(k_low, k_high) * dist.step
+        return FloatDistribution(dist.low + k_low * dist.step, top, step=dist.step)
+    return dist
+
+
+class _FocusedView:
+    """The study as a focused trial's sampler sees it: trials outside the focus hidden
+    (`tuner.search._ranked.hidden`)."""
+
+    def __init__(self, study: optuna.Study, states: dict[str, FocusState]) -> None:
+        self._study = study
+        self._states = states
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+    def _inside(self, trial: FrozenTrial) -> bool:
+        return all(
+            s.contains(trial.params[name])
+            for name, s in self._states.items()
+            if name in trial.params
+        )
+
+    def _get_trials(
+        self,
+        deepcopy: bool = True,
+        states: Sequence[TrialState] | None = None,
+        use_cache: bool = False,
+    ) -> list[FrozenTrial]:
+        from tuner.search._internals import sampler_trials
+
+        trials = sampler_trials(self._study, deepcopy, states, use_cache)
+        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
+
+    def get_trials(
+        self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
+    ) -> list[FrozenTrial]:
+        trials = self._study.get_trials(deepcopy=deepcopy, states=states)
+        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
+
+
+class FocusedSampler(BaseSampler):
+    """``sampler``, sampling the parameters of ``focus`` over their focus in all but every
+    `EXPLORE_EVERY`-th trial."""
+
+    def __init__(self, sampler: optuna.samplers.BaseSampler, focus: dict[str, FocusSpec]) -> None:
+        self.sampler = sampler
+        self.focus = focus
+
+    def __str__(self) -> str:
+        return f"{self.sampler} (focused on {', '.join(self.focus)})"
+
+    def _plan(self, study: optuna.Study, trial: FrozenTrial) -> tuple[Any, dict[str, FocusState]]:
+        if (trial.number + 1) % EXPLORE_EVERY == 0:
+            return study, {}
+        from tuner.search._internals import sampler_trials
+
+        trials = sampler_trials(study, False, None, True)
+        states = focus_state(trials, study.directions, self.focus)
+        narrowed = {n: s for n, s in states.items() if not _whole(s, self.focus[n])}
+        return (_FocusedView(study, narrowed), narrowed) if narrowed else (study, {})
+
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return self.sampler.infer_relative_search_space(study, trial)
+
+    def sample_relative(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        view, states = self._plan(study, trial)
+        space = {n: _narrow(d, states[n]) if n in states else d for n, d in search_space.items()}
+        return self.sampler.sample_relative(view, trial, space)
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        view, states = self._plan(study, trial)
+        if param_name in states:
+            param_distribution = _narrow(param_distribution, states[param_name])
+        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+def _whole(state: FocusState, spec: FocusSpec) -> bool:
+    if state.choices is not None:
+        return state.choices == spec.choices
+    return (state.low, state.high) == (spec.low, spec.high)
+
+
+def focus_of(config: CampaignConfig) -> dict[str, FocusSpec]:
+    """The space and focus of every parameter with a ``focus``."""
+    out = {}
+    for name, p in config.parameters.items():
+        f = p.focus
+        if f is None:
+            continue
+        if p.type == "categorical":
+            out[name] = FocusSpec(
+                choices=tuple(p.choices or []), focus_choices=tuple(f.choices or [])
+            )
+        elif None not in (p.low, p.high, f.low, f.high):
+            bounds = (float(p.low), float(p.high), float(f.low), float(f.high))  # type: ignore[arg-type]
+            out[name] = FocusSpec(*bounds, log=bool(p.log))
+    return out
+
+
+def focused_if_set(
+    config: CampaignConfig, sampler: optuna.samplers.BaseSampler
+) -> optuna.samplers.BaseSampler:
+    """``sampler`` wrapped in `FocusedSampler` when a parameter has a ``focus`` (a grid
+    sampler walks its grid whatever the focus, and is left as it is)."""
+    from tuner.search._registry import GRID_SAMPLERS
+
+    focus = focus_of(config)
+    if not focus or config.sampler.name in GRID_SAMPLERS:
+        return sampler
+    return FocusedSampler(sampler, focus)
