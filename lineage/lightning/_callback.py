@@ -10,6 +10,7 @@ import lightning as L
 import torch
 
 from lineage import checkpoints
+from lineage._errors import UsageError
 from lineage.pytorch import Trial, Watcher, apply_settings, optimizer_settings
 
 #: The file the callback saves each checkpoint into, inside the trial's step folder.
@@ -93,10 +94,12 @@ class LineageCallback(L.Callback):
         weight_stats: bool | None = None,
     ) -> None:
         super().__init__()
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
-            raise TypeError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        if checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 0
+        ):
+            raise UsageError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
         self._settings: list[list[dict[str, Any]]] = []
