@@ -84,4 +84,6 @@ def test_torchrun_two_processes_record_one_run_and_report_once(
     # One checkpoint per epoch, written and committed by rank 0 only.
     saved = checkpoints.latest_good(tmp_path / "ckpt")
     assert saved is not None and saved.step == 2
-    assert sorted(p.name for p in saved.path.iterdir()) == sorted([checkpoints.MANIFEST, "pytorch.pt"])
+    assert sorted(p.name for p in saved.path.iterdir()) == sorted(
+        [checkpoints.MANIFEST, "pytorch.pt"]
+    )
