@@ -292,11 +292,14 @@ def main(argv: list[str] | None = None) -> int:
     figures |= {"arms": summary, "goals": _goals(summary)}
     if skipped:
         figures["not_run"] = skipped
+    dates = sorted(t["date"] for runs in traces.values() for t in runs)
     path = write_result(
         "schedulers",
         figures,
         store="sqlite",
         params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,
+        # A run that reused earlier campaigns' traces says when they ran (per arm: measured).
+        notes=f"The campaigns ran from {dates[0]} to {dates[-1]}.",
         results_dir=args.results_dir,
     )
     print(f"result: {path}")
