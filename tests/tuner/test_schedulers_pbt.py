@@ -103,7 +103,10 @@ def test_the_worst_member_copies_a_top_member_and_explores(
         assert hparam[-1] == (resumed + 1, pytest.approx(cont.params["x"]))
         if cont.state.name == "COMPLETE":
             assert sorted(m.step for m in loss) == list(range(8))
-        assert run.data.params["x"] == str(cont.params["x"])
+        # Its params: the values its lineage started with (what importance reads).
+        assert run.data.params["x"] == str(_first_x(by_number, donor))
+        assert run.data.tags["tuner.params_from"] == str(_root(by_number, donor))
+        assert run.data.tags["tuner.member"] == str(info["member"])
     # Four members, each counted once; each member's last segment completed.
     import optuna
 
@@ -121,6 +124,18 @@ def test_the_worst_member_copies_a_top_member_and_explores(
     }
     assert result.counts["COMPLETE"] == 4 and result.counts["PRUNED"] == 0
     assert all(r.info.status != "RUNNING" for r in mlflow_runs(sqlite_uri))
+
+    # Warm start from this campaign imports finished trials with one configuration only:
+    # the segments that went on from another member's checkpoint are skipped.
+    from tuner.config import parse_config
+    from tuner.history import load_history
+
+    data = config.model_dump(mode="json", exclude_none=True, exclude={"scheduler", "workdir"})
+    data.update(name="next", warm_start={"from": [{"experiment": "t"}]}, budget={"trials": 2})
+    plan = load_history(parse_config(data, base_dir=tmp_path))
+    assert plan.skipped["parameters changed during training"] == len(exploits)
+    kept = {t.number for t in trials if t.state.name == "COMPLETE"} - {t.number for t in exploits}
+    assert len(plan.trials) == len(kept)
 
 
 def _root(by_number: dict[int, Any], trial: Any) -> int:
