@@ -317,7 +317,7 @@ def _page_id(page: Path) -> str:
 
 #: Pages that still date a measurement by hand; each passes once its figures render from a
 #: result file, and then strict xfail fails until it leaves this list.
-DATED_BY_HAND = {"docs/guides/startup.md"}
+DATED_BY_HAND: set[str] = set()
 
 
 @pytest.mark.parametrize(

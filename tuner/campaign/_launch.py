@@ -291,6 +291,7 @@ class Launcher:
         continuous curve; the lost attempt's later reports are dropped)."""
         parent = parent_trial(rt.trial)
         assert parent is not None
+        rt.resumed_step = step
         target = self.config.target.metric
         history = self._history(parent)
         steps, values = history.get(target, ([], []))
