@@ -169,6 +169,11 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
         run = result.analysis_run_id
         where = f"{result.model}, analysis run {run}" if run else result.model
         line = f"{head}: {names or 'computed'} ({where})"
+        if config.scheduler is not None and config.scheduler.name == "pbt":
+            line += (
+                "; PBT: each run counts with the values its lineage started with (the "
+                "changes are its hparam/<name> series)"
+            )
         out.append(Analysis(metric, goal, line, run))
     return out
 
