@@ -60,7 +60,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "param-key-typo",
         {"parameters.lr.logg": True},
-        "unknown key 'parameters.lr.logg'; known keys: type, low, high, log, step, choices, when.",
+        "unknown key 'parameters.lr.logg'; known keys: type, low, high, log, step, choices, when, focus.",
     ),
     ("missing-name", {"name": DEL}, "name is required."),
     ("missing-budget", {"budget": DEL}, "budget is required."),
