@@ -349,9 +349,9 @@ def test_init_keeps_the_recorded_ranges_when_refined_ones_would_hold_too_few_run
     """A focused trial's sampler sees only the runs inside the focus: refined focuses holding
     fewer than half of the runs (here: no margin around the best 4 of 16) give way to the
     recorded ranges, and the header says so."""
-    from tuner.history import _derive_params
+    from tuner.history import _derive_ranges
 
-    monkeypatch.setattr(_derive_params, "MARGIN", 0.0)
+    monkeypatch.setattr(_derive_ranges, "MARGIN", 0.0)
     out = tmp_path / "c.yaml"
     argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize"]
     code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))
