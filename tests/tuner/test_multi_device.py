@@ -184,7 +184,7 @@ def test_msrun_runs_a_mindspore_trial_over_two_processes_and_sigterm_stops_every
         time.sleep(0.2)
     (only,) = trials_of(config)
     channel = only.user_attrs["tuner.launch"]["channel"]
-    assert len(attempt_processes(channel)) >= 2  # both ranks hold their slot
+    assert len(attempt_processes(channel)) >= 4  # msrun, its scheduler, the two ranks
     controller.send_signal(signal.SIGTERM)
     assert controller.wait(120) is not None
     log.close()

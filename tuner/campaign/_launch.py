@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["Launcher", "copy_latest"]
+__all__ = ["HPARAM_PREFIX", "Launcher", "copy_latest"]
+
+#: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
+HPARAM_PREFIX = "hparam/"
 
 
 class Launcher:
@@ -253,7 +256,7 @@ class Launcher:
             for name in names:
                 value = params.get(name)
                 if isinstance(value, int | float) and not isinstance(value, bool):
-                    points.append((f"hparam/{name}", float(value), start, now))
+                    points.append((f"{HPARAM_PREFIX}{name}", float(value), start, now))
         if rt.run_id and points:
             self._recorder.trial_metrics(rt.run_id, points)
 
@@ -263,6 +266,7 @@ class Launcher:
         continuous curve; the lost attempt's later reports are dropped)."""
         parent = parent_trial(rt.trial)
         assert parent is not None
+        rt.resumed_step = step
         target = self.config.target.metric
         history = self._history(parent)
         steps, values = history.get(target, ([], []))
@@ -272,7 +276,7 @@ class Launcher:
         now = time.time()
         for key, (steps, values) in history.items():
             kept = [(s, v) for s, v in zip(steps, values, strict=True) if s <= step]
-            if not kept:
+            if not kept or key.startswith(HPARAM_PREFIX):  # the schedule: `_log_schedule`
                 continue
             rt.history[key] = ([s for s, _ in kept], [v for _, v in kept])
             rt.latest[key] = kept[-1][1]
