@@ -248,6 +248,13 @@ class CheckpointConfig(_Model):
         "the trial run's MLflow artifacts, and downloaded from there to resume",
     )
     keep: Int = Field(default=2, ge=1, description="checkpoints kept per trial (the newest)")
+    keep_finished: Int = Field(
+        default=1,
+        ge=0,
+        description="checkpoints a trial keeps once it has ended for good (COMPLETE, FAIL "
+        "with no retry left, PRUNED by the pruner; not a trial ASHA paused, nor under PBT): "
+        "the newest; 0 removes its folder",
+    )
 
     @model_validator(mode="after")
     def _shared_has_path(self) -> CheckpointConfig:
