@@ -265,11 +265,21 @@ def _truth(f: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _startup(f: dict[str, Any]) -> tuple[str, str, str]:
+    stock = []
+    for key, name in (
+        ("per_trial_optuna_in_process", "Optuna in-process"),
+        ("per_trial_ray_tune_reuse_actors", "Ray Tune reuse_actors"),
+    ):
+        overhead = _get(f, key, "median_overhead_s")
+        if overhead is not None:
+            stock.append(f"{name} {_n(overhead, ' s')}")
     return (
         f"cold start: {_n(_get(f, 'per_trial_cold', 'median_overhead_s'), ' s')} per trial; "
-        f"quickstart {_n(f.get('quickstart_cold_wall_s'), ' s')}",
+        f"quickstart {_n(_get(f, 'quickstart_cold', 'wall_s'), ' s')}"
+        + (f"; {', '.join(stock)} per trial" if stock else ""),
         f"warm parents: **{_n(_get(f, 'per_trial_warm', 'median_overhead_s'), ' s')}**; "
-        f"quickstart {_n(f.get('quickstart_warm_wall_s'), ' s')}",
+        f"quickstart {_n(_get(f, 'quickstart_warm', 'wall_s'), ' s')}; efficiency "
+        f"{_n(_get(f, 'efficiency_warm', 'efficiency'))}",
         f"{_n(f.get('quickstart_speedup'), 'x')} (quickstart)",
     )
 

@@ -10,7 +10,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -160,23 +160,56 @@ def save_sample_table(columns: Sequence[TableColumn], path: Path, *, title: str 
             row.append(_cell(float(getattr(np, stat)(f))) if f is not None else "")
         body.append(row)
     row_labels = [str(i) for i in range(n)] + ["min", "mean", "max"]
-    fig = figure(1.2 + 0.95 * max(1, len(headers)), 0.75 + 0.2 * (len(body) + 1))
-    ax = fig.add_subplot()
-    ax.axis("off")
-    table = ax.table(
-        cellText=body or [[""]],
-        colLabels=headers or [""],
-        rowLabels=row_labels or [""],
-        loc="center",
-        cellLoc="right",
-    )
-    table.auto_set_font_size(False)
-    table.set_fontsize(8)
-    for (r, _), cell in table.get_celld().items():
-        if r == 0 or r > n:
-            cell.set_facecolor("#eef2f7")
     note = f" ({cut} values per row not shown)" if cut else ""
     batch_rows = len(columns[0].flat()) if columns else 0
     sub = f"first {n} of {batch_rows} rows; min/mean/max over the whole batch{note}"
-    fig.suptitle(_wrap(f"{title}\n{sub}" if title else sub, fig), fontsize=9)
+    return _draw_table(headers, row_labels, body, n, f"{title}\n{sub}" if title else sub, path)
+
+
+#: Row height and title line height of a table, in inches.
+_ROW_IN, _LINE_IN = 0.2, 0.16
+
+
+def _draw_table(
+    headers: list[str],
+    row_labels: list[str],
+    body: list[list[str]],
+    shown: int,
+    title: str,
+    path: Path,
+) -> Path:
+    """The table as a grid of texts on one axis, laid out by hand: matplotlib's ``table``
+    with a constrained layout measures every cell several times and cost seconds a figure."""
+    from matplotlib.patches import Rectangle
+
+    headers = headers or [""]
+    body = body or [[""] * len(headers)]
+    cols, rows = len(headers), len(body) + 1  # + the header row
+    label_w = 0.4  # the row-label column, in data-column widths
+    fig = figure(1.2 + 0.95 * cols, 0.75 + _ROW_IN * rows, layout=None)
+    text = _wrap(title, fig)
+    title_in = 0.15 + _LINE_IN * len(text.splitlines())
+    height = fig.get_figheight()
+    top = max(0.3, 1 - title_in / height)
+    ax = fig.add_axes((0.02, 0.02, 0.96, top - 0.04))
+    ax.set_xlim(-0.01, label_w + cols + 0.01)  # room for the outer lines
+    ax.set_ylim(rows + 0.05, -0.05)
+    ax.axis("off")
+    shade = "#eef2f7"
+    ax.add_patch(Rectangle((label_w, 0), cols, 1, facecolor=shade, edgecolor="none"))
+    if len(body) > shown:
+        stats = len(body) - shown
+        ax.add_patch(Rectangle((0, 1 + shown), label_w + cols, stats, facecolor=shade))
+    ax.hlines(range(rows + 1), label_w, label_w + cols, colors="black", linewidth=0.5)
+    ax.vlines([label_w + i for i in range(cols + 1)], 0, rows, colors="black", linewidth=0.5)
+    ax.hlines(range(1, rows + 1), 0, label_w, colors="black", linewidth=0.5)
+    ax.vlines([0], 1, rows, colors="black", linewidth=0.5)
+    style: dict[str, Any] = {"fontsize": 8, "va": "center", "clip_on": False}
+    for j, header in enumerate(headers):
+        ax.text(label_w + j + 0.5, 0.5, header, ha="center", **style)
+    for i, (label, row) in enumerate(zip(row_labels, body, strict=False), start=1):
+        ax.text(0.05, i + 0.5, label, ha="left", **style)
+        for j, cell in enumerate(row):
+            ax.text(label_w + j + 0.92, i + 0.5, cell, ha="right", **style)
+    fig.suptitle(text, fontsize=9, y=1 - 0.08 / height, va="top")
     return save(fig, path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -25,12 +25,15 @@ __all__ = ["DPI", "figure", "safe_filename", "save", "tidy"]
 DPI = 110
 
 
-def figure(width: float, height: float) -> Figure:
-    """A ``width`` x ``height`` inch figure with constrained layout on the Agg canvas."""
+def figure(
+    width: float, height: float, *, layout: Literal["constrained"] | None = "constrained"
+) -> Figure:
+    """A ``width`` x ``height`` inch figure on the Agg canvas, with constrained layout unless
+    ``layout`` is None (a figure that places its axes itself)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 

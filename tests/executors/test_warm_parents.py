@@ -18,6 +18,7 @@ from test_executor_contract import drive
 from tuner.executors import TrialSpec
 from tuner.executors._devices import make_slots
 from tuner.executors._local import LocalExecutor
+from tuner.executors._procs import identity, is_alive
 from tuner.executors._warm import plan
 
 TRIAL = str(Path(__file__).with_name("_warm_trial.py"))
@@ -142,3 +143,28 @@ def test_planning_imports_nothing_of_the_script() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_slots_alike_share_one_round_of_imports(tmp_path: Path) -> None:
+    executor = LocalExecutor(make_slots("cpu", "auto", 1, 2), run_dir=tmp_path, preload=True)
+    try:
+        executor.warm_up([sys.executable, TRIAL, "{out}"], None)
+        # One parent imports; the other slot's is forked from it once it is ready.
+        assert len(_warm_parents()) == 1
+        outs = [tmp_path / f"seen{n}.json" for n in range(2)]
+        handles = [
+            executor.submit(_spec(n, str(out), "--sleep", "2")) for n, out in enumerate(outs)
+        ]
+        results = drive(executor, handles)
+        assert all(r.outcome.exit_code == 0 for r in results)
+        first, second = (json.loads(out.read_text()) for out in outs)
+        assert first["ppid"] != second["ppid"]  # one parent per slot, both warm
+        assert second["global"] == "clean" and second["op"] == 3.0
+        parents = [identity(first["ppid"]), identity(second["ppid"])]
+        assert all(is_alive(p) for p in parents)
+    finally:
+        executor.shutdown()
+    deadline = time.monotonic() + 30
+    while any(is_alive(p) for p in parents):
+        assert time.monotonic() < deadline, "a warm parent outlived its executor"
+        time.sleep(0.1)

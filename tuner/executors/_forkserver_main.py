@@ -11,6 +11,10 @@ Messages, one JSON object per packet:
   "env": {...}}`` with the trial's stdout and stderr pipe ends attached (``SCM_RIGHTS``)
 - parent -> controller: ``{"pid": n}`` once the child is forked, then ``{"returncode": rc}``
   (negative: killed by that signal, as `subprocess.Popen.returncode`) when it ends.
+- controller -> parent: ``{"sibling": true}`` with one end of a new socket pair attached: the
+  parent forks a copy of itself (its imports done; forked twice, so that it is nobody's
+  child to wait for) that serves that socket as a parent of its own, for another slot. The
+  copy sends its ready message there (with its ``"pid"``); the parent answers nothing.
 
 The parent serves one trial at a time (it belongs to one device slot) and exits when the
 controller closes its end. With ``--die-with-owner`` (Ray, where a trial must not outlive the
@@ -129,7 +133,8 @@ def main(fd: int, modules: list[str], die_with_owner: bool = False) -> None:
     unsafe = _preload(modules)
     gc.collect()
     gc.freeze()  # keeps the children's copy-on-write pages shared
-    _send(sock, {"ready": True, "unsafe": unsafe, "seconds": time.monotonic() - started})
+    ready = {"ready": True, "unsafe": unsafe, "seconds": time.monotonic() - started}
+    _send(sock, {**ready, "pid": os.getpid()})
     if unsafe:
         return
     me = os.getpid()
@@ -140,11 +145,23 @@ def main(fd: int, modules: list[str], die_with_owner: bool = False) -> None:
             return
         if not data:
             return
+        request = json.loads(data)
         pid = os.fork()
+        if pid == 0 and request.get("sibling"):
+            if os.fork():
+                os._exit(0)
+            sock.close()
+            sock = socket.socket(fileno=fds[0])
+            me = os.getpid()
+            _send(sock, {"ready": True, "unsafe": None, "seconds": 0.0, "pid": me})
+            continue
         if pid == 0:
-            _child(json.loads(data), fds, sock, me if die_with_owner else None)
+            _child(request, fds, sock, me if die_with_owner else None)
         for descriptor in fds:
             os.close(descriptor)
+        if request.get("sibling"):
+            os.waitpid(pid, 0)  # the copy's first fork, which exits at once
+            continue
         _send(sock, {"pid": pid})
         status = _wait(pid, sock if die_with_owner else None)
         _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})

@@ -77,15 +77,21 @@ class LocalExecutor(Executor):
             self._start_parents(how.modules, None)
 
     def _start_parents(self, modules: tuple[str, ...], slot: Slot | None) -> None:
-        """A parent for ``slot`` (replacing its own) and for every slot without one yet, so
-        that their imports overlap."""
+        """A parent for ``slot`` (replacing its own) and for every slot without one yet. One
+        of them imports; the others with the same environment are forked from it once it is
+        ready (the imports are paid once, not once per slot on the same cores)."""
+        first: tuple[WarmParent, dict[str, str]] | None = None
         for other in self._slots:
             if other is slot or other.index not in self._parents:
                 old = self._parents.get(other.index)
                 if old is not None:
                     old.close()
                 env = {**self._base_env, **other.env()}
-                self._parents[other.index] = WarmParent(modules, env)
+                if first is not None and first[1] == env:
+                    self._parents[other.index] = first[0].sibling()
+                else:
+                    first = (WarmParent(modules, env), env)
+                    self._parents[other.index] = first[0]
 
     def _warm_parent(self, spec: TrialSpec, slot: Slot) -> tuple[WarmParent | None, Any]:
         how, why = plan(spec.argv, spec.workdir, self._preload)

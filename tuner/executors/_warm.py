@@ -14,6 +14,7 @@ process group) exactly as a cold one.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -50,8 +51,19 @@ _FORK_SAFE = frozenset(
         "transformers",
     }
 )
-# What lineage imports only when a run starts: the MLflow client and its SQL store.
-_LINEAGE_LAZY = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
+# What lineage imports only when a run starts: its recording modules, the MLflow client and
+# its SQL store (SQLAlchemy's SQLite dialect, what the store checks its schema with).
+_LINEAGE_LAZY = (
+    "lineage._recording",
+    "lineage.store",
+    "mlflow",
+    "mlflow.store.tracking.sqlalchemy_store",
+    "mlflow.store.tracking.sqlalchemy_workspace_store",
+    "sqlalchemy.dialects.sqlite",
+    "alembic.command",
+)
+# What a framework imports only as it compiles its first network (gradient definitions).
+_FRAMEWORK_LAZY = {"mindspore": ("mindspore.ops._grad_experimental",)}
 # What a framework recorder of lineage imports only as it draws its first figure (the data
 # sample, the input pipeline): matplotlib's Agg canvas and lineage's figure modules.
 _FIGURES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.table")
@@ -114,6 +126,9 @@ def plan(
     found = [m for m in _imports(source) if m.split(".")[0] in _FORK_SAFE]
     if any(m.split(".")[0] in ("lineage", "mlflow") for m in found):
         found += _LINEAGE_LAZY
+    for framework, lazy in _FRAMEWORK_LAZY.items():
+        if any(m.split(".")[0] == framework for m in found):
+            found += lazy
     for recorder, figures in _RECORDER_FIGURES.items():
         if any(m == recorder or m.startswith(recorder + ".") for m in found):
             found += figures
@@ -136,18 +151,9 @@ def _find_spec(name: str) -> Any:
 
 
 def _installed(name: str) -> bool:
-    """Whether module ``name`` can be imported, found without importing it or its packages
-    (`importlib.util.find_spec` imports the parents of a dotted name: MindSpore, scikit-learn
-    and MLflow would then load into the controller just to plan its trials)."""
-    top, *rest = name.split(".")
-    spec = _find_spec(top)
-    for part in rest:
-        if spec is None or not spec.submodule_search_locations:
-            return False
-        spec = importlib.machinery.PathFinder.find_spec(
-            f"{spec.name}.{part}", list(spec.submodule_search_locations)
-        )
-    return spec is not None
+    from tuner.config import module_installed
+
+    return module_installed(name)
 
 
 def _imports(path: str) -> list[str]:
@@ -162,6 +168,8 @@ def _imports(path: str) -> list[str]:
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module)
+            # ``from tuner import trial``: the name may be a module (kept if it is one).
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -172,11 +180,31 @@ class WarmParent:
     """
 
     def __init__(
-        self, modules: Sequence[str], env: Mapping[str, str], *, die_with_owner: bool = False
+        self,
+        modules: Sequence[str],
+        env: Mapping[str, str],
+        *,
+        die_with_owner: bool = False,
+        fork_of: WarmParent | None = None,
     ) -> None:
         self.modules = tuple(modules)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
+        self.unsafe: str | None = None
+        self.ready_seconds: float | None = None
+        self._ready = False
+        self._pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        if fork_of is not None:
+            # A copy of a parent that is importing (or has imported) the same modules: it
+            # costs a fork once that parent is ready, not a second round of imports.
+            try:
+                message = json.dumps({"sibling": True}).encode()
+                socket.send_fds(fork_of._sock, [message], [theirs.fileno()])
+            except OSError:
+                pass  # that parent is gone: this one ends at once, and `wait_ready` says so
+            theirs.close()
+            return
         cmd = [sys.executable, "-m", "tuner.executors._forkserver_main"]
         cmd += [str(theirs.fileno()), json.dumps(list(self.modules))]
         if die_with_owner:
@@ -191,10 +219,13 @@ class WarmParent:
             pass_fds=(theirs.fileno(),),
             start_new_session=True,
         )
+        self._pid = self._proc.pid
         theirs.close()
-        self.unsafe: str | None = None
-        self.ready_seconds: float | None = None
-        self._ready = False
+
+    def sibling(self) -> WarmParent:
+        """A parent for another slot with the same environment, forked from this one as soon
+        as its imports are done."""
+        return WarmParent(self.modules, {}, fork_of=self)
 
     def _recv(self, timeout: float | None) -> dict[str, Any]:
         self._sock.settimeout(timeout)
@@ -214,11 +245,22 @@ class WarmParent:
             self._ready = True
             self.unsafe = message.get("unsafe")
             self.ready_seconds = message.get("seconds")
+            self._pid = message.get("pid", self._pid)
         return self.unsafe
 
     @property
     def alive(self) -> bool:
-        return self._proc.poll() is None
+        if self._proc is not None:
+            return self._proc.poll() is None
+        # A forked sibling is no child of ours: alive while its process runs (not a zombie
+        # left to an init that does not reap).
+        if self._pid is None:
+            return True
+        try:
+            with open(f"/proc/{self._pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
 
     def launch(
         self,
@@ -263,6 +305,14 @@ class WarmParent:
 
     def close(self) -> None:
         self._sock.close()
+        if self._proc is None:
+            deadline = time.monotonic() + 10.0
+            while self.alive and self._pid is not None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self._pid is not None and self.alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._pid, signal.SIGKILL)
+            return
         try:
             self._proc.wait(10.0)
         except subprocess.TimeoutExpired:
