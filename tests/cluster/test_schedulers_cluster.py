@@ -140,3 +140,91 @@ def test_three_workers_share_the_rungs_and_promote_nothing_twice(
             assert cont.user_attrs["tuner.resumed_step"] >= 1
     finally:
         storage.engine.dispose()
+
+
+PBT = {"name": "pbt", "interval": 2, "quantile": 0.5, "perturb": {"x": {"factor": [0.8, 1.2]}}}
+
+
+def _members_end_complete(trials: list[optuna.trial.FrozenTrial], n: int) -> list[Any]:
+    """The exploit records, after checking each member's newest trial completed its curve
+    and no trial was replaced twice."""
+    from tuner.schedulers import member_of
+
+    newest: dict[int, Any] = {}
+    for t in trials:
+        newest[member_of(t)] = t
+    assert len(newest) == n, sorted(newest)
+    for t in newest.values():
+        assert t.state.name == "COMPLETE" and sorted(t.intermediate_values) == list(range(8))
+    exploits = [t.user_attrs["tuner.exploit"] for t in trials if "tuner.exploit" in t.user_attrs]
+    replaced = [e["replaces"] for e in exploits]
+    assert len(replaced) == len(set(replaced)), f"replaced twice: {replaced}"
+    return exploits
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_pbt_exploits_on_ray(tmp_path: Path, sqlite_uri: str, ray_address: str) -> None:
+    from tests.tuner.test_schedulers_pbt import SCRIPT as PBT_SCRIPT
+
+    path = _base(
+        tmp_path,
+        PBT_SCRIPT,
+        command=[sys.executable, "trial.py", "--x", "{x}"],
+        reads_tuner_params=False,
+        parameters={"x": {"type": "float", "low": 0.1, "high": 0.9}},
+        env={"MEMBERS": "2"},
+        budget={"trials": 2, "max_failures": 3},
+        resources={"kind": "gpu", "per_trial": 1, "parallel": 2},
+        executor={"name": "ray", "address": ray_address},
+        lineage={"tracking_uri": sqlite_uri},
+        scheduler={**PBT, "population": 2},
+    )
+    config = load_config(path)
+    result = Controller(config, importance=False, handle_signals=False).run()
+    assert result.counts["COMPLETE"] == 2
+    study = optuna.load_study(study_name="sched", storage=config.optuna_storage_url())
+    exploits = _members_end_complete(study.get_trials(), 2)
+    assert exploits, "the worse member never copied the better one"
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_three_workers_share_one_population(
+    tmp_path: Path, pg_storage: str, mlflow_server: MlflowServer, mlflow_credentials: dict[str, str]
+) -> None:
+    from tests.tuner.test_schedulers_pbt import SCRIPT as PBT_SCRIPT
+
+    path = _base(
+        tmp_path,
+        PBT_SCRIPT,
+        command=[sys.executable, "trial.py", "--x", "{x}"],
+        reads_tuner_params=False,
+        parameters={"x": {"type": "float", "low": 0.1, "high": 0.9}},
+        env={"MEMBERS": "3"},
+        budget={"trials": 3, "max_failures": 3},
+        resources={"kind": "cpu", "parallel": 1},
+        storage=pg_storage,
+        lineage={"tracking_uri": mlflow_server.url, "experiment": f"pbt-{tmp_path.name}"},
+        checkpoint={"store": "shared", "path": str(tmp_path / "checkpoints")},
+        scheduler={**PBT, "population": 3},
+    )
+    procs = [_worker(path, mlflow_credentials, tmp_path / f"w{i}.log") for i in range(3)]
+    deadline = time.monotonic() + 300
+    for i, proc in enumerate(procs):
+        assert proc.wait(max(1.0, deadline - time.monotonic())) == 0, (
+            tmp_path / f"w{i}.log"
+        ).read_text()[-3000:]
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(pg_storage)
+    try:
+        study = optuna.load_study(study_name="sched", storage=storage)
+        trials = study.get_trials()
+        from tuner.coordination import counted_trials
+
+        assert counted_trials(study) == 3
+        assert not [t.number for t in trials if t.state.name in ("RUNNING", "WAITING")]
+        exploits = _members_end_complete(trials, 3)
+        assert exploits, [(t.number, t.state.name, t.user_attrs) for t in trials]
+    finally:
+        storage.engine.dispose()

@@ -73,7 +73,8 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     assert result.counts["COMPLETE"] == 1 and result.counts["FAIL"] == 0
     # The finished trial's line says which attempt it was and where it resumed.
     assert any(
-        m.startswith("[1/1] trial 1 COMPLETE (attempt 2, resumed from step 3)") for m in messages
+        m.startswith("[1/1] trial 1 COMPLETE (attempt 2, continues trial 0, resumed from step 3)")
+        for m in messages
     )
     # Attempt 1 started at 0; the retry (trial 1) at step 4: the torn step-4 checkpoint was
     # skipped with one line, step 3 was resumed.

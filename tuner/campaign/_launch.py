@@ -39,10 +39,12 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "Launcher", "copy_latest"]
+__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher", "copy_latest"]
 
 #: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
 HPARAM_PREFIX = "hparam/"
+#: On a PBT continuation's run: the trial whose starting values its params hold.
+PARAMS_FROM_TAG = "tuner.params_from"
 
 
 class Launcher:
@@ -226,11 +228,18 @@ class Launcher:
                 extra[attr] = str(trial.user_attrs[attr])
         if resume is not None:
             extra[RESUMED_STEP_ATTR] = str(resume[1])
+        recorded = params
+        if self._pbt and parent_trial(trial) is not None:
+            # The run's params are the values its lineage started with (what importance
+            # reads); the values each segment used are the run's hparam/<name> series.
+            root = self._root(trial)
+            recorded = {**params, **root.params}
+            extra[PARAMS_FROM_TAG] = str(root.number)
         self._recorder.trial_started(
             run_id,
             number=trial.number,
             attempt=spec.attempt,
-            params=params,
+            params=recorded,
             argv=spec.argv,
             env=self.config.env,
             device=device,
@@ -240,9 +249,25 @@ class Launcher:
         )
         if resume is not None:
             self._continue(rt, resume[1])
-        if self.config.scheduler is not None and self.config.scheduler.name == "pbt":
+        if self._pbt:
             self._log_schedule(rt, resume[1] if resume is not None else None)
         return rt
+
+    @property
+    def _pbt(self) -> bool:
+        return self.config.scheduler is not None and self.config.scheduler.name == "pbt"
+
+    def _root(self, trial: optuna.Trial) -> optuna.trial.FrozenTrial:
+        """The first trial of ``trial``'s lineage (through every parent, across chains)."""
+        trials = self._study.get_trials(deepcopy=False)
+        at = parent_trial(trial)
+        assert at is not None
+        for _ in range(len(trials)):
+            up = parent_trial(trials[at])
+            if up is None:
+                break
+            at = up
+        return trials[at]
 
     def _log_schedule(self, rt: RunningTrial, resumed: int | None) -> None:
         """The parameters PBT may change, as metric series ``hparam/<name>`` in the trial's
