@@ -22,6 +22,7 @@ from tuner.search import _internals as internals
 from tuner.search import continue_history, first_trial, parent_trial
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
     LAUNCH_ATTR,
     MEMBER_ATTR,
     PARENT_ATTR,
@@ -110,8 +111,11 @@ class Launcher:
             )
         if source != folder and checkpoints.latest_good(folder) is None:
             # A continuation that starts from another chain's checkpoint (a PBT exploit):
-            # that checkpoint is copied into its own folder, which it then goes on writing.
-            copy_latest(source, folder, warn)
+            # that checkpoint is copied into its own folder, which it then goes on writing;
+            # the one the decision saw when it is still there (the other chain went on).
+            exploit = trial.user_attrs.get(EXPLOIT_ATTR)
+            seen = exploit.get("from_step") if isinstance(exploit, dict) else None
+            copy_latest(source, folder, warn, at_most=seen)
         found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
 
@@ -397,14 +401,17 @@ class Launcher:
         )
 
 
-def copy_latest(source: Path, folder: Path, warn: Callable[[str], Any]) -> None:
-    """Copy the latest good checkpoint of ``source`` into ``folder`` (under its own step
-    name, complete or not at all). The trial writing ``source`` may prune it meanwhile: then
-    the next latest one is taken."""
+def copy_latest(
+    source: Path, folder: Path, warn: Callable[[str], Any], *, at_most: int | None = None
+) -> None:
+    """Copy the latest good checkpoint of ``source`` (of step ``at_most`` or before, when
+    one is left) into ``folder`` (under its own step name, complete or not at all). The
+    trial writing ``source`` may prune it meanwhile: then the next latest one is taken."""
     import shutil
 
     for _ in range(3):
-        found = checkpoints.latest_good(source, warn=warn)
+        found = None if at_most is None else checkpoints.latest_good(source, at_most=at_most)
+        found = found or checkpoints.latest_good(source, warn=warn)
         if found is None:
             warn(f"no checkpoint to start from in {source}; starting from scratch")
             return

@@ -174,18 +174,19 @@ class Pbt(Scheduler):
         if me not in order[-k:]:
             return
         running = optuna.trial.TrialState.RUNNING
-        donors = [
-            m
-            for m in order[:k]
-            if m != me
-            and scores[m][1].state == running
-            and STALE_ATTR not in scores[m][1].system_attrs
-            and checkpoints.latest_good(self._folder(scores[m][1])) is not None
-        ]
-        if not donors:
+        held: dict[int, int] = {}  # member: the step of its latest good checkpoint
+        for m in order[:k]:
+            segment = scores[m][1]
+            if m == me or segment.state != running or STALE_ATTR in segment.system_attrs:
+                continue
+            found = checkpoints.latest_good(self._folder(segment))
+            if found is not None:
+                held[m] = found.step
+        if not held:
             return
         rng = random.Random(f"{self.config.sampler.seed}:{me}:{step}")
-        donor = scores[rng.choice(donors)][1]
+        chosen = rng.choice(sorted(held))
+        donor = scores[chosen][1]
         params = explore(donor.params, self.section.perturb, self.config.parameters, rng)
         changed = {
             name: [donor.params[name], params[name]]
@@ -214,6 +215,7 @@ class Pbt(Scheduler):
                         "replaces": rt.number,
                         "donor": donor.number,
                         "step": step,
+                        "from_step": held[chosen],
                         "perturbed": changed,
                     },
                 },
