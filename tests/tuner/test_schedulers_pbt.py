@@ -85,6 +85,7 @@ def test_the_worst_member_copies_a_top_member_and_explores(
         # It started from the donor's checkpoint: parent, step, and the state it carried.
         assert cont.user_attrs["tuner.parent_trial"] == donor.number != replaced.number
         resumed = cont.user_attrs["tuner.resumed_step"]
+        assert resumed == info["from_step"]  # the checkpoint the decision saw, copied then
         assert starts[cont.number] == (resumed + 1, starts[_root(by_number, donor)][1])
         for step in range(resumed + 1):
             assert cont.intermediate_values[step] == donor.intermediate_values[step]

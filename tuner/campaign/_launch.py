@@ -14,7 +14,7 @@ from lineage import checkpoints
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
 from tuner.campaign._running import Prepared, RunningTrial
-from tuner.checkpoints import make_store
+from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec, attempt_folder
 from tuner.records import _tags as T
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher", "copy_latest"]
+__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher"]
 
 #: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
 HPARAM_PREFIX = "hparam/"
@@ -89,9 +89,10 @@ class Launcher:
         """Keep what trial ``number``'s attempt reported, for a retry that resumes it."""
         self._histories[number] = history
 
-    def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> Path:
-        """The checkpoint folder every attempt of ``trial``'s chain shares."""
-        return self._checkpoints.folder(first_trial(trial))
+    def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial | int) -> Path:
+        """The checkpoint folder every attempt of ``trial``'s chain shares (a number: the
+        folder of a chain that trial starts)."""
+        return self._checkpoints.folder(trial if isinstance(trial, int) else first_trial(trial))
 
     def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
         parent = parent_trial(trial)
@@ -399,29 +400,3 @@ class Launcher:
         internals.storage_of(self._study).set_trial_state_values(
             internals.trial_id(prepared.trial), optuna.trial.TrialState.WAITING
         )
-
-
-def copy_latest(
-    source: Path, folder: Path, warn: Callable[[str], Any], *, at_most: int | None = None
-) -> None:
-    """Copy the latest good checkpoint of ``source`` (of step ``at_most`` or before, when
-    one is left) into ``folder`` (under its own step name, complete or not at all). The
-    trial writing ``source`` may prune it meanwhile: then the next latest one is taken."""
-    import shutil
-
-    for _ in range(3):
-        found = None if at_most is None else checkpoints.latest_good(source, at_most=at_most)
-        found = found or checkpoints.latest_good(source, warn=warn)
-        if found is None:
-            warn(f"no checkpoint to start from in {source}; starting from scratch")
-            return
-        tmp = folder / f".copy-{found.path.name}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(found.path, tmp)
-            os.replace(tmp, folder / found.path.name)
-            return
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-    warn(f"the checkpoints of {source} changed while they were copied; starting from scratch")
