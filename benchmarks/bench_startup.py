@@ -184,6 +184,7 @@ def _tune_trainable(config: dict[str, Any]) -> None:
 
     from ray import tune
 
+    os.chdir(config["workdir"])  # MLflow puts a new experiment's artifacts under ./mlruns
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         _load_train().main(_train_argv(int(config["number"])))
@@ -222,7 +223,10 @@ def ray_tune_reuse(trials: int, workdir: Path) -> dict[str, Any]:
         times = Times()
         tuner = tune.Tuner(
             tune.with_resources(_tune_trainable, {"cpu": 1}),
-            param_space={"number": tune.grid_search(list(range(trials)))},
+            param_space={
+                "number": tune.grid_search(list(range(trials))),
+                "workdir": str(workdir),
+            },
             tune_config=tune.TuneConfig(max_concurrent_trials=1, reuse_actors=True),
             run_config=tune.RunConfig(
                 storage_path=str(workdir / "ray_results"), callbacks=[times], verbose=0
@@ -241,29 +245,27 @@ def ray_tune_reuse(trials: int, workdir: Path) -> dict[str, Any]:
         ray.shutdown()
 
 
-def efficiency(preload: bool, trials: int, start: float) -> dict[str, float]:
+def efficiency(preload: bool, trials: int, start: float, work: Path) -> dict[str, float]:
     """``bench_tuner.py``'s campaign of 0.5 s trials at parallel 2, with the trial a script
     (a warm parent can start it) instead of ``python -c``."""
     from bench_tuner import _config, _migrated_mlflow
 
     from tuner.campaign import Controller
 
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        script = work / "sleep.py"
-        script.write_text("import sys, time\ntime.sleep(0.5)\nprint('value:', sys.argv[1])\n")
-        _migrated_mlflow(work)
-        config = _config(
-            work,
-            command=[sys.executable, str(script), "{x}"],
-            budget={"trials": trials, "max_failures": 5},
-            trial={"preload": preload},
-        )
-        t0 = time.time()
-        result = Controller(config, importance=False, handle_signals=False).run()
-        wall = time.time() - t0
-        assert result.counts["COMPLETE"] == trials, result.counts
-        runs = _trial_runs(work)
+    script = work / "sleep.py"
+    script.write_text("import sys, time\ntime.sleep(0.5)\nprint('value:', sys.argv[1])\n")
+    _migrated_mlflow(work)
+    config = _config(
+        work,
+        command=[sys.executable, str(script), "{x}"],
+        budget={"trials": trials, "max_failures": 5},
+        trial={"preload": preload},
+    )
+    t0 = time.time()
+    result = Controller(config, importance=False, handle_signals=False).run()
+    wall = time.time() - t0
+    assert result.counts["COMPLETE"] == trials, result.counts
+    runs = _trial_runs(work)
     gaps: list[float] = []
     for device in {r[0] for r in runs}:
         mine = sorted((s, e) for d, s, e in runs if d == device)
@@ -292,8 +294,13 @@ def main() -> None:
     figures: dict[str, Any] = {}
 
     def measure(name: str, fn: Any, *fn_args: Any) -> None:
+        here = os.getcwd()
         with tempfile.TemporaryDirectory() as tmp:
-            figures[name] = fn(*fn_args, Path(tmp)) if fn_args else fn(Path(tmp))
+            os.chdir(tmp)  # MLflow puts a new experiment's artifacts under ./mlruns
+            try:
+                figures[name] = fn(*fn_args, Path(tmp))
+            finally:
+                os.chdir(here)
         print(name, figures[name], flush=True)
 
     measure("per_trial_cold", per_trial, False, args.trials)
@@ -309,8 +316,7 @@ def main() -> None:
     start = interpreter_start()
     figures["interpreter_start_s"] = round(start, 4)
     for name, preload in (("cold", False), ("warm", True)):
-        figures[f"efficiency_{name}"] = efficiency(preload, args.efficiency_trials, start)
-        print(f"efficiency_{name}", figures[f"efficiency_{name}"], flush=True)
+        measure(f"efficiency_{name}", efficiency, preload, args.efficiency_trials, start)
     measure("per_trial_optuna_in_process", optuna_in_process, args.trials)
     measure("per_trial_ray_tune_reuse_actors", ray_tune_reuse, args.trials)
     figures["load_avg_1m_end"] = round(os.getloadavg()[0], 2)

@@ -6,7 +6,10 @@ after an epoch, and restore the one the tuner hands an attempt that continues ea
     start = lineage.pytorch.restore_checkpoint(model, opt, sched, watcher=w)  # 0: fresh
     for epoch in range(start + 1, epochs + 1):
         ...                                   # one epoch
+        stop = w.epoch_end(epoch, val_accuracy=accuracy)          # report first
         lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)
+        if stop:                              # pruned, or paused to resume from here later
+            break
 
 One file, ``pytorch.pt``, holds the model's, optimizer's, scheduler's and AMP scaler's
 ``state_dict``, the epoch, the watcher's optimizer-step count (so the resumed run's per-step

@@ -81,7 +81,9 @@ def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
 
 def _importance(runs: Sequence[RunRecord], targets: Sequence[str]) -> dict[str, float]:
     """``importance.<param>`` of the newest importance analysis among ``runs`` (of a
-    target's, where the campaign names one); empty without one."""
+    target's, where the campaign names one); empty without one, and where its model
+    predicted held-out runs no better than their mean (``r2.<model>`` <= 0): such a ranking
+    orders nothing."""
     analyses = [
         r
         for r in runs
@@ -92,6 +94,10 @@ def _importance(runs: Sequence[RunRecord], targets: Sequence[str]) -> dict[str, 
     if not analyses:
         return {}
     newest = max(analyses, key=lambda r: r.start_time or 0)
+    model = newest.tags.get("lineage.analysis.model", "").replace(" ", "_")
+    r2 = newest.metrics.get(f"r2.{model}")
+    if r2 is not None and not r2 > 0:
+        return {}
     prefix = "importance."
     return {
         k[len(prefix) :]: v

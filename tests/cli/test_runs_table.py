@@ -359,3 +359,55 @@ def test_a_real_campaign_leads_with_its_target_and_most_important_params(
     heading = lines.index("2 analysis and campaign run(s):")
     assert all(r.split()[1].startswith("digits-search-") for r in lines[2 : heading - 1])
     assert lines[heading - 1] == ""
+
+
+def test_params_follow_an_importance_ranking_only_from_a_model_that_explains_the_runs() -> None:
+    from lineage.query._layout import candidate_columns
+    from lineage.store import RunRecord
+
+    campaign = RunRecord(
+        "c",
+        "1",
+        "e",
+        "demo",
+        "FINISHED",
+        0,
+        1,
+        {"space.lr": "{}", "space.momentum": "{}", "target": "acc:maximize"},
+        {},
+        {"lineage.run_type": "campaign", "tuner.campaign": "demo"},
+    )
+    trials = [
+        RunRecord(
+            f"t{n}",
+            "1",
+            "e",
+            f"demo-{n}",
+            "FINISHED",
+            n,
+            n + 1,
+            {"lr": str(0.01 * (n + 1)), "momentum": str(0.9 if n % 2 else 0.8)},
+            {"acc": 0.5 + 0.01 * n},
+            {"lineage.run_type": "trial", "tuner.campaign": "demo"},
+        )
+        for n in range(6)
+    ]
+
+    def analysis(r2: float) -> RunRecord:
+        tags = {
+            "lineage.run_type": "analysis",
+            "lineage.analysis.kind": "importance",
+            "lineage.analysis.target": "acc",
+            "lineage.analysis.model": "random forest",
+        }
+        metrics = {"importance.momentum": 0.9, "importance.lr": 0.1, "r2.random_forest": r2}
+        return RunRecord("a", "1", "e", "importance-acc", "FINISHED", 9, 10, {}, metrics, tags)
+
+    def params(runs: list[RunRecord]) -> list[str]:
+        return [f.key for f in candidate_columns(runs) if f.kind == "params"]
+
+    # Ranked by a model that explains the runs: its order.
+    assert params([campaign, *trials, analysis(0.6)]) == ["momentum", "lr"]
+    # A model worse than the mean ranks nothing: the param taking more values first.
+    assert params([campaign, *trials, analysis(-0.86)]) == ["lr", "momentum"]
+    assert params([campaign, *trials]) == ["lr", "momentum"]

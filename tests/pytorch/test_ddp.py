@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch  # noqa: F401  (a missing pytorch extra fails here, not skips)
 
 from lineage import checkpoints
 from tuner import _protocol as protocol
 
 pytestmark = [pytest.mark.slow]
-pytest.importorskip("torch")
 
 SCRIPT = """
 import torch

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 
 import lineage
+import lineage.pytorch
 from lineage import UsageError
-
-torch = pytest.importorskip("torch")
-import lineage.pytorch  # noqa: E402
 
 
 class FakeTrial:

@@ -77,7 +77,8 @@ dist.destroy_process_group()
 def test_torchrun_runs_a_trial_over_two_processes(
     campaign: Any, run_campaign: Any, tmp_path: Path
 ) -> None:
-    pytest.importorskip("torch")
+    import torch  # noqa: F401  (the pytorch extra: a missing one fails)
+
     config = campaign(
         TORCH,
         command=[
@@ -146,12 +147,12 @@ while True:
 def test_msrun_runs_a_mindspore_trial_over_two_processes_and_sigterm_stops_every_rank(
     campaign: Any, tmp_path: Path
 ) -> None:
-    pytest.importorskip("mindspore")
     import os
     import signal
     import subprocess
     import time
 
+    import mindspore  # noqa: F401  (the mindspore extra: a missing one fails)
     from mlflow.tracking import MlflowClient
 
     from lineage import checkpoints

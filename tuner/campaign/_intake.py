@@ -107,7 +107,7 @@ class MetricIntake:
             step = max(rt.reported_steps)
             rt.prune_reason = (
                 f"pruned by the {self.config.pruner.name} pruner at step {step} "
-                f"({target}={rt.latest.get(target)})"
+                f"({target}={_short(rt.latest.get(target))})"
             )
             rt.handle.request_prune()
             return
@@ -157,3 +157,8 @@ def _copied(rt: RunningTrial, key: str, step: int) -> bool:
     if rt.resumed_step is None or step > rt.resumed_step:
         return False
     return step in rt.history.get(key, ((), ()))[0]
+
+
+def _short(value: object) -> str:
+    # 0.17777777777777778 as 0.1778: a prune line reads like the rest of the output.
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -94,6 +94,17 @@ class Launcher:
         folder of a chain that trial starts)."""
         return self._checkpoints.folder(trial if isinstance(trial, int) else first_trial(trial))
 
+    def chain_ended(self, rt: RunningTrial) -> None:
+        """Trim the checkpoints of ``rt``'s chain, which ended for good (COMPLETE, a FAIL not
+        retried, PRUNED), to ``checkpoint.keep_finished``. A trial a scheduler
+        stopped to continue later (ASHA's pause, PBT's exploit: ``end_attrs``) keeps them, and
+        so does every trial under PBT, whose members' checkpoints seed continuations."""
+        scheduler = self.config.scheduler
+        if rt.end_attrs or (scheduler is not None and scheduler.name == "pbt"):
+            return
+        folder = self.checkpoint_folder(rt.trial)
+        self._checkpoints.retire(folder, self.config.checkpoint.keep_finished)
+
     def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
         parent = parent_trial(trial)
         if parent is None:

@@ -313,6 +313,8 @@ def collect(config: Any) -> dict[str, Any]:
     running = []
     now = time.time()
     imported = 0
+    chain = _chain_attempts(data["trials"])
+    launches: dict[int, Any] = {}
     for t in data["trials"]:
         state = t["state"]
         if t.get("imported"):  # an earlier run, not a trial of this campaign
@@ -332,13 +334,13 @@ def collect(config: Any) -> dict[str, Any]:
             counted[state] += 1
         if state == "RUNNING":
             attrs = t.get("attrs", {})
-            launch = attrs.get(LAUNCH_ATTR) or {}
+            launch = launches[t["number"]] = attrs.get(LAUNCH_ATTR) or {}
             started = launch.get("started") or _timestamp(t["start"]) or now
             running.append(
                 {
                     "number": t["number"],
                     "launched": bool(launch),
-                    "attempt": launch.get("attempt", attrs.get(ATTEMPT_ATTR, 1)),
+                    "attempt": chain.get(t["number"], 1),
                     "device": launch.get("device"),
                     "host": launch.get("host"),
                     "elapsed_s": round(now - float(started), 1),
@@ -351,7 +353,7 @@ def collect(config: Any) -> dict[str, Any]:
             "number": t["number"],
             "state": "SUPERSEDED" if t["state"] == "FAIL" and t["stale"] else t["state"],
             "continues": t["attrs"][PARENT_ATTR],
-            "attempt": t["attrs"].get(ATTEMPT_ATTR),
+            "attempt": chain.get(t["number"]),
             "resumed_step": t["attrs"].get(RESUMED_STEP_ATTR),
             **_how(t["attrs"]),
         }
@@ -376,6 +378,14 @@ def collect(config: Any) -> dict[str, Any]:
     campaign_dir = CampaignDir(config.base_dir, config.name)
     alive = campaign_dir.controller_alive()
     info = campaign_dir.previous()
+    if not alive:
+        # Without a controller, a trial whose process is known to have ended has no elapsed
+        # time that keeps growing (one that outlived its controller still runs: it has).
+        from tuner.executors import known_ended
+
+        for r in running:
+            if known_ended(launches.get(r["number"], {})):
+                r["elapsed_s"] = None
     return {
         "campaign": config.name,
         "storage": mask_uri(url),
@@ -411,6 +421,29 @@ def _how(attrs: dict[str, Any]) -> dict[str, Any]:
     if isinstance(exploit, dict):
         return {"exploit": exploit}
     return {}
+
+
+def _chain_attempts(trials: list[dict[str, Any]]) -> dict[int, int]:
+    """Each trial's attempt in its chain: a continuation (``tuner.parent_trial``) is one
+    attempt after the trial it continues, whatever its own record says (a continuation
+    started by `tuner resume` records attempt 1)."""
+    attrs = {t["number"]: t.get("attrs", {}) for t in trials}
+    out: dict[int, int] = {}
+
+    def attempt(number: int, depth: int = 0) -> int:
+        if number in out:
+            return out[number]
+        own = attrs.get(number, {})
+        value = int((own.get(LAUNCH_ATTR) or {}).get("attempt", own.get(ATTEMPT_ATTR, 1)) or 1)
+        parent = own.get(PARENT_ATTR)
+        if parent is not None and depth < len(attrs):
+            value = max(value, attempt(int(parent), depth + 1) + 1)
+        out[number] = value
+        return value
+
+    for number in attrs:
+        attempt(number)
+    return out
 
 
 def study_exists(config: Any) -> bool:
@@ -497,8 +530,8 @@ def run(args: argparse.Namespace) -> int:
                 (
                     str(r["number"]),
                     str(r["attempt"]),
-                    str(r["device"]),
-                    f"{r['elapsed_s']}s",
+                    str(r["device"]) if r["launched"] else "not launched",
+                    "-" if r["elapsed_s"] is None else f"{r['elapsed_s']}s",
                     json.dumps(r["params"]),
                 )
             )
