@@ -119,6 +119,7 @@ class Segment:
     end: int
     params: dict[str, Any]
     donor: int | None = None
+    step: int | None = None  # the step at which the member copied the donor
     donor_member: int | None = None
     perturbed: Any = None
     exploited: bool = False
@@ -160,7 +161,7 @@ def segments(study: Study) -> list[Segment]:
                 member=_member(t), trial=t.number, state=t.state.name, start=start,
                 end=max(end, start), params=dict(t.params), donor=donor,
                 donor_member=_member(by_number[donor]) if donor in by_number else None,
-                perturbed=copy.get("perturbed"),
+                perturbed=copy.get("perturbed"), step=_int(copy.get("step")),
                 exploited=tags.TRIAL_EXPLOITED_AT in t.user_attrs,
             )
         )  # fmt: skip
@@ -185,6 +186,28 @@ def write_schedule(segs: Sequence[Segment], path: Path) -> Path:
     return path
 
 
+def _short(value: Any) -> str:
+    """``value`` as JSON with numbers to 4 significant digits (a caption, not a record)."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_short(v) for v in value) + "]"
+    return json.dumps(value, default=str)
+
+
+def _drawn_ends(segs: Sequence[Segment]) -> list[int]:
+    """Where each segment's bar ends: its last step, or where the member's next segment
+    starts when earlier (a copy may take a donor's older checkpoint: the member went back)."""
+    ends = []
+    for i, s in enumerate(segs):
+        after = segs[i + 1] if i + 1 < len(segs) else None
+        nxt = after.start if after is not None and after.member == s.member else s.end
+        ends.append(max(s.start, min(s.end, nxt)))
+    return ends
+
+
 def lineage_figure(segs: Sequence[Segment]) -> Figure:
     """One row per member over steps (a bar per segment, labelled with its trial number) and
     an arrow from the donor's row to the member's row at each step a member copied another."""
@@ -196,15 +219,16 @@ def lineage_figure(segs: Sequence[Segment]) -> Figure:
     fig = go.Figure()
     _, ax = plt.subplots()
     copies = [s for s in segs if s.donor_member in row]
-    for s in segs:
+    for s, end in zip(segs, _drawn_ends(segs), strict=True):
         y, colour = row[s.member], (PRUNED if s.exploited else "#348abd")
         fig.add_scatter(
-            x=[s.start, s.end], y=[y, y], mode="lines+markers", showlegend=False,
+            x=[s.start, end], y=[y, y], mode="lines+markers", showlegend=False,
             line={"color": colour, "width": 6}, hovertext=f"trial {s.trial} {s.params}",
             hoverinfo="text",
         )  # fmt: skip
-        ax.plot([s.start, s.end], [y, y], color=colour, lw=6, solid_capstyle="butt")
-        ax.text((s.start + s.end) / 2, y + 0.18, f"#{s.trial}", ha="center", fontsize=8)
+        ax.plot([s.start, end], [y, y], color=colour, lw=6, solid_capstyle="butt")
+        ax.plot([s.start], [y], marker="|", ms=12, mew=2, color="white")  # where it begins
+        ax.text((s.start + end) / 2, y + 0.18, f"#{s.trial}", ha="center", fontsize=8)
     for s in copies:
         text = f"#{s.trial} ← #{s.donor} (member {s.donor_member}) at {s.start}"
         y0, y1 = row[s.donor_member], row[s.member]  # type: ignore[index]
@@ -233,8 +257,13 @@ def lineage_figure(segs: Sequence[Segment]) -> Figure:
     fig.update_yaxes(tickvals=list(range(len(members))), ticktext=labels)
     fig.update_xaxes(title="step")
     told = "; ".join(
-        f"member {s.member} copied #{s.donor} (member {s.donor_member}) at step {s.start}"
-        + (f", perturbed {json.dumps(s.perturbed, default=str)}" if s.perturbed else "")
+        f"member {s.member} copied #{s.donor} (member {s.donor_member}) at step "
+        + (
+            f"{s.start}"
+            if s.step in (None, s.start)
+            else f"{s.step}, its checkpoint of step {s.start}"
+        )
+        + (f", perturbed {_short(s.perturbed)}" if s.perturbed else "")
         + f" (trial #{s.trial})"
         for s in copies
     )

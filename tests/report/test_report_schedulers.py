@@ -26,7 +26,8 @@ def _trial(state: TrialState, lr: float, curve: dict[int, float], **attrs: objec
 
 def _pbt_study() -> optuna.Study:
     """Three members (trials 0-2) over 8 steps; at step 4 member 2 (worst) copies member 0
-    (trial 3 continues it) and at step 6 member 1 copies member 2's new segment (trial 4)."""
+    (trial 3 continues it) and at step 6 member 1 copies member 2's new segment as it stood at
+    step 4 (trial 4: the checkpoint a copy takes may be older than the step it copies at)."""
     study = optuna.create_study(direction="minimize", study_name="pbt")
     done, pruned = TrialState.COMPLETE, TrialState.PRUNED
     loss = lambda a, b, lo, hi: {s: a - b * s for s in range(lo, hi + 1)}  # noqa: E731
@@ -40,9 +41,9 @@ def _pbt_study() -> optuna.Study:
                               "from_step": 4, "perturbed": {"lr": [0.1, 0.08]}},
         }),
         _trial(done, 0.064, loss(1.0, 0.115, 0, 8), **{
-            "tuner.member": 1, "tuner.parent_trial": 3, "tuner.resumed_step": 6,
+            "tuner.member": 1, "tuner.parent_trial": 3, "tuner.resumed_step": 4,
             "tuner.exploit": {"member": 1, "replaces": 1, "donor": 3, "step": 6,
-                              "from_step": 6, "perturbed": {"lr": [0.08, 0.064]}},
+                              "from_step": 4, "perturbed": {"lr": [0.08, 0.064]}},
         }),
     ])  # fmt: skip
     return study
@@ -54,7 +55,7 @@ def test_pbt_report_draws_the_lineage_and_the_schedule(tmp_path: Path) -> None:
     lineage = views["pbt-lineage"]
     assert lineage["title"] == "Population lineage: 3 member(s), 2 copy(ies)"
     assert "member 2 copied #0 (member 0) at step 4" in lineage["caption"]
-    assert "member 1 copied #3 (member 2) at step 6" in lineage["caption"]
+    assert "member 1 copied #3 (member 2) at step 6, its checkpoint of step 4" in lineage["caption"]
     png = tmp_path / "pbt-lineage.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
@@ -67,7 +68,7 @@ def test_pbt_report_draws_the_lineage_and_the_schedule(tmp_path: Path) -> None:
     assert got == [
         ("0", "0", "0", "8", "", "0.1"),
         ("1", "1", "0", "6", "", "0.01"),
-        ("1", "4", "6", "8", "3", "0.064"),
+        ("1", "4", "4", "8", "3", "0.064"),
         ("2", "2", "0", "4", "", "0.001"),
         ("2", "3", "4", "8", "0", "0.08"),
     ]
