@@ -1,6 +1,6 @@
 """The tuner's arms of ``bench_schedulers.py``: one ``tuner run`` campaign per arm and seed.
 
-Each campaign runs ``_schedulers_train.py`` on two CPU slots and is stopped (SIGTERM, as
+Each campaign runs ``_schedulers_train.py`` on two CPU slots (PBT: one per member) and is stopped (SIGTERM, as
 Ctrl-C) once the counter holds the epoch budget; the analysis reads only the first
 ``budget`` epochs, so an epoch still in flight at the stop does not count.
 """
@@ -95,7 +95,10 @@ def config(arm: str, seed: int, work: Path, opts: dict[str, Any]) -> dict[str, A
         data["scheduler"] = scheduler
         data["pruner"] = {"name": "none"}
         if scheduler["name"] == "pbt":
+            # PBT exploits running members: the whole population runs at once (an epoch's
+            # computation is milliseconds; the rest of it is slept), as Ray Tune's PBT arm.
             data["budget"]["trials"] = opts["population"]
+            data["resources"]["parallel"] = opts["population"]
     return data
 
 

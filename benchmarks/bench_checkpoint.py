@@ -2,8 +2,10 @@
 
 A campaign of ``--trials`` trials, each a ``--epochs``-epoch training (a plain Python script,
 ``--epoch-seconds`` of work per epoch, a deterministic loss). The first attempt of every trial
-is interrupted once at a seeded random epoch (exit code 3, as a preempted or crashed job);
-``trial.retries: 1, trial.retry_on: [3]`` runs it again. Two arms, the same seed:
+is killed once from outside, with SIGKILL, at a random time (seeded per trial, the same in
+both arms) between 10% and 90% of its expected training time: mid-epoch, while it writes a
+checkpoint, wherever the moment falls, as a preemption or an OOM kill would.
+``trial.retries: 1, trial.retry_on: [SIGKILL]`` runs it again. Two arms, the same seed:
 
 - **restart**: the script ignores the checkpoint it is handed, so every retry starts from
   epoch 0. This is what the tuner did before checkpoints, and what Optuna's own retry
@@ -11,9 +13,11 @@ is interrupted once at a seeded random epoch (exit code 3, as a preempted or cra
 - **resume**: the script checkpoints every epoch (``tuner.trial.checkpoint_dir`` /
   ``checkpointed``) and continues from ``tuner.trial.resume_from()``.
 
-Reported per arm: epochs executed, extra epochs per interruption (executed minus
-trials x epochs, over the number of interruptions), wall time, and the best value (the same
-in both arms: an interruption must not change a result).
+An epoch counts as executed once it has started (an epoch cut short by the kill was work
+too). Reported per arm: epochs executed, the kills that landed (an attempt that had already
+finished is not killed), extra epochs per interruption (executed minus trials x epochs, over
+the interruptions), wall time, and the best value (the same in both arms: an interruption
+must not change a result).
 
     python benchmarks/bench_checkpoint.py [--trials 12] [--epochs 10] [--epoch-seconds 0.05]
 
@@ -24,10 +28,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,25 +45,67 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_result
 
 SCRIPT = """
-import os, random, sys, time
+import os, sys, time
 from tuner import trial
 x, epochs, work = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+name = f"pid-{trial.number()}-{os.environ['TUNER_ATTEMPT']}"
+with open(name + ".tmp", "w") as fh:
+    fh.write(str(os.getpid()))
+os.replace(name + ".tmp", name)
 resume = trial.resume_from() if os.environ.get("ARM") == "resume" else None
 start = resume[1] + 1 if resume is not None else 0
-fail_at = random.Random(trial.number()).randrange(1, epochs) if resume is None else None
-first = os.environ.get("TUNER_ATTEMPT") == "1"
 for epoch in range(start, epochs):
-    time.sleep(work)
     with open("epochs", "a") as fh:
         fh.write("1\\n")
-    if first and epoch == fail_at and not os.path.exists(f"failed-{trial.number()}"):
-        open(f"failed-{trial.number()}", "w").close()
-        sys.exit(3)
+    time.sleep(work)
     trial.report(epoch, loss=(x - 0.3) ** 2 + 1.0 / (epoch + 1))
     if os.environ.get("ARM") == "resume":
         (trial.checkpoint_dir(epoch) / "state").write_text(str(epoch))
         trial.checkpointed(epoch)
+open(name + ".done", "w").close()
 """
+
+
+class _Killer:
+    """Kills each trial's first attempt once, with SIGKILL, at a random time after it starts
+    (seeded by the trial number); counts the kills that landed."""
+
+    def __init__(self, work: Path, seconds: float) -> None:
+        self._work, self._seconds = work, seconds
+        self._stop = threading.Event()
+        self._timers: list[threading.Timer] = []
+        self.landed = 0
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        seen: set[str] = set()
+        while not self._stop.is_set():
+            for path in self._work.glob("pid-*-1"):
+                if path.name in seen:
+                    continue
+                seen.add(path.name)
+                number = int(path.name.split("-")[1])
+                delay = random.Random(number).uniform(0.1, 0.9) * self._seconds
+                timer = threading.Timer(delay, self._kill, (int(path.read_text()), path))
+                self._timers.append(timer)
+                timer.start()
+            self._stop.wait(0.005)
+
+    def _kill(self, pid: int, path: Path) -> None:
+        if path.with_name(path.name + ".done").exists():
+            return  # it finished first: nothing to interrupt
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self.landed += 1
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for timer in self._timers:
+            timer.cancel()
 
 
 def _arm(arm: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -75,7 +124,7 @@ def _arm(arm: str, args: argparse.Namespace) -> dict[str, Any]:
             "target": {"metric": "loss", "goal": "minimize"},
             "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
             "budget": {"trials": args.trials, "max_failures": args.trials + 1},
-            "trial": {"retries": 1, "retry_on": [3]},
+            "trial": {"retries": 1, "retry_on": ["SIGKILL"]},
             "sampler": {"name": "random", "seed": 5},
             "pruner": {"name": "none"},
             "resources": {"kind": "cpu", "parallel": 2},
@@ -87,15 +136,20 @@ def _arm(arm: str, args: argparse.Namespace) -> dict[str, Any]:
         (work / "c.yaml").write_text(yaml.safe_dump(config))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
         tuner = str(Path(sys.executable).with_name("tuner"))
+        killer = _Killer(work, args.epochs * args.epoch_seconds)
         t0 = time.perf_counter()
-        done = subprocess.run(
-            [tuner, "run", "c.yaml", "--quiet"], cwd=work, env=env, capture_output=True, text=True
-        )
+        try:
+            done = subprocess.run(
+                [tuner, "run", "c.yaml", "--quiet"],
+                cwd=work, env=env, capture_output=True, text=True,
+            )  # fmt: skip
+        finally:
+            killer.close()
         wall = time.perf_counter() - t0
         if done.returncode != 0:
             raise SystemExit(f"{arm}: tuner run failed: {done.stderr[-2000:]}")
         executed = len((work / "epochs").read_text().split())
-        interruptions = len(list(work.glob("failed-*")))
+        interruptions = killer.landed
         import optuna
 
         study = optuna.load_study(

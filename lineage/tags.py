@@ -64,6 +64,8 @@ __all__ = [
     "RUN_TYPE_TRIAL",
     "TRAINABLE_PARAMS",
     "TRAINABLE_PARAMS_KEYS",
+    "TRIAL_EXPLOITED_AT",
+    "TRIAL_PAUSED_AT",
     "TRIAL_STATE",
     "TRIAL_STATE_PRUNED",
     "USER",
@@ -173,3 +175,8 @@ CAMPAIGN_OBJECTIVES = "objectives"
 #: pruned trial is KILLED, which the run table shows as PRUNED.
 TRIAL_STATE = "tuner.state"
 TRIAL_STATE_PRUNED = "PRUNED"
+#: On a pruned trial run a scheduler stopped to resume later or to replace: the step at
+#: which it was paused (ASHA) or copied another member's checkpoint (PBT). The run table
+#: shows such a run as PAUSED or EXPLOITED.
+TRIAL_PAUSED_AT = "tuner.paused_at"
+TRIAL_EXPLOITED_AT = "tuner.exploited_at"

@@ -186,8 +186,9 @@ def _leaf_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
         elif origin is list:
             yield prefix + alias
             yield from _leaf_keys(nested[0], f"{prefix}{alias}[].")
-        else:
-            yield from _leaf_keys(nested[0], f"{prefix}{alias}.")
+        else:  # a section, or one of several (``scheduler``: every variant's keys)
+            for model in nested:
+                yield from _leaf_keys(model, f"{prefix}{alias}.")
 
 
 def test_config_reference_has_every_key_of_the_model(

@@ -81,7 +81,7 @@ def report(step: int, **metrics: float) -> None:
 
     In a trial launched over several processes (torchrun, msrun) only rank 0 reports; the
     other ranks' calls do nothing (the rank is read from ``RANK``, ``RANK_ID`` or
-    ``OMPI_COMM_WORLD_RANK``).
+    ``OMPI_COMM_WORLD_RANK``), nor do those of msrun's scheduler process.
 
     The controller feeds the target metric to the pruner and records every metric in the
     trial's lineage run. One short line appended and flushed: cheap enough for every step.

@@ -229,7 +229,25 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def _variants(node: dict[str, Any], defs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``[(tag, section)]`` of a section that is one of several, told apart by a key
+    (``scheduler: {name: asha, ...} | {name: pbt, ...}``); [] for any other node."""
+    options = [n for n in node.get("anyOf", [node]) if n.get("type") != "null"]
+    if len(options) != 1 or "oneOf" not in options[0]:
+        return []
+    out = []
+    key = options[0].get("discriminator", {}).get("propertyName", "name")
+    for variant in options[0]["oneOf"]:
+        model = _resolve(variant, defs)
+        tag = model.get("properties", {}).get(key, {}).get("const", model.get("title", "?"))
+        out.append((str(tag), model))
+    return out
+
+
 def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
+    variants = _variants(node, defs)
+    if variants:
+        return "mapping, one of: " + ", ".join(_code(tag) for tag, _ in variants)
     node = _resolve(node, defs)
     if "anyOf" in node:
         # null only says the key may be left out: the default column shows that.
@@ -300,6 +318,15 @@ def _fields(
     required = set(model.get("required", ()))
     for name, node in model.get("properties", {}).items():
         key = f"{prefix}{name}"
+        variants = _variants(node, defs)
+        if variants:  # every variant's keys, each once
+            seen: set[str] = set()
+            for _, model in variants:
+                for leaf in _fields(f"{key}.", model, defs):
+                    if leaf[0] not in seen:
+                        seen.add(leaf[0])
+                        yield leaf
+            continue
         resolved = _resolve(node, defs)
         extra = resolved.get("additionalProperties")
         items = resolved.get("items")
@@ -332,7 +359,18 @@ def config_reference() -> str:
     top_required = set(schema.get("required", ()))
     out += ["| key | type | default | meaning |", "|---|---|---|---|"]
     sections: list[tuple[str, dict[str, Any], bool]] = []
+    variant_sections: list[tuple[str, str, dict[str, Any]]] = []
     for name, node in schema.get("properties", {}).items():
+        variants = _variants(node, defs)
+        if variants:  # one table per variant, after the other sections
+            description = node.get("description") or ""
+            first = f"{name}-{variants[0][0]}"
+            out.append(
+                f"| [`{name}`](#{first}) | {_type(node, defs)} | "
+                f"{_default(name, node, top_required, defs)} | {_md(description)} |"
+            )
+            variant_sections += [(name, tag, model) for tag, model in variants]
+            continue
         resolved = _resolve(node, defs)
         description = node.get("description") or resolved.get("description") or ""
         if "properties" in resolved:
@@ -381,4 +419,40 @@ def config_reference() -> str:
                 f"{_default(field, fnode, required, defs)} | {_md(fnode.get('description', ''))} |"
             )
         out.append("")
+    for name, tag, model in variant_sections:
+        out += _variant_section(name, tag, model, defs)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _variant_section(name: str, tag: str, model: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+    """The table of one variant of a section told apart by its ``name``."""
+    out = [f"## `{name}` with `name: {tag}` {{#{name}-{tag}}}", ""]
+    if model.get("description"):
+        out += [_md(model["description"]), ""]
+    if model.get("additionalProperties") is False:
+        out += ["Unknown keys are refused.", ""]
+    required = set(model.get("required", ()))
+    out += ["| key | type | default | meaning |", "|---|---|---|---|"]
+    nested: list[tuple[str, dict[str, Any]]] = []
+    for field, fnode in model.get("properties", {}).items():
+        inner = _resolve(fnode, defs)
+        extra = inner.get("additionalProperties")
+        if isinstance(extra, dict) and "properties" in _resolve(extra, defs):
+            nested.append((f"{name}.{field}.NAME.", _resolve(extra, defs)))
+        out.append(
+            f"| `{name}.{field}` | {_type(fnode, defs)} | "
+            f"{_default(field, fnode, required, defs)} | {_md(fnode.get('description', ''))} |"
+        )
+    out.append("")
+    for prefix, sub in nested:  # a mapping of sections (``scheduler.perturb.NAME``)
+        if sub.get("description"):
+            out += [_md(sub["description"]), ""]
+        sub_required = set(sub.get("required", ()))
+        out += ["| key | type | default | meaning |", "|---|---|---|---|"]
+        for field, fnode in sub.get("properties", {}).items():
+            out.append(
+                f"| `{prefix}{field}` | {_type(fnode, defs)} | "
+                f"{_default(field, fnode, sub_required, defs)} | {_md(fnode.get('description', ''))} |"
+            )
+        out.append("")
+    return out

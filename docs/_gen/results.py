@@ -91,6 +91,7 @@ _SCHEDULER_COLUMNS = (
     ("training CPU-s to target", "median_cpu_s_to_target"),
     ("best val_accuracy in budget (median)", "median_best_accuracy"),
     ("epochs trained (within budget)", "epochs_trained"),
+    ("resumed from a checkpoint", "median_continuations"),
     ("campaign wall s (median)", "median_campaign_wall_s"),
     ("epochs / tpe-median's", "epochs_ratio_to_tpe-median"),
     ("epochs / tpe-none's", "epochs_ratio_to_tpe-none"),
@@ -103,7 +104,8 @@ def _schedulers_table(result: dict[str, Any]) -> list[str]:
     lines = [
         f"Target: val_accuracy >= {_cell(figures.get('target_val_accuracy'))} (the median best "
         f"of `tpe-none`); budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. "
-        "`-`: fewer than half of the seeds reached the target.",
+        "Medians over seeds, a seed that never reaches the target counting as infinitely "
+        "many epochs; `-`: the median seed did not reach it.",
         "",
         "| arm | " + " | ".join(head for head, _ in _SCHEDULER_COLUMNS) + " |",
         "|---" * (len(_SCHEDULER_COLUMNS) + 1) + "|",
@@ -112,6 +114,10 @@ def _schedulers_table(result: dict[str, Any]) -> list[str]:
         row = dict(row, reached=f"{row.get('seeds_reaching_target')}/{row.get('seeds')}")
         cells = ["-" if row.get(key) is None else _cell(row[key]) for _, key in _SCHEDULER_COLUMNS]
         lines.append(f"| `{arm}` | " + " | ".join(cells) + " |")
+    for goal, row in (figures.get("goals") or {}).items():
+        shown = ", ".join(f"{k} {_cell(v)}" for k, v in row.items() if k != "met" and v is not None)
+        verdict = "met" if row.get("met") else "not met"
+        lines += ["", f"Goal `{goal}`: **{verdict}** ({shown})."]
     for arm, why in (figures.get("not_run") or {}).items():
         lines += ["", f"`{arm}` did not run: {why}"]
     return lines

@@ -276,14 +276,21 @@ def main(argv: list[str] | None = None) -> int:
             stack.enter_context(lineage.start_run(experiment=args.experiment, params=clean))
             callbacks.insert(0, LineageCallback())
         started = time.perf_counter()
-        model.fit(
-            int(params["epochs"]),
-            train_ds,
-            valid_dataset=val_ds,
-            callbacks=callbacks,
-            initial_epoch=start,
-        )
-    print(f"trained {len(history)} epoch(s) in {time.perf_counter() - started:.2f}s")
+        epochs = int(params["epochs"])
+        if start < epochs:
+            model.fit(
+                epochs, train_ds, valid_dataset=val_ds, callbacks=callbacks, initial_epoch=start
+            )
+        else:
+            # The checkpoint holds the last epoch (the previous attempt was stopped while it
+            # closed): nothing is left to train, and Model.fit refuses initial_epoch == epochs.
+            # Evaluate the restored network and report it as the last epoch's result.
+            acc = float(model.eval(val_ds)["accuracy"])
+            history.append(acc)
+            print(f"epoch: {start} val_accuracy: {acc:.4f} (already trained)", flush=True)
+            trial.report(start, val_accuracy=acc)
+    trained = len(history) if start < epochs else 0
+    print(f"trained {trained} epoch(s) in {time.perf_counter() - started:.2f}s")
     print(f"val_accuracy: {history[-1]:.4f}", flush=True)
     return 0
 

@@ -64,8 +64,10 @@ with (
             x, y = val.tensors
             accuracy = (model(x).argmax(1) == y).float().mean().item()
         print(f"epoch {epoch}: val_accuracy={accuracy:.4f}", flush=True)
-        if w.epoch_end(epoch, val_accuracy=accuracy):
-            print(f"pruned by the tuner after epoch {epoch}", flush=True)
-            break
-        # After the report: an attempt resumed from this epoch keeps the epoch's report.
+        stop = w.epoch_end(epoch, val_accuracy=accuracy)
+        # After the report (an attempt resumed from this epoch keeps it), and also when told
+        # to stop: a scheduler that pauses a trial (ASHA) resumes it from this checkpoint.
         lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)
+        if stop:
+            print(f"stopped by the tuner after epoch {epoch}", flush=True)
+            break

@@ -23,13 +23,16 @@ _NOT_TRAINING = frozenset({"analysis", "campaign", "reserved"})
 def training_runs(runs: Iterable[Any]) -> tuple[list[Any], dict[str, int]]:
     """The finished training runs among ``runs``, and how many of the others were left out
     for which reason. Analysis and campaign runs (tag ``lineage.run_type``) are never
-    training runs; unfinished, failed and killed runs have no final value to explain."""
+    training runs; unfinished, failed, pruned and killed runs have no final value to
+    explain. A trial the tuner pruned (MLflow's KILLED) is counted as pruned."""
     kept: list[Any] = []
     excluded: dict[str, int] = {}
     for run in runs:
         kind = run.tags.get(RUN_TYPE_TAG)
         if kind in _NOT_TRAINING:
             reason = f"{kind} runs"
+        elif run.status == "KILLED" and run.tags.get(tags.TRIAL_STATE) == tags.TRIAL_STATE_PRUNED:
+            reason = "pruned runs"
         elif run.status != "FINISHED":
             reason = f"{run.status.lower()} runs"
         else:

@@ -10,7 +10,8 @@ import lightning as L
 import torch
 
 from lineage import checkpoints
-from lineage.pytorch import Trial, Watcher
+from lineage._errors import UsageError
+from lineage.pytorch import Trial, Watcher, apply_settings, optimizer_settings
 
 #: The file the callback saves each checkpoint into, inside the trial's step folder.
 CHECKPOINT_FILE = "lightning.ckpt"
@@ -71,7 +72,10 @@ class LineageCallback(L.Callback):
     Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback also saves the whole training
     state with ``trainer.save_checkpoint`` every ``checkpoint_every`` epochs (and after the
     last; 0: never) into the trial's checkpoint folder and commits it there, so an
-    interrupted trial resumes with ``trainer.fit(..., ckpt_path=resume_path())``.
+    interrupted trial resumes with ``trainer.fit(..., ckpt_path=resume_path())``. When the
+    optimizer was configured with other hyperparameters than the checkpoint holds (a
+    continuation with explored values, as population-based training starts), those it was
+    configured with are kept; the checkpoint gives its state and the schedule's position.
     """
 
     def __init__(
@@ -90,12 +94,15 @@ class LineageCallback(L.Callback):
         weight_stats: bool | None = None,
     ) -> None:
         super().__init__()
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
-            raise TypeError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        if checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 0
+        ):
+            raise UsageError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
+        self._settings: list[list[dict[str, Any]]] = []
         self.watcher = Watcher(
             run=run,
             experiment=experiment,
@@ -112,7 +119,25 @@ class LineageCallback(L.Callback):
     def run(self) -> Any:
         return self.watcher.run
 
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # The optimizers as configure_optimizers built them, before Lightning loads a
+        # checkpoint's optimizer states (hyperparameters included) into them.
+        self._settings = [optimizer_settings(o) for o in trainer.optimizers]
+
+    def _keep_settings(self, trainer: L.Trainer) -> None:
+        # A continuation with explored hyperparameters (population-based training) trains
+        # with them: the checkpoint gives the optimizer's state and the schedule's position.
+        configs = {
+            id(getattr(c.scheduler, "optimizer", None)): c.scheduler
+            for c in trainer.lr_scheduler_configs
+        }
+        for optimizer, settings in zip(trainer.optimizers, self._settings, strict=False):
+            if settings != optimizer_settings(optimizer):
+                apply_settings(optimizer, configs.get(id(optimizer)), settings)
+
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.ckpt_path and self._settings:
+            self._keep_settings(trainer)
         w = self.watcher
         w.disabled = not w.all_ranks and trainer.global_rank != 0
         optimizer = trainer.optimizers[0] if trainer.optimizers else None

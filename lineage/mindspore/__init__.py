@@ -17,8 +17,9 @@ Under the tuner, resumable (a retry or `tuner resume` continues from the last ep
 
     from lineage.mindspore import TrialCheckpoint, restore_checkpoint
     start = restore_checkpoint(model.train_network)
-    model.fit(10, train_ds, valid_ds, initial_epoch=start,
-              callbacks=[LineageCallback(), TrialCheckpoint(model.train_network)])
+    if start < 10:  # else the checkpoint holds the last epoch: evaluate and report only
+        model.fit(10, train_ds, valid_ds, initial_epoch=start,
+                  callbacks=[LineageCallback(), TrialCheckpoint(model.train_network)])
 
 Importing this module imports MindSpore (~3 s); ``import lineage`` never does.
 """

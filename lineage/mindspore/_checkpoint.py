@@ -6,8 +6,16 @@ folder, and restore the one the tuner hands an attempt that continues earlier wo
     from lineage.mindspore import TrialCheckpoint, restore_checkpoint
 
     start = restore_checkpoint(model.train_network or net)     # 0 on a fresh start
-    model.fit(epochs, train_ds, valid_ds, initial_epoch=start,
-              callbacks=[TrialCheckpoint(net_with_optimizer)])
+    if start < epochs:
+        model.fit(epochs, train_ds, valid_ds, initial_epoch=start,
+                  callbacks=[TrialCheckpoint(net_with_optimizer)])
+    else:  # the checkpoint holds the last epoch: the training is done
+        trial.report(start, **model.eval(valid_ds))
+
+An attempt stopped after it saved its last epoch (while it evaluated, closed its run or
+exited) continues from that checkpoint: `restore_checkpoint` then returns ``epochs``, and
+``Model.fit`` refuses ``initial_epoch == epoch``, so the script only evaluates and reports
+(the tuner keeps one value per step: a report of a step the trial already holds is dropped).
 
 A functional loop calls :func:`restore_checkpoint` before its first epoch and
 :func:`save_checkpoint` after each one. Saving the cell that holds the optimizer (a
@@ -48,7 +56,8 @@ def save_checkpoint(cell: Any, epoch: int) -> checkpoints.Checkpoint | None:
 
 def restore_checkpoint(cell: Any) -> int:
     """Load the checkpoint this attempt continues from into ``cell``; the epochs it holds
-    (the epoch to start from), 0 for a fresh start."""
+    (the epoch to start from), 0 for a fresh start. When that is the training's last epoch,
+    nothing is left to train: skip ``Model.fit`` (it refuses ``initial_epoch == epoch``)."""
     point = checkpoints.resume_point()
     if point is None:
         return 0

@@ -31,6 +31,8 @@ require("torch", "pytorch")
 
 from lineage.pytorch._checkpoint import (  # noqa: E402
     CHECKPOINT_FILE,
+    apply_settings,
+    optimizer_settings,
     restore_checkpoint,
     save_checkpoint,
 )
@@ -88,6 +90,8 @@ __all__ = [
     "CHECKPOINT_FILE",
     "Trial",
     "Watcher",
+    "apply_settings",
+    "optimizer_settings",
     "restore_checkpoint",
     "save_checkpoint",
     "watch",

@@ -6,7 +6,10 @@ after an epoch, and restore the one the tuner hands an attempt that continues ea
     start = lineage.pytorch.restore_checkpoint(model, opt, sched, watcher=w)  # 0: fresh
     for epoch in range(start + 1, epochs + 1):
         ...                                   # one epoch
+        stop = w.epoch_end(epoch, val_accuracy=accuracy)          # report first
         lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)
+        if stop:                              # pruned, or paused to resume from here later
+            break
 
 One file, ``pytorch.pt``, holds the model's, optimizer's, scheduler's and AMP scaler's
 ``state_dict``, the epoch, the watcher's optimizer-step count (so the resumed run's per-step
@@ -29,13 +32,48 @@ import torch
 from lineage import checkpoints
 from lineage.pytorch import _introspect as intro
 
-__all__ = ["CHECKPOINT_FILE", "restore_checkpoint", "save_checkpoint"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "apply_settings",
+    "optimizer_settings",
+    "restore_checkpoint",
+    "save_checkpoint",
+]
 
 CHECKPOINT_FILE = "pytorch.pt"
 
 
 def _state(obj: Any) -> Any:
     return None if obj is None else obj.state_dict()
+
+
+def optimizer_settings(optimizer: Any) -> list[dict[str, Any]]:
+    """Each parameter group's hyperparameters as the script set them (a scheduler's starting
+    lr, ``initial_lr``, stands for the lr it has moved since), to compare and re-apply with
+    `apply_settings` after a framework restored an optimizer from a checkpoint."""
+    out = []
+    for group in optimizer.param_groups:
+        values = {k: v for k, v in group.items() if k not in ("params", "initial_lr")}
+        values["lr"] = group.get("initial_lr", group.get("lr"))
+        out.append(values)
+    return out
+
+
+def apply_settings(optimizer: Any, scheduler: Any, settings: list[dict[str, Any]]) -> None:
+    """Give the restored optimizer the hyperparameters the script set this time (a
+    continuation with explored values, as population-based training starts), keeping its
+    state (momentum, Adam's moments) and the schedule's position: a scheduled lr keeps the
+    factor the schedule had reached, applied to the new starting lr."""
+    for group, new in zip(optimizer.param_groups, settings, strict=True):
+        start = group.get("initial_lr")
+        factor = group["lr"] / start if start else 1.0
+        group.update({k: v for k, v in new.items() if k != "lr"})
+        if start:
+            group["initial_lr"] = new["lr"]
+        group["lr"] = new["lr"] * factor
+    if scheduler is not None and hasattr(scheduler, "base_lrs"):
+        scheduler.base_lrs = [g.get("initial_lr", g["lr"]) for g in optimizer.param_groups]
+        scheduler._last_lr = [g["lr"] for g in optimizer.param_groups]  # what get_last_lr says
 
 
 def save_checkpoint(
@@ -79,16 +117,24 @@ def restore_checkpoint(
 ) -> int:
     """Load the checkpoint this attempt continues from into the objects given; the epoch it
     holds (train from the next one), 0 for a fresh start. ``watcher`` (from `watch`) then
-    counts optimizer steps on from the checkpoint's."""
+    counts optimizer steps on from the checkpoint's.
+
+    When the optimizer was built with other hyperparameters than the checkpoint's (a
+    continuation of another trial with explored values, as population-based training
+    starts), those it was built with are kept: only its state and the schedule's position
+    come from the checkpoint."""
     point = checkpoints.resume_point()
     if point is None:
         return 0
     folder, epoch = point
     state = torch.load(Path(folder) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
+    settings = optimizer_settings(optimizer) if optimizer is not None else None
     for obj, key in ((optimizer, "optimizer"), (scheduler, "scheduler"), (scaler, "scaler")):
         if obj is not None and state.get(key) is not None:
             obj.load_state_dict(state[key])
+    if settings is not None and settings != optimizer_settings(optimizer):
+        apply_settings(optimizer, scheduler, settings)
     rng = state.get("rng") or {}
     if "torch" in rng:
         torch.set_rng_state(rng["torch"])

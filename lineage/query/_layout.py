@@ -4,11 +4,14 @@ A store's runs easily hold 50 params and metrics; a table of all of them has emp
 any terminal width. :func:`table_layout` picks, in this order of priority: the run's name,
 id, status and start time (and its experiment when several are selected); the target metrics
 (a tuning campaign's target and objectives, else the metric most runs have); the parameters
-that vary across the selected training runs (a campaign's tuned ones first; of parameters
-equal in every run, such as ``lr`` and a callback's ``optimizer.lr`` in float32, the first
-only); the other metrics, those that differ between runs first, most common first. Then
-as many as fit ``width`` characters, each cell cut to a readable width. What is left out
-is returned, for the caller to say so. ``--format json`` and ``csv`` keep every column.
+that vary across the selected training runs, the most important first (by the newest
+importance analysis among the runs, else by how many values they take), one column per
+setting (a callback's ``optimizer.lr`` beside ``lr``); the other metrics, those that differ
+between runs first, most common first. On a campaign's runs the tuned parameters come before
+the start time, and the other varying parameters (derived ones, such as steps per epoch)
+after the metrics. Then as many as fit ``width`` characters, each cell cut to a readable
+width. What is left out is returned, for the caller to say so. ``--format json`` and
+``csv`` keep every column.
 """
 
 from __future__ import annotations
@@ -52,14 +55,79 @@ def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
         base.append(Field("attributes", "experiment"))
     tuned, targets = _campaign(runs)
     metrics = _metrics_by_use(training, targets)
-    params = [k for k in tuned if any(k in r.params for r in training)]
-    params += [k for k in _varying(training) if k not in params]
-    params = _one_per_alias(params, training)
+    varying = _varying(training)
+    ranked = _by_weight(varying, training, _importance(runs, targets))
+    tuned = _by_weight(
+        [k for k in tuned if any(k in r.params for r in training)],
+        training,
+        _importance(runs, targets),
+    )
+    params = _one_per_alias(tuned + [k for k in ranked if k not in tuned], training)
     lead = [k for k in targets if k in metrics] or metrics[:1]
     out = base + [Field("metrics", k) for k in lead]
+    if tuned:
+        # A campaign's table: its tuned params, most important first, then the start time
+        # (the trial number is in the name), the other metrics, and last the params the
+        # script derived or recorded beside them (steps per epoch, a model's size).
+        start = out.pop(3)
+        out += [Field("params", k) for k in params if k in tuned] + [start]
+        out += [Field("metrics", k) for k in metrics if k not in lead]
+        out += [Field("params", k) for k in params if k not in tuned]
+        return out
     out += [Field("params", k) for k in params]
     out += [Field("metrics", k) for k in metrics if k not in lead]
     return out
+
+
+def _importance(runs: Sequence[RunRecord], targets: Sequence[str]) -> dict[str, float]:
+    """``importance.<param>`` of the newest importance analysis among ``runs`` (of a
+    target's, where the campaign names one); empty without one, and where its model
+    predicted held-out runs no better than their mean (``r2.<model>`` <= 0): such a ranking
+    orders nothing."""
+    analyses = [
+        r
+        for r in runs
+        if r.tags.get(T.RUN_TYPE) == T.RUN_TYPE_ANALYSIS
+        and r.tags.get("lineage.analysis.kind") == "importance"
+        and (not targets or r.tags.get("lineage.analysis.target") in targets)
+    ]
+    if not analyses:
+        return {}
+    newest = max(analyses, key=lambda r: r.start_time or 0)
+    model = newest.tags.get("lineage.analysis.model", "").replace(" ", "_")
+    r2 = newest.metrics.get(f"r2.{model}")
+    if r2 is not None and not r2 > 0:
+        return {}
+    prefix = "importance."
+    return {
+        k[len(prefix) :]: v
+        for k, v in newest.metrics.items()
+        if k.startswith(prefix) and math.isfinite(v)
+    }
+
+
+def _by_weight(
+    keys: Sequence[str], runs: Sequence[RunRecord], importance: dict[str, float]
+) -> list[str]:
+    """``keys``, those an importance analysis ranked first (most important first), then
+    the others by how many values they take among ``runs`` (most first), ties in order."""
+    counts: dict[str, set[Any]] = {}
+    for run in runs:
+        for key in keys:
+            raw = run.params.get(key)
+            if raw is not None:
+                number = to_number(raw)
+                counts.setdefault(key, set()).add(raw if number is None else number)
+    position = {k: i for i, k in enumerate(keys)}
+    return sorted(
+        keys,
+        key=lambda k: (
+            k not in importance,
+            -importance.get(k, 0.0),
+            -len(counts.get(k, ())),
+            position[k],
+        ),
+    )
 
 
 def table_layout(
@@ -77,8 +145,12 @@ def table_layout(
     wanted = candidate_columns(runs)
     titles = headers(wanted)
     natural = []
+    # Fitted, the name column is as wide as the training runs' names: a campaign's or an
+    # analysis's longer name, listed apart, is cut rather than widening every row.
+    training = [r for r in runs if is_training(r)] if width is not None else []
     for field, title in zip(wanted, titles, strict=True):
-        cells = max((len(render(field, get(field, r))) for r in runs), default=0)
+        sized = training if training and field.key == "run_name" else runs
+        cells = max((len(render(field, get(field, r))) for r in sized), default=0)
         natural.append(max(len(title), cells))
     if width is None:
         chosen = list(range(len(wanted)))
@@ -154,7 +226,12 @@ def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str
             counts[key] = counts.get(key, 0) + 1
             values.setdefault(key, set()).add(value)
     varies = len(runs) < 2
-    ranked = sorted(counts, key=lambda k: (not varies and len(values[k]) < 2, -counts[k], k))
+    # A dataset's statistics (``data.train.image.mean``) describe the input, not the
+    # training: after the metrics that do.
+    ranked = sorted(
+        counts,
+        key=lambda k: (k.startswith("data."), not varies and len(values[k]) < 2, -counts[k], k),
+    )
     return [k for k in first if k in counts] + [k for k in ranked if k not in first]
 
 
@@ -172,9 +249,12 @@ def _varying(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
-    """``keys`` without those equal to an earlier one in every run (``optimizer.lr`` after
-    ``lr``, as a framework callback records what the script also logged, possibly as the
-    float32 it trained with: 0.0010000000474974513 is 0.001): one column each."""
+    """``keys`` without the aliases of an earlier one: one column each. A later key is an
+    alias when it names the earlier one's setting (``optimizer.lr`` or ``optimizer.name``
+    after ``lr`` and ``optimizer``, as a framework callback records what the script also
+    logged) and agrees with it wherever both are set, as text without case (``Momentum``
+    and ``momentum``) or as numbers (0.0010000000474974513 is 0.001 in float32); or when,
+    whatever its name, it equals the earlier one in every run that has both, at least two."""
 
     def column(key: str) -> tuple[Any, ...]:
         values = []
@@ -184,16 +264,24 @@ def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
             values.append(raw if number is None else number)
         return tuple(values)
 
-    def same(earlier: tuple[Any, ...], later: tuple[Any, ...]) -> bool:
-        # Equal wherever the earlier one is set (a callback also records the default a
-        # script left unset), and set together in at least two runs.
-        both = [(a, b) for a, b in zip(earlier, later, strict=True) if a is not None]
-        return len([b for _, b in both if b is not None]) >= 2 and all(_same(a, b) for a, b in both)
+    def named(earlier: str, later: str) -> bool:
+        head, _, tail = later.rpartition(".")
+        return bool(head) and (
+            tail == earlier.rpartition(".")[2] or (tail == "name" and head == earlier)
+        )
+
+    def agree(earlier: tuple[Any, ...], later: tuple[Any, ...], least: int) -> bool:
+        # Compared where both are set: a continuation or a run without the callback lacks
+        # the recorded one; a callback also records defaults a script left unset.
+        both = [
+            (a, b) for a, b in zip(earlier, later, strict=True) if a is not None and b is not None
+        ]
+        return len(both) >= least and all(_same(a, b) for a, b in both)
 
     kept: list[tuple[str, tuple[Any, ...]]] = []
     for key in keys:
         values = column(key)
-        if not any(same(earlier, values) for _, earlier in kept):
+        if not any(agree(earlier, values, 1 if named(name, key) else 2) for name, earlier in kept):
             kept.append((key, values))
     return [key for key, _ in kept]
 
@@ -201,6 +289,8 @@ def _one_per_alias(keys: Sequence[str], runs: Sequence[RunRecord]) -> list[str]:
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-6, abs_tol=0.0)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.casefold() == b.casefold()
     return bool(a == b)
 
 

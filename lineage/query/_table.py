@@ -40,8 +40,13 @@ def is_training(run: RunRecord) -> bool:
 
 def shown_status(run: RunRecord) -> str:
     """The run's status as a person reads it: ``PRUNED`` for a pruned trial (MLflow holds
-    it as KILLED), else MLflow's status."""
+    it as KILLED), ``PAUSED`` or ``EXPLOITED`` for one a scheduler stopped to resume or to
+    replace, else MLflow's status."""
     if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
+        if T.TRIAL_EXPLOITED_AT in run.tags:
+            return "EXPLOITED"
+        if T.TRIAL_PAUSED_AT in run.tags:
+            return "PAUSED"
         return "PRUNED"
     return run.status
 

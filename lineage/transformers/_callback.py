@@ -11,6 +11,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from lineage import checkpoints
+from lineage._errors import UsageError
 from lineage.pytorch import Trial, Watcher
 
 # Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
@@ -83,10 +84,12 @@ class LineageCallback(TrainerCallback):
         checkpoint_every: int = 1,
         weight_stats: bool | None = None,
     ) -> None:
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
-            raise TypeError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        if checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 0
+        ):
+            raise UsageError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
         self.evaluations = 0

@@ -124,8 +124,10 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
     assert lines[12].split()[1] == "quickstart"
     assert all(r.split()[1].startswith("quickstart-trial-") for r in rows)
     titles = header.split()
-    # What a person wants first: name, id, status, start, the target metric, the tuned params.
-    assert titles[:5] == ["run", "name", "status", "start", "val_accuracy"]
+    # What a person wants first: name, id, status, the target metric, the tuned params; the
+    # start time where the tuned params leave room for it.
+    assert [t for t in titles if t != "start"][:4] == ["run", "name", "status", "val_accuracy"]
+    assert ("start" in titles) == (columns >= 120)
     assert "lr" in titles and "optimizer.lr" not in titles  # one column per alias
     pruned = next(r for r in rows if r.split()[1] == "quickstart-trial-6")
     assert pruned.split()[2] == "PRUNED"  # not MLflow's KILLED
@@ -281,3 +283,131 @@ def test_json_says_each_rows_kind(two_objective_store: str, query: tuple[str, ..
     expected = {f"two-objectives-{n}": "training" for n in range(4)}
     expected.update({"two-objectives": "campaign", "importance-val_accuracy": "analysis"})
     assert kinds == expected
+
+
+#: A training script as a framework callback records it: the tuned values, the callback's
+#: own spellings of two of them (``optimizer.name`` capitalised, ``optimizer.lr``), a value
+#: derived from one (``steps``), and the loss through plain MLflow, one metric per epoch.
+CAMPAIGN_SCRIPT = """
+import argparse, mlflow
+ap = argparse.ArgumentParser()
+ap.add_argument("--lr", type=float); ap.add_argument("--optimizer")
+ap.add_argument("--batch", type=int); a = ap.parse_args()
+with mlflow.start_run():
+    mlflow.log_params({"optimizer.name": a.optimizer.capitalize(), "optimizer.lr": a.lr,
+                       "steps": 1000 // a.batch, "dataset": "digits"})
+    for step in range(3):
+        mlflow.log_metric("val_loss", (a.lr - 0.02) ** 2 + 0.1 / (step + 1), step=step)
+        mlflow.log_metric("epoch_time", 0.5 + a.batch / 1000, step=step)
+"""
+
+
+@pytest.fixture(scope="module")
+def real_campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> str:
+    """The store a real campaign of 8 subprocess trials wrote, with its closing importance
+    analysis: the runs ``lineage runs`` meets in practice."""
+    import shutil
+
+    import yaml
+
+    from tuner.campaign import Controller
+    from tuner.config import load_config
+
+    base = tmp_path_factory.mktemp("real-campaign")
+    shutil.copyfile(_sqlite_template, base / "mlflow.db")
+    uri = f"sqlite:///{base / 'mlflow.db'}"
+    (base / "train.py").write_text(CAMPAIGN_SCRIPT)
+    cmd = [sys.executable, "train.py", "--lr", "{lr}", "--optimizer", "{optimizer}"]
+    config = {
+        "name": "digits-search",
+        "command": [*cmd, "--batch", "{batch}"],
+        "target": {"metric": "val_loss", "goal": "minimize"},
+        "parameters": {
+            "lr": {"type": "float", "low": 1e-3, "high": 0.5, "log": True},
+            "optimizer": {"type": "categorical", "choices": ["sgd", "adam"]},
+            "batch": {"type": "int", "low": 16, "high": 128, "step": 16},
+        },
+        "budget": {"trials": 8},
+        "sampler": {"name": "random", "seed": 3},
+        "pruner": {"name": "none"},
+        "resources": {"kind": "cpu", "parallel": 2},
+        "diagnosis": {"early_stop": False},
+        "lineage": {"tracking_uri": uri},
+    }
+    (base / "campaign.yaml").write_text(yaml.safe_dump(config))
+    result = Controller(load_config(base / "campaign.yaml"), handle_signals=False).run()
+    assert result.counts["COMPLETE"] == 8, result.counts
+    return uri
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_real_campaign_leads_with_its_target_and_most_important_params(
+    real_campaign_store: str, columns: int
+) -> None:
+    lines = _in_pty(real_campaign_store, columns).rstrip("\n").split("\n")
+    titles = lines[1].split()
+    assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
+    # The target first, then the tuned params, the most important first (lr drives the
+    # loss; the analysis run ranks it first), before anything the script derived.
+    lead = [t for t in titles if t != "start"]
+    assert lead[:5] == ["run", "name", "status", "val_loss", "lr"], titles
+    if columns >= 120:
+        assert {"lr", "optimizer", "batch"} <= set(titles), titles
+    # One column per setting: the callback's spellings of lr and optimizer are aliases.
+    assert "optimizer.lr" not in titles and "optimizer.name" not in titles, titles
+    # The importance analysis and the campaign's run are listed apart, after the trials.
+    heading = lines.index("2 analysis and campaign run(s):")
+    assert all(r.split()[1].startswith("digits-search-") for r in lines[2 : heading - 1])
+    assert lines[heading - 1] == ""
+
+
+def test_params_follow_an_importance_ranking_only_from_a_model_that_explains_the_runs() -> None:
+    from lineage.query._layout import candidate_columns
+    from lineage.store import RunRecord
+
+    campaign = RunRecord(
+        "c",
+        "1",
+        "e",
+        "demo",
+        "FINISHED",
+        0,
+        1,
+        {"space.lr": "{}", "space.momentum": "{}", "target": "acc:maximize"},
+        {},
+        {"lineage.run_type": "campaign", "tuner.campaign": "demo"},
+    )
+    trials = [
+        RunRecord(
+            f"t{n}",
+            "1",
+            "e",
+            f"demo-{n}",
+            "FINISHED",
+            n,
+            n + 1,
+            {"lr": str(0.01 * (n + 1)), "momentum": str(0.9 if n % 2 else 0.8)},
+            {"acc": 0.5 + 0.01 * n},
+            {"lineage.run_type": "trial", "tuner.campaign": "demo"},
+        )
+        for n in range(6)
+    ]
+
+    def analysis(r2: float) -> RunRecord:
+        tags = {
+            "lineage.run_type": "analysis",
+            "lineage.analysis.kind": "importance",
+            "lineage.analysis.target": "acc",
+            "lineage.analysis.model": "random forest",
+        }
+        metrics = {"importance.momentum": 0.9, "importance.lr": 0.1, "r2.random_forest": r2}
+        return RunRecord("a", "1", "e", "importance-acc", "FINISHED", 9, 10, {}, metrics, tags)
+
+    def params(runs: list[RunRecord]) -> list[str]:
+        return [f.key for f in candidate_columns(runs) if f.kind == "params"]
+
+    # Ranked by a model that explains the runs: its order.
+    assert params([campaign, *trials, analysis(0.6)]) == ["momentum", "lr"]
+    # A model worse than the mean ranks nothing: the param taking more values first.
+    assert params([campaign, *trials, analysis(-0.86)]) == ["lr", "momentum"]
+    assert params([campaign, *trials]) == ["lr", "momentum"]

@@ -548,6 +548,40 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"reads_tuner_params": "sometimes"},
         "reads_tuner_params must be true or false, got 'sometimes'.",
     ),
+    # Values pydantic would otherwise read as something else: YAML true as exit code 1, an
+    # exit code no process ends with, a module name or "yes" as preload: true.
+    (
+        "retry-on-true",
+        {"trial.retries": 1, "trial.retry_on": [True]},
+        "trial.retry_on[0] must be an exit code 1-255, a signal name (SIGTERM, ...) or "
+        "timeout, got true.",
+    ),
+    (
+        "retry-on-code-out-of-range",
+        {"trial.retries": 1, "trial.retry_on": [3, 999]},
+        "trial.retry_on[1] must be an exit code 1-255, a signal name (SIGTERM, ...) or "
+        "timeout, got 999.",
+    ),
+    (
+        "retry-on-negative-code",
+        {"trial.retries": 1, "trial.retry_on": [-9]},
+        "trial.retry_on[0] must be an exit code 1-255",
+    ),
+    (
+        "preload-module-name",
+        {"trial.preload": "torch"},
+        "trial.preload must be true, false or a list of module names, got 'torch'.",
+    ),
+    (
+        "preload-yes",
+        {"trial.preload": "yes"},
+        "trial.preload must be true, false or a list of module names, got 'yes'.",
+    ),
+    (
+        "heartbeat-fraction",
+        {"heartbeat": {"interval": "2.5s"}},
+        "heartbeat.interval must be whole seconds, such as 5, '5s' or '1m', got '2.5s'.",
+    ),
 ]
 
 
@@ -691,3 +725,29 @@ def test_gp_without_torch_names_the_extra(write_config: Callable[..., Path], pyt
         "tuner validate: error: c.yaml: sampler.name: gp needs PyTorch; install the 'gp' extra: "
         "pip install 'lineage-tuner[gp]'.\n"
     )
+
+
+def test_heartbeat_durations_take_units_as_other_durations(
+    write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tuner.config import load_config
+
+    path = write_config({**base_config(), "heartbeat": {"interval": "5s", "grace": "1m"}})
+    config = load_config(path)
+    assert (config.heartbeat.interval, config.heartbeat.grace) == (5, 60)
+
+
+def test_legal_but_idle_settings_are_one_warning_each(
+    write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = {**base_config(), "trial": {"retry_on": ["SIGKILL"], "preload": ["nosuchmod_q", "json"]}}
+    write_config(data)
+    assert main(["validate", "c.yaml"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    warnings = [line for line in err if "warning:" in line and "trial." in line]
+    assert len(warnings) == 2, err
+    assert warnings[0].endswith(
+        "c.yaml: trial.retry_on is set but trial.retries is 0, so no failure is retried; "
+        "set trial.retries to the re-runs a trial may have."
+    )
+    assert warnings[1].endswith("they are not preloaded: nosuchmod_q.")

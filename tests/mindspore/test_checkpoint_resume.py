@@ -108,3 +108,60 @@ def test_only_rank_0_of_a_launch_records_lineage_and_saves_checkpoints(
     assert experiment is not None
     (run,) = client.search_runs([experiment.experiment_id])  # rank 0's only
     assert run.data.params["device.rank"] == "0"
+
+
+#: Runs the example; an attempt that starts fresh is then killed (SIGKILL) after the example
+#: finished: stopped while it closed, after the checkpoint of its last epoch.
+KILLED_WHILE_CLOSING = """
+import os, signal, subprocess, sys
+rc = subprocess.call([sys.executable, *sys.argv[1:]])
+if rc == 0 and not os.environ.get("TUNER_RESUME_FROM"):
+    os.kill(os.getpid(), signal.SIGKILL)
+sys.exit(rc)
+"""
+
+
+def test_a_continuation_from_the_last_epochs_checkpoint_completes(
+    python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str
+) -> None:
+    import optuna
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from tuner.campaign import Controller
+    from tuner.config import load_config
+
+    (tmp_path / "wrapper.py").write_text(KILLED_WHILE_CLOSING)
+    example = str(repo_root / "examples/mindspore_digits/train.py")
+    data = {
+        "name": "closing",
+        "command": [python, "wrapper.py", example, "--epochs", "2", "--hidden", "16",
+                    "--train-size", "200", "--lr", "{lr}", "--no-lineage"],
+        "target": {"metric": "val_accuracy", "goal": "maximize"},
+        "parameters": {"lr": {"type": "float", "low": 0.05, "high": 0.1}},
+        "budget": {"trials": 1, "max_failures": 3},
+        "trial": {"retries": 1, "retry_on": ["SIGKILL"], "grace_period": 2, "preload": False},
+        "sampler": {"name": "random", "seed": 3},
+        "pruner": {"name": "none"},
+        "resources": {"kind": "cpu", "parallel": 1},
+        "diagnosis": {"early_stop": False},
+        "env": {"GLOG_v": "3", "OMP_NUM_THREADS": "1"},
+        "lineage": {"tracking_uri": sqlite_uri},
+    }  # fmt: skip
+    (tmp_path / "campaign.yaml").write_text(yaml.safe_dump(data))
+    config = load_config(tmp_path / "campaign.yaml")
+    result = Controller(config, importance=False, handle_signals=False).run()
+    assert result.counts == {"COMPLETE": 1, "PRUNED": 0, "FAIL": 0}
+
+    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    killed, continuation = study.get_trials()
+    assert killed.state.name == "FAIL" and "SIGKILL" in killed.user_attrs["fail_reason"]
+    assert continuation.state.name == "COMPLETE"
+    assert continuation.user_attrs["tuner.resumed_step"] == 2
+    # The restored network evaluates as it did at the end of its training.
+    assert continuation.intermediate_values == killed.intermediate_values
+    assert continuation.value == pytest.approx(killed.intermediate_values[2])
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    run_id = continuation.user_attrs["tuner.launch"]["run_id"]
+    steps = [m.step for m in client.get_metric_history(run_id, "val_accuracy")]
+    assert sorted(steps) == [1, 2]  # the repeated report of epoch 2 was not recorded twice

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from lineage._params import decode_params, types_tag_from_tags
 from lineage.store import open_store
-
-torch = pytest.importorskip("torch")
 
 
 class RunView:

@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import lightning  # noqa: F401  (the trainings below need both extras: a missing one fails)
 import pytest
+import transformers  # noqa: F401
 import yaml
 
 # One worker makes the runs once for the module's tests.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autolog")]
-pytest.importorskip("lightning")
-pytest.importorskip("transformers")
 
 GENERATE = """
 import os, sys

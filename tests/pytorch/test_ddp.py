@@ -1,5 +1,6 @@
 """A plain DDP loop under ``torchrun`` with two CPU processes (gloo): one run, one report per
-epoch, although both ranks call ``watch`` and ``epoch_end``."""
+epoch and one checkpoint per epoch, although both ranks call ``watch``, ``epoch_end`` and
+``save_checkpoint``."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch  # noqa: F401  (a missing pytorch extra fails here, not skips)
 
+from lineage import checkpoints
 from tuner import _protocol as protocol
 
 pytestmark = [pytest.mark.slow]
-pytest.importorskip("torch")
 
 SCRIPT = """
 import torch
@@ -42,6 +44,7 @@ with lineage.pytorch.watch(model, opt, loader=loader, trial=trial, experiment="d
             opt.step()
             w.log(loss=loss)
         w.epoch_end(epoch, val_accuracy=0.5)
+        lineage.pytorch.save_checkpoint(epoch, model, opt, watcher=w)  # rank 0 writes
 dist.destroy_process_group()
 """
 
@@ -61,6 +64,7 @@ def test_torchrun_two_processes_record_one_run_and_report_once(
             protocol.CHANNEL: str(channel),
             "OMP_NUM_THREADS": "1",
             "PYTHONPATH": str(repo_root),
+            checkpoints.CHECKPOINT_DIR: str(tmp_path / "ckpt"),
         }
     )
     cmd = [python, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(script)]
@@ -77,3 +81,9 @@ def test_torchrun_two_processes_record_one_run_and_report_once(
     assert view.values["network.name"] == "DistributedDataParallel"
     # Each rank takes 4 of the 8 batches per epoch; rank 0 alone logs its 8 steps.
     assert [s for s, _ in view.series("loss")] == list(range(1, 9))
+    # One checkpoint per epoch, written and committed by rank 0 only.
+    saved = checkpoints.latest_good(tmp_path / "ckpt")
+    assert saved is not None and saved.step == 2
+    assert sorted(p.name for p in saved.path.iterdir()) == sorted(
+        [checkpoints.MANIFEST, "pytorch.pt"]
+    )

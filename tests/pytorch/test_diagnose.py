@@ -7,13 +7,11 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-import pytest
+import torch
 
 import lineage
+import lineage.pytorch
 from lineage.diagnose import diagnose_run
-
-torch = pytest.importorskip("torch")
-import lineage.pytorch  # noqa: E402
 
 #: The checks this module is about; a healthy run may still draw others (a short training).
 SERIES_CHECKS = {

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import lightning as L
 import pytest
+import torch
 
-L = pytest.importorskip("lightning")
-import torch  # noqa: E402
-
-from lineage.lightning import LineageCallback  # noqa: E402
+from lineage.lightning import LineageCallback
 
 
 class Digits(L.LightningModule):

@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
+import transformers
 
-transformers = pytest.importorskip("transformers")
-import torch  # noqa: E402
-
-from lineage.transformers import LineageCallback  # noqa: E402
+from lineage.transformers import LineageCallback
 
 
 class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]

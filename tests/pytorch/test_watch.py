@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 
 import lineage
+import lineage.pytorch
 from lineage import UsageError
-
-torch = pytest.importorskip("torch")
-import lineage.pytorch  # noqa: E402
 
 
 class FakeTrial:
@@ -191,3 +190,14 @@ def test_checkpoint_helpers_round_trip_the_training_state(
     assert opt2.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
     for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
         assert torch.equal(a, b)
+
+    # A continuation with an explored lr (population-based training): the optimizer keeps
+    # its state and the schedule's position (halved once) but takes the new starting lr.
+    explored = mlp()
+    opt3 = torch.optim.SGD(explored.parameters(), lr=0.4, momentum=0.9)
+    sched3 = torch.optim.lr_scheduler.StepLR(opt3, step_size=1, gamma=0.5)
+    assert lineage.pytorch.restore_checkpoint(explored, opt3, sched3) == 3
+    assert opt3.param_groups[0]["lr"] == pytest.approx(0.2)
+    assert sched3.base_lrs == [0.4] and opt3.state_dict()["state"]
+    sched3.step()
+    assert opt3.param_groups[0]["lr"] == pytest.approx(0.1)

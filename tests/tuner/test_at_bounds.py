@@ -50,7 +50,7 @@ def test_an_optimum_inside_the_range_and_imported_runs_say_nothing() -> None:
 
 
 def test_widened_grows_past_the_bound_only() -> None:
-    assert widened(0.0, 1.0, False, "low") == (-0.5, 1.0)
+    assert widened(-1.0, 1.0, False, "low") == (-2.0, 1.0)
     lo, hi = widened(1e-4, 1e-2, True, "low")
     assert hi == 1e-2 and abs(lo - 1e-5) < 1e-12
 
@@ -79,3 +79,25 @@ def test_bound_notes_read_the_campaign_study(tmp_path: Path) -> None:
         study.add_trial(t)
     (note,) = bound_notes(config)
     assert note.startswith("at a bound: 4 of the 5 best trials sit at the high bound of lr")
+
+
+def test_widened_keeps_the_grid_the_scale_and_the_sign() -> None:
+    # an int on a step grid grows by whole steps; a count that starts above zero stays there
+    assert widened(16, 128, False, "high", step=16, integer=True) == (16, 192)
+    assert widened(48, 128, False, "low", step=16, integer=True) == (16, 128)
+    assert widened(2, 10, False, "low", integer=True) == (1, 10)
+    # a range of values at or above zero does not cross it; a log range stays positive
+    assert widened(0.1, 0.9, False, "low") == (0.0, 0.9)
+    lo, hi = widened(2, 64, True, "low", integer=True)
+    assert (lo, hi) == (1, 64)
+
+
+def test_the_at_bound_line_proposes_a_range_on_the_step_grid() -> None:
+    study = optuna.create_study(direction="maximize")
+    batch = optuna.distributions.IntDistribution(16, 128, step=16)
+    for b in (128, 128, 128, 112, 16, 32, 48):
+        study.add_trial(
+            optuna.trial.create_trial(params={"batch": b}, distributions={"batch": batch}, value=b)
+        )
+    (hit,) = at_bounds(study.trials, study.directions, top=5)
+    assert hit.line().endswith("try low: 16, high: 192")

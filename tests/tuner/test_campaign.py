@@ -229,6 +229,7 @@ def test_prune_stops_the_process_and_marks_both_stores(campaign, run_campaign, s
     pruned = next(t for t in trials_of(config) if t.state.name == "PRUNED")
     assert pruned.params == {"x": 100.0}
     assert pruned.user_attrs["prune_reason"].startswith("pruned by the median pruner at step")
+    assert pruned.user_attrs["prune_reason"].endswith("(loss=100)")  # 4 significant digits
     assert max(pruned.intermediate_values) < 20  # stopped early, not after 40 steps
     run = next(r for r in mlflow_runs(sqlite_uri) if r.data.tags.get("tuner.state") == "PRUNED")
     assert run.info.status == "KILLED"

@@ -73,7 +73,8 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     assert result.counts["COMPLETE"] == 1 and result.counts["FAIL"] == 0
     # The finished trial's line says which attempt it was and where it resumed.
     assert any(
-        m.startswith("[1/1] trial 1 COMPLETE (attempt 2, resumed from step 3)") for m in messages
+        m.startswith("[1/1] trial 1 COMPLETE (attempt 2, continues trial 0, resumed from step 3)")
+        for m in messages
     )
     # Attempt 1 started at 0; the retry (trial 1) at step 4: the torn step-4 checkpoint was
     # skipped with one line, step 3 was resumed.
@@ -113,9 +114,10 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     )  # fmt: skip
     assert "trial 1 (attempt 2, COMPLETE) continues trial 0 from step 3" in shown.stdout
 
-    # Two checkpoints kept (steps 4 and 5 of the retry), committed, in the chain's folder.
+    # The chain's folder: two checkpoints were kept while it ran (steps 4 and 5 of the
+    # retry); once it completed, its newest (checkpoint.keep_finished: 1).
     folder = tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0"
-    assert sorted(p.name for p in folder.iterdir()) == ["step-000000004", "step-000000005"]
+    assert sorted(p.name for p in folder.iterdir()) == ["step-000000005"]
     found = checkpoints.latest_good(folder)
     assert found is not None and found.step == 5
 
@@ -157,10 +159,13 @@ def test_a_failure_retry_on_does_not_name_is_not_retried(
         budget={"trials": 1},
         trial={"retries": 2, "retry_on": ["timeout", 3]},
         env={"FAIL_CODE": "5"},
+        checkpoint={"keep_finished": 0},
     )
     result = run_campaign(config)
     assert result.counts["FAIL"] == 1
     assert _starts(tmp_path) == [(0, 1, 0)]
+    # Failed for good: with checkpoint.keep_finished: 0 its checkpoints are gone.
+    assert not (tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0").exists()
 
 
 def _wait(condition: Any, what: str, timeout: float = 120) -> None:

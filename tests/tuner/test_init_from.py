@@ -33,8 +33,9 @@ COMMON = ["--train-size", "120", "--epochs", "1", "--batch-size", "16", "--mode"
 @pytest.fixture(scope="module")
 def digits_runs(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> str:
     """Four real digits trainings recorded by LineageCallback into one experiment."""
-    pytest.importorskip("mindspore")
     import shutil
+
+    import mindspore  # noqa: F401  (the mindspore extra: a missing one fails)
 
     work = tmp_path_factory.mktemp("init-digits")
     shutil.copyfile(_sqlite_template, work / "mlflow.db")
@@ -349,9 +350,9 @@ def test_init_keeps_the_recorded_ranges_when_refined_ones_would_hold_too_few_run
     """A focused trial's sampler sees only the runs inside the focus: refined focuses holding
     fewer than half of the runs (here: no margin around the best 4 of 16) give way to the
     recorded ranges, and the header says so."""
-    from tuner.history import _derive_params
+    from tuner.history import _derive_ranges
 
-    monkeypatch.setattr(_derive_params, "MARGIN", 0.0)
+    monkeypatch.setattr(_derive_ranges, "MARGIN", 0.0)
     out = tmp_path / "c.yaml"
     argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize"]
     code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))

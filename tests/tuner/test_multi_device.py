@@ -77,7 +77,8 @@ dist.destroy_process_group()
 def test_torchrun_runs_a_trial_over_two_processes(
     campaign: Any, run_campaign: Any, tmp_path: Path
 ) -> None:
-    pytest.importorskip("torch")
+    import torch  # noqa: F401  (the pytorch extra: a missing one fails)
+
     config = campaign(
         TORCH,
         command=[
@@ -146,12 +147,12 @@ while True:
 def test_msrun_runs_a_mindspore_trial_over_two_processes_and_sigterm_stops_every_rank(
     campaign: Any, tmp_path: Path
 ) -> None:
-    pytest.importorskip("mindspore")
     import os
     import signal
     import subprocess
     import time
 
+    import mindspore  # noqa: F401  (the mindspore extra: a missing one fails)
     from mlflow.tracking import MlflowClient
 
     from lineage import checkpoints
@@ -184,7 +185,7 @@ def test_msrun_runs_a_mindspore_trial_over_two_processes_and_sigterm_stops_every
         time.sleep(0.2)
     (only,) = trials_of(config)
     channel = only.user_attrs["tuner.launch"]["channel"]
-    assert len(attempt_processes(channel)) >= 2  # both ranks hold their slot
+    assert len(attempt_processes(channel)) >= 4  # msrun, its scheduler, the two ranks
     controller.send_signal(signal.SIGTERM)
     assert controller.wait(120) is not None
     log.close()

@@ -124,6 +124,35 @@ def test_a_paused_trial_is_promoted_and_resumes_from_its_checkpoint(
     assert sorted(m.step for m in history) == list(range(9))
     assert all(r.info.status != "RUNNING" for r in mlflow_runs(sqlite_uri))
 
+    # tuner status and lineage runs tell paused, promoted and finished trials apart.
+    import subprocess
+    import sys
+
+    from tuner.cli import _cmd_status
+
+    status = _cmd_status.collect(config)
+    assert status["trials"]["PAUSED"] == 3 and status["trials"]["PROMOTED"] == 1
+    assert status["trials"]["COMPLETE"] == 2 and status["trials"]["PRUNED"] == 0
+    assert status["budget"]["finished"] == 5
+    (entry,) = [c for c in status["continued"] if c["number"] == cont.number]
+    assert entry["promoted_from"] == paused.number
+    shown = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "status", "campaign.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "PAUSED 3  PROMOTED 1" in shown.stdout
+    assert (
+        f"trial {cont.number} (attempt 1, COMPLETE) promoted: continues paused trial "
+        f"{paused.number} from step 1" in shown.stdout
+    )
+    listed = subprocess.run(
+        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", sqlite_uri,
+         "--experiment", "t", "--columns", "run_name,status"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count("PAUSED") == 4 and "PRUNED" not in listed.stdout
+
 
 def test_asha_stop_prunes_below_the_cut_for_good(
     campaign: Any, run_campaign: Any, tmp_path: Path

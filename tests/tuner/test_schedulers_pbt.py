@@ -18,11 +18,12 @@ pytestmark = pytest.mark.slow
 #: Eight steps of a little work each, a checkpoint after each. The loss ranks members by
 #: ``lr`` alone (higher is better), whatever step each is at. The checkpoint carries the
 #: number of the trial whose fresh start made it (``origin``); each start appends ``number
-#: start origin`` to ``starts``. Fresh starts wait until the four members have started, so
-#: that every member has a value to be ranked against.
+#: start origin`` to ``starts``. Fresh starts wait until all members (``MEMBERS``, default
+#: four) have started, so that every member has a value to be ranked against.
 SCRIPT = """
-import argparse, json, pathlib, time
+import argparse, json, os, pathlib, time
 from tuner import trial
+members = int(os.environ.get("MEMBERS", "4"))
 ap = argparse.ArgumentParser(); ap.add_argument("--x", type=float); lr = ap.parse_args().x
 resume = trial.resume_from()
 if resume is None:
@@ -30,7 +31,7 @@ if resume is None:
     with open("started", "a") as fh:
         fh.write(f"{origin}\\n")
     deadline = time.monotonic() + 60
-    while len(pathlib.Path("started").read_text().split()) < 4 and time.monotonic() < deadline:
+    while len(pathlib.Path("started").read_text().split()) < members and time.monotonic() < deadline:
         time.sleep(0.02)
 else:
     start = resume[1] + 1
@@ -103,7 +104,10 @@ def test_the_worst_member_copies_a_top_member_and_explores(
         assert hparam[-1] == (resumed + 1, pytest.approx(cont.params["x"]))
         if cont.state.name == "COMPLETE":
             assert sorted(m.step for m in loss) == list(range(8))
-        assert run.data.params["x"] == str(cont.params["x"])
+        # Its params: the values its lineage started with (what importance reads).
+        assert run.data.params["x"] == str(_first_x(by_number, donor))
+        assert run.data.tags["tuner.params_from"] == str(_root(by_number, donor))
+        assert run.data.tags["tuner.member"] == str(info["member"])
     # Four members, each counted once; each member's last segment completed.
     import optuna
 
@@ -111,8 +115,28 @@ def test_the_worst_member_copies_a_top_member_and_explores(
 
     study = optuna.load_study(study_name="t", storage=config.optuna_storage_url())
     assert counted_trials(study) == 4
+    from tuner.cli import _cmd_status
+
+    status = _cmd_status.collect(config)
+    assert status["trials"]["EXPLOITED"] == len(exploits)
+    assert status["trials"]["COMPLETE"] == 4 and status["budget"]["finished"] == 4
+    assert {c["number"] for c in status["continued"] if "exploit" in c} == {
+        t.number for t in exploits
+    }
     assert result.counts["COMPLETE"] == 4 and result.counts["PRUNED"] == 0
     assert all(r.info.status != "RUNNING" for r in mlflow_runs(sqlite_uri))
+
+    # Warm start from this campaign imports finished trials with one configuration only:
+    # the segments that went on from another member's checkpoint are skipped.
+    from tuner.config import parse_config
+    from tuner.history import load_history
+
+    data = config.model_dump(mode="json", exclude_none=True, exclude={"scheduler", "workdir"})
+    data.update(name="next", warm_start={"from": [{"experiment": "t"}]}, budget={"trials": 2})
+    plan = load_history(parse_config(data, base_dir=tmp_path))
+    assert plan.skipped["parameters changed during training"] == len(exploits)
+    kept = {t.number for t in trials if t.state.name == "COMPLETE"} - {t.number for t in exploits}
+    assert len(plan.trials) == len(kept)
 
 
 def _root(by_number: dict[int, Any], trial: Any) -> int:
@@ -123,3 +147,70 @@ def _root(by_number: dict[int, Any], trial: Any) -> int:
 
 def _first_x(by_number: dict[int, Any], trial: Any) -> float:
     return float(by_number[_root(by_number, trial)].params["x"])
+
+
+def test_resume_after_kill9_continues_the_population_without_duplicates(
+    campaign: Any, tmp_path: Path, sqlite_uri: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    config = campaign(
+        SCRIPT,
+        budget={"trials": 4},
+        parameters={"x": {"type": "float", "low": 0.1, "high": 0.9}},
+        resources={"kind": "cpu", "parallel": 4},
+        scheduler={
+            "name": "pbt",
+            "population": 4,
+            "interval": 2,
+            "perturb": {"x": {"factor": [0.8, 1.2]}},
+        },
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
+    argv = [sys.executable, "-m", "tuner.cli"]
+    proc = subprocess.Popen(
+        [*argv, "run", "campaign.yaml", "--quiet"], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 180
+    starts = tmp_path / "starts"
+    # Killed once an exploit's continuation has started (it resumes from a checkpoint).
+    while not starts.exists() or not any(
+        int(line.split()[1]) > 0 for line in starts.read_text().split("\n") if line
+    ):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.skip("no exploit happened before the campaign ended; nothing to interrupt")
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = subprocess.run(
+        [*argv, "resume", "campaign.yaml", "--quiet"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trials = trials_of(config)
+    exploits = [t.user_attrs["tuner.exploit"] for t in trials if "tuner.exploit" in t.user_attrs]
+    assert exploits
+    replaced = [e["replaces"] for e in exploits]
+    assert len(replaced) == len(set(replaced)), f"a segment replaced twice: {replaced}"
+    import optuna
+
+    from tuner.coordination import counted_trials
+    from tuner.schedulers import member_of
+
+    study = optuna.load_study(study_name="t", storage=config.optuna_storage_url())
+    assert counted_trials(study) == 4
+    assert not [t.number for t in trials if t.state.name in ("RUNNING", "WAITING")]
+    # Every member goes on to the end: its newest trial completed, its curve whole.
+    newest: dict[int, Any] = {}
+    for t in trials:
+        newest[member_of(t)] = t
+    assert sorted(newest) == [0, 1, 2, 3]
+    for member, t in newest.items():
+        assert t.state.name == "COMPLETE", (member, t.number, t.state.name)
+        assert sorted(t.intermediate_values) == list(range(8))
+    assert all(r.info.status != "RUNNING" for r in mlflow_runs(sqlite_uri))

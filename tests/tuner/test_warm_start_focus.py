@@ -226,3 +226,36 @@ def test_a_derived_campaign_escapes_a_wrong_refinement(
     assert line.startswith("focus on lr: widened to [")
     rc, out, err = cli("status", str(path))
     assert rc == 0 and line in out.splitlines(), err
+
+
+def test_init_from_a_campaign_keeps_its_declared_space(
+    campaign: Any, run_campaign: Any, cli: Any, sqlite_uri: str, tmp_path: Path
+) -> None:
+    """The runs of an earlier campaign: its declared type, scale, step and choices are kept
+    (not re-inferred from the values the trials happened to try), only bounds are refined."""
+    script = """
+import math
+from tuner import trial
+p = trial.params()
+trial.report(0, loss=(math.log10(p["lr"]) + 2) ** 2 + 0.001 * p["batch"] + 0.01 * len(p["opt"]))
+"""
+    space = {
+        "lr": {"type": "float", "low": 0.001, "high": 0.5, "log": True},
+        "batch": {"type": "int", "low": 16, "high": 128, "step": 16},
+        "opt": {"type": "categorical", "choices": ["sgd", "adam", "lamb"]},
+    }
+    config = campaign(
+        script,
+        command=[sys.executable, "trial.py"],
+        reads_tuner_params=True,
+        parameters=space,
+        budget={"trials": 10},
+    )
+    run_campaign(config)
+    data = _init(cli, sqlite_uri, "t", tmp_path / "derived.yaml")
+    lr, batch, opt = (data["parameters"][n] for n in ("lr", "batch", "opt"))
+    assert (lr["type"], lr.get("log"), lr["low"], lr["high"]) == ("float", True, 0.001, 0.5)
+    assert (batch["type"], batch["step"], batch["low"], batch["high"]) == ("int", 16, 16, 128)
+    assert opt["type"] == "categorical" and opt["choices"] == ["sgd", "adam", "lamb"]
+    rc, _, err = cli("validate", str(tmp_path / "derived.yaml"))
+    assert rc == 0, err

@@ -439,6 +439,8 @@ class Controller:
                 self._launcher.remember(rt.number, rt.history)
         retry_number = tell(self.study, self.config, rt, state, values, reason, retry=retry)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
+        if retry_number is None and self._launcher is not None:
+            self._launcher.chain_ended(rt)
         if state is TrialState.FAIL:
             self._observer.message(
                 f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"

@@ -68,6 +68,8 @@ class MetricIntake:
         for report in reports:
             ts = report.timestamp or time.time()
             for key, value in report.metrics.items():
+                if _copied(rt, key, report.step):
+                    continue
                 rt.latest[key] = value
                 steps, values = rt.history.setdefault(key, ([], []))
                 steps.append(report.step)
@@ -105,7 +107,7 @@ class MetricIntake:
             step = max(rt.reported_steps)
             rt.prune_reason = (
                 f"pruned by the {self.config.pruner.name} pruner at step {step} "
-                f"({target}={rt.latest.get(target)})"
+                f"({target}={_short(rt.latest.get(target))})"
             )
             rt.handle.request_prune()
             return
@@ -147,3 +149,16 @@ def _finding_text(finding: Any) -> str:
     check = getattr(finding, "check", None)
     summary = getattr(finding, "summary", str(finding))
     return f"{check}: {summary}" if check else str(summary)
+
+
+def _copied(rt: RunningTrial, key: str, step: int) -> bool:
+    """Whether ``key`` at ``step`` is a report the continuation ``rt`` holds from its parent
+    (at or before the checkpoint it resumed from): the copy stands."""
+    if rt.resumed_step is None or step > rt.resumed_step:
+        return False
+    return step in rt.history.get(key, ((), ()))[0]
+
+
+def _short(value: object) -> str:
+    # 0.17777777777777778 as 0.1778: a prune line reads like the rest of the output.
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -39,7 +39,12 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["Launcher", "copy_latest"]
+__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher", "copy_latest"]
+
+#: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
+HPARAM_PREFIX = "hparam/"
+#: On a PBT continuation's run: the trial whose starting values its params hold.
+PARAMS_FROM_TAG = "tuner.params_from"
 
 
 class Launcher:
@@ -86,6 +91,17 @@ class Launcher:
     def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> Path:
         """The checkpoint folder every attempt of ``trial``'s chain shares."""
         return self._checkpoints.folder(first_trial(trial))
+
+    def chain_ended(self, rt: RunningTrial) -> None:
+        """Trim the checkpoints of ``rt``'s chain, which ended for good (COMPLETE, a FAIL not
+        retried, PRUNED), to ``checkpoint.keep_finished``. A trial a scheduler
+        stopped to continue later (ASHA's pause, PBT's exploit: ``end_attrs``) keeps them, and
+        so does every trial under PBT, whose members' checkpoints seed continuations."""
+        scheduler = self.config.scheduler
+        if rt.end_attrs or (scheduler is not None and scheduler.name == "pbt"):
+            return
+        folder = self.checkpoint_folder(rt.trial)
+        self._checkpoints.retire(folder, self.config.checkpoint.keep_finished)
 
     def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
         parent = parent_trial(trial)
@@ -212,11 +228,18 @@ class Launcher:
                 extra[attr] = str(trial.user_attrs[attr])
         if resume is not None:
             extra[RESUMED_STEP_ATTR] = str(resume[1])
+        recorded = params
+        if self._pbt and parent_trial(trial) is not None:
+            # The run's params are the values its lineage started with (what importance
+            # reads); the values each segment used are the run's hparam/<name> series.
+            root = self._root(trial)
+            recorded = {**params, **root.params}
+            extra[PARAMS_FROM_TAG] = str(root.number)
         self._recorder.trial_started(
             run_id,
             number=trial.number,
             attempt=spec.attempt,
-            params=params,
+            params=recorded,
             argv=spec.argv,
             env=self.config.env,
             device=device,
@@ -226,9 +249,25 @@ class Launcher:
         )
         if resume is not None:
             self._continue(rt, resume[1])
-        if self.config.scheduler is not None and self.config.scheduler.name == "pbt":
+        if self._pbt:
             self._log_schedule(rt, resume[1] if resume is not None else None)
         return rt
+
+    @property
+    def _pbt(self) -> bool:
+        return self.config.scheduler is not None and self.config.scheduler.name == "pbt"
+
+    def _root(self, trial: optuna.Trial) -> optuna.trial.FrozenTrial:
+        """The first trial of ``trial``'s lineage (through every parent, across chains)."""
+        trials = self._study.get_trials(deepcopy=False)
+        at = parent_trial(trial)
+        assert at is not None
+        for _ in range(len(trials)):
+            up = parent_trial(trials[at])
+            if up is None:
+                break
+            at = up
+        return trials[at]
 
     def _log_schedule(self, rt: RunningTrial, resumed: int | None) -> None:
         """The parameters PBT may change, as metric series ``hparam/<name>`` in the trial's
@@ -253,7 +292,7 @@ class Launcher:
             for name in names:
                 value = params.get(name)
                 if isinstance(value, int | float) and not isinstance(value, bool):
-                    points.append((f"hparam/{name}", float(value), start, now))
+                    points.append((f"{HPARAM_PREFIX}{name}", float(value), start, now))
         if rt.run_id and points:
             self._recorder.trial_metrics(rt.run_id, points)
 
@@ -263,6 +302,7 @@ class Launcher:
         continuous curve; the lost attempt's later reports are dropped)."""
         parent = parent_trial(rt.trial)
         assert parent is not None
+        rt.resumed_step = step
         target = self.config.target.metric
         history = self._history(parent)
         steps, values = history.get(target, ([], []))
@@ -272,7 +312,7 @@ class Launcher:
         now = time.time()
         for key, (steps, values) in history.items():
             kept = [(s, v) for s, v in zip(steps, values, strict=True) if s <= step]
-            if not kept:
+            if not kept or key.startswith(HPARAM_PREFIX):  # the schedule: `_log_schedule`
                 continue
             rt.history[key] = ([s for s, _ in kept], [v for _, v in kept])
             rt.latest[key] = kept[-1][1]

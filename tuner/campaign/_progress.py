@@ -155,7 +155,13 @@ class PlainObserver(Observer):
 
     def _line(self, controller: CampaignView, frozen: Any) -> str:
         from lineage.masking import mask_mapping
-        from tuner.search._attrs import ATTEMPT_ATTR, FAIL_ATTR, PRUNE_ATTR, RESUMED_STEP_ATTR
+        from tuner.search._attrs import (
+            ATTEMPT_ATTR,
+            FAIL_ATTR,
+            PARENT_ATTR,
+            PRUNE_ATTR,
+            RESUMED_STEP_ATTR,
+        )
 
         state = frozen.state.name
         values = frozen.values if state == "COMPLETE" else None
@@ -164,12 +170,14 @@ class PlainObserver(Observer):
         parts += [f"trial {frozen.number}", state]
         attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
         resumed = frozen.user_attrs.get(RESUMED_STEP_ATTR)
-        if attempt > 1 or resumed is not None:
-            parts.append(
-                f"(attempt {attempt}"
-                + (f", resumed from step {resumed}" if resumed is not None else "")
-                + ")"
-            )
+        parent = frozen.user_attrs.get(PARENT_ATTR)
+        # A continuation names the trial it continues: its own attempt count restarts at 1
+        # when `tuner resume` re-runs an interrupted trial, which would read as a first try.
+        notes = [f"attempt {attempt}"] if attempt > 1 else []
+        notes += [f"continues trial {parent}"] if parent is not None else []
+        notes += [f"resumed from step {resumed}"] if resumed is not None else []
+        if notes:
+            parts.append(f"({', '.join(notes)})")
         if values:
             parts.append(" ".join(f"{n}={v:.6g}" for n, v in zip(names, values, strict=False)))
         if frozen.datetime_start and frozen.datetime_complete:

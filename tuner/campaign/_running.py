@@ -33,6 +33,10 @@ class RunningTrial:
     latest: dict[str, float] = field(default_factory=dict)
     history: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
     reported_steps: set[int] = field(default_factory=set)
+    #: The checkpoint step a continuation resumed from: its reports up to there are its
+    #: parent's, copied; one it repeats (a script that evaluates its last checkpoint again)
+    #: is not recorded twice.
+    resumed_step: int | None = None
     prune_reason: str | None = None
     #: Another controller re-queued this trial while it ran (the study holds it as ended):
     #: nothing more is told about it, and its process is stopped.

@@ -27,6 +27,18 @@ class CheckpointStore(abc.ABC):
         """The checkpoint folder of the chain that starts with trial ``first_trial``."""
         return self.root / f"trial-{first_trial}"
 
+    def retire(self, folder: Path, keep: int) -> None:
+        """The chain of ``folder`` ended: keep only its newest ``keep`` good checkpoints (0:
+        remove the folder). Copies a store keeps elsewhere (MLflow artifacts) stay."""
+        import shutil
+
+        from lineage import checkpoints
+
+        if keep <= 0:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif folder.is_dir():
+            checkpoints.prune(folder, keep)
+
     def env(self) -> dict[str, str]:
         """Variables the trial process needs besides its folder (none for a folder store)."""
         return {}

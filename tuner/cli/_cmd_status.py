@@ -29,6 +29,13 @@ STALE_ATTR = "tuner:stale"
 IMPORTED_ATTR = "tuner:imported"
 PARENT_ATTR = "tuner.parent_trial"
 RESUMED_STEP_ATTR = "tuner.resumed_step"
+PAUSED_ATTR = "tuner.paused_at"
+PROMOTED_FROM_ATTR = "tuner.promoted_from"
+EXPLOITED_ATTR = "tuner.exploited_at"
+EXPLOIT_ATTR = "tuner.exploit"
+
+
+_SCHEDULER_ATTRS = (PAUSED_ATTR, PROMOTED_FROM_ATTR, EXPLOITED_ATTR, EXPLOIT_ATTR)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -170,11 +177,14 @@ def _read_sql(url: str, study_name: str) -> dict[str, Any] | None:
             if t["id"] in ids:
                 t["params"] = params[t["id"]]
                 t["attrs"] = attrs[t["id"]]
-        # Continuations (a retry or a resumed trial) say which trial and step they continue.
+        # Continuations (a retry or a resumed trial) say which trial and step they continue;
+        # a scheduler's marks say which trials it paused, promoted or replaced.
+        keys = (PARENT_ATTR, RESUMED_STEP_ATTR, ATTEMPT_ATTR, *_SCHEDULER_ATTRS)
+        marks = ", ".join("?" for _ in keys)
         for tid, key, value in q(
             'SELECT a.trial_id, a."key", a.value_json FROM trial_user_attributes a '
-            'JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = ? AND a."key" IN (?, ?, ?)',
-            (study_id, PARENT_ATTR, RESUMED_STEP_ATTR, ATTEMPT_ATTR),
+            f'JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = ? AND a."key" IN ({marks})',
+            (study_id, *keys),
         ):
             trials[tid].setdefault("attrs", {})[key] = json.loads(value)
         return data
@@ -291,9 +301,20 @@ def collect(config: Any) -> dict[str, Any]:
     # but is no failure of the trial: it is counted apart and not against the budget.
     states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "SUPERSEDED": 0, "RUNNING": 0, "WAITING": 0}
     counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
+    if config.scheduler is not None:
+        # A scheduler's trials apart: paused at a rung (they count), paused then promoted
+        # (their continuation counts), a PBT segment replaced by a copy of another member.
+        states.update({"PAUSED": 0, "PROMOTED": 0, "EXPLOITED": 0})
+    promoted = {
+        int(t["attrs"][PROMOTED_FROM_ATTR])
+        for t in data["trials"]
+        if t.get("attrs", {}).get(PROMOTED_FROM_ATTR) is not None
+    }
     running = []
     now = time.time()
     imported = 0
+    chain = _chain_attempts(data["trials"])
+    launches: dict[int, Any] = {}
     for t in data["trials"]:
         state = t["state"]
         if t.get("imported"):  # an earlier run, not a trial of this campaign
@@ -302,18 +323,24 @@ def collect(config: Any) -> dict[str, Any]:
         if state == "FAIL" and t["stale"]:
             states["SUPERSEDED"] += 1
             continue
+        mark = _scheduler_state(t, promoted)
+        if mark is not None:
+            states[mark] = states.get(mark, 0) + 1
+            if mark == "PAUSED":
+                counted["PRUNED"] += 1
+            continue
         states[state] = states.get(state, 0) + 1
         if state in counted:
             counted[state] += 1
         if state == "RUNNING":
             attrs = t.get("attrs", {})
-            launch = attrs.get(LAUNCH_ATTR) or {}
+            launch = launches[t["number"]] = attrs.get(LAUNCH_ATTR) or {}
             started = launch.get("started") or _timestamp(t["start"]) or now
             running.append(
                 {
                     "number": t["number"],
                     "launched": bool(launch),
-                    "attempt": launch.get("attempt", attrs.get(ATTEMPT_ATTR, 1)),
+                    "attempt": chain.get(t["number"], 1),
                     "device": launch.get("device"),
                     "host": launch.get("host"),
                     "elapsed_s": round(now - float(started), 1),
@@ -326,8 +353,9 @@ def collect(config: Any) -> dict[str, Any]:
             "number": t["number"],
             "state": "SUPERSEDED" if t["state"] == "FAIL" and t["stale"] else t["state"],
             "continues": t["attrs"][PARENT_ATTR],
-            "attempt": t["attrs"].get(ATTEMPT_ATTR),
+            "attempt": chain.get(t["number"]),
             "resumed_step": t["attrs"].get(RESUMED_STEP_ATTR),
+            **_how(t["attrs"]),
         }
         for t in data["trials"]
         if t.get("attrs", {}).get(PARENT_ATTR) is not None
@@ -350,6 +378,14 @@ def collect(config: Any) -> dict[str, Any]:
     campaign_dir = CampaignDir(config.base_dir, config.name)
     alive = campaign_dir.controller_alive()
     info = campaign_dir.previous()
+    if not alive:
+        # Without a controller, a trial whose process is known to have ended has no elapsed
+        # time that keeps growing (one that outlived its controller still runs: it has).
+        from tuner.executors import known_ended
+
+        for r in running:
+            if known_ended(launches.get(r["number"], {})):
+                r["elapsed_s"] = None
     return {
         "campaign": config.name,
         "storage": mask_uri(url),
@@ -365,6 +401,51 @@ def collect(config: Any) -> dict[str, Any]:
     }
 
 
+def _scheduler_state(t: dict[str, Any], promoted: set[int]) -> str | None:
+    """PAUSED, PROMOTED or EXPLOITED for a pruned trial a scheduler stopped, else None."""
+    attrs = t.get("attrs", {})
+    if t["state"] != "PRUNED":
+        return None
+    if attrs.get(EXPLOITED_ATTR) is not None:
+        return "EXPLOITED"
+    if attrs.get(PAUSED_ATTR) is not None:
+        return "PROMOTED" if t["number"] in promoted else "PAUSED"
+    return None
+
+
+def _how(attrs: dict[str, Any]) -> dict[str, Any]:
+    """How a continuation came to be, when a scheduler made it."""
+    if attrs.get(PROMOTED_FROM_ATTR) is not None:
+        return {"promoted_from": attrs[PROMOTED_FROM_ATTR]}
+    exploit = attrs.get(EXPLOIT_ATTR)
+    if isinstance(exploit, dict):
+        return {"exploit": exploit}
+    return {}
+
+
+def _chain_attempts(trials: list[dict[str, Any]]) -> dict[int, int]:
+    """Each trial's attempt in its chain: a continuation (``tuner.parent_trial``) is one
+    attempt after the trial it continues, whatever its own record says (a continuation
+    started by `tuner resume` records attempt 1)."""
+    attrs = {t["number"]: t.get("attrs", {}) for t in trials}
+    out: dict[int, int] = {}
+
+    def attempt(number: int, depth: int = 0) -> int:
+        if number in out:
+            return out[number]
+        own = attrs.get(number, {})
+        value = int((own.get(LAUNCH_ATTR) or {}).get("attempt", own.get(ATTEMPT_ATTR, 1)) or 1)
+        parent = own.get(PARENT_ATTR)
+        if parent is not None and depth < len(attrs):
+            value = max(value, attempt(int(parent), depth + 1) + 1)
+        out[number] = value
+        return value
+
+    for number in attrs:
+        attempt(number)
+    return out
+
+
 def study_exists(config: Any) -> bool:
     """Whether the campaign's study is in its storage."""
     try:
@@ -372,6 +453,10 @@ def study_exists(config: Any) -> bool:
     except Exception:
         return False
     return True
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -445,8 +530,8 @@ def run(args: argparse.Namespace) -> int:
                 (
                     str(r["number"]),
                     str(r["attempt"]),
-                    str(r["device"]),
-                    f"{r['elapsed_s']}s",
+                    str(r["device"]) if r["launched"] else "not launched",
+                    "-" if r["elapsed_s"] is None else f"{r['elapsed_s']}s",
                     json.dumps(r["params"]),
                 )
             )
@@ -456,9 +541,21 @@ def run(args: argparse.Namespace) -> int:
             out.write("  " + row[4] + "\n")
     for c in status["continued"]:
         where = "from scratch" if c["resumed_step"] is None else f"from step {c['resumed_step']}"
+        if "promoted_from" in c:
+            how = "promoted: continues paused trial"
+        elif "exploit" in c:
+            changed = ", ".join(
+                f"{k} {_short(a)} -> {_short(b)}" for k, (a, b) in c["exploit"]["perturbed"].items()
+            )
+            how = (
+                f"PBT member {c['exploit']['member']} (replaces trial "
+                f"{c['exploit']['replaces']}{'; ' + changed if changed else ''}): copies trial"
+            )
+        else:
+            how = "continues trial"
         out.write(
-            f"trial {c['number']} (attempt {c['attempt'] or '?'}, {c['state']}) continues "
-            f"trial {c['continues']} {where}\n"
+            f"trial {c['number']} (attempt {c['attempt'] or '?'}, {c['state']}) {how} "
+            f"{c['continues']} {where}\n"
         )
     if status["stale"]:
         out.write("RUNNING trials without a live controller: run `tuner resume CONFIG`.\n")

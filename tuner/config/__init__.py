@@ -29,6 +29,7 @@ from tuner.config._model import (
 )
 from tuner.config._placeholders import BUILTINS as PLACEHOLDER_BUILTINS
 from tuner.config._placeholders import render as render_arg
+from tuner.config._rules import module_installed
 from tuner.config._scheduler import AshaConfig, PbtConfig, Perturb, SchedulerConfig
 from tuner.config._spaces import space_difference, space_spec
 from tuner.config._uris import explain_storage_error
@@ -58,6 +59,7 @@ __all__ = [
     "config_error",
     "explain_storage_error",
     "load_config",
+    "module_installed",
     "parse_config",
     "render_arg",
     "space_difference",

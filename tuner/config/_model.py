@@ -301,7 +301,8 @@ class CampaignConfig(_Model):
 
     def warnings(self) -> list[str]:
         """Legal but probably wrong, one line each: a parameter no command placeholder passes
-        (unless ``reads_tuner_params: true``)."""
+        (unless ``reads_tuner_params: true``), ``trial.retry_on`` without retries, a
+        ``trial.preload`` module the tuner's Python cannot find."""
         from tuner.config._rules import campaign_warnings
 
         return campaign_warnings(self)

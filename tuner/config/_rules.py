@@ -56,7 +56,41 @@ def campaign_warnings(config: CampaignConfig) -> list[str]:
             f"only its arguments never receives {'it' if one else 'them'}; add {form} to "
             "command, or set reads_tuner_params: true if the script reads TUNER_PARAMS."
         )
+    trial = config.trial
+    if trial.retry_on is not None and trial.retries == 0:
+        out.append(
+            f"{config.display_name}: trial.retry_on is set but trial.retries is 0, so no "
+            "failure is retried; set trial.retries to the re-runs a trial may have."
+        )
+    if isinstance(trial.preload, list):
+        missing = [m for m in trial.preload if not module_installed(m)]
+        if missing:
+            out.append(
+                f"{config.display_name}: trial.preload names module(s) the tuner's Python "
+                f"cannot find, so they are not preloaded: {', '.join(missing)}."
+            )
     return out
+
+
+def module_installed(name: str) -> bool:
+    """Whether module ``name`` can be imported, found without importing it or its packages
+    (`importlib.util.find_spec` imports the parents of a dotted name: MindSpore, scikit-learn
+    and MLflow would then load into the controller just to check or plan its trials)."""
+    import importlib.machinery
+    import importlib.util
+
+    top, *rest = name.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    for part in rest:
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        spec = importlib.machinery.PathFinder.find_spec(
+            f"{spec.name}.{part}", list(spec.submodule_search_locations)
+        )
+    return spec is not None
 
 
 def unused_parameters(config: CampaignConfig) -> list[str]:

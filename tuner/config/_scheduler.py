@@ -123,7 +123,7 @@ class PbtConfig(_Model):
     )
     perturb: dict[str, Perturb] = Field(
         description="the parameters explore may change, and how (other parameters are "
-        "copied from the member exploited)"
+        "copied from the member whose checkpoint is taken)"
     )
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tuner.config._base import DEFAULT_PRUNER, DEFAULT_SAMPLER, PrunerName, SamplerName, _Model
-from tuner.config._types import Duration, RuleError, Seconds, suggest
+from tuner.config._types import Duration, RuleError, Seconds, WholeSeconds, suggest
 from tuner.search._registry import PRUNERS, SAMPLERS
 
 __all__ = [
@@ -43,6 +43,16 @@ def _no_bool(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_no_bool)]
 
 
+def _preload(value: Any) -> Any:
+    # true, false or a list of module names: "yes", 1 and a bare module name are refused
+    # rather than read as true.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return value
+    raise PydanticCustomError("preload_type", "must be true, false or a list of module names")
+
+
 class BudgetConfig(_Model):
     """When the campaign stops."""
 
@@ -67,29 +77,31 @@ class TrialConfig(_Model):
     grace_period: Seconds = Field(
         default=10.0, description="seconds between SIGTERM and SIGKILL when stopping a trial"
     )
-    preload: bool | list[str] = Field(
+    preload: Annotated[bool | list[str], BeforeValidator(_preload)] = Field(
         default=True,
         description="start each Python trial as a fork of a warm parent per slot that "
         "imported the script's framework once: true finds the modules from the script's "
         "imports, a list adds modules, false starts every trial as a fresh process",
     )
 
-    @field_validator("retry_on")
+    @field_validator("retry_on", mode="before")
     @classmethod
-    def _failures(cls, retry_on: list[int | str] | None) -> list[int | str] | None:
+    def _failures(cls, retry_on: Any) -> Any:
+        # Before pydantic reads the items: YAML true would otherwise become exit code 1.
         import signal
 
-        for i, item in enumerate(retry_on or []):
-            if isinstance(item, bool):
-                raise RuleError((i,), "must be an exit code, a signal name or timeout", item)
+        if not isinstance(retry_on, list):
+            return retry_on
+        rule = "must be an exit code 1-255, a signal name (SIGTERM, ...) or timeout"
+        for i, item in enumerate(retry_on):
+            if isinstance(item, bool) or (isinstance(item, int) and not 1 <= item <= 255):
+                raise RuleError((i,), rule, item)
             if (
                 isinstance(item, str)
                 and item != "timeout"
                 and item not in signal.Signals.__members__
             ):
-                raise RuleError(
-                    (i,), "must be an exit code, a signal name (SIGTERM, ...) or timeout", item
-                )
+                raise RuleError((i,), rule, item)
         return retry_on
 
     def retries_on(self, exit_code: int | None, signal_name: str | None, timed_out: bool) -> bool:
@@ -236,6 +248,13 @@ class CheckpointConfig(_Model):
         "the trial run's MLflow artifacts, and downloaded from there to resume",
     )
     keep: Int = Field(default=2, ge=1, description="checkpoints kept per trial (the newest)")
+    keep_finished: Int = Field(
+        default=1,
+        ge=0,
+        description="checkpoints a trial keeps once it has ended for good (COMPLETE, FAIL "
+        "with no retry left, PRUNED by the pruner; not a trial ASHA paused, nor under PBT): "
+        "the newest; 0 removes its folder",
+    )
 
     @model_validator(mode="after")
     def _shared_has_path(self) -> CheckpointConfig:
@@ -249,12 +268,11 @@ class HeartbeatConfig(_Model):
     tell each other they are alive. ``--heartbeat``/``--stale-after`` and
     ``TUNER_HEARTBEAT_INTERVAL``/``TUNER_HEARTBEAT_GRACE`` override these, in that order."""
 
-    interval: Int | None = Field(
-        default=None, ge=1, description="seconds between heartbeats (default 5)"
+    interval: WholeSeconds = Field(
+        default=None, description="seconds between heartbeats (default 5)"
     )
-    grace: Int | None = Field(
+    grace: WholeSeconds = Field(
         default=None,
-        ge=1,
         description="a RUNNING trial without a heartbeat for this many seconds is re-queued "
         "(default: max(30, 3 x interval))",
     )

@@ -19,6 +19,7 @@ __all__ = [
     "Scalar",
     "Seconds",
     "UnknownKey",
+    "WholeSeconds",
     "closest",
     "format_value",
     "one_of",
@@ -218,6 +219,34 @@ Seconds = Annotated[
             "anyOf": [
                 {"type": "number", "exclusiveMinimum": 0},
                 {"type": "string", "pattern": r"^(\d+(\.\d*)?(s|m|min|h|d)?)+$"},
+            ]
+        }
+    ),
+]
+
+
+def _whole_seconds(value: Any) -> int | None:
+    seconds = _duration(value)
+    if seconds is None:
+        return None
+    if seconds != int(seconds):
+        raise PydanticCustomError(
+            "duration_whole", "must be whole seconds, such as 5, '5s' or '1m'"
+        )
+    return int(seconds)
+
+
+#: Whole seconds (>= 1) or null: ``5``, ``"5s"``, ``"1m"``, for settings counted in seconds
+#: (Optuna's heartbeat takes an integer).
+WholeSeconds = Annotated[
+    int | None,
+    BeforeValidator(_whole_seconds),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": r"^(\d+(s|m|min|h|d)?)+$"},
+                {"type": "null"},
             ]
         }
     ),

@@ -11,6 +11,7 @@ from tuner.executors._base import (
     TrialSpec,
     attempt_folder,
 )
+from tuner.executors._procs import known_ended
 
 __all__ = [
     "Executor",
@@ -20,4 +21,5 @@ __all__ = [
     "TrialOutcome",
     "TrialSpec",
     "attempt_folder",
+    "known_ended",
 ]

@@ -73,6 +73,14 @@ def is_alive(info: Mapping[str, Any]) -> bool:
     return stat is not None and stat[1] == info.get("start_ticks")
 
 
+def known_ended(info: Mapping[str, Any]) -> bool:
+    """True when the process recorded in ``info`` ran on this machine since its last boot
+    and is gone; False while it runs, and where this machine cannot tell (another host)."""
+    if info.get("boot_id") != boot_id() or "pid" not in info:
+        return False
+    return not is_alive(info)
+
+
 def group_members(info: Mapping[str, Any]) -> list[int]:
     """Live pids in the recorded process group that started no earlier than its leader.
 

@@ -151,18 +151,9 @@ def _find_spec(name: str) -> Any:
 
 
 def _installed(name: str) -> bool:
-    """Whether module ``name`` can be imported, found without importing it or its packages
-    (`importlib.util.find_spec` imports the parents of a dotted name: MindSpore, scikit-learn
-    and MLflow would then load into the controller just to plan its trials)."""
-    top, *rest = name.split(".")
-    spec = _find_spec(top)
-    for part in rest:
-        if spec is None or not spec.submodule_search_locations:
-            return False
-        spec = importlib.machinery.PathFinder.find_spec(
-            f"{spec.name}.{part}", list(spec.submodule_search_locations)
-        )
-    return spec is not None
+    from tuner.config import module_installed
+
+    return module_installed(name)
 
 
 def _imports(path: str) -> list[str]:

@@ -181,7 +181,7 @@ def derive_campaign(
             f"--target {target}: no finished run of {label} recorded it "
             f"({len(kept)} finished run(s); their metrics: {have or 'none'})."
         )
-    candidates, left_out, source = _candidates(runs, rows)
+    candidates, left_out, source, declared = _candidates(runs, rows)
     types = _param_types(rows)
     varying = [n for n in candidates if len({r.params.get(n) for r in rows}) > 1]
     if not varying:
@@ -252,6 +252,7 @@ def derive_campaign(
                 importance=ranked.get(n),
                 near=near.get(n),
                 flag=flags.get(n),
+                declared=declared.get(n),
             )
             for n in names
         ]
@@ -292,20 +293,26 @@ def derive_campaign(
 
 def _candidates(
     runs: Sequence[RunRecord], rows: Sequence[RunRecord]
-) -> tuple[list[str], dict[str, str], str]:
-    """The hyperparameter names, the varying params left out and why, and where the names
-    came from (for messages)."""
+) -> tuple[list[str], dict[str, str], str, dict[str, dict[str, Any]]]:
+    """The hyperparameter names, the varying params left out and why, where the names came
+    from (for messages), and the parameters as the source campaign declared them."""
     from lineage import tags
 
     recorded = list(dict.fromkeys(k for r in rows for k in sorted(r.params)))
     varying = {n for n in recorded if len({r.params.get(n) for r in rows}) > 1}
     campaigns = {r.tags[tags.CAMPAIGN] for r in rows if r.tags.get(tags.CAMPAIGN)}
     space: list[str] = []
+    declared: dict[str, dict[str, Any]] = {}
     for run in runs:
         is_campaign = run.tags.get(tags.RUN_TYPE) == tags.RUN_TYPE_CAMPAIGN
         if is_campaign and run.tags.get(tags.CAMPAIGN) in campaigns:
             prefix = tags.CAMPAIGN_SPACE_PREFIX
-            space += [k[len(prefix) :] for k in run.params if k.startswith(prefix)]
+            for key, text in run.params.items():
+                if key.startswith(prefix):
+                    space.append(key[len(prefix) :])
+                    spec = _declared(text)
+                    if spec is not None:
+                        declared.setdefault(key[len(prefix) :], spec)
     if space:
         names = [n for n in dict.fromkeys(space) if n in recorded]
         why = "not in the search space of campaign " + ", ".join(sorted(campaigns))
@@ -319,7 +326,22 @@ def _candidates(
         else:
             names, why, source = recorded, "", "every recorded param"
     left_out = {n: why for n in recorded if n in varying and n not in names}
-    return names, left_out, source
+    return names, left_out, source, declared
+
+
+def _declared(text: str) -> dict[str, Any] | None:
+    """A campaign run's ``space.<name>`` param as a parameter spec (``None``: unreadable)."""
+    try:
+        spec = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(spec, dict) or spec.get("type") not in ("float", "int", "categorical"):
+        return None
+    if spec["type"] == "categorical":
+        return spec if isinstance(spec.get("choices"), list) else None
+    numbers = (spec.get("low"), spec.get("high"))
+    ok = all(isinstance(x, int | float) for x in numbers)
+    return spec if ok else None
 
 
 def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:

@@ -10,6 +10,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from tuner.history._derive_ranges import (
+    MARGIN,
+    TOP_EDGE,
+    add_focus,
+    at_bound,
+    margin_share,
+    numeric_spec,
+    refined_span,
+    widen,
+)
+
 if TYPE_CHECKING:
     from lineage.importance import ParamImportance
     from lineage.store import RunRecord
@@ -26,18 +37,11 @@ __all__ = [
 #: The best runs a tuned range is refined around: this share of the runs, at least 3.
 TOP_SHARE = 0.25
 TOP_MIN = 3
-#: A refined numeric range is widened on each side by ``MARGIN / sqrt(k)`` of the recorded
-#: span, ``k`` the number of best runs it is refined around: the fewer runs locate the good
-#: region, the less that location is known, and a related task's optimum may have moved
-#: (0.24 of the span for the best 6 of 24 runs, 0.12 for 25 of 100).
-MARGIN = 0.6
 #: A parameter is fixed only when the upper end of the 95% interval of its importance is
 #: below this share of the explained variation: the analysis is confident it does not matter.
 FIX_BELOW = 0.05
 #: ... and the same holds over this best share of the runs (enough runs to analyse them).
 NEAR_TOP = 0.5
-#: The best runs whose place at a bound of the recorded range widens it beyond that bound.
-TOP_EDGE = 5
 #: An int parameter with at most this many distinct recorded values is a categorical.
 FEW_INTS = 4
 
@@ -107,12 +111,31 @@ def derive_parameter(
     importance: ParamImportance | None,
     flag: str | None,
     near: ParamImportance | None = None,
+    declared: dict[str, Any] | None = None,
 ) -> DerivedParameter:
+    """``declared``: the parameter as the source campaign declared it (its run's
+    ``space.<name>``); its type, scale, step and choices are kept, and only its bounds are
+    refined (inside them) or widened."""
     from lineage.importance import infer_spec
 
     present = [r for r in rows if _present(r.params.get(name))]
     texts = [r.params[name] for r in present]
     kind = _infer_kind(recorded_type, texts)
+    if declared is not None:
+        kind = "categorical" if declared.get("type") == "categorical" else str(declared["type"])
+        if kind == "categorical":
+            return _derive_declared_choices(
+                name,
+                rows,
+                present,
+                texts,
+                declared,
+                tuned=tuned,
+                refine=refine,
+                importance=importance,
+                near=near,
+                flag=flag,
+            )
     values = [_parse(kind, t) for t in texts]
     best = next((v for r, v in zip(present, values, strict=True) if r is rows[0]), None)
     in_best = best is not None
@@ -138,19 +161,32 @@ def derive_parameter(
                 "focus gives way when the best trial has another)"
             )
     else:
-        log = bool(infer_spec(name, values).log)
+        log = bool(declared.get("log")) if declared else bool(infer_spec(name, values).log)
         lo_all, hi_all = min(values), max(values)
+        step = None
+        if declared is not None:
+            lo_all, hi_all = declared["low"], declared["high"]
+            step = declared.get("step")
         recorded = (lo_all, hi_all)
         share = margin_share(len(top))
-        lo, hi = _refine(values, top, log=log, share=share) if refine else recorded
-        side = _at_bound(values, lo_all, hi_all, log=log)
+        span = [*values, lo_all, hi_all]
+        lo, hi = refined_span(span, top, log=log, share=share) if refine else recorded
+        side = at_bound(values, lo_all, hi_all, log=log)
         low, high = recorded
         if side is not None:
-            low, high = _widen(kind, lo_all, hi_all, log=log, side=side)
+            low, high = widen(kind, lo_all, hi_all, log=log, side=side, values=values, step=step)
             lo, hi = (low, hi) if side == "low" else (lo, high)
-        spec = _numeric_spec(kind, low, high, log=log, values=values)
+        spec = numeric_spec(kind, low, high, log=log, values=values)
+        if declared is not None:  # the campaign's own scale and grid, not inferred ones
+            spec = {"type": kind, "low": spec["low"], "high": spec["high"]}
+            if kind == "float" and side is None:
+                spec["low"], spec["high"] = float(lo_all), float(hi_all)
+            if log:
+                spec["log"] = True
+            if step is not None:
+                spec["step"] = step
         if refine:
-            _add_focus(spec, kind, lo, hi)
+            add_focus(spec, kind, lo, hi)
         how = (
             f"the span of the best {len(top)} of {len(present)} runs, widened on each side by "
             f"{share:.2f} of the recorded span [{_show(lo_all)}, {_show(hi_all)}] "
@@ -188,6 +224,55 @@ def derive_parameter(
     )
 
 
+def _derive_declared_choices(
+    name: str,
+    rows: Sequence[RunRecord],
+    present: Sequence[RunRecord],
+    texts: Sequence[str],
+    declared: dict[str, Any],
+    *,
+    tuned: bool,
+    refine: bool,
+    importance: ParamImportance | None,
+    near: ParamImportance | None,
+    flag: str | None,
+) -> DerivedParameter:
+    """A categorical the source campaign declared: every declared choice (one only a pruned
+    trial tried too), with a focus on those the best runs used."""
+    choices = list(declared.get("choices") or [])
+    by_text = {str(c).lower(): c for c in choices}
+    values = [by_text.get(t.strip().lower(), t) for t in texts]
+    best = next((v for r, v in zip(present, values, strict=True) if r is rows[0]), None)
+    in_best = best is not None
+    if best is None and values:
+        best = values[0]
+    top = values[: max(TOP_MIN, math.ceil(TOP_SHARE * len(present)))]
+    spec: dict[str, Any] = {"type": "categorical", "choices": choices}
+    how = f"every choice the source campaign declared ({len(present)} runs)"
+    used = [c for c in choices if c in top]
+    if refine and used and used != choices:
+        spec["focus"] = {"choices": used}
+        how = (
+            f"every declared choice, with a focus on the choices the best {len(top)} of "
+            f"{len(present)} runs used (one trial in five samples every choice, and the "
+            "focus gives way when the best trial has another)"
+        )
+    return DerivedParameter(
+        name=name,
+        kind="categorical",
+        tuned=tuned,
+        spec=spec if tuned else {},
+        recorded=tuple(choices),
+        log=False,
+        best=best,
+        importance=importance,
+        reason=_reason(tuned, importance, near, how),
+        flag=flag,
+        is_range=False,
+        in_best=in_best,
+    )
+
+
 def _present(text: str | None) -> bool:
     return text is not None and text.strip().lower() not in ("", "none", "null", "nan")
 
@@ -198,117 +283,6 @@ def _sorted(values: Any) -> list[Any]:
         return sorted(items)
     except TypeError:
         return sorted(items, key=str)
-
-
-def margin_share(k: int) -> float:
-    """The share of the recorded span a range refined around ``k`` best runs is widened by
-    on each side."""
-    return MARGIN / math.sqrt(max(k, 1))
-
-
-def _refine(
-    values: Sequence[float], top: Sequence[float], *, log: bool, share: float
-) -> tuple[float, float]:
-    def scale(x: float) -> float:
-        return math.log10(x) if log else x
-
-    def back(x: float) -> float:
-        return 10.0**x if log else x
-
-    a, b = scale(min(values)), scale(max(values))
-    lo, hi = scale(min(top)), scale(max(top))
-    margin = share * (b - a)
-    return back(max(a, lo - margin)), back(min(b, hi + margin))
-
-
-def _at_bound(values: Sequence[float], low: float, high: float, *, log: bool) -> str | None:
-    """``low`` or ``high`` when most of the `TOP_EDGE` best ``values`` (best first) sit within
-    `tuner.search.EDGE` of that end of ``[low, high]`` (on the log scale when ``log``)."""
-    from tuner.search import EDGE
-
-    best = values[:TOP_EDGE]
-    if len(best) < TOP_EDGE or high <= low:
-        return None
-
-    def scaled(x: float) -> float:
-        if log:
-            return (math.log(x) - math.log(low)) / (math.log(high) - math.log(low))
-        return (x - low) / (high - low)
-
-    for side, near in (("low", lambda x: x <= EDGE), ("high", lambda x: x >= 1 - EDGE)):
-        if sum(near(scaled(x)) for x in best) * 2 > len(best):
-            return side
-    return None
-
-
-def _widen(kind: str, lo: float, hi: float, *, log: bool, side: str) -> tuple[float, float]:
-    """``[lo, hi]`` grown beyond ``side`` (`tuner.search.widened`), not across zero for a
-    range of positive values, and to whole numbers for an int."""
-    from tuner.search import widened
-
-    low, high = widened(lo, hi, log, side)
-    if lo >= 0 and low < 0:
-        low = 0.0
-    if kind == "int":
-        low, high = math.floor(low), math.ceil(high)
-        if log:
-            low = max(low, 1)
-    return low, high
-
-
-def _add_focus(spec: dict[str, Any], kind: str, lo: float, hi: float) -> None:
-    """``spec["focus"]`` = ``[lo, hi]`` rounded outwards, when that is inside and narrower
-    than ``spec``'s range."""
-    if kind == "int":
-        flow, fhigh = float(math.floor(lo)), float(math.ceil(hi))
-    else:
-        flow, fhigh = _round_down(lo), _round_up(hi)
-    flow, fhigh = max(flow, spec["low"]), min(fhigh, spec["high"])
-    if (flow, fhigh) == (spec["low"], spec["high"]) or not flow < fhigh:
-        return
-    if kind == "int":
-        spec["focus"] = {"low": int(flow), "high": int(fhigh)}
-    else:
-        spec["focus"] = {"low": flow, "high": fhigh}
-
-
-def _numeric_spec(
-    kind: str, lo: float, hi: float, *, log: bool, values: Sequence[float]
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"type": kind}
-    if kind == "int":
-        low, high = math.floor(lo), math.ceil(hi)
-        if low == high:
-            low, high = low - 1 if low - 1 >= min(values) else low, high + 1
-        spec.update(low=int(low), high=int(high))
-        step = math.gcd(*(int(v) for v in values))
-        if not log and step > 1 and low % step == 0 and high % step == 0:
-            spec["step"] = step
-    else:
-        flow, fhigh = _round_down(lo), _round_up(hi)
-        if flow == fhigh:
-            fhigh = _round_up(fhigh * 1.01 if fhigh else 1e-3)
-        spec.update(low=flow, high=fhigh)
-    if log and spec["low"] > 0:
-        spec["log"] = True
-    return spec
-
-
-def _round_down(x: float, digits: int = 3) -> float:
-    return _round(x, digits, math.floor)
-
-
-def _round_up(x: float, digits: int = 3) -> float:
-    return _round(x, digits, math.ceil)
-
-
-def _round(x: float, digits: int, how: Any) -> float:
-    """``x`` to ``digits`` significant digits, rounded by ``how`` (floor or ceil)."""
-    if x == 0:
-        return 0.0
-    exponent = math.floor(math.log10(abs(x))) - digits + 1
-    unit = 10.0**exponent
-    return float(f"{how(x / unit) * unit:.{digits + 2}g}")
 
 
 def _show(x: Any) -> str:

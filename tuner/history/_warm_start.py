@@ -22,7 +22,8 @@ A run is skipped, with one of `SKIP_REASONS`, when it did not finish (a FAILED o
 run, a failed trial), was pruned (its value is that of an earlier step than a finished run's;
 pruned earlier runs are skipped, not imported with their last intermediate value), lacks
 an active parameter of the space, holds a value outside the space, or lacks a finite value
-of an objective. Parameters a run recorded that the space does not have are ignored; a
+of an objective. A PBT member's later segment (run tag ``tuner.member``) is skipped too: its
+parameters changed during training, so no one configuration reached its value. Parameters a run recorded that the space does not have are ignored; a
 conditional parameter whose ``when`` does not hold for the run is left out, as a trial of
 the campaign would leave it out.
 """
@@ -55,6 +56,7 @@ __all__ = ["SKIP_REASONS", "SourceTally", "WarmStartPlan", "apply", "load_histor
 SKIP_REASONS = (
     "not finished",
     "pruned",
+    "parameters changed during training",
     "missing a parameter",
     "outside the space",
     "missing the target",
@@ -226,6 +228,10 @@ def _convert(
 
 
 def _check_finished(run: RunRecord) -> None:
+    if run.tags.get("tuner.member") is not None:
+        # A PBT segment that went on from another member's checkpoint: its parameters
+        # changed during training, so no one configuration reached its value.
+        raise _Skip("parameters changed during training", "a PBT member's later segment")
     state = run.tags.get("tuner.state")  # a campaign's trial: its final state
     if state == "PRUNED":
         raise _Skip("pruned", "pruned by its campaign")

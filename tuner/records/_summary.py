@@ -160,17 +160,39 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
                 Analysis(metric, goal, f"{head}: not computed ({type(exc).__name__}: {exc})")
             )
             continue
-        names = ", ".join(
-            f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in result.params[:5]
-        )
-        never = list(getattr(result, "never_active", []) or [])
-        if never:
-            names += f"; never active: {', '.join(never)}"
-        run = result.analysis_run_id
-        where = f"{result.model}, analysis run {run}" if run else result.model
-        line = f"{head}: {names or 'computed'} ({where})"
-        out.append(Analysis(metric, goal, line, run))
+        line = f"{head}: {ranking_text(result)}"
+        if config.scheduler is not None and config.scheduler.name == "pbt":
+            line += (
+                "; PBT: each run counts with the values its lineage started with (the "
+                "changes are its hparam/<name> series)"
+            )
+        out.append(Analysis(metric, goal, line, result.analysis_run_id))
     return out
+
+
+def ranking_text(result: Any) -> str:
+    """What an importance analysis found, in a few words: the shares of the leading
+    parameters (``*`` significant) where its model predicts held-out runs better than their
+    mean and some parameter is significant; else that no parameter could be ranked, and
+    why, without the shares (a model worse than the mean gives one parameter all of a
+    meaningless share)."""
+    r2 = result.r2.get(result.model)
+    run = result.analysis_run_id
+    scored = f"held-out R² {r2:.2f}" if r2 is not None else ""
+    where = ", ".join(x for x in (result.model, scored, f"analysis run {run}" if run else "") if x)
+    never = list(getattr(result, "never_active", []) or [])
+    tail = f"; never active: {', '.join(never)}" if never else ""
+    if r2 is not None and r2 <= 0:
+        return (
+            f"no parameter could be ranked: the {result.model} predicts held-out runs no "
+            f"better than their mean{tail} ({where})"
+        )
+    if result.params and not any(p.significant for p in result.params):
+        return f"no parameter could be ranked: none is significant{tail} ({where})"
+    names = ", ".join(
+        f"{p.name}={p.importance:.2f}{'*' if p.significant else ''}" for p in result.params[:5]
+    )
+    return f"{names or 'computed'}{tail} ({where})"
 
 
 #: MLflow shows this tag as the run's description (Markdown).

@@ -34,7 +34,6 @@ from tuner.search._attrs import (
     LAUNCH_ATTR,
     PAUSED_ATTR,
     PROMOTED_FROM_ATTR,
-    PRUNE_ATTR,
     SUPERSEDES_ATTR,
 )
 
@@ -123,28 +122,17 @@ class Asha(Scheduler):
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str
     ) -> list[optuna.trial.FrozenTrial]:
-        import optuna
-
-        from tuner.executors import _procs
-
         left = []
-        storage = internals.storage_of(self.study)
         for frozen in orphans:
             rung = frozen.user_attrs.get(PAUSED_ATTR)
-            launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
-            if rung is None or not launch:
+            if rung is None or not frozen.user_attrs.get(LAUNCH_ATTR):
                 left.append(frozen)
                 continue
-            if launch.get("host") == host and launch.get("pid"):
-                _procs.end_group(launch, grace=self.config.trial.grace_period)
-            trial_id = internals.trial_id(frozen)
             why = (
                 f"paused by the asha scheduler at rung step {rung} (its controller died before "
                 "the pause was told; the next controller told it)"
             )
-            storage.set_trial_user_attr(trial_id, PRUNE_ATTR, why)
-            storage.set_trial_state_values(trial_id, optuna.trial.TrialState.PRUNED)
-            self._message(f"trial {frozen.number}: {why}")
+            self._end_pruned(frozen, host, why, {})
         return left
 
     def tick(self, rt: RunningTrial) -> None:

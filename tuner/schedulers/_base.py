@@ -77,6 +77,26 @@ class Scheduler(abc.ABC):
         Default: none."""
         return orphans
 
+    def _end_pruned(
+        self, frozen: optuna.trial.FrozenTrial, host: str, why: str, attrs: dict[str, Any]
+    ) -> None:
+        """Tell a trial its dead controller had decided about PRUNED, with ``why`` and
+        ``attrs``, after ending its process group when it ran on this ``host``."""
+        import optuna
+
+        from tuner.executors import _procs
+        from tuner.search import _internals as internals
+        from tuner.search._attrs import LAUNCH_ATTR, PRUNE_ATTR
+
+        launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
+        if launch.get("host") == host and launch.get("pid"):
+            _procs.end_group(launch, grace=self.config.trial.grace_period)
+        storage, trial_id = internals.storage_of(self.study), internals.trial_id(frozen)
+        for key, value in {PRUNE_ATTR: why, **attrs}.items():
+            storage.set_trial_user_attr(trial_id, key, value)
+        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.PRUNED)
+        self._message(f"trial {frozen.number}: {why}")
+
     def before_ask(self) -> int:
         """Enqueue the continuations now due; how many trials stopped counting."""
         now = time.monotonic()

@@ -16,7 +16,9 @@ that step, so the member's run shows one curve.
 Crash safety: the segment is marked superseded before its continuation is added; a
 controller that dies between the two leaves a superseded RUNNING trial, which the next
 controller re-runs from the member's own checkpoint (the exploit is lost, the member is
-not). Each decision is made under the study lock.
+not). One that dies after both, before the segment was told, leaves it RUNNING with its
+continuation in the study: the next controller tells it PRUNED (`recover`), so the member
+goes on once. Each decision is made under the study lock.
 """
 
 from __future__ import annotations
@@ -124,6 +126,30 @@ class Pbt(Scheduler):
         super().__init__(config, study, **kwargs)
         self.section: PbtConfig = config.scheduler
         self._maximize = config.target.goal == "maximize"
+
+    def recover(
+        self, orphans: list[optuna.trial.FrozenTrial], host: str
+    ) -> list[optuna.trial.FrozenTrial]:
+        """A member's trial its dead controller had replaced (its continuation is in the
+        study) is told PRUNED as exploited, not re-run: the continuation goes on for it."""
+        exploits = {
+            int(t.user_attrs[EXPLOIT_ATTR]["replaces"]): t
+            for t in self.study.get_trials(deepcopy=False)
+            if isinstance(t.user_attrs.get(EXPLOIT_ATTR), dict)
+        }
+        left = []
+        for frozen in orphans:
+            cont = exploits.get(frozen.number)
+            if cont is None:
+                left.append(frozen)
+                continue
+            step = cont.user_attrs[EXPLOIT_ATTR].get("step")
+            why = (
+                f"exploited by pbt at step {step}: member {member_of(frozen)} continues as trial "
+                f"{cont.number} (its controller died before this was told; the next one told it)"
+            )
+            self._end_pruned(frozen, host, why, {EXPLOITED_ATTR: step})
+        return left
 
     def reported(self, rt: RunningTrial, before: int, step: int) -> None:
         if rt.prune_reason is not None or rt.superseded:

@@ -27,6 +27,7 @@ __all__ = [
     "RETRY_HISTORY_ATTR",
     "RETRY_OF_ATTR",
     "RETRY_OF_USER_ATTR",
+    "SAMPLER_STARTS_ATTR",
     "SPACE_ATTR",
     "SPACE_CHANGES_ATTR",
     "STALE_ATTR",
@@ -107,3 +108,6 @@ WARM_START_ATTR = "tuner.warm_start"
 SPACE_ATTR = "tuner.space"
 #: Every accepted change of the space (``--allow-space-change``): ``[{"at", "change"}]``.
 SPACE_CHANGES_ATTR = "tuner.space_changes"
+#: How many controllers have opened the study with a seeded sampler: the first uses
+#: ``sampler.seed``, each later one (a resume, another worker) a seed derived from it.
+SAMPLER_STARTS_ATTR = "tuner.sampler_starts"

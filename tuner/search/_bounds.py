@@ -4,7 +4,8 @@ most often) cut the optimum off.
 `at_bounds` looks at the campaign's own best finished trials (imported runs excluded) and
 names every numeric parameter at whose low or high bound most of them sit (within ``EDGE`` of
 the range, in log space for log ranges). `widened` proposes the range grown by half its width
-(a decade each way on a log range), clipped to what the parameter allows.
+on that side (in log space on a log range), on the parameter's step grid, to whole numbers
+for an int, and never across zero for a range of values at or above it.
 """
 
 from __future__ import annotations
@@ -39,9 +40,13 @@ class AtBound:
     low: float
     high: float
     log: bool
+    step: float | None = None
+    integer: bool = False
 
     def line(self) -> str:
-        new_low, new_high = widened(self.low, self.high, self.log, self.side)
+        new_low, new_high = widened(
+            self.low, self.high, self.log, self.side, step=self.step, integer=self.integer
+        )
         return (
             f"{self.best} of the {self.of} best trials sit at the {self.side} bound of "
             f"{self.param} ({self.bound:g}): the optimum may lie beyond it; try "
@@ -49,13 +54,38 @@ class AtBound:
         )
 
 
-def widened(low: float, high: float, log: bool, side: str) -> tuple[float, float]:
-    """``[low, high]`` grown beyond ``side`` by half its width (log ranges: in log space)."""
+def widened(
+    low: float,
+    high: float,
+    log: bool,
+    side: str,
+    *,
+    step: float | None = None,
+    integer: bool = False,
+) -> tuple[float, float]:
+    """``[low, high]`` grown beyond ``side`` by half its width (log ranges: in log space, at
+    least half a decade), by whole ``step``s on a grid, to whole numbers for an ``integer``
+    (at least 1 on a log scale), and never below zero for a range that starts at or above it
+    (an int that starts above zero stays above it)."""
     if log and low > 0:
         span = max(math.log10(high) - math.log10(low), 1.0) / 2
-        return (low / 10**span, high) if side == "low" else (low, high * 10**span)
-    span = (high - low) / 2
-    return (low - span, high) if side == "low" else (low, high + span)
+        new_low, new_high = (low / 10**span, high) if side == "low" else (low, high * 10**span)
+    else:
+        span = (high - low) / 2
+        if step:
+            span = math.ceil(span / step) * step
+        new_low, new_high = (low - span, high) if side == "low" else (low, high + span)
+        if (low >= 0 and new_low < 0) or (integer and low > 0 and new_low <= 0):
+            if integer and low > 0:  # a count stays positive: its smallest positive grid value
+                unit = step or 1.0
+                new_low = low - math.floor((low - 1e-9) / unit) * unit
+            else:
+                new_low = low - math.floor(low / step) * step if step else 0.0
+    if integer:
+        new_low, new_high = math.floor(new_low), math.ceil(new_high)
+        if log:
+            new_low = max(new_low, 1)
+    return new_low, new_high
 
 
 def at_bounds(
@@ -96,5 +126,8 @@ def at_bounds(
             count = sum(near(v) for v in values)
             if values and count * 2 > len(values):
                 bound = low if side == "low" else high
-                out.append(AtBound(name, side, bound, count, len(values), low, high, log))
+                integer = isinstance(dist, IntDistribution)
+                step = float(dist.step) if dist.step is not None and not log else None
+                hit = AtBound(name, side, bound, count, len(values), low, high, log, step, integer)
+                out.append(hit)
     return out

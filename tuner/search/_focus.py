@@ -308,11 +308,7 @@ def focus_of(config: CampaignConfig) -> dict[str, FocusSpec]:
 def focused_if_set(
     config: CampaignConfig, sampler: optuna.samplers.BaseSampler
 ) -> optuna.samplers.BaseSampler:
-    """``sampler`` wrapped in `FocusedSampler` when a parameter has a ``focus`` (a grid
-    sampler walks its grid whatever the focus, and is left as it is)."""
-    from tuner.search._registry import GRID_SAMPLERS
-
+    """``sampler`` wrapped in `FocusedSampler` when a parameter has a ``focus`` (the caller
+    leaves a grid sampler out: it walks its grid whatever the focus)."""
     focus = focus_of(config)
-    if not focus or config.sampler.name in GRID_SAMPLERS:
-        return sampler
-    return FocusedSampler(sampler, focus)
+    return FocusedSampler(sampler, focus) if focus else sampler

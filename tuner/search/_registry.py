@@ -36,6 +36,7 @@ __all__ = [
     "PRUNERS",
     "PRUNER_REQUIRED",
     "SAMPLERS",
+    "controller_seed",
     "make_pruner",
     "make_sampler",
     "missing_dependency",
@@ -169,8 +170,20 @@ def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
     return space
 
 
-def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler named by ``config.sampler``, seeded with ``sampler.seed``."""
+def controller_seed(seed: int, starts: int) -> int:
+    """The seed of the ``starts``-th controller (0: the first) to open a study whose config
+    says ``sampler.seed: seed``: ``seed`` itself for the first, so a fresh campaign is
+    reproducible; for a later one (a resume, another worker) a seed derived from both, so it
+    does not replay the first controller's proposals."""
+    import random
+
+    return seed if starts == 0 else random.Random(f"{seed}/{starts}").getrandbits(31)
+
+
+def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler named by ``config.sampler``, seeded with ``seed`` (default
+    ``sampler.seed``; see `controller_seed`)."""
+    seed = config.sampler.seed if seed is None else seed
     name = config.sampler.name
     cls = SAMPLERS[name]()
     kwargs: dict[str, Any] = dict(config.sampler.options)
@@ -183,7 +196,7 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
     if isinstance(kwargs.get("independent_sampler"), str):
         independent = _INDEPENDENT[kwargs["independent_sampler"]]()
         # The fallback for parameters the relative sampler cannot model (conditional ones).
-        kwargs["independent_sampler"] = independent(seed=config.sampler.seed)
+        kwargs["independent_sampler"] = independent(seed=seed)
     if isinstance(kwargs.get("crossover"), str):
         kwargs["crossover"] = _quietly(_CROSSOVERS[kwargs["crossover"]]())
     if name in GRID_SAMPLERS:
@@ -205,8 +218,8 @@ def make_sampler(config: CampaignConfig) -> optuna.samplers.BaseSampler:
     if name == "tpe" and config.resources.parallel > 1:
         # Without it, parallel workers ask while others run and get near-duplicate proposals.
         kwargs.setdefault("constant_liar", True)
-    if config.sampler.seed is not None:
-        kwargs["seed"] = config.sampler.seed
+    if seed is not None:
+        kwargs["seed"] = seed
     sampler = _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
     return wrap_sampler(config, sampler)
 
@@ -219,7 +232,9 @@ def wrap_sampler(
     warm start is measured on every trial and the focus filters only what is sampled."""
     from tuner.search._focus import focused_if_set
 
-    return ranked_if_warm(config, focused_if_set(config, sampler))
+    if config.sampler.name not in GRID_SAMPLERS:  # a grid walks its grid whatever the focus
+        sampler = focused_if_set(config, sampler)
+    return ranked_if_warm(config, sampler)
 
 
 def ranked_if_warm(

@@ -151,4 +151,17 @@ def create_study(config: CampaignConfig, storage: BaseStorage) -> optuna.Study:
             f"Optuna storage {url}: study {config.study_name!r} exists with directions "
             f"{have}, but the config asks for {directions}; use another name"
         )
+    if config.sampler.seed is not None:
+        # A seeded sampler restarts its sequence in every process: a resumed controller, or a
+        # second worker, would propose the first one's parameters again. Each controller to
+        # open the study counts itself (under the setup lock where several share it) and
+        # seeds from the count; the first keeps the seed, so a fresh campaign is reproducible.
+        from tuner.search._attrs import SAMPLER_STARTS_ATTR
+        from tuner.search._registry import controller_seed
+
+        starts = int(study.user_attrs.get(SAMPLER_STARTS_ATTR, 0))
+        study.set_user_attr(SAMPLER_STARTS_ATTR, starts + 1)
+        if starts:
+            seed = controller_seed(config.sampler.seed, starts)
+            study.sampler = make_sampler(config, seed=seed)
     return study
