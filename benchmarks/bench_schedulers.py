@@ -55,6 +55,10 @@ HERE = Path(__file__).resolve().parent
 ARMS = ("tpe-none", "tpe-median", "tpe-sha", "tuner-asha", "tuner-pbt", "ray-asha", "ray-pbt")
 TUNER_SCHEDULERS = ("tuner-asha", "tuner-pbt")
 BASELINE, PRUNED = "tpe-none", "tpe-median"
+RAY_NOTE = (
+    "Ray Tune's arms run on a local Ray started with 2 CPUs: Ray 2.60 refuses local mode "
+    "(`ray.init(local_mode=True)`: 'local_mode is no longer supported')."
+)
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -292,11 +296,14 @@ def main(argv: list[str] | None = None) -> int:
     figures |= {"arms": summary, "goals": _goals(summary)}
     if skipped:
         figures["not_run"] = skipped
+    dates = sorted(t["date"] for runs in traces.values() for t in runs)
     path = write_result(
         "schedulers",
         figures,
         store="sqlite",
         params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,
+        # A run that reused earlier campaigns' traces says when they ran (per arm: measured).
+        notes=f"The campaigns ran from {dates[0]} to {dates[-1]}. {RAY_NOTE}",
         results_dir=args.results_dir,
     )
     print(f"result: {path}")

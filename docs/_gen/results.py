@@ -362,7 +362,7 @@ def _schedulers(f: dict[str, Any]) -> tuple[str, str, str]:
         if arm in arms:
             ours += f"; {label} **{epochs(arm)}**"
     ratios = [
-        f"{label} {_n(_get(arms, arm, 'epochs_ratio_to_tpe-median'))}"
+        f"{label} {_n(_get(arms, arm, 'epochs_ratio_to_tpe-median')).replace('?', '-')}"
         for arm, label in (("tuner-asha", "ASHA"), ("tuner-pbt", "PBT"))
         if arm in arms
     ]

@@ -142,7 +142,7 @@ def test_a_paused_trial_is_promoted_and_resumes_from_its_checkpoint(
     )  # fmt: skip
     assert "PAUSED 3  PROMOTED 1" in shown.stdout
     assert (
-        f"trial {cont.number} (attempt 1, COMPLETE) promoted: continues paused trial "
+        f"trial {cont.number} (attempt 2, COMPLETE) promoted: continues paused trial "
         f"{paused.number} from step 1" in shown.stdout
     )
     listed = subprocess.run(

@@ -1,0 +1,79 @@
+"""``benchmarks/bench_schedulers.py``'s arithmetic on counted epochs, without campaigns (its
+``--quick`` run starts several campaigns, minutes on two cores): epochs to the target with
+seeds that miss it, resumed processes, the goals, and the docs' table of the result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench() -> Any:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_schedulers
+
+        yield bench_schedulers
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def _trace(accuracies: list[float], continuations: int = 0) -> dict[str, Any]:
+    return {
+        "epochs": [[a, 0.01] for a in accuracies],
+        "wall_s": 1.0,
+        "date": "2026-01-01 00:00 UTC",
+        "continuations": continuations,
+    }
+
+
+def test_a_seed_that_misses_the_target_counts_as_infinitely_many_epochs(bench: Any) -> None:
+    traces = {
+        "tpe-none": [_trace([0.5, 0.9]), _trace([0.9]), _trace([0.5, 0.6])],
+        "tpe-median": [_trace([0.5, 0.6]), _trace([0.5, 0.5, 0.9]), _trace([0.1])],
+        "tuner-asha": [_trace([0.9]), _trace([0.95]), _trace([0.5, 0.91], continuations=2)],
+    }
+    summary = bench._summary(traces, target=0.9)
+    assert summary["tpe-none"]["median_epochs_to_target"] == 2  # of 2, 1, missed
+    assert summary["tpe-median"]["seeds_reaching_target"] == 1
+    assert summary["tpe-median"]["median_epochs_to_target"] is None  # the median seed missed
+    assert summary["tuner-asha"]["median_epochs_to_target"] == 1
+    assert summary["tuner-asha"]["epochs_ratio_to_tpe-none"] == 0.5
+    assert summary["tuner-asha"]["median_continuations"] == 0
+    goals = bench._goals(summary)
+    assert goals["asha_or_pbt_epochs_at_most_half_of_tpe_median"] == {
+        "tuner-asha": None,
+        "met": False,
+    }
+
+
+def test_an_epoch_that_does_not_follow_its_process_is_a_continuation(bench: Any) -> None:
+    rows = [
+        {"pid": 1, "epoch": 1},
+        {"pid": 1, "epoch": 2},
+        {"pid": 2, "epoch": 4},  # a promoted trial resumes after its checkpoint of epoch 3
+        {"pid": 1, "epoch": 1},  # a reused process starts another trial
+        {"pid": 1, "epoch": 7},  # an exploit restores another member's checkpoint
+    ]
+    assert bench._continuations(rows) == 2
+
+
+def test_the_docs_show_one_row_per_arm_and_each_goal(bench: Any) -> None:
+    sys.path.insert(0, str(ROOT / "docs" / "_gen"))
+    try:
+        import results
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_gen"))
+    summary = bench._summary({"tpe-none": [_trace([0.9])], "ray-pbt": [_trace([0.1])]}, 0.9)
+    figures = {"target_val_accuracy": 0.9, "arms": summary, "goals": bench._goals(summary)}
+    lines = results._schedulers_table({"figures": figures})
+    rows = [line for line in lines if line.startswith("| `")]
+    assert [row.split("|")[1].strip() for row in rows] == ["`tpe-none`", "`ray-pbt`"]
+    assert "| - |" in rows[1]  # never reached
+    assert any(line.startswith("Goal `asha_or_pbt") and "not met" in line for line in lines)
