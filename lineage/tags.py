@@ -68,6 +68,8 @@ __all__ = [
     "TRIAL_EXPLOITED_AT",
     "TRIAL_FIRST",
     "TRIAL_MEMBER",
+    "TRIAL_NUMBER",
+    "TRIAL_PARENT",
     "TRIAL_PAUSED_AT",
     "TRIAL_PROMOTED_FROM",
     "TRIAL_RESUMED_STEP",
@@ -185,6 +187,11 @@ TRIAL_STATE_PRUNED = "PRUNED"
 #: shows such a run as PAUSED or EXPLOITED.
 TRIAL_PAUSED_AT = "tuner.paused_at"
 TRIAL_EXPLOITED_AT = "tuner.exploited_at"
+#: On a trial run: its Optuna trial number, and for a continuation (a retry, a resumed or
+#: promoted trial) the number of the trial it continues. A paused run that another run
+#: continues was promoted: the run table shows it as PROMOTED.
+TRIAL_NUMBER = "tuner.trial_number"
+TRIAL_PARENT = "tuner.parent_trial"
 #: Optuna user attributes of a scheduled campaign's trials (spelled by ``tuner.search``;
 #: ``lineage`` reads them by name): the paused trial's rung step (``TRIAL_PAUSED_AT``), the
 #: paused trial a promoted continuation resumes, the step a PBT segment was copied over at
