@@ -128,12 +128,18 @@ def _candidates(root: Path) -> list[Path]:
 
 
 def latest_good(
-    root: str | os.PathLike[str], *, warn: Callable[[str], object] | None = None
+    root: str | os.PathLike[str],
+    *,
+    warn: Callable[[str], object] | None = None,
+    at_most: int | None = None,
 ) -> Checkpoint | None:
-    """The newest committed, intact checkpoint under ``root``, or None. Each newer one that
-    cannot be used is reported through ``warn`` in one line and skipped."""
+    """The newest committed, intact checkpoint under ``root`` (with ``at_most``: of that
+    step or an earlier one), or None. Each newer one that cannot be used is reported
+    through ``warn`` in one line and skipped."""
     for folder in _candidates(Path(root)):
         step, why = _read(folder)
+        if step is not None and at_most is not None and step > at_most:
+            continue
         if step is not None:
             return Checkpoint(folder, step)
         if warn is not None:

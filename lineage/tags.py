@@ -64,8 +64,15 @@ __all__ = [
     "RUN_TYPE_TRIAL",
     "TRAINABLE_PARAMS",
     "TRAINABLE_PARAMS_KEYS",
+    "TRIAL_EXPLOIT",
     "TRIAL_EXPLOITED_AT",
+    "TRIAL_FIRST",
+    "TRIAL_MEMBER",
+    "TRIAL_NUMBER",
+    "TRIAL_PARENT",
     "TRIAL_PAUSED_AT",
+    "TRIAL_PROMOTED_FROM",
+    "TRIAL_RESUMED_STEP",
     "TRIAL_STATE",
     "TRIAL_STATE_PRUNED",
     "USER",
@@ -180,3 +187,19 @@ TRIAL_STATE_PRUNED = "PRUNED"
 #: shows such a run as PAUSED or EXPLOITED.
 TRIAL_PAUSED_AT = "tuner.paused_at"
 TRIAL_EXPLOITED_AT = "tuner.exploited_at"
+#: On a trial run: its Optuna trial number, and for a continuation (a retry, a resumed or
+#: promoted trial) the number of the trial it continues. A paused run that another run
+#: continues was promoted: the run table shows it as PROMOTED.
+TRIAL_NUMBER = "tuner.trial_number"
+TRIAL_PARENT = "tuner.parent_trial"
+#: Optuna user attributes of a scheduled campaign's trials (spelled by ``tuner.search``;
+#: ``lineage`` reads them by name): the paused trial's rung step (``TRIAL_PAUSED_AT``), the
+#: paused trial a promoted continuation resumes, the step a PBT segment was copied over at
+#: (``TRIAL_EXPLOITED_AT``), the copy on the segment that continues it (``{"member", "donor",
+#: "step", "from_step", "perturbed"}``), the member a segment belongs to (the number of its
+#: first segment), the first trial of a retry chain and the step a continuation resumed at.
+TRIAL_PROMOTED_FROM = "tuner.promoted_from"
+TRIAL_EXPLOIT = "tuner.exploit"
+TRIAL_MEMBER = "tuner.member"
+TRIAL_FIRST = "tuner.first_trial"
+TRIAL_RESUMED_STEP = "tuner.resumed_step"

@@ -150,17 +150,18 @@ def print_runs_table(
     as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
     left out; else exactly ``fields``."""
     from lineage.query._layout import format_table, table_layout
-    from lineage.query._table import is_training, run_kind, shown_status
+    from lineage.query._table import continued_trials, is_training, run_kind, shown_status
 
     start_format = _start_format(runs)
     # Trials and scripts' runs first; a campaign's parent run and its analyses after them,
     # apart, so that the first rows are the runs being compared.
     records = [r for r in runs if not is_training(r)]
     runs = [r for r in runs if is_training(r)] + records
+    continued = continued_trials(runs)
 
     def value(field: Any, run: Any) -> Any:
         if field.kind == "attributes" and field.key == "status":
-            return shown_status(run)
+            return shown_status(run, continued)
         return field.value(run)
 
     def render(field: Any, value: Any) -> str:

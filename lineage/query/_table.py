@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from lineage import tags as T
 from lineage._errors import UsageError
@@ -38,17 +38,23 @@ def is_training(run: RunRecord) -> bool:
     return run_kind(run) == T.RUN_KIND_TRAINING
 
 
-def shown_status(run: RunRecord) -> str:
+def shown_status(run: RunRecord, continued: Collection[str] = ()) -> str:
     """The run's status as a person reads it: ``PRUNED`` for a pruned trial (MLflow holds
     it as KILLED), ``PAUSED`` or ``EXPLOITED`` for one a scheduler stopped to resume or to
-    replace, else MLflow's status."""
+    replace, ``PROMOTED`` for a paused one whose trial number is in ``continued`` (the trials
+    other runs continue: `continued_trials`), else MLflow's status."""
     if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
         if T.TRIAL_EXPLOITED_AT in run.tags:
             return "EXPLOITED"
         if T.TRIAL_PAUSED_AT in run.tags:
-            return "PAUSED"
+            return "PROMOTED" if run.tags.get(T.TRIAL_NUMBER) in continued else "PAUSED"
         return "PRUNED"
     return run.status
+
+
+def continued_trials(runs: Iterable[RunRecord]) -> set[str]:
+    """The trial numbers (as their tags spell them) that some run of ``runs`` continues."""
+    return {str(r.tags[T.TRIAL_PARENT]) for r in runs if r.tags.get(T.TRIAL_PARENT) is not None}
 
 
 def keys_of(runs: Sequence[RunRecord], kind: str) -> list[str]:

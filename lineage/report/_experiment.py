@@ -127,7 +127,8 @@ def report_experiment(
             spaces=spaces,
             histories=histories,
             study_name=exp.name,
-            warm_tags=WARM_START_KEYS,
+            # A run's paused/exploited tags travel too: the figures mark such trials apart.
+            warm_tags=(*WARM_START_KEYS, tags.TRIAL_PAUSED_AT, tags.TRIAL_EXPLOITED_AT),
         )
     finally:
         store.close()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage._errors import UsageError
 from lineage.report import _figures as F
+from lineage.report import _schedule as S
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -26,6 +27,8 @@ __all__ = ["WARM_START_KEYS", "Report", "is_warm_started", "render_report"]
 WARM_START_KEYS = ("tuner:imported", "tuner.imported_from")
 PAGE = "report.html"
 INDEX = "report.json"
+#: A PBT study's hyperparameter schedule: one row per member's segment.
+SCHEDULE = "schedule.csv"
 _MAX_PARALLEL_PARAMS = 10
 
 
@@ -113,7 +116,9 @@ def render_report(
     as diamonds), parallel coordinates of the parameters and the objective with the
     ``best`` best trials in red (at most a quarter of them), a contour of the two most important parameters and a slice
     of each. Then the intermediate values (pruned trials dotted, an x where each stopped)
-    when trials reported any, and the Pareto front for two or three objectives.
+    when trials reported any, and the Pareto front for two or three objectives. Trials a
+    scheduler paused, promoted or copied over (PBT) are marked apart in the history and the
+    intermediate values; a PBT study adds its population's lineage and ``schedule.csv``.
 
     ``importances`` maps an objective name to its parameters, most important first (e.g. from
     a ``lineage importance`` analysis); otherwise Optuna's fANOVA orders them. Raises
@@ -150,7 +155,7 @@ def render_report(
         for i, name in enumerate(names):
             ranked = list((importances or {}).get(name) or _importances(study, i, params))
             ranked = [p for p in ranked if p in params] + [p for p in params if p not in ranked]
-            figures.append(F.history(study, i, name, warm))
+            figures.append(_history(study, i, name, warm, done))
             if params:
                 figures.append(F.parallel(study, i, name, ranked[:_MAX_PARALLEL_PARAMS], best))
                 if len(ranked) >= 2:
@@ -159,13 +164,17 @@ def render_report(
                     report.notes.append(f"contour of {name}: only one parameter varies")
                 figures.append(F.slices(study, i, name, ranked[:2]))
         if n_obj == 1 and any(t.intermediate_values for t in trials):
-            figures.append(F.intermediate(study, pruned))
+            figures.append(_intermediate(study, pruned, trials))
         elif n_obj == 1:
             report.notes.append("intermediate values: no trial reported any")
         if 2 <= n_obj <= 3:
             figures.append(F.pareto(study, names))
         elif n_obj > 3:
             report.notes.append(f"Pareto front: {n_obj} objectives cannot be drawn (2 or 3 can)")
+        segments = S.segments(study)
+        if segments:
+            figures.append(S.lineage_figure(segments))
+            report.files.append(S.write_schedule(segments, out / SCHEDULE))
         for fig in figures:
             report.files.append(_save_png(fig, out / f"{fig.stem}.png"))
             report.views.append(
@@ -180,6 +189,28 @@ def render_report(
     (out / INDEX).write_text(json.dumps(report.to_dict(), indent=2, default=str), encoding="utf-8")
     report.files.append(out / INDEX)
     return report
+
+
+def _history(
+    study: Study, index: int, name: str, warm: Sequence[int], done: Sequence[FrozenTrial]
+) -> F.Figure:
+    """The history, promoted trials and PBT segments that started from a donor marked."""
+    fig = F.history(study, index, name, warm)
+    points: dict[str, list[tuple[float, float]]] = {}
+    for t in done:
+        kind = S.kind_of(t)
+        if kind is not None:
+            points.setdefault(kind, []).append((t.number, t.values[index]))
+    fig.caption += S.add_marks(fig.plotly, fig.axes, points)
+    return fig
+
+
+def _intermediate(study: Study, pruned: Sequence[int], trials: Sequence[FrozenTrial]) -> F.Figure:
+    """The curves, with a mark where each trial was paused, promoted or copied over."""
+    fig = F.intermediate(study, pruned)
+    points = {k: [(x, y) for _, x, y in v] for k, v in S.marks(trials).items()}
+    fig.caption += S.add_marks(fig.plotly, fig.axes, points)
+    return fig
 
 
 def _save_png(fig: F.Figure, path: Path) -> Path:

@@ -102,8 +102,9 @@ def study_from_runs(
     """An in-memory study with one trial per run (see the module docstring). ``goals`` are
     ``minimize``/``maximize``, one per target; ``histories(run_id)`` returns a run's metric
     histories (for intermediate values, single target only); a run carrying one of
-    ``warm_tags`` keeps it as a user attribute (warm-started trials are drawn apart). Each
-    trial's user attributes name its run (``mlflow.run_id``, ``mlflow.run_name``)."""
+    ``warm_tags`` keeps it as a user attribute (warm-started trials and those a scheduler
+    paused or copied over are drawn apart). Each trial's user attributes name its run
+    (``mlflow.run_id``, ``mlflow.run_name``)."""
     import optuna
     from optuna.trial import TrialState, create_trial
 

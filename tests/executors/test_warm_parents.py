@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -168,3 +169,72 @@ def test_slots_alike_share_one_round_of_imports(tmp_path: Path) -> None:
     while any(is_alive(p) for p in parents):
         assert time.monotonic() < deadline, "a warm parent outlived its executor"
         time.sleep(0.1)
+
+
+_THREADS = """import json, os, sys
+import numpy, threadpoolctl
+threads = [p["num_threads"] for p in threadpoolctl.threadpool_info()]
+json.dump({"threads": threads, "ppid": os.getppid()}, open(sys.argv[1], "w"))
+"""
+
+
+def test_the_campaign_env_reaches_what_the_warm_parent_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from tuner.config import load_config
+    from tuner.executors._factory import default_executor
+
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    # A numpy.py in the controller's working directory shadows nothing in the warm parent.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "numpy.py").write_text("raise ImportError('the shadow was imported')\n")
+    script = tmp_path / "scripts" / "threads.py"
+    script.parent.mkdir()
+    script.write_text(_THREADS)
+    config = {
+        "name": "env-at-import",
+        "command": [sys.executable, str(script), "{x}"],
+        "target": {"metric": "v", "goal": "minimize"},
+        "parameters": {"x": {"type": "float", "low": 0, "high": 1}},
+        "env": {"OMP_NUM_THREADS": "1"},
+        "budget": {"trials": 1},
+        "resources": {"kind": "cpu", "parallel": 1},
+        "lineage": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    executor = default_executor(load_config(tmp_path / "c.yaml"), tmp_path / "trials")
+    out = tmp_path / "threads.json"
+    try:
+        trial = TrialSpec(
+            number=0, attempt=1, params={}, argv=[sys.executable, str(script), str(out)],
+            env={"OMP_NUM_THREADS": "1"}, grace_period=2,
+        )  # fmt: skip
+        (result,) = drive(executor, [executor.submit(trial)])
+    finally:
+        executor.shutdown()
+    assert result.outcome.exit_code == 0, result.outcome.stderr_tail
+    seen = json.loads(out.read_text())
+    # Forked by a warm parent (not started cold by this process), with one thread.
+    assert seen["ppid"] != os.getpid() and seen["threads"] == [1]
+
+
+def test_a_warm_parent_whose_controller_is_gone_ends_quietly(tmp_path: Path) -> None:
+    script = tmp_path / "nap.py"
+    script.write_text("import time\ntime.sleep(1)\n")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    cmd = [sys.executable, "-P", "-m", "tuner.executors._forkserver_main"]
+    cmd += [str(theirs.fileno()), "[]", str(tmp_path)]
+    proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stderr=subprocess.PIPE)
+    theirs.close()
+    assert json.loads(ours.recv(4096))["ready"]
+    request = {"target": str(script), "module": False, "args": [], "cwd": str(tmp_path),
+               "env": dict(os.environ)}  # fmt: skip
+    with open(os.devnull, "wb") as sink:
+        socket.send_fds(ours, [json.dumps(request).encode()], [sink.fileno(), sink.fileno()])
+    assert json.loads(ours.recv(4096))["pid"]
+    ours.close()  # the controller dies while its trial runs
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b"Traceback" not in err, err.decode()

@@ -79,12 +79,13 @@ def test_the_worst_member_copies_a_top_member_and_explores(
         # The segment it replaces: stopped at an interval step, superseded, PRUNED.
         assert replaced.state.name == "PRUNED" and "tuner:stale" in replaced.system_attrs
         assert replaced.user_attrs["tuner.exploited_at"] == info["step"]
-        assert info["step"] >= 2  # at or just past a multiple of interval
+        assert info["step"] >= 2 and info["from_step"] >= 0  # past a multiple of interval
         member = replaced.user_attrs.get("tuner.member", replaced.number)
         assert cont.user_attrs["tuner.member"] == info["member"] == member
         # It started from the donor's checkpoint: parent, step, and the state it carried.
         assert cont.user_attrs["tuner.parent_trial"] == donor.number != replaced.number
         resumed = cont.user_attrs["tuner.resumed_step"]
+        assert resumed == info["from_step"]  # the checkpoint the decision saw, copied then
         assert starts[cont.number] == (resumed + 1, starts[_root(by_number, donor)][1])
         for step in range(resumed + 1):
             assert cont.intermediate_values[step] == donor.intermediate_values[step]

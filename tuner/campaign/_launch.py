@@ -14,7 +14,7 @@ from lineage import checkpoints
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
 from tuner.campaign._running import Prepared, RunningTrial
-from tuner.checkpoints import make_store
+from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec, attempt_folder
 from tuner.records import _tags as T
@@ -22,6 +22,7 @@ from tuner.search import _internals as internals
 from tuner.search import continue_history, first_trial, parent_trial
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
     LAUNCH_ATTR,
     MEMBER_ATTR,
     PARENT_ATTR,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher", "copy_latest"]
+__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher"]
 
 #: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
 HPARAM_PREFIX = "hparam/"
@@ -88,9 +89,10 @@ class Launcher:
         """Keep what trial ``number``'s attempt reported, for a retry that resumes it."""
         self._histories[number] = history
 
-    def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> Path:
-        """The checkpoint folder every attempt of ``trial``'s chain shares."""
-        return self._checkpoints.folder(first_trial(trial))
+    def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial | int) -> Path:
+        """The checkpoint folder every attempt of ``trial``'s chain shares (a number: the
+        folder of a chain that trial starts)."""
+        return self._checkpoints.folder(trial if isinstance(trial, int) else first_trial(trial))
 
     def chain_ended(self, rt: RunningTrial) -> None:
         """Trim the checkpoints of ``rt``'s chain, which ended for good (COMPLETE, a FAIL not
@@ -121,8 +123,11 @@ class Launcher:
             )
         if source != folder and checkpoints.latest_good(folder) is None:
             # A continuation that starts from another chain's checkpoint (a PBT exploit):
-            # that checkpoint is copied into its own folder, which it then goes on writing.
-            copy_latest(source, folder, warn)
+            # that checkpoint is copied into its own folder, which it then goes on writing;
+            # the one the decision saw when it is still there (the other chain went on).
+            exploit = trial.user_attrs.get(EXPLOIT_ATTR)
+            seen = exploit.get("from_step") if isinstance(exploit, dict) else None
+            copy_latest(source, folder, warn, at_most=seen)
         found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
 
@@ -406,26 +411,3 @@ class Launcher:
         internals.storage_of(self._study).set_trial_state_values(
             internals.trial_id(prepared.trial), optuna.trial.TrialState.WAITING
         )
-
-
-def copy_latest(source: Path, folder: Path, warn: Callable[[str], Any]) -> None:
-    """Copy the latest good checkpoint of ``source`` into ``folder`` (under its own step
-    name, complete or not at all). The trial writing ``source`` may prune it meanwhile: then
-    the next latest one is taken."""
-    import shutil
-
-    for _ in range(3):
-        found = checkpoints.latest_good(source, warn=warn)
-        if found is None:
-            warn(f"no checkpoint to start from in {source}; starting from scratch")
-            return
-        tmp = folder / f".copy-{found.path.name}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(found.path, tmp)
-            os.replace(tmp, folder / found.path.name)
-            return
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-    warn(f"the checkpoints of {source} changed while they were copied; starting from scratch")

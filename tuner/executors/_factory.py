@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
             per_trial=res.per_trial,
             parallel=res.parallel,
             preload=config.trial.preload,
+            preload_env=config.env,
         )
     from tuner.executors._devices import make_slots
     from tuner.executors._local import LocalExecutor
@@ -46,7 +48,12 @@ def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
                 f"{res.devices}"
             )
     slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
-    executor = LocalExecutor(slots, run_dir=trials_dir, preload=config.trial.preload)
+    # Trials get the campaign's `env:` anyway; in the base environment it also reaches the
+    # warm parents, so what a library sizes at import (OMP_NUM_THREADS) is the trials'.
+    base_env = {**os.environ, **config.env}
+    executor = LocalExecutor(
+        slots, run_dir=trials_dir, base_env=base_env, preload=config.trial.preload
+    )
     workdir = str(config.workdir) if config.workdir else None
     executor.warm_up(config.command, workdir)
     return executor

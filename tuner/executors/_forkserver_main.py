@@ -1,6 +1,8 @@
 """A warm parent: imports a campaign's heavy modules once, then forks each trial from itself.
 
-Run as ``python -m tuner.executors._forkserver_main FD MODULES_JSON [--die-with-owner]`` where
+Run as ``python -P -m tuner.executors._forkserver_main FD MODULES_JSON PATH0 [--die-with-owner]``
+(``-P``: no working directory on ``sys.path``; ``PATH0``, the script's folder or, for a
+module, the trial's working directory, goes first, as in a cold trial's ``sys.path``) where
 ``FD`` is one end of a ``SOCK_SEQPACKET`` socket pair held by the controller or, on a Ray node,
 by the slot's actor (see `tuner.executors._warm`).
 
@@ -47,7 +49,11 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
-    sock.send(json.dumps(message).encode())
+    try:
+        sock.send(json.dumps(message).encode())
+    except OSError:
+        # The controller is gone (killed, say): nobody is left to tell; end quietly.
+        raise SystemExit(0) from None
 
 
 def _preload(modules: list[str]) -> str | None:
@@ -125,11 +131,12 @@ def _wait(pid: int, sock: socket.socket | None) -> int:
         os.close(pidfd)
 
 
-def main(fd: int, modules: list[str], die_with_owner: bool = False) -> None:
+def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) -> None:
     sock = socket.socket(fileno=fd)
     # Terminal signals are for the controller; this process ends when its socket closes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     started = time.monotonic()
+    sys.path.insert(0, path0)  # what a cold trial finds first; the child keeps it there
     unsafe = _preload(modules)
     gc.collect()
     gc.freeze()  # keeps the children's copy-on-write pages shared
@@ -168,4 +175,4 @@ def main(fd: int, modules: list[str], die_with_owner: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), json.loads(sys.argv[2]), "--die-with-owner" in sys.argv[3:])
+    main(int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], "--die-with-owner" in sys.argv[4:])

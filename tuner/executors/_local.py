@@ -26,7 +26,7 @@ from tuner.executors._base import (
     attempt_folder,
 )
 from tuner.executors._devices import Slot
-from tuner.executors._warm import WarmChild, WarmParent, WarmStartError, plan
+from tuner.executors._warm import Plan, WarmChild, WarmParent, WarmStartError, plan
 
 __all__ = ["LocalExecutor"]
 
@@ -74,9 +74,9 @@ class LocalExecutor(Executor):
         start cold; `submit` then says why."""
         how, _ = plan(argv, workdir, self._preload)
         if how is not None:
-            self._start_parents(how.modules, None)
+            self._start_parents(how, None)
 
-    def _start_parents(self, modules: tuple[str, ...], slot: Slot | None) -> None:
+    def _start_parents(self, how: Plan, slot: Slot | None) -> None:
         """A parent for ``slot`` (replacing its own) and for every slot without one yet. One
         of them imports; the others with the same environment are forked from it once it is
         ready (the imports are paid once, not once per slot on the same cores)."""
@@ -90,15 +90,19 @@ class LocalExecutor(Executor):
                 if first is not None and first[1] == env:
                     self._parents[other.index] = first[0].sibling()
                 else:
-                    first = (WarmParent(modules, env), env)
+                    first = (WarmParent(how.modules, env, path0=how.path0), env)
                     self._parents[other.index] = first[0]
 
     def _warm_parent(self, spec: TrialSpec, slot: Slot) -> tuple[WarmParent | None, Any]:
         how, why = plan(spec.argv, spec.workdir, self._preload)
         if how is not None:
             parent = self._parents.get(slot.index)
-            if parent is None or not parent.alive or parent.modules != how.modules:
-                self._start_parents(how.modules, slot)
+            if (
+                parent is None
+                or not parent.alive
+                or (parent.modules, parent.path0) != (how.modules, how.path0)
+            ):
+                self._start_parents(how, slot)
                 parent = self._parents[slot.index]
             try:
                 why = parent.wait_ready()

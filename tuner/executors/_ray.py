@@ -60,7 +60,8 @@ class RayExecutor(Executor):
     ``kind`` is ``gpu``, ``npu``, ``cpu`` or ``auto`` (GPU if the cluster has any, else NPU,
     else CPU); each trial requests ``per_trial`` of that resource (accelerator trials also take
     one CPU). ``parallel`` caps the trials in flight; Ray queues what the cluster cannot place
-    yet. ``preload``: as `tuner.executors.LocalExecutor`'s, with one warm actor per slot.
+    yet. ``preload``: as `tuner.executors.LocalExecutor`'s, with one warm actor per slot;
+    ``preload_env`` (the campaign's ``env:``) is the environment its parent imports under.
     """
 
     name = "ray"
@@ -75,6 +76,7 @@ class RayExecutor(Executor):
         poll_interval: float = 0.1,
         init_kwargs: Mapping[str, Any] | None = None,
         preload: bool | Sequence[str] = False,
+        preload_env: Mapping[str, str] | None = None,
     ) -> None:
         import ray
 
@@ -108,7 +110,9 @@ class RayExecutor(Executor):
         self._handles: list[_RayHandle] = []
         self._closed = False
         self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_trial)
-        self._warm = None if preload is False else WarmSlots(ray, preload, self._options())
+        self._warm = (
+            None if preload is False else WarmSlots(ray, preload, self._options(), preload_env)
+        )
         self._said: set[str] = set()
 
     @property

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from tuner.executors._ray_node import follow_trial, start_cold
@@ -35,8 +35,9 @@ class WarmSlot:
     """The node side: a Ray actor (made with ``max_concurrency=2``) running one trial at a
     time, each forked from the warm parent it keeps."""
 
-    def __init__(self, preload: bool | Sequence[str]) -> None:
+    def __init__(self, preload: bool | Sequence[str], env: Mapping[str, str]) -> None:
         self._preload = preload
+        self._env = dict(env)  # the campaign's `env:`, which the parent imports under
         self._parent: WarmParent | None = None
         self._stopped: set[tuple[int, int]] = set()
 
@@ -45,10 +46,13 @@ class WarmSlot:
         if how is None:
             return None, None, why
         parent = self._parent
-        if parent is None or parent.modules != how.modules or not (parent.alive or parent.unsafe):
+        same = parent is not None and (parent.modules, parent.path0) == (how.modules, how.path0)
+        if parent is None or not same or not (parent.alive or parent.unsafe):
             if parent is not None:
                 parent.close()
-            parent = self._parent = WarmParent(how.modules, os.environ, die_with_owner=True)
+            env = {**os.environ, **self._env}
+            parent = WarmParent(how.modules, env, die_with_owner=True, path0=how.path0)
+            self._parent = parent
         try:
             why = parent.wait_ready()
         except WarmStartError as exc:
@@ -92,15 +96,22 @@ class WarmSlot:
 class WarmSlots:
     """The driver side: the executor's actors, made on first use and replaced when lost."""
 
-    def __init__(self, ray: Any, preload: bool | Sequence[str], options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        preload: bool | Sequence[str],
+        options: dict[str, Any],
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self._ray = ray
         self._preload = preload
+        self._env = dict(env or {})
         self._cls = ray.remote(max_concurrency=2, max_restarts=0)(WarmSlot).options(**options)
         self._actors: dict[int, Any] = {}
 
     def actor(self, index: int) -> Any:
         if index not in self._actors:
-            self._actors[index] = self._cls.remote(self._preload)
+            self._actors[index] = self._cls.remote(self._preload, self._env)
         return self._actors[index]
 
     def run(self, index: int, name: str, payload: dict[str, Any]) -> Any:

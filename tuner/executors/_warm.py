@@ -92,6 +92,9 @@ class Plan:
     module: bool
     args: tuple[str, ...]
     modules: tuple[str, ...]
+    #: First on the parent's ``sys.path``, as on a cold trial's: the script's folder, or the
+    #: working directory for ``-m``.
+    path0: str = ""
 
 
 def plan(
@@ -133,7 +136,10 @@ def plan(
         if any(m == recorder or m.startswith(recorder + ".") for m in found):
             found += figures
     modules = [m for m in dict.fromkeys([*found, *declared]) if _installed(m)]
-    return Plan(target, module, tuple(args), tuple(modules)), None
+    path0 = os.path.abspath(cwd or os.getcwd())
+    if not module:
+        path0 = os.path.dirname(os.path.abspath(source))
+    return Plan(target, module, tuple(args), tuple(modules), path0), None
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -186,8 +192,10 @@ class WarmParent:
         *,
         die_with_owner: bool = False,
         fork_of: WarmParent | None = None,
+        path0: str = "",
     ) -> None:
         self.modules = tuple(modules)
+        self.path0: str = fork_of.path0 if fork_of is not None else path0 or os.getcwd()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         self.unsafe: str | None = None
@@ -205,8 +213,10 @@ class WarmParent:
                 pass  # that parent is gone: this one ends at once, and `wait_ready` says so
             theirs.close()
             return
-        cmd = [sys.executable, "-m", "tuner.executors._forkserver_main"]
-        cmd += [str(theirs.fileno()), json.dumps(list(self.modules))]
+        # -P: a folder or module in the controller's working directory named like an
+        # installed package (tuner/, numpy.py) must not shadow it in the parent.
+        cmd = [sys.executable, "-P", "-m", "tuner.executors._forkserver_main"]
+        cmd += [str(theirs.fileno()), json.dumps(list(self.modules)), self.path0]
         if die_with_owner:
             # A trial ends with this process (its owner): a Ray worker's trial never outlives
             # the worker, as a cold one does not.

@@ -28,6 +28,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
+from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler
 from tuner.search import _internals as internals
 from tuner.search import first_trial
@@ -158,9 +159,14 @@ class Pbt(Scheduler):
         if step // every == max(before, 0) // every or step < every:
             return  # no multiple of interval crossed
         with self._locked():
-            self._judge(rt, step)
+            copy = self._judge(rt, step)
+        if copy is not None:
+            # Outside the lock (a checkpoint may be large): the donor's checkpoint the
+            # decision saw, before the donor's own pruning of old checkpoints removes it.
+            source, number, seen = copy
+            copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
 
-    def _judge(self, rt: RunningTrial, step: int) -> None:
+    def _judge(self, rt: RunningTrial, step: int) -> tuple[Any, int, int] | None:
         import optuna
 
         trials = self.study.get_trials(deepcopy=False)
@@ -169,23 +175,24 @@ class Pbt(Scheduler):
         n = len(scores)
         k = min(math.ceil(n * self.section.quantile), n // 2)
         if me not in scores or k == 0:
-            return
+            return None
         order = sorted(scores, key=lambda m: (-scores[m][0] if self._maximize else scores[m][0], m))
         if me not in order[-k:]:
-            return
+            return None
         running = optuna.trial.TrialState.RUNNING
-        donors = [
-            m
-            for m in order[:k]
-            if m != me
-            and scores[m][1].state == running
-            and STALE_ATTR not in scores[m][1].system_attrs
-            and checkpoints.latest_good(self._folder(scores[m][1])) is not None
-        ]
-        if not donors:
-            return
+        held: dict[int, int] = {}  # member: the step of its latest good checkpoint
+        for m in order[:k]:
+            segment = scores[m][1]
+            if m == me or segment.state != running or STALE_ATTR in segment.system_attrs:
+                continue
+            found = checkpoints.latest_good(self._folder(segment))
+            if found is not None:
+                held[m] = found.step
+        if not held:
+            return None
         rng = random.Random(f"{self.config.sampler.seed}:{me}:{step}")
-        donor = scores[rng.choice(donors)][1]
+        chosen = rng.choice(sorted(held))
+        donor = scores[chosen][1]
         params = explore(donor.params, self.section.perturb, self.config.parameters, rng)
         changed = {
             name: [donor.params[name], params[name]]
@@ -214,6 +221,7 @@ class Pbt(Scheduler):
                         "replaces": rt.number,
                         "donor": donor.number,
                         "step": step,
+                        "from_step": held[chosen],
                         "perturbed": changed,
                     },
                 },
@@ -224,3 +232,4 @@ class Pbt(Scheduler):
         rt.counted = False
         rt.handle.request_prune()
         self._message(f"trial {rt.number}: {why}" + (f"; explored {changed}" if changed else ""))
+        return self._folder(donor), number, held[chosen]

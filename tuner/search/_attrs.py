@@ -64,8 +64,9 @@ PAUSED_ATTR = "tuner.paused_at"
 PROMOTED_FROM_ATTR = "tuner.promoted_from"
 #: On a PBT member's segment that copied another member (exploit): the step it stopped at.
 EXPLOITED_ATTR = "tuner.exploited_at"
-#: On the segment that continues it: ``{"member", "donor", "step", "perturbed"}``: whose
-#: checkpoint it started from (also its ``tuner.parent_trial``) and which parameters changed.
+#: On the segment that continues it: ``{"member", "replaces", "donor", "step", "from_step",
+#: "perturbed"}``: whose checkpoint (of which step) it started from (the donor is also its
+#: ``tuner.parent_trial``) and which parameters changed.
 EXPLOIT_ATTR = "tuner.exploit"
 #: The PBT member a trial belongs to: the number of the member's first segment.
 MEMBER_ATTR = "tuner.member"
