@@ -30,7 +30,8 @@ def test_bench_outcome_quick(
     assert set(task["methods"]) == set(bench.METHODS)
     for method in task["methods"].values():
         assert len(method["trials_to_target"]) == 2
-        assert all(n is None or 1 <= n <= 12 for n in method["trials_to_target"])
+        # Every arm runs twice the quick budget of 12, so a hit can come as late as trial 24.
+        assert all(n is None or 1 <= n <= 24 for n in method["trials_to_target"])
     assert task["methods"]["tpe-cold"]["ratio_to_cold"] == 1.0
     # tuner init tuned a subset of the task's space (or all of it when nothing was significant)
     for tuned in task["tuned"]:

@@ -150,7 +150,12 @@ def test_slots_alike_share_one_round_of_imports(tmp_path: Path) -> None:
     executor = LocalExecutor(make_slots("cpu", "auto", 1, 2), run_dir=tmp_path, preload=True)
     try:
         executor.warm_up([sys.executable, TRIAL, "{out}"], None)
-        # One parent imports; the other slot's is forked from it once it is ready.
+        # One parent imports; the other slot's is forked from it once it is ready. (A process
+        # just forked shows this one's command line until its exec: wait for the exec.)
+        deadline = time.monotonic() + 30
+        while not _warm_parents():
+            assert time.monotonic() < deadline, "no warm parent started"
+            time.sleep(0.05)
         assert len(_warm_parents()) == 1
         outs = [tmp_path / f"seen{n}.json" for n in range(2)]
         handles = [

@@ -52,15 +52,15 @@ deadline = time.monotonic() + 300
 while len(list(seen.glob("*.json"))) < 2 and run.poll() is None and time.monotonic() < deadline:
     time.sleep(0.1)
 filler = small / "filler"
-with open(filler, "wb") as f:
-    try:
+try:  # the campaign's own files may have filled it already: then there is nothing to add
+    with open(filler, "wb") as f:
         while True:
             f.write(b"\0" * (1 << 16))
-    except OSError:
-        pass
+except OSError:
+    pass
 out, err = run.communicate(timeout=300)
 result = {"run_rc": run.returncode, "run_stderr": err, "run_stdout": out}
-filler.unlink()
+filler.unlink(missing_ok=True)
 result["free_after"] = shutil.disk_usage(small).free
 for name in ("mlflow.db", "optuna.db"):
     conn = sqlite3.connect(small / name)
