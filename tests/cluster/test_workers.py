@@ -14,6 +14,7 @@ from typing import Any
 
 import optuna
 import pytest
+import sqlalchemy.exc
 import yaml
 from _services import ADMIN_PASSWORD, MlflowServer
 
@@ -123,6 +124,8 @@ def test_kill_9_of_a_worker_mid_trial_is_recovered_by_a_survivor(
         try:
             held = _study(pg_storage).get_trials(states=(optuna.trial.TrialState.RUNNING,))
         except KeyError:  # the study does not exist yet
+            continue
+        except sqlalchemy.exc.SQLAlchemyError:  # the worker is creating the schema right now
             continue
         # Only a trial whose process was launched: a worker also holds one asked for ahead of
         # a free slot, RUNNING in Optuna but not started yet.

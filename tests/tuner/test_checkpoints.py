@@ -179,7 +179,7 @@ def _wait(condition: Any, what: str, timeout: float = 120) -> None:
 def test_resume_after_kill9_of_the_controller_continues_from_the_checkpoint(
     campaign: Any, tmp_path: Path, sqlite_uri: str
 ) -> None:
-    campaign(SCRIPT, budget={"trials": 1}, env={"FAIL_CODE": "0"})
+    config = campaign(SCRIPT, budget={"trials": 1}, env={"FAIL_CODE": "0"})
     (tmp_path / "hold").touch()  # each step waits until released
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
     argv = [sys.executable, "-m", "tuner.cli"]
@@ -189,6 +189,11 @@ def test_resume_after_kill9_of_the_controller_continues_from_the_checkpoint(
     )  # fmt: skip
     folder = tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0"
     _wait(lambda: checkpoints.latest_good(folder) is not None, "the first checkpoint")
+    # The controller has recorded where the trial runs (what the next one reads to end it).
+    _wait(
+        lambda: any("pid" in t.user_attrs.get("tuner.launch", {}) for t in trials_of(config)),
+        "the recorded launch",
+    )
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     (tmp_path / "hold").unlink()
