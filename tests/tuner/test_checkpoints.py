@@ -219,3 +219,61 @@ def _config(tmp_path: Path) -> Any:
     from tuner.config import load_config
 
     return load_config(tmp_path / "campaign.yaml")
+
+
+def test_a_controller_killed_before_it_recorded_the_launch_leaves_a_trial_that_continues(
+    campaign: Any, tmp_path: Path
+) -> None:
+    """The controller died after starting the trial's process but before recording where it
+    runs (the launch record): the next controller finds the attempt by its channel, ends its
+    process, and continues it from its checkpoint instead of running it again from scratch
+    beside the orphan. (A cold trial: a warm child's environment is set after its fork, so
+    its channel is not in what /proc shows of it.)"""
+    import optuna
+
+    config = campaign(
+        SCRIPT, budget={"trials": 1}, env={"FAIL_CODE": "0"}, trial={"preload": False}
+    )
+    (tmp_path / "hold").touch()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
+    argv = [sys.executable, "-m", "tuner.cli"]
+    proc = subprocess.Popen(
+        [*argv, "run", "campaign.yaml", "--quiet"], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    folder = tmp_path / ".tuner" / "t" / "checkpoints" / "trial-0"
+    _wait(lambda: checkpoints.latest_good(folder) is not None, "the first checkpoint")
+    _wait(
+        lambda: any("pid" in t.user_attrs.get("tuner.launch", {}) for t in trials_of(config)),
+        "the recorded launch",
+    )
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # As if the controller had died a moment earlier, before the record.
+    from tuner.search import _internals as internals
+
+    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    (trial,) = study.get_trials(deepcopy=False)
+    pid = int(trial.user_attrs["tuner.launch"]["pid"])
+    internals.storage_of(study).set_trial_user_attr(internals.trial_id(trial), "tuner.launch", {})
+    resume = subprocess.Popen(
+        [*argv, "resume", "campaign.yaml", "--quiet"], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # The orphan, still held at its first checkpoint, is ended by the recovery.
+    _wait(lambda: _zombie(pid), "the orphan's end", 60)
+    (tmp_path / "hold").unlink()
+    _, err = resume.communicate(timeout=300)
+    assert resume.returncode == 0, err
+    starts = _starts(tmp_path)
+    assert starts[0] == (0, 1, 0) and starts[-1][0] == 1 and starts[-1][2] >= 1, starts
+    trials = trials_of(_config(tmp_path))
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE"]
+    assert trials[1].user_attrs["tuner.resumed_step"] == starts[-1][2] - 1
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -12,9 +12,11 @@ compare-and-set on the trial state), so exactly one controller runs each copy.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuner.executors import _procs
+from tuner import _protocol as protocol
+from tuner.executors import _procs, attempt_folder
 from tuner.records import _tags as T
 from tuner.search import _internals as internals
 from tuner.search import chain_attrs
@@ -44,22 +46,31 @@ def recover_stale(
     host: str,
     grace: float,
     message: Callable[[str], Any],
+    trials_dir: Path | None = None,
 ) -> None:
     """Trials found RUNNING with no live owner: never started ones go back to WAITING;
     started ones have their orphan process group on this ``host`` ended (``grace`` seconds
-    after SIGTERM), are failed with the reason, and re-queued."""
+    after SIGTERM), are failed with the reason, and re-queued.
+
+    A trial without a launch record whose attempt channel exists in ``trials_dir`` (the
+    local executor makes it as it starts the process) was being started when its controller
+    died: its processes are found by that channel and ended, and it is re-queued as a started
+    one, so the copy continues from its checkpoints instead of starting over beside it."""
     import optuna
 
     for frozen in stale:
         launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
-        if not launch:
-            # Asked for (params chosen) but its process was never started.
-            internals.storage_of(study).set_trial_state_values(
-                internals.trial_id(frozen), optuna.trial.TrialState.WAITING
-            )
-            continue
         ended = 0
-        if launch.get("host") == host and launch.get("pid"):
+        if not launch:
+            channel = _started_channel(trials_dir, frozen)
+            if channel is None:
+                # Asked for (params chosen) but its process was never started.
+                internals.storage_of(study).set_trial_state_values(
+                    internals.trial_id(frozen), optuna.trial.TrialState.WAITING
+                )
+                continue
+            ended = _procs.end_attempt(channel, grace=grace)
+        elif launch.get("host") == host and launch.get("pid"):
             ended = _procs.end_group(launch, grace=grace)
         reason = (
             "interrupted: its controller died (found RUNNING by the next controller"
@@ -68,6 +79,15 @@ def recover_stale(
         )
         supersede(study, frozen.number, internals.trial_id(frozen), reason, frozen.params, frozen)
         message(f"trial {frozen.number}: {reason}")
+
+
+def _started_channel(trials_dir: Path | None, frozen: optuna.trial.FrozenTrial) -> str | None:
+    """The report channel of ``frozen``'s attempt when the executor made it, else None."""
+    if trials_dir is None:
+        return None
+    attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
+    channel = attempt_folder(trials_dir, frozen.number, attempt) / protocol.CHANNEL_FILE
+    return str(channel) if channel.exists() else None
 
 
 def supersede(

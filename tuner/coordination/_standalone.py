@@ -103,7 +103,8 @@ class Standalone(Coordination):
         message: Callable[[str], Any],
     ) -> None:
         grace = self.config.trial.grace_period
-        recover_stale(study, orphans, socket.gethostname(), grace, message)
+        trials = self.campaign_dir().trials
+        recover_stale(study, orphans, socket.gethostname(), grace, message, trials_dir=trials)
         if self._owner is None:
             return  # the recorder reconciled the runs itself when it started
         # On a shared study the recorder reconciles nothing while a worker is live: end the

@@ -148,3 +148,18 @@ def end_group(info: Mapping[str, Any], *, grace: float) -> int:
         time.sleep(0.05)
     signal_all(_members(info), signal.SIGKILL)
     return len(members)
+
+
+def end_attempt(channel: str, *, grace: float) -> int:
+    """SIGTERM the processes whose environment names ``channel`` as their report channel
+    (an attempt whose launch was never recorded: no group is known), SIGKILL what is left
+    after ``grace`` s; returns how many were found."""
+    pids = attempt_processes(channel)
+    if not pids:
+        return 0
+    signal_all(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and attempt_processes(channel):
+        time.sleep(0.05)
+    signal_all(attempt_processes(channel), signal.SIGKILL)
+    return len(pids)
