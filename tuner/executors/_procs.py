@@ -139,9 +139,9 @@ def end_group(info: Mapping[str, Any], *, grace: float) -> int:
     members = _members(info)
     if not members:
         return 0
-    pgid = int(info["pgid"])
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
+    if "pgid" in info:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(int(info["pgid"]), signal.SIGTERM)
     signal_all(members, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and _members(info):
@@ -151,15 +151,6 @@ def end_group(info: Mapping[str, Any], *, grace: float) -> int:
 
 
 def end_attempt(channel: str, *, grace: float) -> int:
-    """SIGTERM the processes whose environment names ``channel`` as their report channel
-    (an attempt whose launch was never recorded: no group is known), SIGKILL what is left
-    after ``grace`` s; returns how many were found."""
-    pids = attempt_processes(channel)
-    if not pids:
-        return 0
-    signal_all(pids, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and attempt_processes(channel):
-        time.sleep(0.05)
-    signal_all(attempt_processes(channel), signal.SIGKILL)
-    return len(pids)
+    """`end_group` for an attempt whose launch was never recorded (no group is known): the
+    processes whose environment names ``channel`` as their report channel."""
+    return end_group({"channel": channel, "boot_id": boot_id()}, grace=grace)
