@@ -223,7 +223,16 @@ class Controller:
             if self._executor is None:
                 from tuner.executors._factory import default_executor
 
-                self._executor = default_executor(self.config, self.campaign_dir.trials)
+                config = self.config
+                self._executor = default_executor(
+                    config.executor,
+                    config.resources,
+                    self.campaign_dir.trials,
+                    command=config.command,
+                    workdir=config.workdir,
+                    env=config.env,
+                    preload=config.trial.preload,
+                )
             self.study = study = create_study(self.config, self._storage)
             assert self._preflight is not None  # made by `run`
             for line in self._preflight.apply(study):
@@ -262,7 +271,11 @@ class Controller:
             )
             online_check = load_online_check() if self.config.diagnosis.early_stop else None
             self._intake = MetricIntake(
-                self.config, self._recorder, online_check, scheduler=self._scheduler
+                self._recorder,
+                online_check,
+                prune_on=None if self.config.multi_objective else self.config.target.metric,
+                pruner=self.config.pruner.name,
+                scheduler=self._scheduler,
             )
         self._coordination.joined(study)
 
@@ -396,7 +409,9 @@ class Controller:
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
         assert self.study is not None and self._recorder is not None
         self.running.pop(rt.number, None)
-        state, values, reason = judge(self.config, rt, outcome)
+        state, values, reason = judge(
+            rt, outcome, metric_names=self.config.metric_names, timeout=self.config.trial.timeout
+        )
         if reason:
             reason = scrub_text(reason, rt.secrets)
         taken = superseded(self.study, rt)
@@ -437,7 +452,7 @@ class Controller:
             )
             if retry and self._launcher is not None:
                 self._launcher.remember(rt.number, rt.history)
-        retry_number = tell(self.study, self.config, rt, state, values, reason, retry=retry)
+        retry_number = tell(self.study, rt, state, values, reason, retry=retry)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
         if retry_number is None and self._launcher is not None:
             self._launcher.chain_ended(rt)
