@@ -55,7 +55,7 @@ from tuner.records import (
     start_campaign_run,
     trial_end_tags,
 )
-from tuner.schedulers import Scheduler, make_scheduler
+from tuner.schedulers import Scheduler, SchedulerContext, make_scheduler
 from tuner.search import _internals as internals
 from tuner.search import counts, superseded_numbers
 from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR
@@ -263,7 +263,13 @@ class Controller:
                 message=self._observer.message,
             )
             self._scheduler = make_scheduler(
-                self.config,
+                self.config.scheduler,
+                SchedulerContext(
+                    target=self.config.target,
+                    grace_period=self.config.trial.grace_period,
+                    parameters=self.config.parameters,
+                    seed=self.config.sampler.seed,
+                ),
                 study,
                 locked=self._coordination.study_lock,
                 folder=self._launcher.checkpoint_folder,
