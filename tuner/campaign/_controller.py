@@ -44,7 +44,7 @@ from tuner.campaign._outcome import best_of, judge, superseded, tell
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
-from tuner.coordination import Coordination, Standalone, counted_trials, supersede
+from tuner.coordination import Coordination, Standalone, StudySite, counted_trials, supersede
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
     disk_full,
@@ -99,7 +99,7 @@ class Controller:
         allow_space_change: bool = False,
     ) -> None:
         self.config = config
-        self._coordination = coordination or Standalone(config)
+        self._coordination = coordination or Standalone(StudySite.of(config))
         self.campaign_dir = self._coordination.campaign_dir()
         self._executor = executor
         self._storage = storage
