@@ -39,7 +39,7 @@ from tuner.campaign._history import (
     read_history,
 )
 from tuner.campaign._intake import MetricIntake, load_online_check
-from tuner.campaign._launch import Launcher
+from tuner.campaign._launch import Launcher, LaunchPlan
 from tuner.campaign._outcome import best_of, judge, superseded, tell
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
@@ -254,7 +254,7 @@ class Controller:
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
             self._launcher = Launcher(
-                self.config,
+                LaunchPlan.of(self.config),
                 study=study,
                 coordination=self._coordination,
                 recorder=self._recorder,
