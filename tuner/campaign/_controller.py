@@ -147,7 +147,13 @@ class Controller:
         reserved runs), so none is left RUNNING; the exception then propagates."""
         # Before the campaign directory: a store that cannot be opened leaves nothing.
         if self._recorder is None:
-            self._recorder = open_recorder(self.config)  # checks the lineage store's access
+            # Checks the lineage store's access.
+            self._recorder = open_recorder(
+                self.config.tracking_uri(),
+                experiment=self.config.experiment,
+                campaign=self.config.name,
+                parallel=self.config.resources.parallel,
+            )
         # A bad warm_start source or a changed space: refused before anything is made.
         plan, unread = read_history(self.config, self._plan)
         if self._storage is None:
