@@ -56,9 +56,7 @@ from tuner.records import (
     trial_end_tags,
 )
 from tuner.schedulers import Scheduler, make_scheduler
-from tuner.search import _internals as internals
-from tuner.search import counts, superseded_numbers
-from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR
+from tuner.search import FAILED_ATTEMPT, IMPORTED_ATTR, counts, internals, superseded_numbers
 
 if TYPE_CHECKING:
     import optuna
@@ -213,7 +211,7 @@ class Controller:
     def _setup(self, previous: Mapping[str, Any]) -> None:
         import optuna
 
-        from tuner.search._study import create_study
+        from tuner.search import create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`

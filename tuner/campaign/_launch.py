@@ -18,9 +18,7 @@ from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec, attempt_folder
 from tuner.records import _tags as T
-from tuner.search import _internals as internals
-from tuner.search import continue_history, first_trial, parent_trial
-from tuner.search._attrs import (
+from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     LAUNCH_ATTR,
@@ -30,6 +28,10 @@ from tuner.search._attrs import (
     RERUN_OF_ATTR,
     RESUMED_STEP_ATTR,
     RETRY_OF_USER_ATTR,
+    continue_history,
+    first_trial,
+    internals,
+    parent_trial,
 )
 
 if TYPE_CHECKING:

@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tuner import _protocol as protocol
 from tuner.executors import _procs, attempt_folder
 from tuner.records import _tags as T
-from tuner.search import _internals as internals
-from tuner.search import chain_attrs
-from tuner.search._attrs import (
+from tuner.search import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
     LAUNCH_ATTR,
@@ -29,6 +27,8 @@ from tuner.search._attrs import (
     RETRY_OF_ATTR,
     STALE_ATTR,
     SYSTEM_PREFIX,
+    chain_attrs,
+    internals,
 )
 
 if TYPE_CHECKING:

@@ -85,8 +85,7 @@ class Scheduler(abc.ABC):
         import optuna
 
         from tuner.executors import _procs
-        from tuner.search import _internals as internals
-        from tuner.search._attrs import LAUNCH_ATTR, PRUNE_ATTR
+        from tuner.search import LAUNCH_ATTR, PRUNE_ATTR, internals
 
         launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
         if launch.get("host") == host and launch.get("pid"):
