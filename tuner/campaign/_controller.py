@@ -219,7 +219,7 @@ class Controller:
             # First: the executor's warm parents import the trials' framework while the
             # study and the lineage store are set up.
             if self._executor is None:
-                from tuner.executors._factory import default_executor
+                from tuner.executors import default_executor
 
                 self._executor = default_executor(self.config, self.campaign_dir.trials)
             self.study = study = create_study(self.config, self._storage)

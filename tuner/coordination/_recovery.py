@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner import _protocol as protocol
-from tuner.executors import _procs, attempt_folder
+from tuner.executors import attempt_folder, end_attempt, end_group
 from tuner.records import _tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
@@ -69,9 +69,9 @@ def recover_stale(
                     internals.trial_id(frozen), optuna.trial.TrialState.WAITING
                 )
                 continue
-            ended = _procs.end_attempt(channel, grace=grace)
+            ended = end_attempt(channel, grace=grace)
         elif launch.get("host") == host and launch.get("pid"):
-            ended = _procs.end_group(launch, grace=grace)
+            ended = end_group(launch, grace=grace)
         reason = (
             "interrupted: its controller died (found RUNNING by the next controller"
             + (f", {ended} orphan process(es) ended" if ended else "")

@@ -84,12 +84,12 @@ class Scheduler(abc.ABC):
         ``attrs``, after ending its process group when it ran on this ``host``."""
         import optuna
 
-        from tuner.executors import _procs
+        from tuner.executors import end_group
         from tuner.search import LAUNCH_ATTR, PRUNE_ATTR, internals
 
         launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
         if launch.get("host") == host and launch.get("pid"):
-            _procs.end_group(launch, grace=self.config.trial.grace_period)
+            end_group(launch, grace=self.config.trial.grace_period)
         storage, trial_id = internals.storage_of(self.study), internals.trial_id(frozen)
         for key, value in {PRUNE_ATTR: why, **attrs}.items():
             storage.set_trial_user_attr(trial_id, key, value)
