@@ -1,8 +1,4 @@
-"""Executors: where trial processes run (local device slots; a Ray cluster).
-
-Other subpackages import what they use of the executors from here, never from their private
-modules (an import-linter contract checks this).
-"""
+"""Executors: where trial processes run (local device slots; a Ray cluster)."""
 
 from __future__ import annotations
 

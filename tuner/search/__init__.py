@@ -13,9 +13,6 @@
 - ``_focus``: a parameter's ``focus`` (most trials sample a refined sub-range; one in five,
   and every range the evidence widens, the whole);
 - ``_notes``: what the stored study says of both, for the CLI and the campaign's run.
-
-Other subpackages import what they use of the search from here, never from its private
-modules (an import-linter contract checks this).
 """
 
 from __future__ import annotations
