@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.masking import scrub_text
 from lineage.uri import ui_link
 from tuner.records import NOTE_TAG, Analysis, campaign_note, summary_tags
-from tuner.records import _tags as T
+from tuner.records import tags as T
 
 if TYPE_CHECKING:
     import optuna

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
 from tuner.records import NOTE_TAG
-from tuner.records import _tags as T
+from tuner.records import tags as T
 from tuner.search import IMPORTED_ATTR, SPACE_ATTR, SPACE_CHANGES_ATTR, WARM_START_ATTR
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from tuner.campaign._running import Prepared, RunningTrial
 from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec, attempt_folder
-from tuner.records import _tags as T
+from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,

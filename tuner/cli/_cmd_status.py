@@ -280,7 +280,7 @@ def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.coordination._campaign_dir import CampaignDir
+    from tuner.coordination import CampaignDir
 
     url = config.optuna_storage_url()
     try:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner import _protocol as protocol
 from tuner.executors import attempt_folder, end_attempt, end_group
-from tuner.records import _tags as T
+from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
     FAIL_ATTR,

@@ -23,7 +23,7 @@ from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._heartbeat import Heartbeat, heartbeat_storage
 from tuner.coordination._lock import StudyLock
 from tuner.coordination._recovery import recover_stale
-from tuner.records._trial import interrupted_tags
+from tuner.records import interrupted_tags
 from tuner.search import LAUNCH_ATTR, OWNER_ATTR
 
 if TYPE_CHECKING:
