@@ -26,8 +26,8 @@ from tuner.records import (
     output_tail,
     summary_tags,
 )
-from tuner.records import _tags as T
-from tuner.search import _internals as internals
+from tuner.records import tags as T
+from tuner.search import internals
 
 if TYPE_CHECKING:
     import optuna

@@ -62,7 +62,7 @@ from tuner.records import (
     trial_end_tags,
 )
 from tuner.schedulers import Scheduler
-from tuner.search import _internals as internals
+from tuner.search import internals
 
 if TYPE_CHECKING:
     import optuna
@@ -223,7 +223,7 @@ class Controller:
     def _setup(self, previous: Mapping[str, Any]) -> None:
         import optuna
 
-        from tuner.search._study import create_study
+        from tuner.search import create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`

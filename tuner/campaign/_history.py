@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
 from tuner.records import NOTE_TAG
-from tuner.records import _tags as T
-from tuner.search._attrs import (
+from tuner.records import tags as T
+from tuner.search import (
     FAILED_ATTEMPT,
     IMPORTED_ATTR,
     SPACE_ATTR,

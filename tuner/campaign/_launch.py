@@ -20,10 +20,8 @@ from tuner.campaign._running import Prepared, RunningTrial
 from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
 from tuner.executors import TrialSpec
-from tuner.records import _tags as T
-from tuner.search import _internals as internals
-from tuner.search import continue_history, first_trial, parent_trial
-from tuner.search._attrs import (
+from tuner.records import tags as T
+from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     LAUNCH_ATTR,
@@ -33,6 +31,10 @@ from tuner.search._attrs import (
     RERUN_OF_ATTR,
     RESUMED_STEP_ATTR,
     RETRY_OF_USER_ATTR,
+    continue_history,
+    first_trial,
+    internals,
+    parent_trial,
 )
 
 if TYPE_CHECKING:

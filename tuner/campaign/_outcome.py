@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner import _protocol as protocol
 from tuner.campaign._state import TrialState
-from tuner.search import _internals as internals
-from tuner.search import chain_attrs
-from tuner.search._attrs import (
+from tuner.search import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
     FAILED_ATTEMPT,
@@ -18,6 +16,8 @@ from tuner.search._attrs import (
     PRUNE_ATTR,
     RETRY_OF_USER_ATTR,
     STALE_ATTR,
+    chain_attrs,
+    internals,
 )
 
 if TYPE_CHECKING:

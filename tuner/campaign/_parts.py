@@ -39,7 +39,7 @@ class Parts:
 
 def build_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
     """The executor the config asks for; its warm parents start importing at once."""
-    from tuner.executors._factory import default_executor
+    from tuner.executors import default_executor
 
     return default_executor(
         config.executor,

@@ -30,7 +30,7 @@ from tuner.coordination import (
     requeue_and_close,
 )
 from tuner.records import check_tracking_access
-from tuner.search._study import check_storage
+from tuner.search import check_storage
 
 if TYPE_CHECKING:
     import optuna

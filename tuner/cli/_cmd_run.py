@@ -122,7 +122,7 @@ def execute(
 
     observer: Any = Observer()
     if not quiet:
-        from tuner.campaign._progress import RichObserver
+        from tuner.campaign import RichObserver
 
         observer = RichObserver()
     try:

@@ -12,8 +12,9 @@ import sys
 import time
 from typing import IO, Any
 
-from tuner.cli._status_read import ATTEMPT_ATTR as ATTEMPT_ATTR
-from tuner.cli._status_read import (
+from tuner.cli._status_read import NoStudy, read_study, timestamp
+from tuner.search import (
+    ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     EXPLOITED_ATTR,
     LAUNCH_ATTR,
@@ -21,12 +22,9 @@ from tuner.cli._status_read import (
     PAUSED_ATTR,
     PROMOTED_FROM_ATTR,
     RESUMED_STEP_ATTR,
-    NoStudy,
-    read_study,
-    timestamp,
 )
-from tuner.cli._status_read import IMPORTED_ATTR as IMPORTED_ATTR
-from tuner.cli._status_read import STALE_ATTR as STALE_ATTR
+from tuner.search import IMPORTED_ATTR as IMPORTED_ATTR
+from tuner.search import STALE_ATTR as STALE_ATTR
 
 ORDER = 22
 
@@ -50,7 +48,7 @@ def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.coordination._campaign_dir import CampaignDir
+    from tuner.coordination import CampaignDir
 
     url = config.optuna_storage_url()
     try:

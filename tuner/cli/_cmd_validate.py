@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from tuner._errors import ConfigError
     from tuner.config import load_config
-    from tuner.search._registry import make_pruner, make_sampler
+    from tuner.search import make_pruner, make_sampler
 
     try:
         config = load_config(args.config)

@@ -16,20 +16,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NoStudy", "read_study", "timestamp"]
+from tuner.search import (
+    ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
+    EXPLOITED_ATTR,
+    IMPORTED_ATTR,
+    LAUNCH_ATTR,
+    PARENT_ATTR,
+    PAUSED_ATTR,
+    PROMOTED_FROM_ATTR,
+    RESUMED_STEP_ATTR,
+    STALE_ATTR,
+)
 
-#: Names stored on trials (spelled in tuner.search._attrs; repeated here so that this
-#: command need not import the search package, which imports Optuna; a test keeps them equal).
-LAUNCH_ATTR = "tuner.launch"
-ATTEMPT_ATTR = "tuner.attempt"
-STALE_ATTR = "tuner:stale"
-IMPORTED_ATTR = "tuner:imported"
-PARENT_ATTR = "tuner.parent_trial"
-RESUMED_STEP_ATTR = "tuner.resumed_step"
-PAUSED_ATTR = "tuner.paused_at"
-PROMOTED_FROM_ATTR = "tuner.promoted_from"
-EXPLOITED_ATTR = "tuner.exploited_at"
-EXPLOIT_ATTR = "tuner.exploit"
+__all__ = ["NoStudy", "read_study", "timestamp"]
 
 _SCHEDULER_ATTRS = (PAUSED_ATTR, PROMOTED_FROM_ATTR, EXPLOITED_ATTR, EXPLOIT_ATTR)
 
@@ -259,8 +259,7 @@ def _from_optuna(url: str, study_name: str) -> dict[str, Any]:
     """What `read_study` returns, read through Optuna (any other storage)."""
     import optuna
 
-    from tuner.search import _internals as internals
-    from tuner.search._study import create_rdb
+    from tuner.search import create_rdb, internals
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:

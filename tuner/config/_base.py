@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tuner.config._types import one_of
-from tuner.search._registry import PRUNERS, SAMPLERS
+from tuner.search import PRUNERS, SAMPLERS
 
 __all__ = ["DEFAULT_PRUNER", "DEFAULT_SAMPLER", "Goal", "Objective", "PrunerName", "SamplerName"]
 

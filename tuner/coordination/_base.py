@@ -152,12 +152,12 @@ class Coordination(abc.ABC):
         (it may not while another controller is alive)."""
         import optuna
 
-        from tuner.search import _internals as internals
+        from tuner.search import internals
 
         running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
         if not running:
             return [], False
-        from tuner.search._resilient import outage_for, retrying
+        from tuner.search import outage_for, retrying
 
         site = self.site
         url = site.storage_url

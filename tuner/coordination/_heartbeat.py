@@ -19,8 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
-from tuner.search import _internals as internals
-from tuner.search._attrs import STALE_ATTR
+from tuner.search import STALE_ATTR, internals
 
 if TYPE_CHECKING:
     import optuna
@@ -113,7 +112,7 @@ def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages
     """
     import optuna
 
-    from tuner.search._study import create_rdb, sqlite_pragmas
+    from tuner.search import create_rdb, sqlite_pragmas
 
     is_sqlite = url.startswith("sqlite")
     kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite else {}

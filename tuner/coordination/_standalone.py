@@ -23,8 +23,8 @@ from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._heartbeat import Heartbeat, heartbeat_storage
 from tuner.coordination._lock import StudyLock
 from tuner.coordination._recovery import recover_stale
-from tuner.records._trial import interrupted_tags
-from tuner.search._attrs import LAUNCH_ATTR, OWNER_ATTR
+from tuner.records import interrupted_tags
+from tuner.search import LAUNCH_ATTR, OWNER_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -85,7 +85,7 @@ class Standalone(Coordination):
         return stale, others_live
 
     def open_storage(self) -> optuna.storages.BaseStorage:
-        from tuner.search._study import open_storage
+        from tuner.search import open_storage
 
         url = self.site.storage_url
         # A server database may be shared with `tuner worker`s: no exclusive cache there.

@@ -35,7 +35,7 @@ def check_tracking_access(uri: str, *, timeout: float = 30.0) -> None:
     scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
     if scheme in ("postgresql", "mysql", "mssql"):
         # MLflow would retry a missing database for minutes, logging each attempt.
-        from tuner.search._study import check_storage
+        from tuner.search import check_storage
 
         check_storage(uri, field="lineage.tracking_uri")
         return

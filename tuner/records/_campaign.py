@@ -10,7 +10,7 @@ from tuner.records._reconcile import EndedRun
 from tuner.records._recorder import LineageRecorder
 from tuner.records._summary import campaign_params, campaign_tags
 from tuner.records._trial import finished_trial_tags
-from tuner.search._attrs import IMPORTED_ATTR, LAUNCH_ATTR, PARENT_RUN_ATTR
+from tuner.search import IMPORTED_ATTR, LAUNCH_ATTR, PARENT_RUN_ATTR
 
 if TYPE_CHECKING:
     import optuna

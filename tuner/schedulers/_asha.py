@@ -26,15 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from tuner.schedulers._base import Scheduler, SchedulerContext
-from tuner.search import _internals as internals
-from tuner.search import chain_attrs, first_trial
-from tuner.search._attrs import (
+from tuner.search import (
     ATTEMPT_ATTR,
     IMPORTED_ATTR,
     LAUNCH_ATTR,
     PAUSED_ATTR,
     PROMOTED_FROM_ATTR,
     SUPERSEDES_ATTR,
+    chain_attrs,
+    first_trial,
+    internals,
 )
 
 if TYPE_CHECKING:

@@ -99,13 +99,12 @@ class Scheduler(abc.ABC):
         ``attrs``, after ending its process group when it ran on this ``host``."""
         import optuna
 
-        from tuner.executors import _procs
-        from tuner.search import _internals as internals
-        from tuner.search._attrs import LAUNCH_ATTR, PRUNE_ATTR
+        from tuner.executors import end_group
+        from tuner.search import LAUNCH_ATTR, PRUNE_ATTR, internals
 
         launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
         if launch.get("host") == host and launch.get("pid"):
-            _procs.end_group(launch, grace=self.context.grace_period)
+            end_group(launch, grace=self.context.grace_period)
         storage, trial_id = internals.storage_of(self.study), internals.trial_id(frozen)
         for key, value in {PRUNE_ATTR: why, **attrs}.items():
             storage.set_trial_user_attr(trial_id, key, value)

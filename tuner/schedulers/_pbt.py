@@ -31,9 +31,7 @@ from typing import TYPE_CHECKING, Any
 from lineage import checkpoints
 from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler, SchedulerContext
-from tuner.search import _internals as internals
-from tuner.search import first_trial
-from tuner.search._attrs import (
+from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     EXPLOITED_ATTR,
@@ -41,6 +39,8 @@ from tuner.search._attrs import (
     MEMBER_ATTR,
     PARENT_ATTR,
     STALE_ATTR,
+    first_trial,
+    internals,
 )
 
 if TYPE_CHECKING:
