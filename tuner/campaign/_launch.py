@@ -175,7 +175,10 @@ class Launcher:
         )
         env.update(
             protocol.checkpoint_env(
-                str(self.checkpoint_folder(trial)), self.config.checkpoint.keep, resume
+                str(self.checkpoint_folder(trial)),
+                self.config.checkpoint.keep,
+                resume,
+                every=self.config.checkpoint.every,
             )
         )
         env.update(self._checkpoints.env())
