@@ -215,6 +215,81 @@ def test_a_trial_killed_mid_training_continues_from_its_checkpoint(
     assert params["epochs"] == "5" and params["optimizer.name"] == "Momentum"
 
 
+#: Runs the example in this process; an attempt that starts fresh waits, once it committed
+#: the checkpoint of epoch 2, for as long as the file ``hold`` exists.
+HELD_AFTER_EPOCH_2 = """
+import os, runpy, sys, time
+from lineage import checkpoints
+if not os.environ.get("TUNER_RESUME_FROM"):
+    commit = checkpoints.commit
+    def commit_then_wait(path, step, **kwargs):
+        done = commit(path, step, **kwargs)
+        while step == 2 and os.path.exists("hold"):
+            time.sleep(0.05)
+        return done
+    checkpoints.commit = commit_then_wait
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_tuner_resume_after_kill9_of_the_controller_continues_mid_training(
+    python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str
+) -> None:
+    import signal
+    import time
+
+    import optuna
+    from mlflow.tracking import MlflowClient
+
+    (tmp_path / "wrapper.py").write_text(HELD_AFTER_EPOCH_2)
+    (tmp_path / "hold").touch()
+    example = str(repo_root / "examples/mindspore_digits/train.py")
+    command = [python, "wrapper.py", example, "--epochs", "5", "--hidden", "16",
+               "--train-size", "200", "--batch-size", "50", "--lr", "{lr}"]  # fmt: skip
+    config = _campaign(tmp_path, command, sqlite_uri, "ctl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
+    argv = [python, "-m", "tuner.cli"]
+    proc = subprocess.Popen(
+        [*argv, "run", "campaign.yaml", "--quiet"], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    folder = tmp_path / ".tuner" / "ctl" / "checkpoints" / "trial-0"
+
+    def trials() -> list[Any]:
+        storage = config.optuna_storage_url()
+        try:
+            return optuna.load_study(study_name=config.study_name, storage=storage).get_trials()
+        except KeyError:  # the controller has not created the study yet
+            return []
+
+    deadline = time.monotonic() + 240
+    while not (
+        (point := checkpoints.latest_good(folder)) is not None
+        and point.step == 2
+        and any("pid" in t.user_attrs.get("tuner.launch", {}) for t in trials())
+    ):
+        assert time.monotonic() < deadline, "the trial never held at its checkpoint of epoch 2"
+        assert proc.poll() is None, "the controller ended before it was killed"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)  # the trial is mid-training: epochs 3-5 are left
+    proc.wait()
+    done = subprocess.run(
+        [*argv, "resume", "campaign.yaml", "--quiet"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    killed, continuation = trials()
+    assert [killed.state.name, continuation.state.name] == ["FAIL", "COMPLETE"]
+    assert continuation.user_attrs["tuner.resumed_step"] == 2
+    assert sorted(continuation.intermediate_values) == [1, 2, 3, 4, 5]
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    run_id = continuation.user_attrs["tuner.launch"]["run_id"]
+    assert [m.step for m in client.get_metric_history(run_id, "loss")] == list(range(9, 21))
+    assert client.get_run(run_id).info.status == "FINISHED"
+
+
 def test_a_continuation_from_the_last_epochs_checkpoint_completes(
     python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str
 ) -> None:
