@@ -27,18 +27,19 @@ def _find(cell: Any, *names: str) -> Any:
     return None
 
 
-def _calling_model(limit: int = 40) -> tuple[Any, int]:
-    """The ``Model`` whose train/fit is running and the ``initial_epoch`` it was given: the
-    cb_params carry neither (nor the Model's amp level)."""
+def _calling_model(limit: int = 40) -> tuple[Any, dict[str, Any]]:
+    """The ``Model`` whose train/fit is running, and the locals of its training loop
+    (``initial_epoch``, ``dataset_helper``): the cb_params carry none of them (nor the
+    Model's amp level)."""
     from mindspore.train import Model
 
     frame = inspect.currentframe()
     while frame is not None and limit > 0:
         owner = frame.f_locals.get("self")
         if isinstance(owner, Model):
-            return owner, int(frame.f_locals.get("initial_epoch") or 0)
+            return owner, dict(frame.f_locals)
         frame, limit = frame.f_back, limit - 1
-    return None, 0
+    return None, {}
 
 
 class LineageCallback(Callback):
@@ -131,11 +132,11 @@ class LineageCallback(Callback):
             c for c in cb.get("list_callback") or () if hasattr(c, "latest_ckpt_file_name")
         ]
         params: dict[str, Any] = {"dataset_sink_mode": bool(cb.get("dataset_sink_mode", False))}
-        model, initial_epoch = _calling_model()
+        model, loop = _calling_model()
         params.update(intro.model_params(model))
         # Before the recorder starts: its step counter and weight snapshot follow the restore.
         self.resume = TrialResume()
-        self.resume.begin(cb, initial_epoch)
+        self.resume.begin(cb, int(loop.get("initial_epoch") or 0), data=loop.get("dataset_helper"))
         if cb.get("dataset_sink_mode") and cb.get("sink_size", -1) > 0:
             params["sink_size"] = cb.get("sink_size")
         self.recorder.global_step = int(cb.get("cur_step_num") or 0)

@@ -11,7 +11,10 @@ so a continuation that resumes after epoch ``k`` of ``n`` runs that range from 0
   each ``on_train_epoch_begin``: every callback after that hook, the evaluation schedule of
   ``fit`` and the recorded curves see epochs ``k+1..n`` and steps after the checkpoint's;
 - asks MindSpore to stop (``request_stop``) at the end of epoch ``n``, after ``n - k``
-  epochs of training.
+  epochs of training;
+- moves the training data pipeline on to the checkpoint's step, as MindSpore's own failover
+  does, so the epochs left get the batches (and the shuffle order) an uninterrupted
+  training would have had: the continued training is the same training.
 """
 
 from __future__ import annotations
@@ -41,9 +44,11 @@ class TrialResume:
         self._folder: str | None = None
         self._steps_known = True
 
-    def begin(self, cb: Any, initial_epoch: int) -> None:
+    def begin(self, cb: Any, initial_epoch: int, *, data: Any = None) -> None:
         """At ``on_train_begin``: restore the checkpoint to continue from, unless the script
-        resumes on its own (it passed ``initial_epoch`` or called `restore_checkpoint`)."""
+        resumes on its own (it passed ``initial_epoch`` or called `restore_checkpoint`).
+        ``data``: the ``DatasetHelper`` the training loop iterates, moved on to the
+        checkpoint's step."""
         if not os.environ.get(checkpoints.CHECKPOINT_DIR):
             return
         self.active = True
@@ -63,6 +68,8 @@ class TrialResume:
         epoch, step = load_checkpoint(self._cell, *point)
         self.resumed_epoch = self._shift = epoch
         cb.cur_step_num = step if step is not None else epoch * steps
+        if data is not None and steps:
+            _skip_data(data, epoch * steps, steps)
         print(
             f"lineage.mindspore: resumed from the checkpoint of epoch {epoch}",
             file=sys.stderr,
@@ -112,3 +119,23 @@ class TrialResume:
             save_checkpoint(self._cell, epoch, step=step)
         if self._shift and epoch >= self._total:
             run_context.request_stop()
+
+
+def _skip_data(helper: Any, step: int, steps_per_epoch: int) -> None:
+    """Move the pipeline a training loop iterates on to ``step``: MindSpore's failover
+    (``Model``'s ``_reset_training_dataset``) does it through the same private ``_reset``,
+    which replays the shuffles of the epochs skipped. Without sink mode the helper's
+    iterator wraps the pipeline's own; in sink mode the helper is made once the first epoch
+    begins, after this point, and the data then start over. Any failure leaves the data as
+    they are, with one line: the training still continues from the checkpoint."""
+    inner = getattr(helper, "iter", None)
+    target = getattr(inner, "iter", inner)
+    try:
+        target._reset(step, steps_per_epoch)
+    except Exception as exc:
+        print(
+            f"lineage.mindspore: the training data start over after the checkpoint: "
+            f"the pipeline could not be moved on to step {step} ({exc})",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -17,10 +17,10 @@ from lineage import checkpoints
 pytestmark = [pytest.mark.mindspore, pytest.mark.slow]
 
 
-def _train(python: str, script: str, cwd: Path, epochs: int, **env: str) -> str:
+def _train(python: str, script: str, cwd: Path, epochs: int, *flags: str, **env: str) -> str:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
     base.update(GLOG_v="3", OMP_NUM_THREADS="1", TUNER_PARAMS="{}", **env)
-    argv = [python, script, "--epochs", str(epochs), "--hidden", "16"]
+    argv = [python, script, "--epochs", str(epochs), "--hidden", "16", *flags]
     done = subprocess.run(argv, cwd=cwd, env=base, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
@@ -200,6 +200,13 @@ def test_a_trial_killed_mid_training_continues_from_its_checkpoint(
     assert sorted(values) == [1, 2, 3, 4, 5]  # one continuous curve
     assert {s: values[s] for s in (1, 2)} == killed.intermediate_values
     assert continuation.value == pytest.approx(values[5])
+    # The same training as one never interrupted (the same seeds, batches and shuffles).
+    channel = tmp_path / "uninterrupted.jsonl"
+    lr = str(continuation.params["lr"])
+    flags = ["--train-size", "200", "--batch-size", "50", "--lr", lr, "--no-lineage"]
+    _train(python, example, tmp_path, 5, *flags, TUNER_CHANNEL=str(channel))
+    whole = {r["step"]: r["m"]["val_accuracy"] for r in map(json.loads, channel.open())}
+    assert values == pytest.approx(whole, abs=1e-6)
 
     client = MlflowClient(tracking_uri=sqlite_uri)
     first = killed.user_attrs["tuner.launch"]["run_id"]

@@ -39,16 +39,18 @@ class _Setup:
     counter come back with the weights."""
 
     def __init__(self, ms: ModuleType, tiny_net: Any, make_data: Any, seed: int) -> None:
+        from mindspore import dataset as mds
         from mindspore import nn
         from mindspore.train import Accuracy, Model
 
         ms.set_seed(seed)  # each attempt starts from other random weights
+        mds.config.set_seed(11)  # and shuffles its data as every other attempt does
         self.net = tiny_net()
         schedule = [0.2 * 0.9**k for k in range(EPOCHS * STEPS)]
         self.opt = nn.Momentum(self.net.trainable_params(), learning_rate=schedule, momentum=0.9)
         loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
         self.model = Model(self.net, loss_fn, self.opt, metrics={"accuracy": Accuracy()})
-        self.train, self.val = make_data(ROWS, BATCH), make_data(24, 8, seed=1)
+        self.train, self.val = make_data(ROWS, BATCH, shuffle=True), make_data(24, 8, seed=1)
 
 
 def _seen(ms: ModuleType, stop_after: int | None = None) -> Any:
@@ -115,7 +117,8 @@ def test_lineage_callback_resumes_mid_training_to_the_uninterrupted_weights(
     callback = LineageCallback(experiment="continued")
     second.model.fit(EPOCHS, second.train, second.val, callbacks=[callback, seen])
 
-    # Only the epochs left ran, numbered on from the checkpoint's epoch and step.
+    # Only the epochs left ran, numbered on from the checkpoint's epoch and step, on the
+    # batches an uninterrupted training gets in those epochs (its shuffle order included).
     assert seen.epochs == [3, 4] and seen.evals == [3, 4]
     assert seen.steps == list(range(2 * STEPS + 1, EPOCHS * STEPS + 1))
     want, got = _weights(full.model.train_network), _weights(second.model.train_network)
