@@ -128,8 +128,8 @@ def _skip_data(helper: Any, step: int, steps_per_epoch: int) -> None:
     iterator wraps the pipeline's own; in sink mode the helper is made once the first epoch
     begins, after this point, and the data then start over. Any failure leaves the data as
     they are, with one line: the training still continues from the checkpoint."""
-    inner = getattr(helper, "iter", None)
-    target = getattr(inner, "iter", inner)
+    inner: Any = getattr(helper, "iter", None)
+    target: Any = getattr(inner, "iter", inner)
     try:
         target._reset(step, steps_per_epoch)
     except Exception as exc:
