@@ -178,6 +178,6 @@ class TrialCheckpoint(Callback):
             save_checkpoint(self.cell, epoch)
 
 
-def uses(callbacks: Sequence[Any]) -> bool:
+def has_trial_checkpoint(callbacks: Sequence[Any]) -> bool:
     """Whether a `TrialCheckpoint` is among ``callbacks`` (the script saves on its own)."""
     return any(isinstance(c, TrialCheckpoint) for c in callbacks)

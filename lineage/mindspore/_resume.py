@@ -24,7 +24,12 @@ import sys
 from typing import Any
 
 from lineage import checkpoints
-from lineage.mindspore._checkpoint import load_checkpoint, restored, save_checkpoint, uses
+from lineage.mindspore._checkpoint import (
+    has_trial_checkpoint,
+    load_checkpoint,
+    restored,
+    save_checkpoint,
+)
 
 
 class TrialResume:
@@ -54,7 +59,7 @@ class TrialResume:
         self.active = True
         self._every = checkpoints.every()
         self._cell = cb.get("train_network")
-        self._save = not uses(cb.get("list_callback") or ())
+        self._save = not has_trial_checkpoint(cb.get("list_callback") or ())
         self._total = int(initial_epoch) + int(cb.get("epoch_num") or 0)
         self._steps_known = not initial_epoch  # with it, MindSpore counts steps from 0 again
         point = checkpoints.resume_point()
