@@ -115,7 +115,7 @@ def execute(
     """Shared by `tuner run` and `tuner resume`."""
     from lineage.masking import mask_mapping
     from tuner.campaign import Controller, Observer
-    from tuner.coordination import Standalone
+    from tuner.coordination import Standalone, StudySite
     from tuner.records import pareto_line
 
     print_warnings(config, "tuner resume" if resume else "tuner run")
@@ -126,7 +126,8 @@ def execute(
 
         observer = RichObserver()
     try:
-        coordination = Standalone(config, interval=heartbeat[0], grace=heartbeat[1])
+        site = StudySite.of(config)
+        coordination = Standalone(site, interval=heartbeat[0], grace=heartbeat[1])
         result = Controller(
             config,
             coordination=coordination,
