@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner import _protocol as protocol
 from tuner.executors import attempt_folder
-from tuner.search import parent_trial
-from tuner.search._attrs import ATTEMPT_ATTR, LAUNCH_ATTR, RESUMED_STEP_ATTR
+from tuner.search import ATTEMPT_ATTR, LAUNCH_ATTR, RESUMED_STEP_ATTR, parent_trial
 
 if TYPE_CHECKING:
     import optuna
