@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -49,3 +50,20 @@ def test_an_underscore_module_imported_from_outside_its_package_breaks_the_contr
     broken = check()
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "tuner.history._derive -> tuner.search._study" in broken.stdout, broken.stdout
+
+
+def _lazy_packages() -> list[str]:
+    """Packages whose __init__ loads some of its names on first use (a module __getattr__)."""
+    return sorted(
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for package in ("tuner", "lineage")
+        for init in (ROOT / package).rglob("__init__.py")
+        if "\ndef __getattr__(" in init.read_text(encoding="utf-8")
+    )
+
+
+@pytest.mark.parametrize("package", _lazy_packages())
+def test_every_name_a_package_exports_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"{package}.__all__ names what it cannot load: {missing}"
