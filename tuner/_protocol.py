@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from tuner.executors._base import Report
+    from tuner.executors import Report
 
 __all__ = [
     "ATTEMPT",
@@ -191,7 +191,7 @@ def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:
 def parse_report(line: bytes | str) -> Report | None:
     """The `Report` in one channel line; None for a malformed line (a trial cannot crash
     the controller with what it writes)."""
-    from tuner.executors._base import Report
+    from tuner.executors import Report
 
     try:
         obj = json.loads(line)

@@ -9,14 +9,14 @@ at the importance analysis runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from lineage.uri import ui_link
 from tuner.records import NOTE_TAG, Analysis, campaign_note, summary_tags
-from tuner.records import _tags as T
+from tuner.records import tags as T
 
 if TYPE_CHECKING:
     import optuna
@@ -36,7 +36,8 @@ class CampaignEnd:
     """What the end of a campaign reads, as the controller hands it over: the config, the
     study and the recorder (``None`` where the campaign ended before they existed), the counts
     and best trial, why it stopped early (``None`` when it did not), and where one-line
-    warnings go."""
+    warnings go. The whole config: the campaign run's description and its notes on the
+    search (`tuner.records.campaign_note`, `tuner.search.decisions_of`) tell all of it."""
 
     config: CampaignConfig
     study: optuna.Study | None
@@ -129,7 +130,7 @@ def log_campaign_report(
     try:
         from lineage.report import log_report, render_report
 
-        order = _importance_order(end.config, analyses)
+        order = _importance_order(end.config.tracking_uri(), end.config.parameters, analyses)
         with tempfile.TemporaryDirectory(prefix="tuner-report-") as tmp:
             report = render_report(
                 end.study,
@@ -145,20 +146,21 @@ def log_campaign_report(
     return run_id, [v["title"] for v in report.views]
 
 
-def _importance_order(config: CampaignConfig, analyses: Sequence[Analysis]) -> dict[str, list[str]]:
+def _importance_order(
+    tracking_uri: str, tuned: Iterable[str], analyses: Sequence[Analysis]
+) -> dict[str, list[str]]:
     """Each objective's tuned parameters, most important first, from the ``importance.<p>``
     metrics of its analysis run (so the report's contour shows the pair the ranking names)."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=config.tracking_uri())
+    client = MlflowClient(tracking_uri=tracking_uri)
+    names = list(tuned)
     order: dict[str, list[str]] = {}
     for a in analyses:
         if not a.run_id:
             continue
         metrics = client.get_run(a.run_id).data.metrics
-        scores = {
-            p: metrics[f"importance.{p}"] for p in config.parameters if f"importance.{p}" in metrics
-        }
+        scores = {p: metrics[f"importance.{p}"] for p in names if f"importance.{p}" in metrics}
         order[a.metric] = sorted(scores, key=lambda p: -scores[p])
     return order
 

@@ -39,12 +39,12 @@ from tuner.campaign._history import (
     read_history,
 )
 from tuner.campaign._intake import MetricIntake, load_online_check
-from tuner.campaign._launch import Launcher
+from tuner.campaign._launch import Launcher, LaunchPlan
 from tuner.campaign._outcome import best_of, judge, superseded, tell
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
-from tuner.coordination import Coordination, Standalone, counted_trials, supersede
+from tuner.coordination import Coordination, Standalone, StudySite, counted_trials, supersede
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
     disk_full,
@@ -55,10 +55,8 @@ from tuner.records import (
     start_campaign_run,
     trial_end_tags,
 )
-from tuner.schedulers import Scheduler, make_scheduler
-from tuner.search import _internals as internals
-from tuner.search import counts, superseded_numbers
-from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR
+from tuner.schedulers import Scheduler, SchedulerContext, make_scheduler
+from tuner.search import FAILED_ATTEMPT, IMPORTED_ATTR, counts, internals, superseded_numbers
 
 if TYPE_CHECKING:
     import optuna
@@ -99,7 +97,7 @@ class Controller:
         allow_space_change: bool = False,
     ) -> None:
         self.config = config
-        self._coordination = coordination or Standalone(config)
+        self._coordination = coordination or Standalone(StudySite.of(config))
         self.campaign_dir = self._coordination.campaign_dir()
         self._executor = executor
         self._storage = storage
@@ -147,7 +145,13 @@ class Controller:
         reserved runs), so none is left RUNNING; the exception then propagates."""
         # Before the campaign directory: a store that cannot be opened leaves nothing.
         if self._recorder is None:
-            self._recorder = open_recorder(self.config)  # checks the lineage store's access
+            # Checks the lineage store's access.
+            self._recorder = open_recorder(
+                self.config.tracking_uri(),
+                experiment=self.config.experiment,
+                campaign=self.config.name,
+                parallel=self.config.resources.parallel,
+            )
         # A bad warm_start source or a changed space: refused before anything is made.
         plan, unread = read_history(self.config, self._plan)
         if self._storage is None:
@@ -213,7 +217,7 @@ class Controller:
     def _setup(self, previous: Mapping[str, Any]) -> None:
         import optuna
 
-        from tuner.search._study import create_study
+        from tuner.search import create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`
@@ -221,9 +225,18 @@ class Controller:
             # First: the executor's warm parents import the trials' framework while the
             # study and the lineage store are set up.
             if self._executor is None:
-                from tuner.executors._factory import default_executor
+                from tuner.executors import default_executor
 
-                self._executor = default_executor(self.config, self.campaign_dir.trials)
+                config = self.config
+                self._executor = default_executor(
+                    config.executor,
+                    config.resources,
+                    self.campaign_dir.trials,
+                    command=config.command,
+                    workdir=config.workdir,
+                    env=config.env,
+                    preload=config.trial.preload,
+                )
             self.study = study = create_study(self.config, self._storage)
             assert self._preflight is not None  # made by `run`
             for line in self._preflight.apply(study):
@@ -245,7 +258,7 @@ class Controller:
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
             self._launcher = Launcher(
-                self.config,
+                LaunchPlan.of(self.config),
                 study=study,
                 coordination=self._coordination,
                 recorder=self._recorder,
@@ -254,7 +267,13 @@ class Controller:
                 message=self._observer.message,
             )
             self._scheduler = make_scheduler(
-                self.config,
+                self.config.scheduler,
+                SchedulerContext(
+                    target=self.config.target,
+                    grace_period=self.config.trial.grace_period,
+                    parameters=self.config.parameters,
+                    seed=self.config.sampler.seed,
+                ),
                 study,
                 locked=self._coordination.study_lock,
                 folder=self._launcher.checkpoint_folder,
@@ -262,7 +281,11 @@ class Controller:
             )
             online_check = load_online_check() if self.config.diagnosis.early_stop else None
             self._intake = MetricIntake(
-                self.config, self._recorder, online_check, scheduler=self._scheduler
+                self._recorder,
+                online_check,
+                prune_on=None if self.config.multi_objective else self.config.target.metric,
+                pruner=self.config.pruner.name,
+                scheduler=self._scheduler,
             )
         self._coordination.joined(study)
 
@@ -396,7 +419,9 @@ class Controller:
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
         assert self.study is not None and self._recorder is not None
         self.running.pop(rt.number, None)
-        state, values, reason = judge(self.config, rt, outcome)
+        state, values, reason = judge(
+            rt, outcome, metric_names=self.config.metric_names, timeout=self.config.trial.timeout
+        )
         if reason:
             reason = scrub_text(reason, rt.secrets)
         taken = superseded(self.study, rt)
@@ -437,7 +462,7 @@ class Controller:
             )
             if retry and self._launcher is not None:
                 self._launcher.remember(rt.number, rt.history)
-        retry_number = tell(self.study, self.config, rt, state, values, reason, retry=retry)
+        retry_number = tell(self.study, rt, state, values, reason, retry=retry)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
         if retry_number is None and self._launcher is not None:
             self._launcher.chain_ended(rt)

@@ -19,21 +19,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tuner.search import (
+    ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
+    EXPLOITED_ATTR,
+    IMPORTED_ATTR,
+    LAUNCH_ATTR,
+    PARENT_ATTR,
+    PAUSED_ATTR,
+    PROMOTED_FROM_ATTR,
+    RESUMED_STEP_ATTR,
+    STALE_ATTR,
+)
+
 ORDER = 22
-
-#: Names stored on trials (spelled in tuner.search._attrs; repeated here so that this
-#: command need not import the search package, which imports Optuna; a test keeps them equal).
-LAUNCH_ATTR = "tuner.launch"
-ATTEMPT_ATTR = "tuner.attempt"
-STALE_ATTR = "tuner:stale"
-IMPORTED_ATTR = "tuner:imported"
-PARENT_ATTR = "tuner.parent_trial"
-RESUMED_STEP_ATTR = "tuner.resumed_step"
-PAUSED_ATTR = "tuner.paused_at"
-PROMOTED_FROM_ATTR = "tuner.promoted_from"
-EXPLOITED_ATTR = "tuner.exploited_at"
-EXPLOIT_ATTR = "tuner.exploit"
-
 
 _SCHEDULER_ATTRS = (PAUSED_ATTR, PROMOTED_FROM_ATTR, EXPLOITED_ATTR, EXPLOIT_ATTR)
 
@@ -246,8 +245,7 @@ def _from_optuna(url: str, study_name: str) -> dict[str, Any]:
     """What `_read_sql` returns, read through Optuna (any other storage)."""
     import optuna
 
-    from tuner.search import _internals as internals
-    from tuner.search._study import create_rdb
+    from tuner.search import create_rdb, internals
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
@@ -282,7 +280,7 @@ def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.coordination._campaign_dir import CampaignDir
+    from tuner.coordination import CampaignDir
 
     url = config.optuna_storage_url()
     try:

@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from tuner.config._base import DEFAULT_PRUNER, DEFAULT_SAMPLER, PrunerName, SamplerName, _Model
 from tuner.config._types import Duration, RuleError, Seconds, WholeSeconds, suggest
-from tuner.search._registry import PRUNERS, SAMPLERS
+from tuner.search import PRUNERS, SAMPLERS
 
 __all__ = [
     "AnalysisConfig",

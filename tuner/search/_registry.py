@@ -8,7 +8,7 @@ the config validator imports this module).
 ``sampler.options`` / ``pruner.options`` are passed as keyword arguments to the Optuna class,
 so every Optuna knob is reachable without this module naming it; ``sampler.seed`` is passed
 as ``seed``. A constructor that rejects an option becomes a :class:`ConfigError` naming it,
-phrased by the config itself (``config.error(path, rule, value)``).
+phrased like every other config error and naming the config's file.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner._errors import ConfigError
-    from tuner.config import CampaignConfig
+    from tuner.config import CampaignConfig, PrunerConfig
 
 __all__ = [
     "ALTERNATIVES",
@@ -220,7 +220,8 @@ def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.s
         kwargs.setdefault("constant_liar", True)
     if seed is not None:
         kwargs["seed"] = seed
-    sampler = _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
+    where = config.display_name
+    sampler = _construct(where, ("sampler", "options"), cls, kwargs, config.sampler.options)
     return wrap_sampler(config, sampler)
 
 
@@ -255,12 +256,12 @@ def ranked_if_warm(
     return RankedWarmStart(sampler)
 
 
-def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
-    """The Optuna pruner named by ``config.pruner`` (``none``: ``NopPruner``)."""
-    name = config.pruner.name
-    cls = PRUNERS[name]()
-    kwargs = {**PRUNER_REQUIRED.get(name, {}), **config.pruner.options}
-    return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
+def make_pruner(section: PrunerConfig, *, where: str = "config") -> optuna.pruners.BasePruner:
+    """The Optuna pruner the ``pruner:`` section names (``none``: ``NopPruner``). ``where``:
+    the config file as the user named it, for the error about options Optuna refuses."""
+    cls = PRUNERS[section.name]()
+    kwargs = {**PRUNER_REQUIRED.get(section.name, {}), **section.options}
+    return _construct(where, ("pruner", "options"), cls, kwargs, section.options)
 
 
 def _quietly(cls: type) -> Any:
@@ -283,7 +284,7 @@ def _ask_tell_grid(base: type) -> type:
 
 
 def _construct(
-    config: CampaignConfig,
+    where: str,
     path: tuple[str, ...],
     cls: type,
     kwargs: dict[str, Any],
@@ -299,9 +300,10 @@ def _construct(
             return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         message = " ".join(str(exc).split()).rstrip(".")
-        error: ConfigError = config.error(
-            path, f"are invalid for {cls.__name__} ({message})", shown
-        )
+        from tuner.config import config_error
+
+        rule = f"are invalid for {cls.__name__} ({message})"
+        error: ConfigError = config_error(where, path, rule, shown)
         raise error from None
 
 
