@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from tuner._errors import ConfigError
 from tuner.records import NOTE_TAG
 from tuner.records import tags as T
-from tuner.search import IMPORTED_ATTR, SPACE_ATTR, SPACE_CHANGES_ATTR, WARM_START_ATTR
+from tuner.search import (
+    FAILED_ATTEMPT,
+    IMPORTED_ATTR,
+    SPACE_ATTR,
+    SPACE_CHANGES_ATTR,
+    WARM_START_ATTR,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -34,7 +40,14 @@ if TYPE_CHECKING:
     from tuner.history import WarmStartPlan
     from tuner.records import LineageRecorder
 
-__all__ = ["Preflight", "count_imported", "note_space_changes", "preflight", "read_history"]
+__all__ = [
+    "Preflight",
+    "count_imported",
+    "note_space_changes",
+    "preflight",
+    "read_history",
+    "tally",
+]
 
 _NOTE_HEAD = "**Search space changes** (`--allow-space-change`)"
 
@@ -165,6 +178,26 @@ def preflight(
             plan = load_history(config)
         out.plan = plan
     return out
+
+
+def tally(study: optuna.Study) -> tuple[dict[str, int], int]:
+    """What the study's earlier controllers finished: the counted trials by final state
+    (``COMPLETE``, ``PRUNED``, ``FAIL``; a superseded attempt does not count), and the failed
+    attempts (retried ones too) the failure budget has spent. Imported runs are neither."""
+    from tuner.search import counts, superseded_numbers
+
+    done = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
+    failures = 0
+    trials = study.get_trials(deepcopy=False)
+    superseded = superseded_numbers(trials)
+    for trial in trials:
+        if IMPORTED_ATTR in trial.system_attrs:
+            continue
+        if trial.state.name in done and counts(trial, superseded):
+            done[trial.state.name] += 1
+        if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
+            failures += 1
+    return done, failures
 
 
 def count_imported(study: optuna.Study) -> int:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         check_heartbeat(config, (None, None))  # with the environment, as run would resolve it
         # Option values only the Optuna constructors check (types, ranges).
         make_sampler(config)
-        make_pruner(config.pruner, where=config.display_name)
+        make_pruner(config.pruner, error=config.error)
         plan = None
         if config.warm_start is not None:
             from tuner.history import load_history

@@ -8,7 +8,7 @@ the config validator imports this module).
 ``sampler.options`` / ``pruner.options`` are passed as keyword arguments to the Optuna class,
 so every Optuna knob is reachable without this module naming it; ``sampler.seed`` is passed
 as ``seed``. A constructor that rejects an option becomes a :class:`ConfigError` naming it,
-phrased like every other config error and naming the config's file.
+phrased by the config itself (``config.error(path, rule, value)``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
     from tuner._errors import ConfigError
     from tuner.config import CampaignConfig, PrunerConfig
+
+    #: Phrases a `ConfigError` about a path of the config (`CampaignConfig.error`).
+    ErrorAt = Callable[[tuple[str, ...], str, Any], ConfigError]
 
 __all__ = [
     "ALTERNATIVES",
@@ -220,8 +223,8 @@ def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.s
         kwargs.setdefault("constant_liar", True)
     if seed is not None:
         kwargs["seed"] = seed
-    where = config.display_name
-    sampler = _construct(where, ("sampler", "options"), cls, kwargs, config.sampler.options)
+    options = config.sampler.options
+    sampler = _construct(config.error, ("sampler", "options"), cls, kwargs, options)
     return wrap_sampler(config, sampler)
 
 
@@ -256,12 +259,12 @@ def ranked_if_warm(
     return RankedWarmStart(sampler)
 
 
-def make_pruner(section: PrunerConfig, *, where: str = "config") -> optuna.pruners.BasePruner:
-    """The Optuna pruner the ``pruner:`` section names (``none``: ``NopPruner``). ``where``:
-    the config file as the user named it, for the error about options Optuna refuses."""
+def make_pruner(section: PrunerConfig, *, error: ErrorAt) -> optuna.pruners.BasePruner:
+    """The Optuna pruner the ``pruner:`` section names (``none``: ``NopPruner``). ``error``
+    phrases the error about options Optuna refuses (`tuner.config.CampaignConfig.error`)."""
     cls = PRUNERS[section.name]()
     kwargs = {**PRUNER_REQUIRED.get(section.name, {}), **section.options}
-    return _construct(where, ("pruner", "options"), cls, kwargs, section.options)
+    return _construct(error, ("pruner", "options"), cls, kwargs, section.options)
 
 
 def _quietly(cls: type) -> Any:
@@ -284,7 +287,7 @@ def _ask_tell_grid(base: type) -> type:
 
 
 def _construct(
-    where: str,
+    error_at: ErrorAt,
     path: tuple[str, ...],
     cls: type,
     kwargs: dict[str, Any],
@@ -300,10 +303,7 @@ def _construct(
             return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         message = " ".join(str(exc).split()).rstrip(".")
-        from tuner.config import config_error
-
-        rule = f"are invalid for {cls.__name__} ({message})"
-        error: ConfigError = config_error(where, path, rule, shown)
+        error: ConfigError = error_at(path, f"are invalid for {cls.__name__} ({message})", shown)
         raise error from None
 
 
