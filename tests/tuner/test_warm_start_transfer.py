@@ -235,3 +235,40 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     assert all(0.2 <= t.params["x"] <= 0.6 for t in focused)
     (d,) = _measured(study)
     assert (d.pairs, d.exact_pairs) == (12, 2) and d.mode in ("value", "rank")
+
+
+class _Seeing(optuna.samplers.RandomSampler):
+    """A sampler that notes, per trial, how many imported and own finished trials it reads."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.seen: dict[int, tuple[int, int]] = {}
+
+    def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+        done = study._get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        imported = sum(IMPORTED_ATTR in t.system_attrs for t in done)
+        self.seen[trial.number] = (imported, len(done) - imported)
+        return super().sample_independent(study, trial, name, dist)
+
+
+def test_exploring_trials_are_proposed_without_the_earlier_runs(tmp_path: Path) -> None:
+    """Every fifth trial of a warm start (``compare: auto``) is proposed from the campaign's
+    own trials only, so earlier runs that agree everywhere but where the optimum moved cannot
+    keep the campaign from where a cold one would go; the other trials see them."""
+    from tuner.search._registry import wrap_sampler
+    from tuner.search._view import EXPLORE_EVERY
+
+    seeing = _Seeing()
+    study = optuna.create_study(sampler=wrap_sampler(_config(tmp_path), seeing))
+    for i in range(24):
+        study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
+    study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.3) ** 2, n_trials=15)
+    for number, (imported, own) in seeing.seen.items():
+        assert own == number - 24  # every own trial finished before it is seen
+        if (number + 1) % EXPLORE_EVERY == 0:
+            assert imported == 0, number
+        else:
+            assert imported > 0, number
+    assert (
+        len(study.trials) == 39 and sum(IMPORTED_ATTR in t.system_attrs for t in study.trials) == 24
+    )
