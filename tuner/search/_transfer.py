@@ -6,7 +6,10 @@ configuration (``enqueue_best``) pairs exactly, any other trial with the nearest
 configuration of the same source (parameters scaled to [0, 1], log ranges in log space, a
 different category at distance 1). Over the pairs, per source and for the first objective:
 
-- ``agreement``: Kendall's tau between the earlier values and this task's (``scipy``);
+- ``agreement``: Kendall's tau between the earlier values and this task's, weighted toward
+  the best pairs (``scipy.stats.weightedtau``: hyperbolic weights on the ranks, averaged over
+  the earlier runs' order and this task's), so that a plateau of configurations both tasks
+  score alike cannot outvote the best ones, where an optimum that moved shows;
 - ``shift``: the median of (this task - earlier) in units of the earlier values' spread
   (their interquartile range), signed so that positive means this task scores worse.
 
@@ -27,6 +30,10 @@ the task weights of meta-learning TPE (Watanabe et al., 2022) are. The sampler s
 ``w`` as ``round(w * n)`` of the source's ``n`` runs, picked evenly over their order, so the
 shape of what the source says is kept while its mass shrinks; at zero the source is gone from
 the sampler's view and the campaign runs as a cold one.
+
+The agreement is measured where the campaign has been; where it has not, earlier runs that
+agree may still mislead. The exploring trials (`tuner.search._view.PriorFree`, one in
+`tuner.search._view.EXPLORE_EVERY`) therefore see none of them, whatever their weight.
 
 Everything is recomputed from the study's trials at every ask: a resumed campaign, or another
 worker on a shared study, decides the same from the same trials; nothing lives only in
@@ -59,7 +66,7 @@ __all__ = [
     "transfer_view",
 ]
 
-#: Kendall's tau at and above which a source fully agrees with this task.
+#: The weighted Kendall's tau at and above which a source fully agrees with this task.
 AGREE = 0.4
 #: Own finished trials at which a fully agreeing source's weight has halved.
 FADE = 20
@@ -324,5 +331,6 @@ def line(d: SourceTransfer) -> str:
     return (
         f"warm start from {d.source}: rank agreement {d.agreement:+.2f} over {d.pairs} pairs "
         f"({d.exact_pairs} re-runs), level shift {d.shift:+.2f} spreads: {d.mode}, weight "
-        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler)"
+        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler, none by "
+        f"its exploring trials)"
     )
