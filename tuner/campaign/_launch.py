@@ -228,7 +228,10 @@ class Launcher:
         )
         env.update(
             protocol.checkpoint_env(
-                str(self.checkpoint_folder(trial)), self.plan.checkpoint.keep, resume
+                str(self.checkpoint_folder(trial)),
+                self.plan.checkpoint.keep,
+                resume,
+                every=self.plan.checkpoint.every,
             )
         )
         env.update(self._checkpoints.env())

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     SamplerName = str
     PrunerName = str
 else:
-    #: A key of :data:`tuner.search._registry.SAMPLERS` (the one place sampler names are spelled).
+    #: A key of :data:`tuner.search.SAMPLERS` (the one place sampler names are spelled).
     SamplerName = one_of(SAMPLERS)
-    #: A key of :data:`tuner.search._registry.PRUNERS`.
+    #: A key of :data:`tuner.search.PRUNERS`.
     PrunerName = one_of(PRUNERS)
 DEFAULT_SAMPLER = next(iter(SAMPLERS))
 DEFAULT_PRUNER = next(iter(PRUNERS))

@@ -248,6 +248,13 @@ class CheckpointConfig(_Model):
         "the trial run's MLflow artifacts, and downloaded from there to resume",
     )
     keep: Int = Field(default=2, ge=1, description="checkpoints kept per trial (the newest)")
+    every: Int = Field(
+        default=1,
+        ge=1,
+        description="epochs between the checkpoints lineage.mindspore's LineageCallback, "
+        "TrialCheckpoint and resumable_epochs save (the last epoch is always saved); "
+        "trials read it from TUNER_CHECKPOINT_EVERY",
+    )
     keep_finished: Int = Field(
         default=1,
         ge=0,

@@ -108,7 +108,7 @@ def default_timing() -> tuple[int, int]:
 def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages.RDBStorage:
     """An Optuna RDB storage that records and checks heartbeats (``interval``, ``grace`` in s).
 
-    SQLite files get the same WAL settings as `tuner.search._study.open_storage`.
+    SQLite files get the same WAL settings as `tuner.search.open_storage`.
     """
     import optuna
 

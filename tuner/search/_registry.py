@@ -246,7 +246,8 @@ def ranked_if_warm(
 ) -> optuna.samplers.BaseSampler:
     """``sampler``, reading imported runs by rank (``compare: rank``, `tuner.search._ranked`)
     or as far as they are measured to carry over (``compare: auto``, `tuner.search._transfer`)
-    when the campaign warm-starts and the sampler learns from values."""
+    when the campaign warm-starts and the sampler learns from values. Under ``compare: auto``
+    the exploring trials see none of them (`tuner.search._view.PriorFree`)."""
     section = config.warm_start
     if section is None or section.compare == "value" or config.sampler.name not in LEARNING:
         return sampler
@@ -254,8 +255,11 @@ def ranked_if_warm(
 
     if section.compare == "auto":
         from tuner.search._transfer import transfer_view
+        from tuner.search._view import PriorFree
 
-        return RankedWarmStart(sampler, transfer_view, "auto")
+        # Outermost, so that an exploring trial's view holds no imported run for the
+        # measured view to weigh, nor for a focus to narrow around.
+        return PriorFree(RankedWarmStart(sampler, transfer_view, "auto"))
     return RankedWarmStart(sampler)
 
 
