@@ -43,7 +43,16 @@ from tuner.records._access import start_failure
 from tuner.records._disk_full import disk_full
 from tuner.records._reconcile import EndedRun, reconcile_runs
 from tuner.records._trial import clip_value, trial_start_tags
-from tuner.records._write import close_writer, open_http_writer, open_sql_writer, write_batch
+from tuner.records._write import (
+    close_writer,
+    create_run,
+    open_http_writer,
+    open_sql_writer,
+    set_name,
+    set_start_time,
+    set_status,
+    write_batch,
+)
 
 __all__ = ["LineageRecorder"]
 
@@ -179,9 +188,9 @@ class LineageRecorder:
 
         def job() -> None:
             self._log(run_id, params=param_items, tags=tags)
-            self._guard("name", lambda: self._set_name(run_id, name))
+            self._guard("name", lambda: set_name(self._client, self._sql, run_id, name))
             if start_ms is not None:
-                self._guard("start_time", lambda: self._set_start_time(run_id, start_ms))
+                self._guard("start_time", lambda: set_start_time(self._sql, run_id, start_ms))
 
         self._jobs.put(job)
 
@@ -213,7 +222,9 @@ class LineageRecorder:
                     "artifact",
                     lambda: self._client.log_text(run_id, output_tail, "tuner/output_tail.txt"),
                 )
-            self._guard("status", lambda: self._set_status(run_id, status, end_ms))
+            self._guard(
+                "status", lambda: set_status(self._client, self._sql, run_id, status, end_ms)
+            )
 
         self._jobs.put(job)
 
@@ -260,7 +271,7 @@ class LineageRecorder:
                 if tags:
                     self._log(self.parent_run_id, tags=dict(tags))
                 parent = self.parent_run_id
-                self._guard("status", lambda: self._set_status(parent, status))
+                self._guard("status", lambda: set_status(self._client, self._sql, parent, status))
             self._guard("close", lambda: close_writer(self._sql))
 
         self._pool_size = 0
@@ -378,10 +389,10 @@ class LineageRecorder:
             self._guard("delete", lambda: self._discard(run_id))
             return
         self._log(run_id, tags={T.STATE: "FAIL", T.FAIL_REASON: reason})
-        self._guard("status", lambda: self._set_status(run_id, "KILLED", end_ms))
+        self._guard("status", lambda: set_status(self._client, self._sql, run_id, "KILLED", end_ms))
 
     def _discard(self, run_id: str) -> None:
-        self._set_status(run_id, "KILLED")
+        set_status(self._client, self._sql, run_id, "KILLED")
         self._client.delete_run(run_id)
 
     def _create_reserved(self) -> str:
@@ -390,31 +401,7 @@ class LineageRecorder:
             T.MLFLOW_PARENT_RUN_ID: self.parent_run_id,
             T.CAMPAIGN: self.campaign,
         }
-        create = getattr(self._sql, "create_run", None)
-        if create is not None:
-            # An mlflow server: waits (one warning line) while it is away, since the trial
-            # needs the run's id; created once even when an answer is lost.
-            return str(create(self.experiment_id, tags=tags))
-        run = self._client.create_run(self.experiment_id, tags=tags)
-        return str(run.info.run_id)
-
-    def _set_name(self, run_id: str, name: str) -> None:
-        # MLflow keeps the run name in runs.name as well as in the mlflow.runName tag; the SQL
-        # writer sets both when it writes that tag (with the trial's other tags).
-        if self._sql is None:
-            self._client.update_run(run_id, name=name)
-
-    def _set_status(self, run_id: str, status: str, end_ms: int | None = None) -> None:
-        end_ms = end_ms if end_ms is not None else int(time.time() * 1000)
-        if self._sql is None or not self._sql.set_status(run_id, status, end_ms):
-            self._client.set_terminated(run_id, status, end_time=end_ms)
-
-    def _set_start_time(self, run_id: str, start_ms: int) -> None:
-        # MLflow's API cannot change start_time (update_run_info takes status, end time and
-        # name): without a writer that can, the run keeps the time it was created at, which
-        # is when the trial started (no run is created ahead then; see the module's text).
-        if self._sql is not None:
-            self._sql.set_start_time(run_id, start_ms)
+        return create_run(self._client, self._sql, self.experiment_id, tags)
 
     def _refill(self) -> None:
         while self._pool.qsize() < self._pool_size:
