@@ -196,3 +196,106 @@ def test_resume_changed_reads_a_json_list_and_only_for_a_resume(
     monkeypatch.setenv(checkpoints.RESUME_CHANGED, "lr")
     with pytest.raises(ValueError, match="TUNER_RESUME_CHANGED must hold a JSON list"):
         checkpoints.resume_changed()
+
+
+#: A MindSpore trial for a PBT campaign: a tiny classifier trained by ``Model.train`` with
+#: `LineageCallback` (which saves and restores the checkpoints) and ``--lr``, reporting the
+#: epoch's mean loss. Fresh starts wait until both members have started, and each epoch
+#: takes a little time, so that a member is still running when the other is judged.
+PBT_SCRIPT = """
+import argparse, os, pathlib, sys, time
+import numpy as np
+import mindspore as ms
+from mindspore import dataset as mds, nn
+from mindspore.train import Callback, Model
+from lineage.mindspore import LineageCallback
+from tuner import trial
+
+ap = argparse.ArgumentParser(); ap.add_argument("--lr", type=float); lr = ap.parse_args().lr
+ms.set_device("CPU"); ms.set_seed(0); mds.config.set_seed(0)
+if trial.resume_from() is None:
+    with open("started", "a") as fh:
+        fh.write(f"{trial.number()}\\n")
+    deadline = time.monotonic() + 120
+    while len(pathlib.Path("started").read_text().split()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+rng = np.random.default_rng(0)
+x = rng.normal(size=(96, 8)).astype(np.float32)
+y = ((x[:, 0] + x[:, 1] > 0).astype(np.int32) + 2 * (x[:, 2] > 0)).astype(np.int32)
+data = mds.NumpySlicesDataset((x, y), ["x", "y"], shuffle=False).batch(32)
+net = nn.SequentialCell(nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 4))
+opt = nn.Momentum(net.trainable_params(), learning_rate=lr, momentum=0.9)
+loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+class Report(Callback):
+    def on_train_epoch_begin(self, run_context):
+        self.losses = []
+    def on_train_step_end(self, run_context):
+        self.losses.append(float(run_context.original_args().net_outputs.asnumpy()))
+    def on_train_epoch_end(self, run_context):
+        time.sleep(0.3)  # the training's work
+        epoch = run_context.original_args().cur_epoch_num
+        trial.report(epoch, loss=sum(self.losses) / len(self.losses))
+
+Model(net, loss_fn, opt).train(16, data, callbacks=[LineageCallback(), Report()])
+"""
+
+
+@pytest.mark.slow
+def test_a_pbt_continuation_trains_on_with_the_explored_lr(
+    ms: ModuleType, python: str, tmp_path: Path, sqlite_uri: str
+) -> None:
+    import optuna
+    import yaml
+
+    from tuner.campaign import Controller
+    from tuner.config import load_config
+
+    (tmp_path / "trial.py").write_text(PBT_SCRIPT)
+    data = {
+        "name": "pbt-ms",
+        "command": [python, "trial.py", "--lr", "{lr}"],
+        "env": {"OMP_NUM_THREADS": "1", "GLOG_v": "3"},
+        "target": {"metric": "loss", "goal": "minimize"},
+        # One member learns far slower than the other: it is the bottom one when judged.
+        "parameters": {"lr": {"type": "categorical", "choices": [0.0001, 0.001, 0.1]}},
+        "sampler": {"name": "grid", "seed": 7},
+        "budget": {"trials": 2, "max_failures": 2},
+        "resources": {"kind": "cpu", "parallel": 2},
+        "pruner": {"name": "none"},
+        "scheduler": {
+            "name": "pbt",
+            "population": 2,
+            "interval": 2,
+            "perturb": {"lr": {"neighbour": True}},
+        },
+        "diagnosis": {"early_stop": False},
+        "lineage": {"tracking_uri": sqlite_uri},
+        "checkpoint": {"keep": 50},  # the copy a continuation started from stays
+    }
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump(data))
+    config = load_config(path)
+    Controller(config, importance=False, handle_signals=False).run()
+
+    study = optuna.load_study(study_name="pbt-ms", storage=config.optuna_storage_url())
+    trials = study.get_trials(deepcopy=False)
+    exploits = [t for t in trials if "tuner.exploit" in t.user_attrs]
+    summary = [(t.number, t.state.name, t.params, t.user_attrs.get("fail_reason")) for t in trials]
+    assert exploits, summary
+    checked = 0
+    for cont in exploits:
+        info = cont.user_attrs["tuner.exploit"]
+        (folder,) = tmp_path.rglob(f"trial-{cont.number}")
+        copied = checkpoints.latest_good(folder, at_most=info["from_step"])
+        last = checkpoints.latest_good(folder)
+        assert copied is not None and last is not None, summary
+        donor = trials[info["donor"]]
+        # The copy it started from holds the donor's lr; what it trained with holds its own.
+        assert float(_saved(ms, copied)["learning_rate"]) == pytest.approx(donor.params["lr"])
+        if last.step > info["from_step"]:
+            held = float(_saved(ms, last)["learning_rate"])
+            assert held == pytest.approx(cont.params["lr"]), summary
+            assert int(_saved(ms, last)["global_step"].item()) == 3 * last.step
+            checked += 1
+    assert checked, summary
