@@ -8,7 +8,8 @@ For each task and seed, side by side in one run:
     campaign's runs enter the study through the tuner's own machinery
     (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``); the
     default ``compare: auto`` (``tuner.search._transfer``: the prior's weight follows its
-    measured agreement with the campaign's own trials, and fades);
+    measured agreement with the campaign's own trials, weighted toward the best pairs, and
+    fades; every fifth trial is proposed without the prior, ``tuner.search._view.PriorFree``);
 (c') ``tpe-warm-value``: the same with ``compare: value`` (the prior's values as recorded);
 (c'') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
     and new values compared by rank while an imported run is ahead of the campaign's best);

@@ -7,7 +7,8 @@ that the script fills with whatever its framework writes, then *commits* with
 :func:`commit`: a manifest ``.complete.json`` (each file's size) written last and atomically.
 A folder without a manifest, or whose files no longer match it, is *torn* (the process died
 while writing, or someone deleted a file): it is never resumed from. Committing prunes the
-trial's older checkpoints down to the last ``TUNER_CHECKPOINT_KEEP`` (default 2).
+trial's older checkpoints down to the last ``TUNER_CHECKPOINT_KEEP`` (default 2). How often a
+framework callback saves, in epochs, is ``TUNER_CHECKPOINT_EVERY`` (default 1; :func:`every`).
 
 When an attempt should continue earlier work, the tuner names the last good checkpoint in
 ``TUNER_RESUME_FROM`` and the step it holds in ``TUNER_RESUME_STEP`` (:func:`resume_point`).
@@ -30,6 +31,7 @@ from pathlib import Path
 
 __all__ = [
     "CHECKPOINT_DIR",
+    "EVERY",
     "KEEP",
     "MANIFEST",
     "RESUME_FROM",
@@ -37,6 +39,7 @@ __all__ = [
     "STORE",
     "Checkpoint",
     "commit",
+    "every",
     "latest_good",
     "prune",
     "resume_point",
@@ -48,10 +51,12 @@ RESUME_FROM = "TUNER_RESUME_FROM"
 RESUME_STEP = "TUNER_RESUME_STEP"
 KEEP = "TUNER_CHECKPOINT_KEEP"
 STORE = "TUNER_CHECKPOINT_STORE"
+EVERY = "TUNER_CHECKPOINT_EVERY"
 
 MANIFEST = ".complete.json"
 _PREFIX = "step-"
 DEFAULT_KEEP = 2
+DEFAULT_EVERY = 1
 
 
 class Checkpoint:
@@ -161,6 +166,22 @@ def prune(root: str | os.PathLike[str], keep: int) -> list[Path]:
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
+
+
+def every() -> int:
+    """Epochs between the checkpoints a framework callback saves (``TUNER_CHECKPOINT_EVERY``,
+    default 1; the last epoch is always saved). Raises ValueError naming the variable when it
+    is not a whole number >= 1."""
+    raw = os.environ.get(EVERY, "").strip()
+    if not raw:
+        return DEFAULT_EVERY
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{EVERY} must be a whole number >= 1, got {raw!r}")
+    return value
 
 
 def resume_point() -> tuple[Path, int] | None:

@@ -114,8 +114,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.importance import analyze_experiment, evaluator_for, model_line
-    from lineage.importance._result import format_bound
+    from lineage.importance import analyze_experiment, evaluator_for, format_bound, model_line
 
     if args.runs_shown < 0:
         raise UsageError(f"--runs-shown must be >= 0, got {args.runs_shown}")

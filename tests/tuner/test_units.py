@@ -310,13 +310,14 @@ class _NullRecorder:
 
 def _controller(campaign: Any, fn: Any, coordination: Any = None, **over: Any) -> Any:
     from tuner.campaign import Controller
+    from tuner.coordination import StudySite
     from tuner.executors._inprocess import InProcessExecutor
 
     config = campaign(**over)
     rec = _NullRecorder()
     ctl = Controller(
         config,
-        coordination=coordination(config) if coordination else None,
+        coordination=coordination(StudySite.of(config)) if coordination else None,
         executor=InProcessExecutor(fn, slots=2),
         recorder=rec,  # type: ignore[arg-type]
         importance=False,

@@ -13,7 +13,9 @@ import pytest
 from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR, IMPORTED_FROM_ATTR
 
 
-def _config(tmp_path: Path, compare: str | None = None) -> Any:
+def _config(
+    tmp_path: Path, compare: str | None = None, focus: dict[str, float] | None = None
+) -> Any:
     from tuner.config import parse_config
 
     warm: dict[str, Any] = {"from": [{"experiment": "earlier"}]}
@@ -25,7 +27,10 @@ def _config(tmp_path: Path, compare: str | None = None) -> Any:
             "command": ["x"],
             "reads_tuner_params": True,
             "target": {"metric": "rmse", "goal": "minimize"},
-            "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+            "parameters": {
+                "x": {"type": "float", "low": 0.0, "high": 1.0}
+                | ({"focus": focus} if focus else {})
+            },
             "budget": {"trials": 20},
             "sampler": {"name": "tpe", "seed": 3},
             "warm_start": warm,
@@ -113,6 +118,42 @@ def test_a_misleading_source_is_discounted_to_nothing(tmp_path: Path) -> None:
     assert len(done) == 8 and not any(IMPORTED_ATTR in t.system_attrs for t in done)
     assert [t.number for t in view] == [t.number for t in study.trials]
     assert all(IMPORTED_ATTR in t.system_attrs for t in study.trials[:24])  # study keeps them
+
+
+def _moved_at_the_top(x: float) -> tuple[float, float]:
+    """(earlier, this task) at ``x``: alike over most of the space (a ramp), but the earlier
+    best region (x < 0.08) is this task's worst and this task's best (0.08 to 0.16) was
+    middling before."""
+    if x < 0.08:
+        return -1.0 + x, 2.0 + x
+    if x < 0.16:
+        return 0.6, -1.0 + x
+    return x, x
+
+
+def test_agreement_on_a_plateau_does_not_hide_a_moved_optimum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Most pairs agree (the ramp where both tasks score alike), so Kendall's tau over all
+    pairs would trust the source; the agreement is weighted toward each side's best pairs,
+    where the two tasks disagree, and the source is discounted."""
+    import scipy.stats
+
+    import tuner.search._transfer as transfer
+
+    def study() -> Any:
+        return _study(
+            tmp_path, lambda x: _moved_at_the_top(x)[0], lambda x: _moved_at_the_top(x)[1], 16
+        )
+
+    (d,) = _measured(study())
+    assert d.mode == "discount" and d.agreement is not None and d.agreement < transfer.AGREE
+    # The same pairs by plain Kendall's tau: the plateau outvotes the top.
+    monkeypatch.setattr(scipy.stats, "weightedtau", scipy.stats.kendalltau)
+    monkeypatch.setattr(transfer, "_last", None)
+    (plain,) = _measured(study())
+    assert plain.mode == "value" and plain.agreement is not None
+    assert plain.agreement >= transfer.AGREE
 
 
 def test_before_enough_pairs_the_prior_counts_in_full_by_rank(tmp_path: Path) -> None:
@@ -235,3 +276,48 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     assert all(0.2 <= t.params["x"] <= 0.6 for t in focused)
     (d,) = _measured(study)
     assert (d.pairs, d.exact_pairs) == (12, 2) and d.mode in ("value", "rank")
+
+
+class _Seeing(optuna.samplers.RandomSampler):
+    """A sampler that notes, per trial, how many imported and own finished trials it reads."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.seen: dict[int, tuple[int, int]] = {}
+
+    def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+        done = study._get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        imported = sum(IMPORTED_ATTR in t.system_attrs for t in done)
+        self.seen[trial.number] = (imported, len(done) - imported)
+        return super().sample_independent(study, trial, name, dist)
+
+
+@pytest.mark.parametrize("focus", [None, {"low": 0.2, "high": 0.4}])
+def test_exploring_trials_are_proposed_without_the_earlier_runs(
+    tmp_path: Path, focus: dict[str, float] | None
+) -> None:
+    """Every fifth trial of a warm start (``compare: auto``) is proposed from the campaign's
+    own trials only, so earlier runs that agree where the campaign has been but mislead where
+    it has not cannot steer those trials; the other trials see them. The same holds with a
+    focus (what ``tuner init`` writes): the trials that check the focus do not see the
+    earlier runs it was built from."""
+    from tuner.search import sample_params
+    from tuner.search._registry import wrap_sampler
+    from tuner.search._view import EXPLORE_EVERY
+
+    config = _config(tmp_path, focus=focus)
+    seeing = _Seeing()
+    study = optuna.create_study(sampler=wrap_sampler(config, seeing))
+    for i in range(24):
+        study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
+    for _ in range(15):
+        trial = study.ask()
+        study.tell(trial, (sample_params(trial, config)["x"] - 0.3) ** 2)
+    for number, (imported, own) in seeing.seen.items():
+        assert own == number - 24  # every own trial finished before it is seen
+        if (number + 1) % EXPLORE_EVERY == 0:
+            assert imported == 0, number
+        else:
+            assert imported > 0, number
+    imported_trials = [t for t in study.trials if IMPORTED_ATTR in t.system_attrs]
+    assert len(study.trials) == 39 and len(imported_trials) == 24

@@ -9,9 +9,12 @@ sampler:
 - **a focused trial** (four in five): the wrapped sampler samples every focused parameter
   over its focus (Optuna's own distributions, narrowed: a sub-range, or some of the choices),
   and sees only the trials whose values lie inside the focus (the others hidden:
-  `tuner.search._ranked.hidden`), as a campaign over the refined range would;
-- **an exploring trial** (every `EXPLORE_EVERY`-th trial number): the wrapped sampler samples
-  the full range and sees every trial, as a plain warm start over the recorded range would;
+  `tuner.search._view.hidden`), as a campaign over the refined range would;
+- **an exploring trial** (every `EXPLORE_EVERY`-th trial number,
+  `tuner.search._view.exploring`): the wrapped sampler samples the full range and sees the
+  study as this wrapper is given it: under a warm start with ``compare: auto`` that is the
+  campaign's own trials only (`tuner.search._view.PriorFree`), so the earlier runs the focus
+  was built from do not steer the trials meant to check it;
 - **widened on evidence**: a focus no longer holds on one side once the campaign's best own
   trial lies beyond it there, or most of its `TOP` best own trials sit at that edge
   (`tuner.search._bounds.EDGE` of the focus); that side then reaches the parameter's bound.
@@ -29,17 +32,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optuna.samplers import BaseSampler
-
 from tuner.search._attrs import IMPORTED_ATTR
 from tuner.search._bounds import EDGE
-from tuner.search._ranked import hidden, in_states
+from tuner.search._view import EXPLORE_EVERY, Narrow, StudyView, ViewSampler, exploring, hidden
 
 if TYPE_CHECKING:
     import optuna
     from optuna.distributions import BaseDistribution
     from optuna.study import StudyDirection
-    from optuna.trial import FrozenTrial, TrialState
+    from optuna.trial import FrozenTrial
 
     from tuner.config import CampaignConfig
 
@@ -54,8 +55,6 @@ __all__ = [
     "focused_if_set",
 ]
 
-#: One trial in this many samples the full range (trial numbers ``k * EXPLORE_EVERY - 1``).
-EXPLORE_EVERY = 5
 #: The best own trials whose place at a focus edge widens it.
 TOP = 5
 
@@ -182,104 +181,36 @@ def _narrow(dist: BaseDistribution, state: FocusState) -> BaseDistribution:
     return dist
 
 
-class _FocusedView:
-    """The study as a focused trial's sampler sees it: trials outside the focus hidden
-    (`tuner.search._ranked.hidden`)."""
-
-    def __init__(self, study: optuna.Study, states: dict[str, FocusState]) -> None:
-        self._study = study
-        self._states = states
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._study, name)
-
-    def _inside(self, trial: FrozenTrial) -> bool:
-        return all(
-            s.contains(trial.params[name])
-            for name, s in self._states.items()
-            if name in trial.params
-        )
-
-    def _get_trials(
-        self,
-        deepcopy: bool = True,
-        states: Sequence[TrialState] | None = None,
-        use_cache: bool = False,
-    ) -> list[FrozenTrial]:
-        from tuner.search._internals import sampler_trials
-
-        trials = sampler_trials(self._study, deepcopy, states, use_cache)
-        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
-
-    def get_trials(
-        self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
-    ) -> list[FrozenTrial]:
-        trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return in_states([t if self._inside(t) else hidden(t) for t in trials], states)
-
-
-class FocusedSampler(BaseSampler):
-    """``sampler``, sampling the parameters of ``focus`` over their focus in all but every
-    `EXPLORE_EVERY`-th trial."""
+class FocusedSampler(ViewSampler):
+    """``sampler``, sampling the parameters of ``focus`` over their focus in all but the
+    exploring trials (`tuner.search._view.exploring`)."""
 
     def __init__(self, sampler: optuna.samplers.BaseSampler, focus: dict[str, FocusSpec]) -> None:
-        self.sampler = sampler
+        super().__init__(sampler)
         self.focus = focus
 
     def __str__(self) -> str:
         return f"{self.sampler} (focused on {', '.join(self.focus)})"
 
-    def _plan(self, study: optuna.Study, trial: FrozenTrial) -> tuple[Any, dict[str, FocusState]]:
-        if (trial.number + 1) % EXPLORE_EVERY == 0:
-            return study, {}
+    def plan(self, study: optuna.Study, trial: FrozenTrial) -> tuple[Any, Narrow | None]:
+        if exploring(trial):
+            return study, None
         from tuner.search._internals import sampler_trials
 
         trials = sampler_trials(study, False, None, True)
         states = focus_state(trials, study.directions, self.focus)
         narrowed = {n: s for n, s in states.items() if not _whole(s, self.focus[n])}
-        return (_FocusedView(study, narrowed), narrowed) if narrowed else (study, {})
+        if not narrowed:
+            return study, None
 
-    def infer_relative_search_space(
-        self, study: optuna.Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        return self.sampler.infer_relative_search_space(study, trial)
+        def inside(t: FrozenTrial) -> bool:
+            return all(s.contains(t.params[n]) for n, s in narrowed.items() if n in t.params)
 
-    def sample_relative(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        search_space: dict[str, BaseDistribution],
-    ) -> dict[str, Any]:
-        view, states = self._plan(study, trial)
-        space = {n: _narrow(d, states[n]) if n in states else d for n, d in search_space.items()}
-        return self.sampler.sample_relative(view, trial, space)
+        def narrow(name: str, dist: BaseDistribution) -> BaseDistribution:
+            return _narrow(dist, narrowed[name]) if name in narrowed else dist
 
-    def sample_independent(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        view, states = self._plan(study, trial)
-        if param_name in states:
-            param_distribution = _narrow(param_distribution, states[param_name])
-        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
+        view = StudyView(study, lambda ts: [t if inside(t) else hidden(t) for t in ts])
+        return view, narrow
 
 
 def _whole(state: FocusState, spec: FocusSpec) -> bool:

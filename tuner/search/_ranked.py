@@ -23,8 +23,7 @@ keep every recorded value. Until the campaign has a finished trial of its own, t
 sees the imported values as they are.
 
 Imports Optuna: `tuner.search._registry.make_sampler` imports this module only when it wraps.
-The view answers Optuna's private ``Study._get_trials`` (the call every built-in sampler reads
-trials through) and reads through `tuner.search._internals.sampler_trials`.
+The sampler reads the study through `tuner.search._view.StudyView`.
 """
 
 from __future__ import annotations
@@ -34,18 +33,15 @@ from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from optuna.samplers import BaseSampler
-
 from tuner.search._attrs import IMPORTED_ATTR, IMPORTED_FROM_ATTR
-from tuner.search._internals import sampler_trials
+from tuner.search._view import Narrow, StudyView, ViewSampler
 
 if TYPE_CHECKING:
     import optuna
-    from optuna.distributions import BaseDistribution
     from optuna.study import StudyDirection
-    from optuna.trial import FrozenTrial, TrialState
+    from optuna.trial import FrozenTrial
 
-__all__ = ["RankedWarmStart", "hidden", "in_states", "ranked_view"]
+__all__ = ["RankedWarmStart", "ranked_view"]
 
 
 def _group(trial: FrozenTrial) -> str | None:
@@ -118,98 +114,20 @@ def ranked_view(
 _View = Callable[[Sequence["FrozenTrial"], Sequence["StudyDirection"]], list["FrozenTrial"]]
 
 
-def hidden(trial: FrozenTrial) -> FrozenTrial:
-    """``trial`` as a view hides it from a sampler: a FAIL copy without values. Hidden rather
-    than left out, so the view keeps one trial per number (NSGA-II finds trials by number)."""
-    from optuna.trial import TrialState
-
-    out = copy.copy(trial)
-    out.state = TrialState.FAIL
-    out.values = None
-    return out
-
-
-def in_states(trials: list[FrozenTrial], states: Sequence[TrialState] | None) -> list[FrozenTrial]:
-    """``trials`` in ``states`` (all when ``None``): a hidden trial is no longer COMPLETE."""
-    return trials if states is None else [t for t in trials if t.state in states]
-
-
-class _RankedStudy:
-    """The study as the wrapped sampler sees it: trials read through ``view``."""
-
-    def __init__(self, study: optuna.Study, view: _View = ranked_view) -> None:
-        self._study = study
-        self._view = view
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._study, name)
-
-    def _get_trials(
-        self,
-        deepcopy: bool = True,
-        states: Sequence[TrialState] | None = None,
-        use_cache: bool = False,
-    ) -> list[FrozenTrial]:
-        trials = sampler_trials(self._study, deepcopy, states, use_cache)
-        return in_states(self._view(trials, self._study.directions), states)
-
-    def get_trials(
-        self, deepcopy: bool = True, states: Sequence[TrialState] | None = None
-    ) -> list[FrozenTrial]:
-        trials = self._study.get_trials(deepcopy=deepcopy, states=states)
-        return in_states(self._view(trials, self._study.directions), states)
-
-
-class RankedWarmStart(BaseSampler):
+class RankedWarmStart(ViewSampler):
     """``sampler``, reading a warm-started study through ``view`` (`ranked_view`, or
     `tuner.search._transfer.transfer_view` for ``compare: auto``)."""
 
     def __init__(
         self, sampler: optuna.samplers.BaseSampler, view: _View = ranked_view, how: str = "rank"
     ) -> None:
-        self.sampler = sampler
+        super().__init__(sampler)
         self.view = view
         self.how = how
 
     def __str__(self) -> str:
         return f"{type(self.sampler).__name__} (warm start compared by {self.how})"
 
-    def infer_relative_search_space(
-        self, study: optuna.Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        view: Any = _RankedStudy(study, self.view)
-        return self.sampler.infer_relative_search_space(view, trial)
-
-    def sample_relative(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        search_space: dict[str, BaseDistribution],
-    ) -> dict[str, Any]:
-        view: Any = _RankedStudy(study, self.view)
-        return self.sampler.sample_relative(view, trial, search_space)
-
-    def sample_independent(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        view: Any = _RankedStudy(study, self.view)
-        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
+    def plan(self, study: optuna.Study, trial: FrozenTrial) -> tuple[Any, Narrow | None]:
+        directions = study.directions
+        return StudyView(study, lambda trials: self.view(trials, directions)), None

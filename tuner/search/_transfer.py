@@ -6,7 +6,10 @@ configuration (``enqueue_best``) pairs exactly, any other trial with the nearest
 configuration of the same source (parameters scaled to [0, 1], log ranges in log space, a
 different category at distance 1). Over the pairs, per source and for the first objective:
 
-- ``agreement``: Kendall's tau between the earlier values and this task's (``scipy``);
+- ``agreement``: Kendall's tau between the earlier values and this task's, weighted toward
+  the best pairs (``scipy.stats.weightedtau``: hyperbolic weights on the ranks, averaged over
+  the earlier runs' order and this task's), so that a plateau of configurations both tasks
+  score alike cannot outvote the best ones, where an optimum that moved shows;
 - ``shift``: the median of (this task - earlier) in units of the earlier values' spread
   (their interquartile range), signed so that positive means this task scores worse.
 
@@ -27,6 +30,10 @@ the task weights of meta-learning TPE (Watanabe et al., 2022) are. The sampler s
 ``w`` as ``round(w * n)`` of the source's ``n`` runs, picked evenly over their order, so the
 shape of what the source says is kept while its mass shrinks; at zero the source is gone from
 the sampler's view and the campaign runs as a cold one.
+
+The agreement is measured where the campaign has been; where it has not, earlier runs that
+agree may still mislead. The exploring trials (`tuner.search._view.PriorFree`, one in
+`tuner.search._view.EXPLORE_EVERY`) therefore see none of them, whatever their weight.
 
 Everything is recomputed from the study's trials at every ask: a resumed campaign, or another
 worker on a shared study, decides the same from the same trials; nothing lives only in
@@ -59,7 +66,7 @@ __all__ = [
     "transfer_view",
 ]
 
-#: Kendall's tau at and above which a source fully agrees with this task.
+#: The weighted Kendall's tau at and above which a source fully agrees with this task.
 AGREE = 0.4
 #: Own finished trials at which a fully agreeing source's weight has halved.
 FADE = 20
@@ -110,18 +117,42 @@ def _coord(value: Any, dist: BaseDistribution) -> float | None:
     return None
 
 
-def _distance(a: FrozenTrial, b: FrozenTrial) -> float:
-    total = 0.0
-    for name, dist in a.distributions.items():
-        if name not in b.params:
-            total += 1.0
-            continue
-        x, y = _coord(a.params[name], dist), _coord(b.params[name], dist)
-        if x is None or y is None:
-            total += 0.0 if a.params[name] == b.params[name] else 1.0
-        else:
-            total += (x - y) ** 2
-    return math.sqrt(total)
+class _Nearest:
+    """The nearest of ``members`` to a trial: over the trial's parameters, the squared
+    difference of scaled numbers, 1 for another category or a parameter the member lacks.
+    The members' scaled values are computed once per parameter and distribution."""
+
+    def __init__(self, members: list[FrozenTrial]) -> None:
+        self.members = members
+        self._columns: dict[tuple[str, BaseDistribution], Any] = {}
+
+    def _column(self, name: str, dist: BaseDistribution) -> Any:
+        import numpy as np
+
+        key = (name, dist)
+        if key not in self._columns:
+            coords = [
+                _coord(m.params[name], dist) if name in m.params else None for m in self.members
+            ]
+            self._columns[key] = np.array([np.nan if c is None else c for c in coords])
+        return self._columns[key]
+
+    def __call__(self, own: FrozenTrial) -> FrozenTrial:
+        import numpy as np
+
+        total = np.zeros(len(self.members))
+        for name, dist in own.distributions.items():
+            x = _coord(own.params[name], dist)
+            if x is not None:
+                column = self._column(name, dist)
+                total += np.where(np.isnan(column), 1.0, (column - x) ** 2)
+                continue
+            mine = own.params[name]
+            total += [0.0 if m.params.get(name, _MISSING) == mine else 1.0 for m in self.members]
+        return self.members[int(np.argmin(total))]
+
+
+_MISSING = object()
 
 
 def _spread(values: list[float]) -> float:
@@ -140,7 +171,42 @@ def measure(
     return [d for _, d in _measure(trials, directions)]
 
 
+#: The last measurement and what it was measured from: a sampler reads the trials several
+#: times per ask (once per parameter, and to infer its space), all from the same finished
+#: trials. Keyed by everything the measurement reads, so a hit is the same measurement.
+_last: tuple[Any, list[tuple[str, SourceTransfer]]] | None = None
+
+
 def _measure(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> list[tuple[str, SourceTransfer]]:
+    global _last
+    from optuna.trial import TrialState
+
+    key = (
+        tuple(directions),
+        tuple(
+            (
+                t.number,
+                tuple(t.values),
+                _group(t),
+                t.user_attrs.get(ENQUEUED_FROM_ATTR),
+                str(t.system_attrs.get(IMPORTED_ATTR)),
+                tuple(t.params.items()),
+            )
+            for t in trials
+            if t.state == TrialState.COMPLETE and t.values is not None
+        ),
+    )
+    last = _last
+    if last is not None and last[0] == key:
+        return last[1]
+    out = _measured(trials, directions)
+    _last = (key, out)
+    return out
+
+
+def _measured(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> list[tuple[str, SourceTransfer]]:
     from optuna.study import StudyDirection
@@ -157,18 +223,20 @@ def _measure(
         by_run = {str(t.system_attrs.get(IMPORTED_ATTR)): t for t in members}
         pairs: list[tuple[float, float]] = []
         exact = 0
+        nearest = _Nearest(members)
         for t in own:
             match = by_run.get(str(t.user_attrs.get(ENQUEUED_FROM_ATTR)))
             if match is not None:
                 exact += 1
             else:
-                match = min(members, key=lambda m: _distance(t, m))
+                match = nearest(t)
             pairs.append((sign * match.values[0], sign * t.values[0]))
         agreement = shift = None
         if len(pairs) >= MIN_PAIRS:
-            from scipy.stats import kendalltau
+            from scipy.stats import weightedtau
 
-            tau = kendalltau([p[0] for p in pairs], [p[1] for p in pairs]).statistic
+            # Higher counts as better for weightedtau: the values are negated losses.
+            tau = weightedtau([-p[0] for p in pairs], [-p[1] for p in pairs]).statistic
             agreement = 0.0 if tau is None or math.isnan(tau) else float(tau)
             diffs = sorted(b - a for a, b in pairs)
             shift = diffs[len(diffs) // 2] / _spread([sign * m.values[0] for m in members])
@@ -222,7 +290,8 @@ def transfer_view(
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
-    from tuner.search._ranked import hidden, ranked_view
+    from tuner.search._ranked import ranked_view
+    from tuner.search._view import hidden
 
     decided = dict(_measure(trials, directions))
     if not decided:
@@ -262,5 +331,6 @@ def line(d: SourceTransfer) -> str:
     return (
         f"warm start from {d.source}: rank agreement {d.agreement:+.2f} over {d.pairs} pairs "
         f"({d.exact_pairs} re-runs), level shift {d.shift:+.2f} spreads: {d.mode}, weight "
-        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler)"
+        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler, none by "
+        f"its exploring trials)"
     )
