@@ -198,6 +198,32 @@ def test_resume_changed_reads_a_json_list_and_only_for_a_resume(
         checkpoints.resume_changed()
 
 
+@pytest.mark.parametrize(
+    ("var", "value", "read"),
+    [
+        (checkpoints.EVERY, "0", checkpoints.every),
+        (checkpoints.EVERY, "two", checkpoints.every),
+        (checkpoints.RESUME_STEP, "3.5", checkpoints.resume_point),
+        (checkpoints.RESUME_CHANGED, "lr", checkpoints.resume_changed),
+    ],
+)
+def test_a_refused_checkpoint_variable_is_a_usage_error_naming_it(
+    tmp_path: Path, monkeypatch: Any, var: str, value: str, read: Any
+) -> None:
+    from lineage import EnvironmentValueError, UsageError
+    from lineage._errors import exiting_on_bad_environment
+
+    _env(monkeypatch, tmp_path, checkpoints.Checkpoint(tmp_path, 3))
+    monkeypatch.setenv(var, value)
+    with pytest.raises(EnvironmentValueError, match=f"^{var} must .*, got '{value}'$") as err:
+        read()
+    assert isinstance(err.value, UsageError) and isinstance(err.value, ValueError)
+    # Where a framework callback reads it: exit status 2, as a bad flag under argparse.
+    with pytest.raises(SystemExit) as stop, exiting_on_bad_environment():
+        read()
+    assert stop.value.code == 2
+
+
 #: A MindSpore trial for a PBT campaign: a tiny classifier trained by ``Model.train`` with
 #: `LineageCallback` (which saves and restores the checkpoints) and ``--lr``, reporting the
 #: epoch's mean loss. Fresh starts wait until both members have started, and each epoch
