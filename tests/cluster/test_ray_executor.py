@@ -30,7 +30,7 @@ def _spec(number: int, *args: str, **kw: object) -> TrialSpec:
     )
 
 
-def _finish(executor: RayExecutor, handles: list, limit: float = 60.0) -> dict[int, TrialOutcome]:
+def _finish(executor: RayExecutor, handles: list, limit: float = 120.0) -> dict[int, TrialOutcome]:
     done: dict[int, TrialOutcome] = {}
     deadline = time.monotonic() + limit
     while len(done) < len(handles) and time.monotonic() < deadline:
@@ -84,7 +84,7 @@ def test_reports_stream_back_and_prune_stops_the_process(ray_address: str) -> No
     executor = RayExecutor(address=ray_address, kind="cpu", per_trial=1, parallel=1)
     handle = executor.submit(_spec(7, "2000", "0.05"))  # pruned long before its end
     steps: list[int] = []
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while len(steps) < 3 and time.monotonic() < deadline:
         executor.wait(0.5)
         steps += [r.step for r in handle.reports()]
@@ -125,7 +125,7 @@ def test_timeout_launch_error_and_exit_code(ray_address: str) -> None:
 def test_a_dead_worker_fails_its_trial_with_a_reason(ray_address: str) -> None:
     executor = RayExecutor(address=ray_address, kind="cpu", per_trial=1, parallel=1)
     handle = executor.submit(_spec(4, "400", "0.05"))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not handle.process_info() and time.monotonic() < deadline:
         executor.wait(0.3)
         handle.reports()
