@@ -84,7 +84,6 @@ def fingerprint(dataset: Any) -> str | None:
             digest.update(str((t.dtype, tuple(t.shape))).encode())
             digest.update(_buffer(t))
         return digest.hexdigest()
-    digest = hashlib.sha256()
     try:
         n = len(dataset)
         digest.update(str(n).encode())

@@ -186,6 +186,25 @@ class Launcher:
         found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
 
+    def _changed(self, trial: optuna.Trial, params: Mapping[str, Any], step: int) -> list[str]:
+        """The parameters whose values ``trial`` changed from those of the trial that wrote
+        the checkpoint of ``step`` it continues (a PBT exploit's explored ones): the
+        script's values of these win over the checkpoint's."""
+        trials = self._study.get_trials(deepcopy=False)
+        at = parent_trial(trial)
+        # Up the parents to the trial that trained ``step``, past each one that resumed
+        # from that step or a later one (it holds that checkpoint without having written it).
+        while at is not None:
+            t = trials[at]
+            resumed, up = t.user_attrs.get(RESUMED_STEP_ATTR), parent_trial(t)
+            if up is None or resumed is None or int(resumed) < step:
+                break
+            at = up
+        if at is None:
+            return []
+        before = trials[at].params
+        return sorted(n for n, v in before.items() if n in params and params[n] != v)
+
     def _chain_runs(self, number: int) -> list[str]:
         """The MLflow runs of trial ``number``'s attempt and of the earlier attempts of its
         chain (the trials that share its checkpoint folder), newest first."""
@@ -232,6 +251,7 @@ class Launcher:
                 self.plan.checkpoint.keep,
                 resume,
                 every=self.plan.checkpoint.every,
+                changed=() if resume is None else self._changed(trial, params, resume[1]),
             )
         )
         env.update(self._checkpoints.env())
