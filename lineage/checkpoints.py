@@ -7,10 +7,15 @@ that the script fills with whatever its framework writes, then *commits* with
 :func:`commit`: a manifest ``.complete.json`` (each file's size) written last and atomically.
 A folder without a manifest, or whose files no longer match it, is *torn* (the process died
 while writing, or someone deleted a file): it is never resumed from. Committing prunes the
-trial's older checkpoints down to the last ``TUNER_CHECKPOINT_KEEP`` (default 2).
+trial's older checkpoints down to the last ``TUNER_CHECKPOINT_KEEP`` (default 2). How often a
+framework callback saves, in epochs, is ``TUNER_CHECKPOINT_EVERY`` (default 1; :func:`every`).
 
 When an attempt should continue earlier work, the tuner names the last good checkpoint in
 ``TUNER_RESUME_FROM`` and the step it holds in ``TUNER_RESUME_STEP`` (:func:`resume_point`).
+When the attempt continues another trial's checkpoint with other values of some
+hyperparameters (population-based training's explore step), it names them in
+``TUNER_RESUME_CHANGED``, a JSON list (:func:`resume_changed`): a framework callback then
+keeps the optimizer's hyperparameters as the script set them instead of the checkpoint's.
 
 With ``TUNER_CHECKPOINT_STORE=mlflow`` a committed checkpoint is also uploaded to the
 artifacts of the process's MLflow run (``MLFLOW_RUN_ID``) under ``checkpoints/step-<N>/``,
@@ -30,15 +35,19 @@ from pathlib import Path
 
 __all__ = [
     "CHECKPOINT_DIR",
+    "EVERY",
     "KEEP",
     "MANIFEST",
+    "RESUME_CHANGED",
     "RESUME_FROM",
     "RESUME_STEP",
     "STORE",
     "Checkpoint",
     "commit",
+    "every",
     "latest_good",
     "prune",
+    "resume_changed",
     "resume_point",
     "step_dir",
 ]
@@ -46,12 +55,15 @@ __all__ = [
 CHECKPOINT_DIR = "TUNER_CHECKPOINT_DIR"
 RESUME_FROM = "TUNER_RESUME_FROM"
 RESUME_STEP = "TUNER_RESUME_STEP"
+RESUME_CHANGED = "TUNER_RESUME_CHANGED"
 KEEP = "TUNER_CHECKPOINT_KEEP"
 STORE = "TUNER_CHECKPOINT_STORE"
+EVERY = "TUNER_CHECKPOINT_EVERY"
 
 MANIFEST = ".complete.json"
 _PREFIX = "step-"
 DEFAULT_KEEP = 2
+DEFAULT_EVERY = 1
 
 
 class Checkpoint:
@@ -163,6 +175,22 @@ def prune(root: str | os.PathLike[str], keep: int) -> list[Path]:
     return removed
 
 
+def every() -> int:
+    """Epochs between the checkpoints a framework callback saves (``TUNER_CHECKPOINT_EVERY``,
+    default 1; the last epoch is always saved). Raises ValueError naming the variable when it
+    is not a whole number >= 1."""
+    raw = os.environ.get(EVERY, "").strip()
+    if not raw:
+        return DEFAULT_EVERY
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{EVERY} must be a whole number >= 1, got {raw!r}")
+    return value
+
+
 def resume_point() -> tuple[Path, int] | None:
     """``(folder, step)`` of the checkpoint this process should continue from, or None for a
     fresh start (the tuner sets it; a script run by hand starts fresh)."""
@@ -171,3 +199,20 @@ def resume_point() -> tuple[Path, int] | None:
     if not path or step is None:
         return None
     return Path(path), int(step)
+
+
+def resume_changed() -> list[str]:
+    """The hyperparameters whose values this attempt changed from those of the trial whose
+    checkpoint it continues (``TUNER_RESUME_CHANGED``); empty for a fresh start and for a
+    resume with the checkpoint's own values. Raises ValueError naming the variable when it
+    does not hold a JSON list of names."""
+    raw = os.environ.get(RESUME_CHANGED, "").strip()
+    if not raw or resume_point() is None:
+        return []
+    try:
+        names = json.loads(raw)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{RESUME_CHANGED} must hold a JSON list of names, got {raw[:80]!r}")
+    return names

@@ -27,9 +27,15 @@ from __future__ import annotations
 import sys
 
 from lineage._errors import TransientError
-from lineage._recording._experiment import default_run_name, ensure_experiment
-from lineage._recording._spool import SpoolFullError, SpoolingWriter
-from lineage._recording._writer import Batch, Writer, WriteResult
+from lineage._recording import (
+    Batch,
+    SpoolFullError,
+    SpoolingWriter,
+    Writer,
+    WriteResult,
+    default_run_name,
+    ensure_experiment,
+)
 from lineage.uri import is_sql_uri, scheme
 
 __all__ = [
@@ -58,7 +64,7 @@ def sql_writer(uri: str) -> Writer | None:
     database that is not an MLflow store."""
     if not is_sql_uri(uri):
         return None
-    from lineage._recording._sql import SqlWriter
+    from lineage._recording import SqlWriter
 
     return SqlWriter(uri)
 
@@ -74,7 +80,7 @@ def http_writer(uri: str) -> SpoolingWriter | None:
     the next process. Raises :class:`SpoolFullError` when the spool's disk is full."""
     if scheme(uri) not in ("http", "https"):
         return None
-    from lineage._recording._http import HttpWriter
+    from lineage._recording import HttpWriter
 
     return SpoolingWriter(HttpWriter(uri), uri)
 
@@ -83,7 +89,7 @@ def drain_spool(uri: str, *, timeout: float = 0.0) -> int:
     """Deliver the records that processes which ended left in the spool for tracking server
     ``uri``; the number delivered. Waits up to ``timeout`` seconds for the server, then
     raises :class:`~lineage.TransientError`."""
-    from lineage._recording._spool import drain
+    from lineage._recording import drain
 
     return drain(uri, timeout=timeout)
 

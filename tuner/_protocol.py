@@ -14,11 +14,14 @@ A trial process receives, in its environment:
 - ``TUNER_TRIAL_NUMBER``, ``TUNER_ATTEMPT``: which trial and which attempt it is;
 - its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
   (`device_env`);
-- its checkpoint folder ``TUNER_CHECKPOINT_DIR`` and how many checkpoints to keep
-  ``TUNER_CHECKPOINT_KEEP``, ``TUNER_CHECKPOINT_STORE=mlflow`` when committed checkpoints are
+- its checkpoint folder ``TUNER_CHECKPOINT_DIR``, how many checkpoints to keep
+  ``TUNER_CHECKPOINT_KEEP`` and every how many epochs framework callbacks save one
+  ``TUNER_CHECKPOINT_EVERY``, ``TUNER_CHECKPOINT_STORE=mlflow`` when committed checkpoints are
   also uploaded to the trial's MLflow run, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
-  ``TUNER_RESUME_STEP`` (`checkpoint_env`; the folder protocol is `lineage.checkpoints`,
-  which framework callbacks use without importing the tuner, so the names are spelled there).
+  ``TUNER_RESUME_STEP``, plus ``TUNER_RESUME_CHANGED`` (a JSON list) naming the parameters
+  whose values differ from those of the trial that wrote the checkpoint (`checkpoint_env`;
+  the folder protocol is `lineage.checkpoints`, which framework callbacks use without
+  importing the tuner, so the names are spelled there).
 
 A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``; JSON has no
 NaN or Inf, so those values travel as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
@@ -29,7 +32,14 @@ from __future__ import annotations
 import json
 import math
 
-from lineage.checkpoints import CHECKPOINT_DIR, KEEP, RESUME_FROM, RESUME_STEP
+from lineage.checkpoints import (
+    CHECKPOINT_DIR,
+    EVERY,
+    KEEP,
+    RESUME_CHANGED,
+    RESUME_FROM,
+    RESUME_STEP,
+)
 from lineage.checkpoints import STORE as CHECKPOINT_STORE
 
 # Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
@@ -39,7 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from tuner.executors._base import Report
+    from tuner.executors import Report
 
 __all__ = [
     "ATTEMPT",
@@ -49,6 +59,7 @@ __all__ = [
     "CHECKPOINT_STORE",
     "CONTROL",
     "CONTROL_FILE",
+    "EVERY",
     "EXPERIMENT_ID",
     "FORWARDED_ENV",
     "KEEP",
@@ -56,6 +67,7 @@ __all__ = [
     "MS_WORKER",
     "PARAMS",
     "RANK_VARS",
+    "RESUME_CHANGED",
     "RESUME_FROM",
     "RESUME_STEP",
     "RUN_ID",
@@ -135,12 +147,23 @@ def attempt_env(*, channel: str, control: str, number: int, attempt: int) -> dic
     }
 
 
-def checkpoint_env(folder: str, keep: int, resume: tuple[str, int] | None) -> dict[str, str]:
-    """The variables naming a trial's checkpoint folder and, when ``resume`` is given, the
-    checkpoint ``(path, step)`` this attempt continues from."""
-    env = {CHECKPOINT_DIR: folder, KEEP: str(keep)}
+def checkpoint_env(
+    folder: str,
+    keep: int,
+    resume: tuple[str, int] | None,
+    *,
+    every: int = 1,
+    changed: Sequence[str] = (),
+) -> dict[str, str]:
+    """The variables naming a trial's checkpoint folder, how many checkpoints it keeps and
+    every how many epochs a framework callback saves one, and, when ``resume`` is given, the
+    checkpoint ``(path, step)`` this attempt continues from and the parameters it ``changed``
+    from the values of the trial that wrote it."""
+    env = {CHECKPOINT_DIR: folder, KEEP: str(keep), EVERY: str(every)}
     if resume is not None:
         env.update({RESUME_FROM: resume[0], RESUME_STEP: str(resume[1])})
+        if changed:
+            env[RESUME_CHANGED] = json.dumps(list(changed))
     return env
 
 
@@ -186,7 +209,7 @@ def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:
 def parse_report(line: bytes | str) -> Report | None:
     """The `Report` in one channel line; None for a malformed line (a trial cannot crash
     the controller with what it writes)."""
-    from tuner.executors._base import Report
+    from tuner.executors import Report
 
     try:
         obj = json.loads(line)

@@ -31,7 +31,8 @@ Flags::
   --mode {graph,pynative}       MindSpore execution mode (default graph)
   --experiment NAME             MLflow experiment when not launched by the tuner
                                 (default mindspore-digits)
-  --no-lineage                  do not record into MLflow (prints only)
+  --no-lineage                  do not record into MLflow (prints only; under the tuner the
+                                trial then saves no checkpoints and restarts from epoch 0)
 
 What it records (through ``lineage.mindspore.LineageCallback``, into the run named by
 ``MLFLOW_RUN_ID`` when the tuner launched it, else a new run in ``--experiment``):
@@ -48,11 +49,12 @@ style patterns if wanted)::
   val_accuracy: 0.9611
 
 Under the tuner it reports ``val_accuracy`` after every epoch through
-``tuner.trial.report(epoch, val_accuracy=...)``, stops early when
-``tuner.trial.should_prune()`` says so, and saves a checkpoint of the network and the
-optimizer's state every epoch into the trial's checkpoint folder: an attempt that continues
-the trial (a retry, ``tuner resume`` after a crash) starts after the last epoch saved
-(``lineage.mindspore.TrialCheckpoint`` and ``restore_checkpoint``). Run it on its own::
+``tuner.trial.report(epoch, val_accuracy=...)`` and stops early when
+``tuner.trial.should_prune()`` says so. It has no checkpoint code: ``LineageCallback`` saves
+the network and the optimizer's state into the trial's checkpoint folder every
+``checkpoint.every`` epochs, and an attempt that continues the trial (a retry, ``tuner
+resume`` after a crash) trains only the epochs after the last one saved, numbered on (the
+epoch this script reports is the one MindSpore's callbacks see). Run it on its own::
 
   python examples/mindspore_digits/train.py --lr 0.05 --optimizer momentum --epochs 3
 """
@@ -256,41 +258,22 @@ def main(argv: list[str] | None = None) -> int:
                 run_context.request_stop()
 
     callbacks: list[Callback] = [Report()]
-    start = 0
-    if trial.is_tuning():
-        from lineage.mindspore import TrialCheckpoint, restore_checkpoint
-
-        # The train network holds the optimizer's state (momentum) beside the weights.
-        start = restore_checkpoint(model.train_network)
-        if start:
-            print(f"resumed from the checkpoint of epoch {start}", flush=True)
-        callbacks.append(TrialCheckpoint(model.train_network))
     with contextlib.ExitStack() as stack:
         if not args.no_lineage:
             import lineage
             from lineage.mindspore import LineageCallback
 
             # The script logs its own knobs (hidden units are not visible to the callback);
-            # the callback adds optimizer, loss, network, data, device and per-step metrics.
+            # the callback adds optimizer, loss, network, data, device and per-step metrics,
+            # and under the tuner saves and restores the trial's checkpoints. It comes first:
+            # the callbacks after it see the epochs numbered on from a checkpoint.
             clean = {k: v for k, v in params.items() if v is not None}
             stack.enter_context(lineage.start_run(experiment=args.experiment, params=clean))
             callbacks.insert(0, LineageCallback())
         started = time.perf_counter()
-        epochs = int(params["epochs"])
-        if start < epochs:
-            model.fit(
-                epochs, train_ds, valid_dataset=val_ds, callbacks=callbacks, initial_epoch=start
-            )
-        else:
-            # The checkpoint holds the last epoch (the previous attempt was stopped while it
-            # closed): nothing is left to train, and Model.fit refuses initial_epoch == epochs.
-            # Evaluate the restored network and report it as the last epoch's result.
-            acc = float(model.eval(val_ds)["accuracy"])
-            history.append(acc)
-            print(f"epoch: {start} val_accuracy: {acc:.4f} (already trained)", flush=True)
-            trial.report(start, val_accuracy=acc)
-    trained = len(history) if start < epochs else 0
-    print(f"trained {trained} epoch(s) in {time.perf_counter() - started:.2f}s")
+        model.fit(int(params["epochs"]), train_ds, valid_dataset=val_ds, callbacks=callbacks)
+    # Epochs this process trained and evaluated (after a checkpoint: the ones left).
+    print(f"trained {len(history)} epoch(s) in {time.perf_counter() - started:.2f}s")
     print(f"val_accuracy: {history[-1]:.4f}", flush=True)
     return 0
 

@@ -10,14 +10,48 @@ from typing import Any
 
 from lineage._errors import UsageError
 from lineage._fingerprint import DataFingerprint
+from lineage._recording._experiment import default_run_name, ensure_experiment
+from lineage._recording._http import HttpWriter
 from lineage._recording._run import Run, active_run
+from lineage._recording._spool import SpoolFullError, SpoolingWriter, drain
 from lineage._recording._start import start_run
+from lineage._recording._writer import Batch, Writer, WriteResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lineage._recording._sql import SqlWriter
+
+# The SQL writer loads the store's SQL layer: it comes in on first use, for SQL stores only.
+_LAZY = {
+    "SqlWriter": "lineage._recording._sql",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lineage._recording' has no attribute {name!r}")
+    # __import__, not importlib.import_module: importing importlib costs a CLI call ~0.5 ms.
+    value = getattr(__import__(module, fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "Batch",
     "DataFingerprint",
+    "HttpWriter",
     "Run",
+    "SpoolFullError",
+    "SpoolingWriter",
+    "SqlWriter",
+    "WriteResult",
+    "Writer",
     "active_run",
+    "default_run_name",
+    "drain",
     "end_run",
+    "ensure_experiment",
     "log_dataset",
     "log_metric",
     "log_metrics",

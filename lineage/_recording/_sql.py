@@ -39,8 +39,7 @@ from lineage._recording._writer import (
     merge_params,
     sanitize,
 )
-from lineage.store._dialect import Dialect, map_error
-from lineage.store._sql_db import Connection, SchemaMismatch, connect
+from lineage.store import Connection, Dialect, SchemaMismatch, connect, map_error
 from lineage.tags import MLFLOW_RUN_NAME
 
 __all__ = ["SchemaMismatch", "SqlWriter"]

@@ -17,8 +17,26 @@ from collections.abc import Sequence
 
 from lineage._cli_run import Parser, run_handler
 from lineage._errors import LineageError
+from lineage.cli._common import (
+    FORMATS,
+    add_common,
+    format_cell,
+    print_csv,
+    print_json,
+    print_table,
+)
 
-__all__ = ["build_parser", "console", "main"]
+__all__ = [
+    "FORMATS",
+    "add_common",
+    "build_parser",
+    "console",
+    "format_cell",
+    "main",
+    "print_csv",
+    "print_json",
+    "print_table",
+]
 
 
 def command_names() -> list[str]:

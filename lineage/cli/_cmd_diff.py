@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query._compare import ABSENT, diff_runs
+    from lineage.query import ABSENT, diff_runs
     from lineage.store import open_store
 
     with open_store(args.tracking_uri) as store:

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query._table import export_columns, rows
+    from lineage.query import export_columns, rows
 
     if args.format == "parquet" and not args.output:
         raise UsageError("--format parquet writes a binary file: give --output FILE")
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_text(out: TextIO, fmt: str, headers: list[str], table: list[Any], runs: Any) -> None:
-    from lineage.query._table import run_to_dict
+    from lineage.query import run_to_dict
 
     if fmt == "csv":
         import csv

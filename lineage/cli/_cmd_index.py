@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.store._indexes import drop_indexes, ensure_indexes, index_states
+    from lineage.store import drop_indexes, ensure_indexes, index_states
 
     if args.check:
         states = index_states(args.tracking_uri)

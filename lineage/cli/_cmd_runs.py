@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from lineage.cli._common import add_common, format_cell, print_csv
-from lineage.query._fields import to_number
+from lineage.query import to_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def query_from_args(args: argparse.Namespace, store: Any = None) -> tuple[Any, l
 
 def _query(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of ``search_runs`` (and ``search_runs_json``) the CLI's give."""
-    from lineage.query._table import split_keys
+    from lineage.query import split_keys
 
     sort: list[str] = []
     for item in args.sort or ():
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.format == "json" and not args.columns and _write_rendered(store, args):
             return 0
-        from lineage.query._table import rows, run_to_dict, select_columns
+        from lineage.query import rows, run_to_dict, select_columns
 
         store, runs = query_from_args(args, store)
         fitted = args.format == "table" and not args.columns
@@ -149,8 +149,14 @@ def print_runs_table(
     """The run table as plain text. ``fields`` None: the columns a person wants, as many
     as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
     left out; else exactly ``fields``."""
-    from lineage.query._layout import format_table, table_layout
-    from lineage.query._table import continued_trials, is_training, run_kind, shown_status
+    from lineage.query import (
+        continued_trials,
+        format_table,
+        is_training,
+        run_kind,
+        shown_status,
+        table_layout,
+    )
 
     start_format = _start_format(runs)
     # Trials and scripts' runs first; a campaign's parent run and its analyses after them,
@@ -242,7 +248,7 @@ def _start_format(runs: Sequence[Any]) -> str:
 def _check_columns(store: Any, experiments: list[str] | None, fields: Sequence[Any]) -> None:
     """A param or metric in --columns that no selected run has is a typo: exit 2, as in
     --where and --sort. Checked over every selected run, not only the ones shown."""
-    from lineage.query._search import check_known
+    from lineage.query import check_known
 
     exp_ids = None
     if experiments:
@@ -257,7 +263,7 @@ def _write_rendered(store: Any, args: argparse.Namespace) -> bool:
     """The run list rendered by the store itself where it can answer the query exactly
     (SQLite: filters of metric comparisons and text equality, numeric sorts): 2-3x faster
     than building, filtering and encoding run objects in Python. False where it cannot."""
-    from lineage.query._search import search_runs_json
+    from lineage.query import search_runs_json
 
     objects = search_runs_json(store, **_query(args))
     if objects is None:

@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query._compare import identity, other_tags, summarize_all
+    from lineage.query import identity, other_tags, summarize_all
     from lineage.store import open_store
 
     with open_store(args.tracking_uri) as store:

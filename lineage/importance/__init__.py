@@ -23,7 +23,7 @@ from lineage.importance._experiment import ANALYSIS_RUN_TYPE, analyze_experiment
 from lineage.importance._figures import render_importance
 from lineage.importance._gaussian_process import GaussianProcessImportance
 from lineage.importance._random_forest import RandomForestImportance
-from lineage.importance._result import ImportanceResult, ParamImportance, model_line
+from lineage.importance._result import ImportanceResult, ParamImportance, format_bound, model_line
 from lineage.importance._types import EncodedParams, ParamSpec, encode, infer_spec
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "analyze_experiment",
     "encode",
     "evaluator_for",
+    "format_bound",
     "get_param_importances",
     "infer_spec",
     "model_line",

@@ -13,13 +13,15 @@ Functional loops (``mindspore.value_and_grad``)::
         rec.step(loss)
         rec.epoch_end(val_accuracy=acc)
 
-Under the tuner, resumable (a retry or `tuner resume` continues from the last epoch saved)::
+Under the tuner, resumable with no other code: `LineageCallback` saves ``Model.train_network``
+every ``checkpoint.every`` epochs and a retry or `tuner resume` continues from the last one
+saved; a population-based training continuation trains on with its explored learning rate
+and momentum (the optimizer's state comes from the checkpoint). A functional loop iterates over `resumable_epochs`::
 
-    from lineage.mindspore import TrialCheckpoint, restore_checkpoint
-    start = restore_checkpoint(model.train_network)
-    if start < 10:  # else the checkpoint holds the last epoch: evaluate and report only
-        model.fit(10, train_ds, valid_ds, initial_epoch=start,
-                  callbacks=[LineageCallback(), TrialCheckpoint(model.train_network)])
+    for epoch in resumable_epochs(10, net, optimizer, recorder=rec):
+        ...
+
+`TrialCheckpoint` and `restore_checkpoint` are the explicit way (``initial_epoch``).
 
 Importing this module imports MindSpore (~3 s); ``import lineage`` never does.
 """
@@ -27,7 +29,12 @@ Importing this module imports MindSpore (~3 s); ``import lineage`` never does.
 from __future__ import annotations
 
 from lineage.mindspore._callback import LineageCallback
-from lineage.mindspore._checkpoint import TrialCheckpoint, restore_checkpoint, save_checkpoint
+from lineage.mindspore._checkpoint import (
+    TrialCheckpoint,
+    restore_checkpoint,
+    resumable_epochs,
+    save_checkpoint,
+)
 from lineage.mindspore._functional import record_training
 from lineage.mindspore._recorder import TrainingRecorder
 
@@ -37,5 +44,6 @@ __all__ = [
     "TrialCheckpoint",
     "record_training",
     "restore_checkpoint",
+    "resumable_epochs",
     "save_checkpoint",
 ]

@@ -11,6 +11,7 @@ from mindspore.train import Callback
 
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._recorder import TrainingRecorder
+from lineage.mindspore._resume import TrialResume
 
 
 def _find(cell: Any, *names: str) -> Any:
@@ -26,17 +27,19 @@ def _find(cell: Any, *names: str) -> Any:
     return None
 
 
-def _calling_model(limit: int = 40) -> Any:
-    """The ``Model`` whose train/fit is running: cb_params carry neither it nor its amp level."""
+def _calling_model(limit: int = 40) -> tuple[Any, dict[str, Any]]:
+    """The ``Model`` whose train/fit is running, and the locals of its training loop
+    (``initial_epoch``, ``dataset_helper``): the cb_params carry none of them (nor the
+    Model's amp level)."""
     from mindspore.train import Model
 
     frame = inspect.currentframe()
     while frame is not None and limit > 0:
         owner = frame.f_locals.get("self")
         if isinstance(owner, Model):
-            return owner
+            return owner, dict(frame.f_locals)
         frame, limit = frame.f_back, limit - 1
-    return None
+    return None, {}
 
 
 class LineageCallback(Callback):
@@ -63,6 +66,19 @@ class LineageCallback(Callback):
     ``dataset/<role>_pipeline.png`` beside its JSON.
     ``checkpoints=True`` uploads a checkpoint per epoch (the files a ``ModelCheckpoint`` in
     the same callback list writes, else its own), ``"last"`` only the final weights.
+
+    Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback also makes the trial
+    resumable with no other code: it saves ``Model.train_network`` (the weights and the
+    optimizer's state, ``global_step`` included: the learning-rate schedule's position) with
+    the epoch and step into the trial's checkpoint folder every ``TUNER_CHECKPOINT_EVERY``
+    epochs (the campaign's ``checkpoint.every``, default 1) and after the last, on rank 0;
+    and when the tuner hands the attempt a checkpoint (``TUNER_RESUME_FROM``) it loads it
+    before the first step and trains only the epochs left, numbered on from the
+    checkpoint's epoch and step (see `TrialResume`), so the recorded curves and the
+    script's own reports continue without a repeated step. Other callbacks see the
+    continued numbers from ``on_train_epoch_begin`` of this callback on: put it first.
+    A script that resumes on its own (``initial_epoch``, `restore_checkpoint`) or saves
+    with `TrialCheckpoint` keeps doing so, and the callback then does not.
 
     ``run``: a `lineage.Run` to record into; default the active run, else a new run in
     ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the callback ends
@@ -100,6 +116,7 @@ class LineageCallback(Callback):
         self._uploaded: set[str] = set()
         self._ckpt_callbacks: list[Any] = []
         self._finishing = False
+        self.resume = TrialResume()
 
     @property
     def run(self) -> Any:
@@ -115,7 +132,11 @@ class LineageCallback(Callback):
             c for c in cb.get("list_callback") or () if hasattr(c, "latest_ckpt_file_name")
         ]
         params: dict[str, Any] = {"dataset_sink_mode": bool(cb.get("dataset_sink_mode", False))}
-        params.update(intro.model_params(_calling_model()))
+        model, loop = _calling_model()
+        params.update(intro.model_params(model))
+        # Before the recorder starts: its step counter and weight snapshot follow the restore.
+        self.resume = TrialResume()
+        self.resume.begin(cb, int(loop.get("initial_epoch") or 0), data=loop.get("dataset_helper"))
         if cb.get("dataset_sink_mode") and cb.get("sink_size", -1) > 0:
             params["sink_size"] = cb.get("sink_size")
         self.recorder.global_step = int(cb.get("cur_step_num") or 0)
@@ -135,9 +156,14 @@ class LineageCallback(Callback):
         )
 
     def on_train_epoch_begin(self, run_context: Any) -> None:
-        self.recorder.epoch_begin(run_context.original_args().cur_epoch_num)
+        cb = run_context.original_args()
+        self.resume.epoch_begin(cb)
+        self.recorder.epoch_begin(cb.cur_epoch_num)
 
     def on_train_step_end(self, run_context: Any) -> None:
+        if self.resume.finished:  # a step taken only to be undone: not recorded
+            self.resume.step_end(run_context)
+            return
         cb = run_context.original_args()
         self.recorder.step(
             outputs=cb.get("net_outputs"),
@@ -147,11 +173,14 @@ class LineageCallback(Callback):
         self._upload_new_checkpoints()
 
     def on_train_epoch_end(self, run_context: Any) -> None:
+        if self.resume.finished:
+            return
         cb = run_context.original_args()
         self.recorder.epoch_end(cb.cur_epoch_num)
         if self.checkpoints is True and not self._ckpt_callbacks:
             self.recorder.save_checkpoint()
         self._upload_new_checkpoints()
+        self.resume.epoch_end(run_context)
 
     def on_train_end(self, run_context: Any) -> None:
         # A ModelCheckpoint later in the list may still write its final file in its own
@@ -176,6 +205,8 @@ class LineageCallback(Callback):
     def on_eval_end(self, run_context: Any) -> None:
         if self.recorder.run is None or self.recorder.ended:
             return  # a standalone Model.eval outside any recorded training
+        if self.resume.finished:
+            return  # the last epoch's evaluation, which the earlier attempt recorded
         cb = run_context.original_args()
         results = cb.get("eval_results") or cb.get("metrics") or {}
         self.recorder.describe_eval_dataset(cb.get("valid_dataset"))

@@ -1,57 +1,188 @@
-"""Resumable MindSpore trainings: save a checkpoint every epoch into the trial's checkpoint
-folder, and restore the one the tuner hands an attempt that continues earlier work.
+"""Resumable MindSpore trainings: save checkpoints into the trial's checkpoint folder, and
+restore the one the tuner hands an attempt that continues earlier work.
 
-``Model.fit``/``Model.train``::
+`LineageCallback` does this on its own under the tuner (see `_resume.py`), and
+:func:`resumable_epochs` does it for a functional loop. The explicit way, for a script that
+manages its own starting epoch (``Model.fit``/``Model.train``)::
 
     from lineage.mindspore import TrialCheckpoint, restore_checkpoint
 
-    start = restore_checkpoint(model.train_network or net)     # 0 on a fresh start
+    start = restore_checkpoint(model.train_network)     # 0 on a fresh start
     if start < epochs:
         model.fit(epochs, train_ds, valid_ds, initial_epoch=start,
-                  callbacks=[TrialCheckpoint(net_with_optimizer)])
+                  callbacks=[TrialCheckpoint(model.train_network)])
     else:  # the checkpoint holds the last epoch: the training is done
         trial.report(start, **model.eval(valid_ds))
 
-An attempt stopped after it saved its last epoch (while it evaluated, closed its run or
-exited) continues from that checkpoint: `restore_checkpoint` then returns ``epochs``, and
-``Model.fit`` refuses ``initial_epoch == epoch``, so the script only evaluates and reports
-(the tuner keeps one value per step: a report of a step the trial already holds is dropped).
+``Model.fit`` refuses ``initial_epoch == epoch``, hence the ``else``. A `LineageCallback`
+in the same list sees that the script resumed (``initial_epoch``, or a call of
+:func:`restore_checkpoint`) and that a `TrialCheckpoint` saves, and then does neither itself.
 
-A functional loop calls :func:`restore_checkpoint` before its first epoch and
-:func:`save_checkpoint` after each one. Saving the cell that holds the optimizer (a
-``TrainOneStepCell``, or ``Model.train_network``) keeps its state (momentum, Adam's moments)
-too. Outside the tuner (no ``TUNER_CHECKPOINT_DIR``) saving does nothing and restoring
-returns 0, so the same script runs by hand. In a trial of several processes (msrun,
-torchrun) only rank 0 saves, and every rank restores the same checkpoint. The folder
-protocol is :mod:`lineage.checkpoints`.
+A checkpoint is one MindSpore file holding every parameter of the cells saved (a
+``TrainOneStepCell``, ``Model.train_network``, holds the optimizer's state beside the weights:
+momentum, Adam's moments, and ``global_step``, the learning-rate schedule's position) plus the
+epoch and the training step it was taken after. Outside the tuner (no
+``TUNER_CHECKPOINT_DIR``) saving does nothing and restoring returns 0, so the same script runs
+by hand. An attempt that continues another trial's checkpoint with other hyperparameters
+(population-based training's explore step, named in ``TUNER_RESUME_CHANGED``) keeps the
+optimizer's hyperparameters as the script set them (learning rate or its schedule, momentum,
+whatever the optimizer holds as a ``Parameter``) and takes the rest from the checkpoint. In a trial of several processes (msrun, torchrun) only rank 0 saves, and every rank
+restores the same checkpoint. The folder protocol is :mod:`lineage.checkpoints`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import mindspore as ms
+from mindspore import nn
 from mindspore.train import Callback
 
 from lineage import checkpoints
 from lineage.mindspore._introspect import rank
 
-__all__ = ["CHECKPOINT_FILE", "TrialCheckpoint", "restore_checkpoint", "save_checkpoint"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "TrialCheckpoint",
+    "load_checkpoint",
+    "optimizer_hyperparameters",
+    "restore_checkpoint",
+    "resumable_epochs",
+    "save_checkpoint",
+]
 
 CHECKPOINT_FILE = "mindspore.ckpt"
+#: Attributes of MindSpore's optimizers that hold hyperparameters (not state: moments and
+#: ``global_step`` are training progress and always come from a checkpoint).
+HYPERPARAMETERS = (
+    "learning_rate",
+    "momentum",
+    "weight_decay",
+    "dampening",
+    "beta1",
+    "beta2",
+    "eps",
+    "epsilon",
+    "decay",
+    "rho",
+    "lr_power",
+    "l1",
+    "l2",
+)
+#: Entries MindSpore's ``append_dict`` adds to the checkpoint file beside the parameters.
+EPOCH_KEY, STEP_KEY = "trial_epoch", "trial_step"
+
+#: Checkpoint folders this process has restored: a second fit in the same process, or a
+#: `LineageCallback` after the script's own `restore_checkpoint`, does not restore again.
+_restored: set[str] = set()
 
 
-def save_checkpoint(cell: Any, epoch: int) -> checkpoints.Checkpoint | None:
-    """Save ``cell``'s parameters as the checkpoint of ``epoch`` (committed, older ones pruned);
-    None outside the tuner, and on every rank but 0 of a multi-process trial (data parallel:
-    every rank holds the same weights, and all of them restore rank 0's checkpoint)."""
+def _cells(cells: Any) -> list[Any]:
+    return list(cells) if isinstance(cells, list | tuple) else [cells]
+
+
+def _save_object(cells: Any) -> Any:
+    """What ``mindspore.save_checkpoint`` takes: the cell itself, or for several cells (a
+    network and its optimizer) each parameter once, by name."""
+    found = _cells(cells)
+    if len(found) == 1:
+        return found[0]
+    merged: dict[str, Any] = {}
+    for cell in found:
+        merged.update(cell.parameters_dict())
+    return [{"name": name, "data": param} for name, param in merged.items()]
+
+
+def save_checkpoint(
+    cell: Any, epoch: int, *, step: int | None = None
+) -> checkpoints.Checkpoint | None:
+    """Save the parameters of ``cell`` (or of a list of cells, e.g. ``[net, optimizer]``) as
+    the checkpoint of ``epoch``, with ``step`` (the training steps done) when given;
+    committed, older ones pruned. None outside the tuner, and on every rank but 0 of a
+    multi-process trial (data parallel: every rank holds the same weights, and all of them
+    restore rank 0's checkpoint)."""
     root = os.environ.get(checkpoints.CHECKPOINT_DIR)
     if not root or rank() not in (None, 0):
         return None
     folder = checkpoints.step_dir(root, epoch)
-    ms.save_checkpoint(cell, str(folder / CHECKPOINT_FILE))
+    extra: dict[str, Any] = {EPOCH_KEY: int(epoch)}
+    if step is not None:
+        extra[STEP_KEY] = int(step)
+    ms.save_checkpoint(_save_object(cell), str(folder / CHECKPOINT_FILE), append_dict=extra)
     return checkpoints.commit(folder, epoch)
+
+
+def load_checkpoint(
+    cell: Any,
+    folder: str | os.PathLike[str],
+    epoch: int,
+    *,
+    keep_hyperparameters: bool = False,
+) -> tuple[int, int | None]:
+    """Load the checkpoint in ``folder`` into ``cell`` (or each of a list of cells);
+    ``(epoch, step)`` it was taken after (``epoch`` as given and ``step`` None for a
+    checkpoint saved without them). With ``keep_hyperparameters`` the optimizers' hyperparameters
+    (`optimizer_hyperparameters`) keep their values; weights, the optimizers' state (moments,
+    ``global_step``) and everything else come from the checkpoint."""
+    params = ms.load_checkpoint(str(Path(folder) / CHECKPOINT_FILE))
+    saved_epoch, saved_step = params.pop(EPOCH_KEY, None), params.pop(STEP_KEY, None)
+    if keep_hyperparameters:
+        kept = optimizer_hyperparameters(cell)
+        for name, param in kept.items():
+            # The current value, loaded over itself: a name left out of the dictionary
+            # would make MindSpore warn that the network does not match the checkpoint.
+            params[name] = ms.Parameter(ms.Tensor(param.asnumpy()), name=name)
+        if kept:
+            print(
+                f"lineage.mindspore: kept the optimizer's {', '.join(sorted(kept))} as the "
+                "script set them (other hyperparameters than the checkpoint's); the rest "
+                "comes from the checkpoint",
+                file=sys.stderr,
+                flush=True,
+            )
+    for one in _cells(cell):
+        ms.load_param_into_net(one, params)
+    _restored.add(str(folder))
+    at = int(saved_epoch.asnumpy()) if saved_epoch is not None else int(epoch)
+    return at, int(saved_step.asnumpy()) if saved_step is not None else None
+
+
+def optimizer_hyperparameters(cell: Any) -> dict[str, Any]:
+    """``{name: Parameter}`` of the hyperparameters the optimizers in ``cell`` (or a list of
+    cells) hold as Parameters, which their checkpoints save beside the weights and the
+    optimizer's state: the learning rate (a value, a list schedule, one per parameter group),
+    momentum, and any other of `HYPERPARAMETERS` a MindSpore optimizer keeps that way."""
+    found: dict[str, Any] = {}
+    for one in _cells(cell):
+        for _, sub in one.cells_and_names():
+            if not isinstance(sub, nn.Optimizer):
+                continue
+            for attr in HYPERPARAMETERS:
+                for param in _parameters(getattr(sub, attr, None)):
+                    found[param.name] = param
+            for name, param in sub.parameters_and_names(expand=False):
+                if name.startswith("learning_rate"):  # per-group rates
+                    found[param.name] = param
+    return found
+
+
+def _parameters(value: Any) -> list[Any]:
+    if isinstance(value, ms.Parameter):
+        return [value]
+    if isinstance(value, ms.ParameterTuple | list | tuple):
+        return [p for p in value if isinstance(p, ms.Parameter)]
+    if isinstance(value, nn.Cell):  # a list schedule, a dynamic weight decay
+        return list(value.get_parameters())
+    return []
+
+
+def restored(folder: str | os.PathLike[str]) -> bool:
+    """Whether this process has already loaded the checkpoint in ``folder``."""
+    return str(folder) in _restored
 
 
 def restore_checkpoint(cell: Any) -> int:
@@ -61,16 +192,52 @@ def restore_checkpoint(cell: Any) -> int:
     point = checkpoints.resume_point()
     if point is None:
         return 0
-    folder, epoch = point
-    ms.load_param_into_net(cell, ms.load_checkpoint(str(folder / CHECKPOINT_FILE)))
-    return epoch
+    return load_checkpoint(cell, *point, keep_hyperparameters=bool(checkpoints.resume_changed()))[0]
+
+
+def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator[int]:
+    """The epochs (1 to ``epochs``) a functional loop has left to train, restoring the
+    checkpoint the tuner hands this attempt into ``cells`` (the network and its optimizer)
+    before the first, and saving them every ``TUNER_CHECKPOINT_EVERY`` epochs (and after the
+    last) once the loop body of an epoch has run::
+
+        with record_training(net, optimizer, loss_fn, dataset=train_ds, epochs=10) as rec:
+            for epoch in resumable_epochs(10, net, optimizer, recorder=rec):
+                for x, y in train_ds.create_tuple_iterator():
+                    ...
+                    rec.step(loss)
+                rec.epoch_end(val_accuracy=acc)
+                trial.report(epoch, val_accuracy=acc)
+
+    ``recorder`` (a `TrainingRecorder`): its epoch and step counters continue from the
+    checkpoint's, so the recorded curves go on without repeating a step. An epoch the body
+    leaves with ``break`` (pruned) is not saved. When the checkpoint holds the last epoch,
+    nothing is yielded. Outside the tuner: ``1..epochs``, nothing saved or restored.
+    """
+    if not cells:
+        raise TypeError("resumable_epochs needs the cells to save (the network, the optimizer)")
+    root = os.environ.get(checkpoints.CHECKPOINT_DIR)
+    start = 0
+    point = checkpoints.resume_point() if root else None
+    if point is not None and not restored(point[0]):
+        changed = bool(checkpoints.resume_changed())
+        start, step = load_checkpoint(list(cells), *point, keep_hyperparameters=changed)
+        if recorder is not None:
+            recorder.resumed(min(start, epochs), step)
+    every = checkpoints.every() if root else 0
+    for epoch in range(start + 1, epochs + 1):
+        yield epoch
+        if every and (epoch % every == 0 or epoch == epochs):
+            step = recorder.global_step if recorder is not None else None
+            save_checkpoint(list(cells), epoch, step=step)
 
 
 class TrialCheckpoint(Callback):
-    """Save ``cell`` every ``every`` epochs (and after the last) through `save_checkpoint`."""
+    """Save ``cell`` every ``every`` epochs (default ``TUNER_CHECKPOINT_EVERY``, else 1; and
+    after the last) through `save_checkpoint`."""
 
-    def __init__(self, cell: Any, *, every: int = 1) -> None:
-        if every < 1:
+    def __init__(self, cell: Any, *, every: int | None = None) -> None:
+        if every is not None and every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
         self.cell = cell
         self.every = every
@@ -78,5 +245,12 @@ class TrialCheckpoint(Callback):
     def on_train_epoch_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
         epoch = int(cb.cur_epoch_num)
-        if epoch % self.every == 0 or epoch == int(getattr(cb, "epoch_num", epoch)):
+        every = self.every or checkpoints.every()
+        if epoch % every == 0 or epoch == int(getattr(cb, "epoch_num", epoch)):
+            # No step: with ``initial_epoch`` MindSpore counts steps from 0 again.
             save_checkpoint(self.cell, epoch)
+
+
+def has_trial_checkpoint(callbacks: Sequence[Any]) -> bool:
+    """Whether a `TrialCheckpoint` is among ``callbacks`` (the script saves on its own)."""
+    return any(isinstance(c, TrialCheckpoint) for c in callbacks)

@@ -256,6 +256,16 @@ class TrainingRecorder:
             doc["error"] = self._lr.failed
         self._artifact("lr_schedule.json", doc)
 
+    def resumed(self, epoch: int, step: int | None = None) -> None:
+        """Continue after a checkpoint restored into the network: the next epoch is
+        ``epoch + 1`` and the next step ``step + 1``, and ``weight_delta`` measures from the
+        restored weights."""
+        self.epoch = int(epoch)
+        if step is not None:
+            self.global_step = int(step)
+        if self._weight_stats is not None:
+            self._weight_stats = WeightStats(self._weight_stats.weights)
+
     # -- per step ----------------------------------------------------------------------------
     def epoch_begin(self, epoch: int | None = None) -> None:
         """Start timing an epoch (optional: by default an epoch starts when the last ended)."""

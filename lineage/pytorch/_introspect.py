@@ -6,7 +6,6 @@ touches a tensor's data, so they are cheap at the start of a training.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import torch
 
 _SCALARS = (bool, int, float, str)
-_FINGERPRINT_ITEMS = 1024  # items of a map-style dataset hashed when it is not a TensorDataset
 
 
 def _scalar(value: Any) -> Any:
@@ -178,43 +176,6 @@ def _transforms(transform: Any, role: str) -> list[dict[str, Any]]:
         if not key.startswith("_") and v is not None:
             step[key] = v
     return [step]
-
-
-def fingerprint(dataset: Any) -> str | None:
-    """A sha256 over the dataset's data: every tensor of a ``TensorDataset``, else the first
-    items of a map-style dataset with its length. None when the dataset cannot be indexed."""
-    digest = hashlib.sha256()
-    base = dataset
-    while isinstance(base, torch.utils.data.Subset):
-        digest.update(repr(list(base.indices)[:100_000]).encode())
-        base = base.dataset
-    if isinstance(base, torch.utils.data.TensorDataset):
-        for t in base.tensors:
-            digest.update(str((t.dtype, tuple(t.shape))).encode())
-            digest.update(t.detach().cpu().contiguous().numpy().tobytes())
-        return digest.hexdigest()
-    try:
-        n = len(dataset)
-        digest.update(str(n).encode())
-        for i in range(min(n, _FINGERPRINT_ITEMS)):
-            _hash_item(digest, dataset[i])
-    except Exception:
-        return None
-    return digest.hexdigest()
-
-
-def _hash_item(digest: Any, item: Any) -> None:
-    if isinstance(item, torch.Tensor):
-        digest.update(item.detach().cpu().contiguous().numpy().tobytes())
-    elif isinstance(item, list | tuple):
-        for x in item:
-            _hash_item(digest, x)
-    elif isinstance(item, Mapping):
-        for k in sorted(item):
-            digest.update(str(k).encode())
-            _hash_item(digest, item[k])
-    else:
-        digest.update(repr(item).encode())
 
 
 def rank() -> int | None:

@@ -6,12 +6,20 @@ that ``lineage diagnose`` reads. ``draw_sample`` draws image columns as a grid (
 by the pipeline's ``Normalize`` mean and std when it has one, the label underneath) and other
 columns as a table; ``draw_pipeline`` draws the dataset chain as one box per step.
 matplotlib is imported only to draw.
+
+``render`` draws both from a folder the watcher wrote (``job.json`` and ``sample.npz``); the
+watcher runs this file as a script in a child process, ``python _sample.py FOLDER``, so the
+drawing never holds the training process's interpreter lock. The script imports numpy and
+matplotlib only.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -192,3 +200,43 @@ def draw_pipeline(steps: Sequence[Mapping[str, Any]], path: Path, *, title: str)
     fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def render(folder: Path) -> dict[str, str]:
+    """Draw ``folder/job.json``'s pipeline and ``folder/sample.npz``'s rows into
+    ``folder/out``; the errors, by tag field (``graph_error``, ``sample_error``), are also
+    written to ``folder/errors.json``."""
+    job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+    out = folder / "out"
+    out.mkdir(exist_ok=True)
+    errors: dict[str, str] = {}
+    steps = job.get("steps")
+    if steps is not None:
+        try:
+            draw_pipeline(steps, out / "train_pipeline.png", title=job["title"])
+        except Exception as exc:
+            errors["graph_error"] = one_line(exc)
+    if job.get("count"):
+        try:
+            with np.load(folder / "sample.npz") as arrays:
+                cols = {n: arrays[f"arr_{i}"] for i, n in enumerate(job["names"])}
+            draw_sample(cols, out, count=job["count"], steps=steps or ())
+        except Exception as exc:
+            errors["sample_error"] = one_line(exc)
+    (folder / "errors.json").write_text(json.dumps(errors), encoding="utf-8")
+    return errors
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
+if __name__ == "__main__":
+    # Below the training in the scheduler's eyes: the pictures wait for an idle core.
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        if hasattr(os, "nice"):
+            os.nice(19)
+    render(Path(sys.argv[1]))

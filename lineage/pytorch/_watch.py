@@ -23,8 +23,11 @@ artifacts   frozen_params.json, model/network.txt, dataset/train_pipeline.json a
             dataset/train_sample_table.png (other tensors), dataset/train_sample.json
 
 The per-step work on the training thread is a counter, a read of each group's lr and, when it
-changed, one buffered metric point; the store is written by the run's own writer thread, and
-the fingerprint, sample and pictures are made on a helper thread.
+changed, one buffered metric point; the store is written by the run's own writer thread. A
+loss or gradient norm still on an accelerator is kept as a tensor and read in one batch every
+`DEFERRED_POINTS` points and at each epoch's end, so a step never waits for the device. What
+is recorded about the data is made before the first step, in a child process and at the end
+(see :mod:`lineage.pytorch._data`), never beside the steps.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ import atexit
 import contextlib
 import json
 import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,11 +46,13 @@ import torch
 from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.pytorch import _introspect as intro
-from lineage.pytorch import _sample
+from lineage.pytorch._data import DataRecord
 from lineage.pytorch._weights import WeightStats, weight_stats
 
 #: Rows drawn when ``data_sample=True``.
 DEFAULT_SAMPLE = 16
+#: Points of accelerator tensors kept before they are read (one device sync) and logged.
+DEFERRED_POINTS = 256
 
 
 class Trial(Protocol):
@@ -57,11 +61,6 @@ class Trial(Protocol):
     def report(self, step: int, **metrics: float) -> None: ...
 
     def should_prune(self) -> bool: ...
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
 
 
 def _unwrap(optimizer: Any) -> Any:
@@ -78,6 +77,23 @@ def _unwrap(optimizer: Any) -> Any:
 
 def _number(value: Any) -> float:
     return float(value.detach() if isinstance(value, torch.Tensor) else value)
+
+
+def _read_all(values: list[Any]) -> list[float]:
+    """Numbers and one-element tensors as floats, the tensors of each device read at once."""
+    out: list[float] = [0.0] * len(values)
+    by_device: dict[Any, list[int]] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            by_device.setdefault(v.device, []).append(i)
+        else:
+            out[i] = float(v)
+    for device, idx in by_device.items():
+        wide = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+        stacked = torch.stack([values[i].reshape(()).to(wide) for i in idx])
+        for i, v in zip(idx, stacked.tolist(), strict=True):
+            out[i] = v
+    return out
 
 
 def _sample_count(value: Any) -> int:
@@ -132,9 +148,10 @@ class Watcher:
         self._optimizer: Any = None
         self._hooks: list[Any] = []
         self._last_lr: list[float] = []
-        self._losses: list[float] = []
+        self._losses: list[Any] = []  # numbers and tensors, read at the epoch's end
+        self._deferred: list[tuple[str, torch.Tensor, int, int]] = []
         self._epoch_started = time.perf_counter()
-        self._helper: threading.Thread | None = None
+        self._data: DataRecord | None = None
         self._tmp: Path | None = None
         self._closed = False
         self._classes: int | None = None
@@ -178,11 +195,13 @@ class Watcher:
         if model is not None:
             self._artifact("model/network.txt", repr(model))
         if loader is not None and getattr(loader, "dataset", None) is not None:
-            # Fingerprint, sample and pictures take a second or more: off the training thread.
-            self._helper = threading.Thread(
-                target=self._describe_data, args=(loader,), name="lineage-data", daemon=True
+            self._data = DataRecord(
+                self.run,
+                count=self._count,
+                classes=self._classes,
+                fingerprint_data=self.fingerprint_data,
             )
-            self._helper.start()
+            self._data.start(loader)
         self._epoch_started = time.perf_counter()
         return self
 
@@ -224,70 +243,15 @@ class Watcher:
         if self.conflicts:
             self.run.set_tags({"lineage.pytorch.conflicts": json.dumps(self.conflicts)[:4000]})
 
-    def _tmp_file(self, rel: str) -> Path:
+    def _artifact(self, rel: str, content: Any) -> None:
         if self._tmp is None:
             self._tmp = Path(tempfile.mkdtemp(prefix="lineage-torch-"))
         path = self._tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def _artifact(self, rel: str, content: Any) -> None:
-        path = self._tmp_file(rel)
         text = content if isinstance(content, str) else json.dumps(content, indent=1, default=str)
         path.write_text(text, encoding="utf-8")
         parent = str(Path(rel).parent)
         self.run.log_artifact(path, None if parent == "." else parent)
-
-    def _describe_data(self, loader: Any) -> None:
-        # The run may be ended under the helper when the training fails early.
-        with contextlib.suppress(UsageError):
-            self._describe_data_into_run(loader)
-
-    def _describe_data_into_run(self, loader: Any) -> None:
-        # A picture or a fingerprint is never worth a failed training: errors become tags.
-        dataset = loader.dataset
-        steps: list[dict[str, Any]] = []
-        try:
-            steps = intro.pipeline(dataset)
-            self._artifact("dataset/train_pipeline.json", {"pipeline": steps})
-            path = _sample.draw_pipeline(
-                steps,
-                self._tmp_file("dataset/train_pipeline.png"),
-                title="train data pipeline (source on top; the last step feeds the loader)",
-            )
-            self.run.log_artifact(path, "dataset")
-        except Exception as exc:
-            self.run.set_tags({T.data_tag("train", "graph_error"): _one_line(exc)})
-        if self.fingerprint_data:
-            digest = intro.fingerprint(dataset)
-            if digest:
-                self.run.set_tags({T.data_tag("train", "fingerprint"): digest})
-        if self._count:
-            try:
-                n = min(self._count, len(dataset))
-                # The first items through the dataset's transforms and the loader's collate:
-                # the batch as the model receives it, without touching the loader's sampler
-                # (a fresh iterator would draw from the shuffle's random generator).
-                collate = getattr(loader, "collate_fn", None) or torch.utils.data.default_collate
-                cols = _sample.columns(collate([dataset[i] for i in range(n)]))
-                self.run.set_tags(
-                    {
-                        T.data_tag("train", "columns"): json.dumps(
-                            _sample.describe(cols, classes=self._classes)
-                        )[:4000]
-                    }
-                )
-                self.run.log_metrics(_sample.statistics(cols), step=0)
-                self._artifact(
-                    "dataset/train_sample.json",
-                    {name: a[:n].tolist() for name, a in cols.items() if a.size <= 65_536},
-                )
-                for path in _sample.draw_sample(
-                    cols, self._tmp_file("dataset/x").parent, count=n, steps=steps
-                ):
-                    self.run.log_artifact(path, "dataset")
-            except Exception as exc:
-                self.run.set_tags({T.data_tag("train", "sample_error"): _one_line(exc)})
 
     def resumed(self, epoch: int, global_step: int | None = None) -> None:
         """Continue numbering after a checkpoint: the next `epoch_end` is ``epoch + 1`` and
@@ -303,8 +267,7 @@ class Watcher:
             return
         grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
         if grads:
-            norm = torch.nn.utils.get_total_norm(grads)
-            self.run.log_metric("grad_norm", float(norm), self.global_step + 1)
+            self._point("grad_norm", torch.nn.utils.get_total_norm(grads), self.global_step + 1)
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.global_step += 1
@@ -317,6 +280,22 @@ class Watcher:
                 last[i] = lr
                 self.run.log_metric("lr" if i == 0 else f"lr.group{i}", lr, self.global_step)
 
+    def _point(self, key: str, value: Any, step: int) -> None:
+        if isinstance(value, torch.Tensor) and value.device.type != "cpu" and value.numel() == 1:
+            self._deferred.append((key, value.detach(), step, int(time.time() * 1000)))
+            if len(self._deferred) >= DEFERRED_POINTS:
+                self._flush_deferred()
+        else:
+            self.run.log_metric(key, _number(value), step)
+
+    def _flush_deferred(self) -> None:
+        points, self._deferred = self._deferred, []
+        if not points:
+            return
+        values = _read_all([p[1] for p in points])
+        for (key, _, step, ts), value in zip(points, values, strict=True):
+            self.run.log_metric(key, value, step, ts)
+
     def log(self, loss: Any = None, step: int | None = None, **metrics: Any) -> None:
         """Log the step's ``loss`` (a tensor or a number) and other step metrics at ``step``
         (default: the optimizer steps taken so far). The loss also feeds ``train_loss``."""
@@ -324,12 +303,13 @@ class Watcher:
             return
         at = self.global_step if step is None else step
         if loss is not None:
-            value = _number(loss)
-            self._losses.append(value)
+            on_device = isinstance(loss, torch.Tensor) and loss.device.type != "cpu"
+            loss = loss.detach() if on_device else _number(loss)
+            self._losses.append(loss)
             if at % self.log_every == 0:
-                self.run.log_metric("loss", value, at)
+                self._point("loss", loss, at)
         for key, value in metrics.items():
-            self.run.log_metric(key, _number(value), at)
+            self._point(key, value, at)
 
     # -- per epoch ---------------------------------------------------------------------------
     def epoch_end(
@@ -349,8 +329,10 @@ class Watcher:
         epoch_values["epoch_time"] = now - self._epoch_started
         if self._weights is not None:
             epoch_values.update(self._weights.measure())
+        self._flush_deferred()
         if self._losses:
-            epoch_values["train_loss"] = sum(self._losses) / len(self._losses)
+            losses = _read_all(self._losses)
+            epoch_values["train_loss"] = sum(losses) / len(losses)
         self._losses.clear()
         self._epoch_started = now
         self.run.log_metrics(epoch_values, step=at)
@@ -380,8 +362,12 @@ class Watcher:
         for hook in self._hooks:
             hook.remove()
         self._hooks = []
-        if self._helper is not None:
-            self._helper.join(timeout=60)
+        # The run may have been ended under the watcher; then these have nowhere to go.
+        with contextlib.suppress(UsageError):
+            self._flush_deferred()
+        if self._data is not None:
+            with contextlib.suppress(UsageError):
+                self._data.finish()
         if self.run is not None and self.owns_run:
             self.run.end(status)
 

@@ -8,19 +8,86 @@ from __future__ import annotations
 
 from lineage.query._fields import ATTRIBUTES, Field, parse_field, to_number
 from lineage.query._goal import metric_goal
-from lineage.query._search import parse_sort, search_runs, search_runs_json, sort_runs
+from lineage.query._search import check_known, parse_sort, search_runs, search_runs_json, sort_runs
 from lineage.query._where import Node, parse_where
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lineage.query._compare import ABSENT, diff_runs, identity, other_tags, summarize_all
+    from lineage.query._layout import format_table, table_layout
+    from lineage.query._table import (
+        continued_trials,
+        export_columns,
+        is_training,
+        rows,
+        run_kind,
+        run_to_dict,
+        select_columns,
+        shown_status,
+        split_keys,
+    )
+
+# Comparing runs and laying out tables load on first use: `lineage --help` and the commands
+# that only search do not pay for them (comparing loads dataclasses and inspect).
+_LAZY = {
+    "ABSENT": "lineage.query._compare",
+    "diff_runs": "lineage.query._compare",
+    "identity": "lineage.query._compare",
+    "other_tags": "lineage.query._compare",
+    "summarize_all": "lineage.query._compare",
+    "format_table": "lineage.query._layout",
+    "table_layout": "lineage.query._layout",
+    "continued_trials": "lineage.query._table",
+    "export_columns": "lineage.query._table",
+    "is_training": "lineage.query._table",
+    "rows": "lineage.query._table",
+    "run_kind": "lineage.query._table",
+    "run_to_dict": "lineage.query._table",
+    "select_columns": "lineage.query._table",
+    "shown_status": "lineage.query._table",
+    "split_keys": "lineage.query._table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lineage.query' has no attribute {name!r}")
+    # __import__, not importlib.import_module: importing importlib costs a CLI call ~0.5 ms.
+    value = getattr(__import__(module, fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "ABSENT",
     "ATTRIBUTES",
     "Field",
     "Node",
+    "check_known",
+    "continued_trials",
+    "diff_runs",
+    "export_columns",
+    "format_table",
+    "identity",
+    "is_training",
     "metric_goal",
+    "other_tags",
     "parse_field",
     "parse_sort",
     "parse_where",
+    "rows",
+    "run_kind",
+    "run_to_dict",
     "search_runs",
     "search_runs_json",
+    "select_columns",
+    "shown_status",
     "sort_runs",
+    "split_keys",
+    "summarize_all",
+    "table_layout",
     "to_number",
 ]

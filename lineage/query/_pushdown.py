@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from lineage.query._fields import to_number
 from lineage.query._where import BoolOp, Compare, Node, coerce_literal, value_kind
-from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
+from lineage.store import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
 
 _NUMERIC_OPS = frozenset({"=", "<", "<=", ">", ">=", "in"})
 

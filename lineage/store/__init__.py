@@ -10,6 +10,58 @@ from __future__ import annotations
 
 from lineage.store._base import RunStore
 from lineage.store._open import open_store
+from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
 
-__all__ = ["Experiment", "MetricPoint", "RunRecord", "RunStore", "open_store"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lineage.store._dialect import Dialect, map_error
+    from lineage.store._indexes import drop_indexes, ensure_indexes, index_states
+    from lineage.store._sql_db import Connection, SchemaMismatch, connect
+
+# The SQL layer and the index maintenance load on first use: a store behind a tracking
+# server, and every caller that only reads records, do not pay for them.
+_LAZY = {
+    "Dialect": "lineage.store._dialect",
+    "map_error": "lineage.store._dialect",
+    "drop_indexes": "lineage.store._indexes",
+    "ensure_indexes": "lineage.store._indexes",
+    "index_states": "lineage.store._indexes",
+    "Connection": "lineage.store._sql_db",
+    "SchemaMismatch": "lineage.store._sql_db",
+    "connect": "lineage.store._sql_db",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lineage.store' has no attribute {name!r}")
+    # __import__, not importlib.import_module: importing importlib costs a CLI call ~0.5 ms.
+    value = getattr(__import__(module, fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "AttrCondition",
+    "Connection",
+    "Dialect",
+    "Experiment",
+    "KeyCondition",
+    "MetricPoint",
+    "Prefilter",
+    "RunRecord",
+    "RunStore",
+    "SchemaMismatch",
+    "connect",
+    "drop_indexes",
+    "ensure_indexes",
+    "index_states",
+    "map_error",
+    "open_store",
+]

@@ -544,6 +544,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "checkpoint.path must be set when store is shared.",
     ),
     (
+        "checkpoint-every-zero",
+        {"checkpoint": {"every": 0}},
+        "checkpoint.every must be >= 1, got 0.",
+    ),
+    (
+        "checkpoint-every-word",
+        {"checkpoint": {"every": "often"}},
+        "checkpoint.every must be an integer, got 'often'.",
+    ),
+    (
         "reads-params-word",
         {"reads_tuner_params": "sometimes"},
         "reads_tuner_params must be true or false, got 'sometimes'.",

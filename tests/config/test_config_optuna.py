@@ -139,7 +139,8 @@ def test_grid_search_space_from_steps_and_explicit_values() -> None:
     ],
 )
 def test_every_pruner_constructs(name: str, options: dict[str, Any], cls: type) -> None:
-    pruner = make_pruner(_config(pruner={"name": name, "options": options}))
+    config = _config(pruner={"name": name, "options": options})
+    pruner = make_pruner(config.pruner, error=config.error)
     assert isinstance(pruner, cls)
     if name == "percentile":
         assert pruner._percentile == options.get("percentile", 25.0)  # type: ignore[attr-defined]

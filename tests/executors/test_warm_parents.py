@@ -210,7 +210,16 @@ def test_the_campaign_env_reaches_what_the_warm_parent_imports(
         "lineage": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"},
     }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    executor = default_executor(load_config(tmp_path / "c.yaml"), tmp_path / "trials")
+    loaded = load_config(tmp_path / "c.yaml")
+    executor = default_executor(
+        loaded.executor,
+        loaded.resources,
+        tmp_path / "trials",
+        command=loaded.command,
+        workdir=loaded.workdir,
+        env=loaded.env,
+        preload=loaded.trial.preload,
+    )
     out = tmp_path / "threads.json"
     try:
         trial = TrialSpec(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -102,6 +103,50 @@ def test_watch_records_optimizer_defaults_lr_data_and_sample(
         "frozen_params.json",
     ):
         assert name in paths
+
+
+def test_data_pictures_are_drawn_by_a_child_process(
+    digits: Any, mlp: Any, sqlite_uri: str, read_run: Any
+) -> None:
+    # matplotlib's import and drawing would hold the interpreter lock beside the steps; a
+    # child process draws them from the sample's arrays, and the watcher logs its files.
+    train, _ = digits
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(train, batch_size=64)
+    with lineage.start_run(experiment="torch-child", tracking_uri=sqlite_uri) as run:
+        w = lineage.pytorch.watch(model, opt, loader=loader)
+        child = w._data._render
+        assert child is not None and child.pid != os.getpid()
+        assert child.wait(timeout=300) == 0
+        w.close()
+    view = read_run(sqlite_uri, run.run_id)
+    assert {"dataset/train_pipeline.png", "dataset/train_sample_table.png"} <= set(view.artifacts)
+    assert not {k for k in view.tags if k.endswith(("sample_error", "graph_error"))}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_losses_on_the_device_are_read_in_batches(mlp: Any, sqlite_uri: str, read_run: Any) -> None:
+    model = mlp().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.rand(32, 64, device="cuda")
+    y = torch.randint(0, 10, (32,), device="cuda")
+    with lineage.start_run(experiment="torch-cuda", tracking_uri=sqlite_uri) as run:
+        w = lineage.pytorch.watch(model, opt, grad_norm=True)
+        losses = []
+        for _ in range(300):  # more than one batch of deferred points
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            w.log(loss=loss)
+            losses.append(loss.item())
+        w.epoch_end(1)
+        w.close()
+    view = read_run(sqlite_uri, run.run_id)
+    assert [v for _, v in view.series("loss")] == pytest.approx(losses, rel=1e-6)
+    assert [s for s, _ in view.series("grad_norm")] == list(range(1, 301))
+    assert view.series("train_loss")[0][1] == pytest.approx(sum(losses) / 300, rel=1e-6)
 
 
 def test_watch_reports_to_the_trial_and_stops_when_pruned(

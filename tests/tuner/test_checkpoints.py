@@ -101,10 +101,7 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
 
     # tuner status says which trial continues which, and from which step.
     from tuner.cli import _cmd_status
-    from tuner.search import _attrs
 
-    assert _cmd_status.PARENT_ATTR == _attrs.PARENT_ATTR
-    assert _cmd_status.RESUMED_STEP_ATTR == _attrs.RESUMED_STEP_ATTR
     assert _cmd_status.collect(config)["continued"] == [
         {"number": 1, "state": "COMPLETE", "continues": 0, "attempt": 2, "resumed_step": 3}
     ]

@@ -168,12 +168,6 @@ def test_from_an_earlier_campaign(
     assert parent.data.tags["tuner.warm_start"] == "\n".join(seen.lines[:2])
 
 
-def test_attribute_names_match_status() -> None:
-    from tuner.cli import _cmd_status
-
-    assert _cmd_status.IMPORTED_ATTR == IMPORTED_ATTR
-
-
 # ----- LineageCallback runs, renamed params, maximize, skip accounting -----------------------
 
 

@@ -11,6 +11,7 @@ study (``_worker``).
 from __future__ import annotations
 
 from tuner.campaign._controller import Controller
+from tuner.campaign._progress import RichObserver
 from tuner.campaign._running import CampaignResult, Observer, RunningTrial
 from tuner.campaign._state import IllegalTransition, TrialState
 from tuner.campaign._worker import WorkerResult, run_worker
@@ -20,6 +21,7 @@ __all__ = [
     "Controller",
     "IllegalTransition",
     "Observer",
+    "RichObserver",
     "RunningTrial",
     "TrialState",
     "WorkerResult",

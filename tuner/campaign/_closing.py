@@ -4,29 +4,48 @@
 (from any layer, or from the summary itself), no run of it is left RUNNING (the recorder
 ends the runs trials were given and deletes unused reserved ones) and the campaign directory
 records whether the exit was clean. `link_analyses` then points the parent run's description
-at the importance analysis runs.
+at the importance analysis runs. `stop_and_mark` stops the attempts still running when a
+campaign is interrupted or spends its failure budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from lineage.uri import ui_link
-from tuner.records import NOTE_TAG, Analysis, campaign_note, summary_tags
-from tuner.records import _tags as T
+from tuner.coordination import supersede
+from tuner.records import (
+    NOTE_TAG,
+    Analysis,
+    campaign_note,
+    disk_full,
+    interrupted_tags,
+    output_tail,
+    summary_tags,
+)
+from tuner.records import tags as T
+from tuner.search import internals
 
 if TYPE_CHECKING:
     import optuna
 
+    from tuner.campaign._running import RunningTrial
     from tuner.config import CampaignConfig
     from tuner.coordination import CampaignDir, Coordination
-    from tuner.executors import Executor
+    from tuner.executors import Executor, TrialOutcome
     from tuner.records import LineageRecorder
 
-__all__ = ["CampaignEnd", "close_campaign", "link_analyses", "log_campaign_report"]
+__all__ = [
+    "CampaignEnd",
+    "close_campaign",
+    "ended_at",
+    "link_analyses",
+    "log_campaign_report",
+    "stop_and_mark",
+]
 
 _STOPPED = "interrupted: the controller stopped while the trial ran"
 
@@ -36,7 +55,8 @@ class CampaignEnd:
     """What the end of a campaign reads, as the controller hands it over: the config, the
     study and the recorder (``None`` where the campaign ended before they existed), the counts
     and best trial, why it stopped early (``None`` when it did not), and where one-line
-    warnings go."""
+    warnings go. The whole config: the campaign run's description and its notes on the
+    search (`tuner.records.campaign_note`, `tuner.search.decisions_of`) tell all of it."""
 
     config: CampaignConfig
     study: optuna.Study | None
@@ -129,7 +149,7 @@ def log_campaign_report(
     try:
         from lineage.report import log_report, render_report
 
-        order = _importance_order(end.config, analyses)
+        order = _importance_order(end.config.tracking_uri(), end.config.parameters, analyses)
         with tempfile.TemporaryDirectory(prefix="tuner-report-") as tmp:
             report = render_report(
                 end.study,
@@ -145,20 +165,21 @@ def log_campaign_report(
     return run_id, [v["title"] for v in report.views]
 
 
-def _importance_order(config: CampaignConfig, analyses: Sequence[Analysis]) -> dict[str, list[str]]:
+def _importance_order(
+    tracking_uri: str, tuned: Iterable[str], analyses: Sequence[Analysis]
+) -> dict[str, list[str]]:
     """Each objective's tuned parameters, most important first, from the ``importance.<p>``
     metrics of its analysis run (so the report's contour shows the pair the ranking names)."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=config.tracking_uri())
+    client = MlflowClient(tracking_uri=tracking_uri)
+    names = list(tuned)
     order: dict[str, list[str]] = {}
     for a in analyses:
         if not a.run_id:
             continue
         metrics = client.get_run(a.run_id).data.metrics
-        scores = {
-            p: metrics[f"importance.{p}"] for p in config.parameters if f"importance.{p}" in metrics
-        }
+        scores = {p: metrics[f"importance.{p}"] for p in names if f"importance.{p}" in metrics}
         order[a.metric] = sorted(scores, key=lambda p: -scores[p])
     return order
 
@@ -206,3 +227,50 @@ def _search_notes(end: CampaignEnd) -> dict[str, str]:
 
 def _describe(exc: BaseException | None) -> str:
     return scrub_text(f"{type(exc).__name__}: {exc}", ())[:5000]
+
+
+def stop_and_mark(
+    study: optuna.Study,
+    running: dict[int, RunningTrial],
+    reason: str,
+    *,
+    executor: Executor | None,
+    recorder: LineageRecorder | None,
+    message: Callable[[str], Any],
+) -> None:
+    """Stop the ``running`` attempts (each is taken out of it) and shut the executor down;
+    mark each trial superseded with ``reason`` (a copy with its parameters is queued) and
+    end its run KILLED. A storage that fails while marking is said per trial, a full disk
+    not (it is said once, as the campaign ends)."""
+    if not running:
+        return
+    for rt in running.values():
+        rt.handle.terminate()
+    if executor is not None:
+        executor.shutdown()
+    for rt in list(running.values()):
+        running.pop(rt.number, None)
+        outcome = rt.handle.poll()
+        try:
+            trial_id = internals.trial_id(rt.trial)
+            frozen = internals.storage_of(study).get_trial(trial_id)
+            supersede(study, rt.number, trial_id, reason, rt.params, frozen)
+        except Exception as exc:  # the storage itself may be what failed
+            if disk_full(exc) is None:
+                message(f"trial {rt.number}: could not be marked: {exc}")
+        if rt.run_id and recorder is not None:
+            recorder.trial_finished(
+                rt.run_id,
+                status="KILLED",
+                tags=interrupted_tags(reason),
+                output_tail=scrub_text(output_tail(outcome), rt.secrets) if outcome else "",
+                ended_at=ended_at(rt, outcome) if outcome else None,
+            )
+
+
+def ended_at(rt: RunningTrial, outcome: TrialOutcome) -> float | None:
+    """When the attempt's process ended (``time.time()``), from its start and duration."""
+    started = getattr(rt.handle, "started_at", None)
+    if started is None or outcome.duration <= 0:
+        return None
+    return float(started) + outcome.duration

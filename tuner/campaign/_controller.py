@@ -30,35 +30,39 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
-from tuner.campaign._closing import CampaignEnd, close_campaign, link_analyses
+from tuner.campaign._closing import (
+    CampaignEnd,
+    close_campaign,
+    ended_at,
+    link_analyses,
+    stop_and_mark,
+)
 from tuner.campaign._history import (
     Preflight,
     count_imported,
     note_space_changes,
     preflight,
     read_history,
+    tally,
 )
-from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher
 from tuner.campaign._outcome import best_of, judge, superseded, tell
+from tuner.campaign._parts import build_executor, build_parts
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
-from tuner.coordination import Coordination, Standalone, counted_trials, supersede
+from tuner.coordination import Coordination, Standalone, StudySite, counted_trials
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
     disk_full,
-    interrupted_tags,
     open_recorder,
     output_tail,
     run_importance,
     start_campaign_run,
     trial_end_tags,
 )
-from tuner.schedulers import Scheduler, make_scheduler
-from tuner.search import _internals as internals
-from tuner.search import counts, superseded_numbers
-from tuner.search._attrs import FAILED_ATTEMPT, IMPORTED_ATTR
+from tuner.schedulers import Scheduler
+from tuner.search import internals
 
 if TYPE_CHECKING:
     import optuna
@@ -99,7 +103,7 @@ class Controller:
         allow_space_change: bool = False,
     ) -> None:
         self.config = config
-        self._coordination = coordination or Standalone(config)
+        self._coordination = coordination or Standalone(StudySite.of(config))
         self.campaign_dir = self._coordination.campaign_dir()
         self._executor = executor
         self._storage = storage
@@ -147,7 +151,13 @@ class Controller:
         reserved runs), so none is left RUNNING; the exception then propagates."""
         # Before the campaign directory: a store that cannot be opened leaves nothing.
         if self._recorder is None:
-            self._recorder = open_recorder(self.config)  # checks the lineage store's access
+            # Checks the lineage store's access.
+            self._recorder = open_recorder(
+                self.config.tracking_uri(),
+                experiment=self.config.experiment,
+                campaign=self.config.name,
+                parallel=self.config.resources.parallel,
+            )
         # A bad warm_start source or a changed space: refused before anything is made.
         plan, unread = read_history(self.config, self._plan)
         if self._storage is None:
@@ -213,7 +223,7 @@ class Controller:
     def _setup(self, previous: Mapping[str, Any]) -> None:
         import optuna
 
-        from tuner.search._study import create_study
+        from tuner.search import create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None  # opened by `run`
@@ -221,30 +231,20 @@ class Controller:
             # First: the executor's warm parents import the trials' framework while the
             # study and the lineage store are set up.
             if self._executor is None:
-                from tuner.executors._factory import default_executor
-
-                self._executor = default_executor(self.config, self.campaign_dir.trials)
+                self._executor = build_executor(self.config, self.campaign_dir.trials)
             self.study = study = create_study(self.config, self._storage)
             assert self._preflight is not None  # made by `run`
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
-            trials = study.get_trials(deepcopy=False)
-            superseded = superseded_numbers(trials)
-            for trial in trials:
-                if IMPORTED_ATTR in trial.system_attrs:
-                    continue
-                if trial.state.name in self.counts and counts(trial, superseded):
-                    self.counts[trial.state.name] += 1
-                if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
-                    self.failures += 1
+            self.counts, self.failures = tally(study)
             assert self._recorder is not None  # opened by `run`
             # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
             self._stale, live = self._coordination.orphans(study)
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
-            self._launcher = Launcher(
+            parts = build_parts(
                 self.config,
                 study=study,
                 coordination=self._coordination,
@@ -253,16 +253,10 @@ class Controller:
                 state_dir=self.campaign_dir.path,
                 message=self._observer.message,
             )
-            self._scheduler = make_scheduler(
-                self.config,
-                study,
-                locked=self._coordination.study_lock,
-                folder=self._launcher.checkpoint_folder,
-                message=self._observer.message,
-            )
-            online_check = load_online_check() if self.config.diagnosis.early_stop else None
-            self._intake = MetricIntake(
-                self.config, self._recorder, online_check, scheduler=self._scheduler
+            self._launcher, self._scheduler, self._intake = (
+                parts.launcher,
+                parts.scheduler,
+                parts.intake,
             )
         self._coordination.joined(study)
 
@@ -394,50 +388,21 @@ class Controller:
             self._launcher.discard(self._prepared.pop(0))
 
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
-        assert self.study is not None and self._recorder is not None
+        """Judge an ended attempt, tell the study, count it, and end its MLflow run."""
+        assert self.study is not None
         self.running.pop(rt.number, None)
-        state, values, reason = judge(self.config, rt, outcome)
+        state, values, reason = judge(
+            rt, outcome, metric_names=self.config.metric_names, timeout=self.config.trial.timeout
+        )
         if reason:
             reason = scrub_text(reason, rt.secrets)
         taken = superseded(self.study, rt)
         if taken is not None:
-            self._coordination.trial_ended(internals.trial_id(rt.trial))
-            self._observer.message(
-                f"trial {rt.number}: ended {state.value} after another controller had re-queued "
-                f"it ({taken}); its result is not told, the copy counts"
-            )
-            if rt.run_id:
-                tags = trial_end_tags(
-                    "FAIL",
-                    outcome,
-                    reason=f"superseded while it ran: {taken}",
-                    metric_names=self.config.metric_names,
-                    values=values,
-                )
-                self._recorder.trial_finished(
-                    rt.run_id,
-                    status="FAILED",
-                    tags=tags,
-                    output_tail=scrub_text(output_tail(outcome), rt.secrets),
-                    ended_at=_ended_at(rt, outcome),
-                )
-            self._notify(force=True)
+            self._end_superseded(rt, outcome, state, values, taken)
             return
         rt.state = rt.state.to(state)
-        retry = False
-        if state is TrialState.FAIL:
-            self.failures += 1
-            self._last_failure = f"trial {rt.number}: {reason}"
-            retry = (
-                rt.attempt <= self.config.trial.retries
-                and self.failures < self.config.budget.max_failures
-                and self.config.trial.retries_on(
-                    outcome.exit_code, outcome.signal_name, outcome.timed_out
-                )
-            )
-            if retry and self._launcher is not None:
-                self._launcher.remember(rt.number, rt.history)
-        retry_number = tell(self.study, self.config, rt, state, values, reason, retry=retry)
+        retry = state is TrialState.FAIL and self._failed(rt, outcome, reason)
+        retry_number = tell(self.study, rt, state, values, reason, retry=retry)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
         if retry_number is None and self._launcher is not None:
             self._launcher.chain_ended(rt)
@@ -446,10 +411,11 @@ class Controller:
                 f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
                 + (f"; retried as trial {retry_number}" if retry_number is not None else "")
             )
-            if self.failures >= self.config.budget.max_failures and self._stop_reason is None:
+            max_failures = self.config.budget.max_failures
+            if self.failures >= max_failures and self._stop_reason is None:
                 self._stop_reason = (
                     f"campaign {self.config.name!r} stopped: {self.failures} failed trial "
-                    f"attempt(s) reached budget.max_failures={self.config.budget.max_failures}; "
+                    f"attempt(s) reached budget.max_failures={max_failures}; "
                     f"last: {self._last_failure}"
                 )
         if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
@@ -467,14 +433,63 @@ class Controller:
             )
             if state is TrialState.PRUNED:  # a scheduler's mark (paused, exploited) shows there too
                 tags.update({key: str(value) for key, value in rt.end_attrs.items()})
-            self._recorder.trial_finished(
-                rt.run_id,
-                status=state.mlflow_status,
-                tags=tags,
-                output_tail=scrub_text(output_tail(outcome), rt.secrets),
-                ended_at=_ended_at(rt, outcome),
-            )
+            self._record_end(rt, outcome, state.mlflow_status, tags)
         self._notify(force=True)
+
+    def _failed(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
+        """Count a failed attempt against ``budget.max_failures``; whether the attempt is
+        retried (its reports are kept for the retry)."""
+        budget = self.config.budget
+        self.failures += 1
+        self._last_failure = f"trial {rt.number}: {reason}"
+        retry = (
+            rt.attempt <= self.config.trial.retries
+            and self.failures < budget.max_failures
+            and self.config.trial.retries_on(
+                outcome.exit_code, outcome.signal_name, outcome.timed_out
+            )
+        )
+        if retry and self._launcher is not None:
+            self._launcher.remember(rt.number, rt.history)
+        return retry
+
+    def _end_superseded(
+        self,
+        rt: RunningTrial,
+        outcome: TrialOutcome,
+        state: TrialState,
+        values: list[float] | None,
+        taken: str,
+    ) -> None:
+        """An attempt another controller re-queued while it ran: its result is not told (the
+        copy counts); its run ends FAILED, saying so."""
+        self._coordination.trial_ended(internals.trial_id(rt.trial))
+        self._observer.message(
+            f"trial {rt.number}: ended {state.value} after another controller had re-queued "
+            f"it ({taken}); its result is not told, the copy counts"
+        )
+        if rt.run_id:
+            tags = trial_end_tags(
+                "FAIL",
+                outcome,
+                reason=f"superseded while it ran: {taken}",
+                metric_names=self.config.metric_names,
+                values=values,
+            )
+            self._record_end(rt, outcome, "FAILED", tags)
+        self._notify(force=True)
+
+    def _record_end(
+        self, rt: RunningTrial, outcome: TrialOutcome, status: str, tags: dict[str, str]
+    ) -> None:
+        assert self._recorder is not None and rt.run_id
+        self._recorder.trial_finished(
+            rt.run_id,
+            status=status,
+            tags=tags,
+            output_tail=scrub_text(output_tail(outcome), rt.secrets),
+            ended_at=ended_at(rt, outcome),
+        )
 
     # ----- stopping ------------------------------------------------------------------------
 
@@ -497,30 +512,14 @@ class Controller:
                 if disk_full(exc) is None:
                     raise
                 self._prepared.clear()  # still RUNNING in the study: `tuner resume` ends them
-        if not self.running:
-            return
-        for rt in self.running.values():
-            rt.handle.terminate()
-        if self._executor is not None:
-            self._executor.shutdown()
-        for rt in list(self.running.values()):
-            self.running.pop(rt.number, None)
-            outcome = rt.handle.poll()
-            try:
-                trial_id = internals.trial_id(rt.trial)
-                frozen = internals.storage_of(self.study).get_trial(trial_id)
-                supersede(self.study, rt.number, trial_id, reason, rt.params, frozen)
-            except Exception as exc:  # the storage itself may be what failed
-                if disk_full(exc) is None:  # a full disk is said once, as the campaign ends
-                    self._observer.message(f"trial {rt.number}: could not be marked: {exc}")
-            if rt.run_id and self._recorder is not None:
-                self._recorder.trial_finished(
-                    rt.run_id,
-                    status="KILLED",
-                    tags=interrupted_tags(reason),
-                    output_tail=scrub_text(output_tail(outcome), rt.secrets) if outcome else "",
-                    ended_at=_ended_at(rt, outcome) if outcome else None,
-                )
+        stop_and_mark(
+            self.study,
+            self.running,
+            reason,
+            executor=self._executor,
+            recorder=self._recorder,
+            message=self._observer.message,
+        )
 
     # ----- reporting -----------------------------------------------------------------------
 
@@ -558,11 +557,3 @@ class Controller:
             experiment_id=self._recorder.experiment_id if self._recorder else None,
             lineage_errors=self._recorder.errors if self._recorder else {},
         )
-
-
-def _ended_at(rt: RunningTrial, outcome: TrialOutcome) -> float | None:
-    """When the attempt's process ended (``time.time()``), from its start and duration."""
-    started = getattr(rt.handle, "started_at", None)
-    if started is None or outcome.duration <= 0:
-        return None
-    return float(started) + outcome.duration

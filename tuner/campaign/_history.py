@@ -23,8 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
 from tuner.records import NOTE_TAG
-from tuner.records import _tags as T
-from tuner.search._attrs import IMPORTED_ATTR, SPACE_ATTR, SPACE_CHANGES_ATTR, WARM_START_ATTR
+from tuner.records import tags as T
+from tuner.search import (
+    FAILED_ATTEMPT,
+    IMPORTED_ATTR,
+    SPACE_ATTR,
+    SPACE_CHANGES_ATTR,
+    WARM_START_ATTR,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -34,7 +40,14 @@ if TYPE_CHECKING:
     from tuner.history import WarmStartPlan
     from tuner.records import LineageRecorder
 
-__all__ = ["Preflight", "count_imported", "note_space_changes", "preflight", "read_history"]
+__all__ = [
+    "Preflight",
+    "count_imported",
+    "note_space_changes",
+    "preflight",
+    "read_history",
+    "tally",
+]
 
 _NOTE_HEAD = "**Search space changes** (`--allow-space-change`)"
 
@@ -43,7 +56,10 @@ _NOTE_HEAD = "**Search space changes** (`--allow-space-change`)"
 class Preflight:
     """What `preflight` found; applied to the study once it is created or loaded."""
 
-    config: CampaignConfig
+    #: ``budget.trials``: an import never enqueues more trials than the budget has left.
+    budget: int
+    #: The search space as the config wrote it (`tuner.config.space_spec`), kept in the study.
+    space: dict[str, Any]
     plan: WarmStartPlan | None = None
     #: The accepted change of the space (``x.high 1.0 -> 2.0; lr added``), or None.
     change: str | None = None
@@ -52,21 +68,19 @@ class Preflight:
 
     def apply(self, study: optuna.Study) -> list[str]:
         """Import the plan (once), record the space (and its change); lines to show."""
-        from tuner.config import space_spec
         from tuner.coordination import counted_trials
         from tuner.history import apply
 
         out: list[str] = []
         if self.plan is not None and WARM_START_ATTR not in study.user_attrs:
             # An enqueued trial is taken whatever the count: never more than the budget left.
-            left = self.config.budget.trials - (counted_trials(study) - count_imported(study))
+            left = self.budget - (counted_trials(study) - count_imported(study))
             self.plan.enqueue = self.plan.enqueue[: max(0, left)]
             apply(study, self.plan)
             self.imported = self.plan.lines()
             out.extend(self.imported)
-        spec = space_spec(self.config)
-        if study.user_attrs.get(SPACE_ATTR) != spec:
-            study.set_user_attr(SPACE_ATTR, spec)
+        if study.user_attrs.get(SPACE_ATTR) != self.space:
+            study.set_user_attr(SPACE_ATTR, self.space)
         if self.change is not None:
             changes = list(study.user_attrs.get(SPACE_CHANGES_ATTR) or [])
             changes.append({"at": _now(), "change": self.change})
@@ -126,10 +140,12 @@ def preflight(
     unread: ConfigError | None = None,
 ) -> Preflight:
     """Check the study's space and take the warm-start plan (``unread``: the error of
-    `read_history`, raised unless the study holds the import); creates nothing."""
+    `read_history`, raised unless the study holds the import); creates nothing. It takes the
+    whole ``config``, as `tuner.history.load_history` does: a warm start reads its sources
+    against the campaign's space, objectives and stores."""
     from tuner.config import space_difference, space_spec
 
-    out = Preflight(config)
+    out = Preflight(budget=config.budget.trials, space=space_spec(config))
     attrs: dict[str, Any] = {}
     n_trials = 0
     try:
@@ -142,7 +158,7 @@ def preflight(
         n_trials = sum(1 for t in trials if IMPORTED_ATTR not in t.system_attrs)
     old = attrs.get(SPACE_ATTR)
     if old is not None:
-        diff = space_difference(old, space_spec(config))
+        diff = space_difference(old, out.space)
         if diff:
             out.change = "; ".join(diff)
             if not allow_space_change:
@@ -162,6 +178,26 @@ def preflight(
             plan = load_history(config)
         out.plan = plan
     return out
+
+
+def tally(study: optuna.Study) -> tuple[dict[str, int], int]:
+    """What the study's earlier controllers finished: the counted trials by final state
+    (``COMPLETE``, ``PRUNED``, ``FAIL``; a superseded attempt does not count), and the failed
+    attempts (retried ones too) the failure budget has spent. Imported runs are neither."""
+    from tuner.search import counts, superseded_numbers
+
+    done = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
+    failures = 0
+    trials = study.get_trials(deepcopy=False)
+    superseded = superseded_numbers(trials)
+    for trial in trials:
+        if IMPORTED_ATTR in trial.system_attrs:
+            continue
+        if trial.state.name in done and counts(trial, superseded):
+            done[trial.state.name] += 1
+        if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
+            failures += 1
+    return done, failures
 
 
 def count_imported(study: optuna.Study) -> int:

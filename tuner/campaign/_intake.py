@@ -19,7 +19,6 @@ from tuner.campaign._running import RunningTrial
 from tuner.executors import Report, TrialOutcome
 
 if TYPE_CHECKING:
-    from tuner.config import CampaignConfig
     from tuner.records import LineageRecorder
     from tuner.schedulers import Scheduler
 
@@ -27,16 +26,23 @@ __all__ = ["MetricIntake", "load_online_check"]
 
 
 class MetricIntake:
-    """Takes the news of running trials for one campaign (see the module's text)."""
+    """Takes the news of running trials for one campaign (see the module's text).
+
+    ``prune_on``: the metric whose points are reported to the Optuna trial (the ``target`` of
+    a single-objective campaign; None for several objectives, which Optuna does not prune).
+    ``pruner``: the pruner's name (``pruner.name``), for the reason of a pruned trial."""
 
     def __init__(
         self,
-        config: CampaignConfig,
         recorder: LineageRecorder,
         online_check: Callable[..., Any] | None,
+        *,
+        prune_on: str | None,
+        pruner: str,
         scheduler: Scheduler | None = None,
     ) -> None:
-        self.config = config
+        self._prune_on = prune_on
+        self._pruner = pruner
         self._recorder = recorder
         self._online_check = online_check
         self._scheduler = scheduler
@@ -61,7 +67,7 @@ class MetricIntake:
         import optuna  # loaded by the controller already
 
         points: list[tuple[str, float, int, float]] = []
-        target = self.config.target.metric
+        target = self._prune_on
         new_target = False
         fresh_non_finite = False
         before = max(rt.reported_steps, default=-1)
@@ -80,7 +86,6 @@ class MetricIntake:
                     fresh_non_finite = True
                 if (
                     key == target
-                    and not self.config.multi_objective
                     and math.isfinite(value)
                     and report.step not in rt.reported_steps
                     and rt.prune_reason is None
@@ -104,9 +109,10 @@ class MetricIntake:
             if rt.prune_reason is not None:
                 return
         elif new_target and rt.trial.should_prune():
+            assert target is not None  # only the `prune_on` metric is reported
             step = max(rt.reported_steps)
             rt.prune_reason = (
-                f"pruned by the {self.config.pruner.name} pruner at step {step} "
+                f"pruned by the {self._pruner} pruner at step {step} "
                 f"({target}={_short(rt.latest.get(target))})"
             )
             rt.handle.request_prune()

@@ -4,23 +4,24 @@ spec (argv with ``{trial}`` and ``{run_id}`` filled) and the launch record."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
+from tuner.campaign._reported import History, ReportedHistory
 from tuner.campaign._running import Prepared, RunningTrial
 from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
-from tuner.executors import TrialSpec, attempt_folder
-from tuner.records import _tags as T
-from tuner.search import _internals as internals
-from tuner.search import continue_history, first_trial, parent_trial
-from tuner.search._attrs import (
+from tuner.executors import TrialSpec
+from tuner.records import tags as T
+from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     LAUNCH_ATTR,
@@ -30,22 +31,75 @@ from tuner.search._attrs import (
     RERUN_OF_ATTR,
     RESUMED_STEP_ATTR,
     RETRY_OF_USER_ATTR,
+    continue_history,
+    first_trial,
+    internals,
+    parent_trial,
 )
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.config import CampaignConfig
+    from tuner.config import CampaignConfig, CheckpointConfig, TrialConfig
     from tuner.coordination import Coordination
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "Launcher"]
+__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "LaunchPlan", "Launcher"]
 
 #: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
 HPARAM_PREFIX = "hparam/"
 #: On a PBT continuation's run: the trial whose starting values its params hold.
 PARAMS_FROM_TAG = "tuner.params_from"
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What the launcher reads of a campaign: how a trial's process is made and recorded."""
+
+    #: The campaign's ``name`` (a tag on every trial run, the checkpoint subfolder).
+    campaign: str
+    #: The lineage store the trials log into.
+    tracking_uri: str
+    #: The ``trial:`` section (timeout, grace period) and the ``checkpoint:`` section.
+    trial: TrialConfig
+    checkpoint: CheckpointConfig
+    #: The campaign's ``env:``, added to every trial's environment.
+    env: Mapping[str, str]
+    workdir: Path | None
+    #: ``metrics:`` patterns read from a trial's output, by metric name.
+    patterns: Mapping[str, re.Pattern[str]]
+    #: The target metric, and the sampler's name (a tag on every trial run).
+    target: str
+    sampler: str
+    #: Under a PBT scheduler, the parameters it perturbs (logged as ``hparam/<name>``
+    #: series); None without PBT.
+    perturbed: Sequence[str] | None
+    #: A trial's argv for its parameters (`tuner.config.CampaignConfig.argv`).
+    argv: Callable[..., list[str]]
+    #: Asks an Optuna trial for its parameters (`tuner.search.sample_params`).
+    sample: Callable[[optuna.Trial], dict[str, Any]]
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> LaunchPlan:
+        """The plan of ``config``'s campaign."""
+        from tuner.search import sample_params
+
+        scheduler = config.scheduler
+        return cls(
+            campaign=config.name,
+            tracking_uri=config.tracking_uri(),
+            trial=config.trial,
+            checkpoint=config.checkpoint,
+            env=config.env,
+            workdir=config.workdir,
+            patterns={name: m.regex for name, m in config.metrics.items()},
+            target=config.target.metric,
+            sampler=config.sampler.name,
+            perturbed=list(scheduler.perturb) if scheduler and scheduler.name == "pbt" else None,
+            argv=config.argv,
+            sample=lambda trial: sample_params(trial, config),
+        )
 
 
 class Launcher:
@@ -57,7 +111,7 @@ class Launcher:
 
     def __init__(
         self,
-        config: CampaignConfig,
+        plan: LaunchPlan,
         *,
         study: optuna.Study,
         coordination: Coordination,
@@ -66,28 +120,30 @@ class Launcher:
         state_dir: Path,
         message: Callable[[str], Any] = lambda text: None,
     ) -> None:
-        self.config = config
+        self.plan = plan
         self._study = study
         self._coordination = coordination
         self._recorder = recorder
         self._executor = executor
         self._message = message
         self._host = socket.gethostname()
-        self._patterns = {name: m.regex for name, m in config.metrics.items()}
-        self._trials_dir = state_dir / "trials"
         self._checkpoints = make_store(
-            config.checkpoint,
+            plan.checkpoint,
             state_dir=state_dir,
-            campaign=config.name,
-            tracking_uri=config.tracking_uri(),
+            campaign=plan.campaign,
+            tracking_uri=plan.tracking_uri,
         )
-        #: What ended attempts reported, for the continuation that resumes them (a retry
-        #: started by this controller: its parent's run may still be in the recorder's queue).
-        self._histories: dict[int, dict[str, tuple[list[int], list[float]]]] = {}
+        self._reported = ReportedHistory(
+            study,
+            trials_dir=state_dir / "trials",
+            tracking_uri=plan.tracking_uri,
+            target=plan.target,
+            message=message,
+        )
 
-    def remember(self, number: int, history: dict[str, tuple[list[int], list[float]]]) -> None:
+    def remember(self, number: int, history: History) -> None:
         """Keep what trial ``number``'s attempt reported, for a retry that resumes it."""
-        self._histories[number] = history
+        self._reported.remember(number, history)
 
     def checkpoint_folder(self, trial: optuna.Trial | optuna.trial.FrozenTrial | int) -> Path:
         """The checkpoint folder every attempt of ``trial``'s chain shares (a number: the
@@ -99,11 +155,10 @@ class Launcher:
         retried, PRUNED), to ``checkpoint.keep_finished``. A trial a scheduler
         stopped to continue later (ASHA's pause, PBT's exploit: ``end_attrs``) keeps them, and
         so does every trial under PBT, whose members' checkpoints seed continuations."""
-        scheduler = self.config.scheduler
-        if rt.end_attrs or (scheduler is not None and scheduler.name == "pbt"):
+        if rt.end_attrs or self._pbt:
             return
         folder = self.checkpoint_folder(rt.trial)
-        self._checkpoints.retire(folder, self.config.checkpoint.keep_finished)
+        self._checkpoints.retire(folder, self.plan.checkpoint.keep_finished)
 
     def _resume_point(self, trial: optuna.Trial) -> tuple[str, int] | None:
         parent = parent_trial(trial)
@@ -131,6 +186,25 @@ class Launcher:
         found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
 
+    def _changed(self, trial: optuna.Trial, params: Mapping[str, Any], step: int) -> list[str]:
+        """The parameters whose values ``trial`` changed from those of the trial that wrote
+        the checkpoint of ``step`` it continues (a PBT exploit's explored ones): the
+        script's values of these win over the checkpoint's."""
+        trials = self._study.get_trials(deepcopy=False)
+        at = parent_trial(trial)
+        # Up the parents to the trial that trained ``step``, past each one that resumed
+        # from that step or a later one (it holds that checkpoint without having written it).
+        while at is not None:
+            t = trials[at]
+            resumed, up = t.user_attrs.get(RESUMED_STEP_ATTR), parent_trial(t)
+            if up is None or resumed is None or int(resumed) < step:
+                break
+            at = up
+        if at is None:
+            return []
+        before = trials[at].params
+        return sorted(n for n, v in before.items() if n in params and params[n] != v)
+
     def _chain_runs(self, number: int) -> list[str]:
         """The MLflow runs of trial ``number``'s attempt and of the earlier attempts of its
         chain (the trials that share its checkpoint folder), newest first."""
@@ -148,13 +222,11 @@ class Launcher:
     def prepare(self, budget: int) -> Prepared | None:
         """Ask for the next trial and fix its parameters; None when the budget is reached.
         Its MLflow run and argv come when it starts (`start`)."""
-        from tuner.search import sample_params
-
         t0 = time.perf_counter()
         trial = self._coordination.ask(self._study, budget)
         if trial is None:
             return None
-        params = sample_params(trial, self.config)
+        params = self.plan.sample(trial)
         flush = getattr(internals.storage_of(self._study), "flush", None)
         if flush is not None:  # the params are in the database before the process starts
             flush(internals.trial_id(trial))
@@ -169,26 +241,30 @@ class Launcher:
     ) -> TrialSpec:
         env = protocol.run_env(
             params,
-            tracking_uri=self.config.tracking_uri(),
+            tracking_uri=self.plan.tracking_uri,
             experiment_id=str(self._recorder.experiment_id),
             run_id=run_id,
         )
         env.update(
             protocol.checkpoint_env(
-                str(self.checkpoint_folder(trial)), self.config.checkpoint.keep, resume
+                str(self.checkpoint_folder(trial)),
+                self.plan.checkpoint.keep,
+                resume,
+                every=self.plan.checkpoint.every,
+                changed=() if resume is None else self._changed(trial, params, resume[1]),
             )
         )
         env.update(self._checkpoints.env())
-        env.update(self.config.env)
+        env.update(self.plan.env)
         return TrialSpec(
             number=trial.number,
             attempt=int(trial.user_attrs.get(ATTEMPT_ATTR, 1)),
             params=params,
-            argv=self.config.argv(params, trial=trial.number, run_id=run_id),
+            argv=self.plan.argv(params, trial=trial.number, run_id=run_id),
             env=env,
-            workdir=str(self.config.workdir) if self.config.workdir else None,
-            timeout=self.config.trial.timeout,
-            grace_period=self.config.trial.grace_period,
+            workdir=str(self.plan.workdir) if self.plan.workdir else None,
+            timeout=self.plan.trial.timeout,
+            grace_period=self.plan.trial.grace_period,
             run_id=run_id,
         )
 
@@ -206,8 +282,8 @@ class Launcher:
             raise
         device = handle.device_label()
         collectors: list[Collector] = [TrialApiCollector()]
-        if self._patterns:
-            collectors.append(StdoutCollector(self._patterns))
+        if self.plan.patterns:
+            collectors.append(StdoutCollector(self.plan.patterns))
         collectors.append(MlflowRunCollector(self._recorder.latest_metrics))
         params = dict(spec.params)
         rt = RunningTrial(trial, handle, params, spec.attempt, run_id, collectors, device)
@@ -221,7 +297,7 @@ class Launcher:
             "started": handle.started_at,
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
-        extra = {T.CAMPAIGN: self.config.name}
+        extra = {T.CAMPAIGN: self.plan.campaign}
         for attr in (
             RERUN_OF_ATTR,
             RETRY_OF_USER_ATTR,
@@ -246,9 +322,9 @@ class Launcher:
             attempt=spec.attempt,
             params=recorded,
             argv=spec.argv,
-            env=self.config.env,
+            env=self.plan.env,
             device=device,
-            sampler=self.config.sampler.name,
+            sampler=self.plan.sampler,
             started_at=handle.started_at,
             extra_tags=extra,
         )
@@ -260,7 +336,7 @@ class Launcher:
 
     @property
     def _pbt(self) -> bool:
-        return self.config.scheduler is not None and self.config.scheduler.name == "pbt"
+        return self.plan.perturbed is not None
 
     def _root(self, trial: optuna.Trial) -> optuna.trial.FrozenTrial:
         """The first trial of ``trial``'s lineage (through every parent, across chains)."""
@@ -277,8 +353,8 @@ class Launcher:
     def _log_schedule(self, rt: RunningTrial, resumed: int | None) -> None:
         """The parameters PBT may change, as metric series ``hparam/<name>`` in the trial's
         run: the value each segment of its lineage started with, at the step it started."""
-        assert self.config.scheduler is not None and self.config.scheduler.name == "pbt"
-        names = [n for n in self.config.scheduler.perturb if n in rt.params]
+        assert self.plan.perturbed is not None
+        names = [n for n in self.plan.perturbed if n in rt.params]
         trials = self._study.get_trials(deepcopy=False)
         segments = [(0 if resumed is None else resumed + 1, rt.params)]
         at = parent_trial(rt.trial)
@@ -308,8 +384,8 @@ class Launcher:
         parent = parent_trial(rt.trial)
         assert parent is not None
         rt.resumed_step = step
-        target = self.config.target.metric
-        history = self._history(parent)
+        target = self.plan.target
+        history = self._reported.of(parent)
         steps, values = history.get(target, ([], []))
         reported = dict(zip(steps, values, strict=True))
         copied = continue_history(self._study, rt.trial, parent, step, reported)
@@ -330,78 +406,6 @@ class Launcher:
             f"trial {rt.number} continues trial {parent} from its checkpoint of step {step} "
             f"({copied} report(s) of {target!r} kept)"
         )
-
-    def _history(self, number: int, depth: int = 0) -> dict[str, tuple[list[int], list[float]]]:
-        """What trial ``number`` reported, completed with what the trials it continues
-        reported up to the step it resumed from (its own attempt's channel holds only the
-        steps after it)."""
-        own = (
-            self._histories.pop(number, None)
-            or self._channel_history(number)
-            or self._recorded_history(number)
-        )
-        frozen = self._study.get_trials(deepcopy=False)[number]
-        parent, resumed = parent_trial(frozen), frozen.user_attrs.get(RESUMED_STEP_ATTR)
-        target = own.get(self.config.target.metric, ([], []))[0]
-        if resumed is None and parent is not None and target:
-            # Its controller died before recording the step it resumed from: the attempt
-            # reported from the step after it.
-            resumed = min(target) - 1
-        if parent is None or resumed is None or depth > 100:
-            return own
-        merged: dict[str, tuple[list[int], list[float]]] = {}
-        for key, (steps, values) in self._history(parent, depth + 1).items():
-            kept = [(s, v) for s, v in zip(steps, values, strict=True) if s <= int(resumed)]
-            merged[key] = ([s for s, _ in kept], [v for _, v in kept])
-        for key, (steps, values) in own.items():
-            have = set(merged.get(key, ([], []))[0])
-            old_steps, old_values = merged.setdefault(key, ([], []))
-            for s, v in zip(steps, values, strict=True):
-                if s > int(resumed) or s not in have:
-                    old_steps.append(s)
-                    old_values.append(v)
-        return merged
-
-    def _channel_history(self, number: int) -> dict[str, tuple[list[int], list[float]]]:
-        """What trial ``number``'s attempt reported, read back from its channel file where
-        this host has it (a local attempt whose controller died before reading it all)."""
-        frozen = self._study.get_trials(deepcopy=False)[number]
-        attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
-        folder = attempt_folder(self._trials_dir, number, attempt)
-        try:
-            data = (folder / protocol.CHANNEL_FILE).read_bytes()
-        except OSError:
-            return {}
-        history: dict[str, tuple[list[int], list[float]]] = {}
-        for report in protocol.ChannelReader().feed(data):
-            for key, value in report.metrics.items():
-                steps, values = history.setdefault(key, ([], []))
-                if report.step in steps:  # reported twice: the last one counts
-                    values[steps.index(report.step)] = value
-                else:
-                    steps.append(report.step)
-                    values.append(value)
-        return history
-
-    def _recorded_history(self, number: int) -> dict[str, tuple[list[int], list[float]]]:
-        """Trial ``number``'s metric history as its MLflow run holds it (a continuation of a
-        trial another controller ran); empty when the run cannot be read."""
-        frozen = self._study.get_trials(deepcopy=False)[number]
-        run_id = (frozen.user_attrs.get(LAUNCH_ATTR) or {}).get("run_id")
-        if not run_id:
-            return {}
-        try:
-            from mlflow.tracking import MlflowClient
-
-            client = MlflowClient(tracking_uri=self.config.tracking_uri())
-            history: dict[str, tuple[list[int], list[float]]] = {}
-            for key in client.get_run(run_id).data.metrics:
-                got = sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
-                history[key] = ([m.step for m in got], [m.value for m in got])
-            return history
-        except Exception as exc:  # the copy in the study is what matters; say what is missing
-            self._message(f"trial {number}: its MLflow run could not be read ({exc})")
-            return {}
 
     def discard(self, prepared: Prepared) -> None:
         """A trial asked for but never started goes back to WAITING (same params; the next

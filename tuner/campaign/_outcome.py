@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tuner import _protocol as protocol
 from tuner.campaign._state import TrialState
-from tuner.search import _internals as internals
-from tuner.search import chain_attrs
-from tuner.search._attrs import (
+from tuner.search import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
     FAILED_ATTEMPT,
@@ -17,13 +16,14 @@ from tuner.search._attrs import (
     PRUNE_ATTR,
     RETRY_OF_USER_ATTR,
     STALE_ATTR,
+    chain_attrs,
+    internals,
 )
 
 if TYPE_CHECKING:
     import optuna
 
     from tuner.campaign._running import RunningTrial
-    from tuner.config import CampaignConfig
     from tuner.executors import TrialOutcome
 
 __all__ = ["best_of", "judge", "superseded", "tell"]
@@ -42,9 +42,15 @@ def superseded(study: optuna.Study, rt: RunningTrial) -> str | None:
 
 
 def judge(
-    config: CampaignConfig, rt: RunningTrial, outcome: TrialOutcome
+    rt: RunningTrial,
+    outcome: TrialOutcome,
+    *,
+    metric_names: Sequence[str],
+    timeout: float | None,
 ) -> tuple[TrialState, list[float] | None, str | None]:
-    """The final state of an attempt, its objective values, and the reason (fail/prune)."""
+    """The final state of an attempt, its objective values (one per name of
+    ``metric_names``, the campaign's objectives), and the reason (fail/prune). ``timeout``:
+    ``trial.timeout``, for the reason of an attempt the executor timed out."""
     if rt.prune_reason is not None:
         return TrialState.PRUNED, None, rt.prune_reason
     if outcome.launch_error:
@@ -53,7 +59,7 @@ def judge(
         return (
             TrialState.FAIL,
             None,
-            f"timeout: ran longer than trial.timeout={config.trial.timeout:g}s",
+            f"timeout: ran longer than trial.timeout={timeout or 0:g}s",
         )
     if outcome.stopped:
         return TrialState.FAIL, None, "stopped by the controller"
@@ -72,15 +78,15 @@ def judge(
             None,
             f"exit code {outcome.exit_code}" + (f": {last}" if last else ""),
         )
-    missing = [m for m in config.metric_names if m not in rt.latest]
+    missing = [m for m in metric_names if m not in rt.latest]
     if missing:
         for collector in rt.collectors:
             for key, value in collector.final(rt.handle, outcome).items():
                 rt.latest.setdefault(key, value)
-            if all(m in rt.latest for m in config.metric_names):
+            if all(m in rt.latest for m in metric_names):
                 break
     values: list[float] = []
-    for metric in config.metric_names:
+    for metric in metric_names:
         if metric not in rt.latest:
             return (
                 TrialState.FAIL,
@@ -97,7 +103,6 @@ def judge(
 
 def tell(
     study: optuna.Study,
-    config: CampaignConfig,
     rt: RunningTrial,
     state: TrialState,
     values: list[float] | None,
@@ -112,7 +117,7 @@ def tell(
     storage, trial_id = internals.storage_of(study), internals.trial_id(rt.trial)
     if state is TrialState.COMPLETE:
         assert values is not None
-        study.tell(rt.trial, values if config.multi_objective else values[0])
+        study.tell(rt.trial, values if len(study.directions) > 1 else values[0])
         return None
     if state is TrialState.PRUNED:
         storage.set_trial_user_attr(trial_id, PRUNE_ATTR, reason)

@@ -155,7 +155,7 @@ class PlainObserver(Observer):
 
     def _line(self, controller: CampaignView, frozen: Any) -> str:
         from lineage.masking import mask_mapping
-        from tuner.search._attrs import (
+        from tuner.search import (
             ATTEMPT_ATTR,
             FAIL_ATTR,
             PARENT_ATTR,
@@ -206,7 +206,7 @@ def _finished(controller: CampaignView) -> list[Any]:
         return []
     import optuna
 
-    from tuner.search._attrs import IMPORTED_ATTR, STALE_ATTR
+    from tuner.search import IMPORTED_ATTR, STALE_ATTR
 
     states = (
         optuna.trial.TrialState.COMPLETE,

@@ -23,13 +23,14 @@ from tuner.coordination import (
     Heartbeat,
     SharedStudy,
     StudyLock,
+    StudySite,
     counted_trials,
     heartbeat_storage,
     heartbeat_timing,
     requeue_and_close,
 )
 from tuner.records import check_tracking_access
-from tuner.search._study import check_storage
+from tuner.search import check_storage
 
 if TYPE_CHECKING:
     import optuna
@@ -86,12 +87,13 @@ def run_worker(
             requeued.extend(requeue_and_close(study_box[0], rdb, lock, None, tracking))
 
     heartbeat = Heartbeat(rdb, on_beat=on_beat).start()
+    site = StudySite.of(config)
     rounds = 0
     try:
         while True:
             rounds += 1
             shared = SharedStudy(
-                config,
+                site,
                 storage=storage,
                 rdb=rdb,
                 heartbeat=heartbeat,

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _slots(config_path: str) -> dict[str, Any]:
     from tuner.config import load_config
-    from tuner.executors._devices import detect_devices, make_slots
+    from tuner.executors import detect_devices, make_slots
 
     config = load_config(config_path)
     res = config.resources
@@ -50,7 +50,7 @@ def _slots(config_path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuner.executors._inventory import take_inventory
+    from tuner.executors import take_inventory
 
     inv = take_inventory()
     plan = _slots(args.config) if args.config else None

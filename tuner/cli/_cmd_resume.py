@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from tuner.cli._cmd_run import check_heartbeat, execute, heartbeat_flags
     from tuner.cli._cmd_status import study_exists
     from tuner.config import load_config
-    from tuner.search._study import check_storage
+    from tuner.search import check_storage
 
     timing = heartbeat_flags(args)
     config = load_config(args.config)

@@ -115,18 +115,19 @@ def execute(
     """Shared by `tuner run` and `tuner resume`."""
     from lineage.masking import mask_mapping
     from tuner.campaign import Controller, Observer
-    from tuner.coordination import Standalone
+    from tuner.coordination import Standalone, StudySite
     from tuner.records import pareto_line
 
     print_warnings(config, "tuner resume" if resume else "tuner run")
 
     observer: Any = Observer()
     if not quiet:
-        from tuner.campaign._progress import RichObserver
+        from tuner.campaign import RichObserver
 
         observer = RichObserver()
     try:
-        coordination = Standalone(config, interval=heartbeat[0], grace=heartbeat[1])
+        site = StudySite.of(config)
+        coordination = Standalone(site, interval=heartbeat[0], grace=heartbeat[1])
         result = Controller(
             config,
             coordination=coordination,

@@ -1,12 +1,7 @@
 """``tuner status CONFIG``: trials by state, the best so far, the running trials.
 
-Fast on purpose (a user runs it in a loop while a campaign runs): on SQLite and PostgreSQL it
-reads Optuna's tables with a few plain SQL queries (sqlite3 / psycopg) instead of importing
-Optuna, SQLAlchemy and MLflow and loading every trial object; any other storage goes through
-Optuna. The SQL reader is the one place that knows Optuna's RDB schema (stable since Optuna
-3.0: ``studies``, ``study_directions``, ``trials``, ``trial_values``, ``trial_params``,
-``trial_user_attributes``, ``trial_system_attributes``); a schema it does not recognise makes
-it fall back to Optuna.
+Fast on purpose (a user runs it in a loop while a campaign runs): the study is read by
+`tuner.cli._status_read`, with plain SQL where it can.
 """
 
 from __future__ import annotations
@@ -15,27 +10,23 @@ import argparse
 import json
 import sys
 import time
-from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from tuner.cli._status_read import NoStudy, read_study, timestamp
+from tuner.search import (
+    ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
+    EXPLOITED_ATTR,
+    LAUNCH_ATTR,
+    PARENT_ATTR,
+    PAUSED_ATTR,
+    PROMOTED_FROM_ATTR,
+    RESUMED_STEP_ATTR,
+)
+from tuner.search import IMPORTED_ATTR as IMPORTED_ATTR
+from tuner.search import STALE_ATTR as STALE_ATTR
 
 ORDER = 22
-
-#: Names stored on trials (spelled in tuner.search._attrs; repeated here so that this
-#: command need not import the search package, which imports Optuna; a test keeps them equal).
-LAUNCH_ATTR = "tuner.launch"
-ATTEMPT_ATTR = "tuner.attempt"
-STALE_ATTR = "tuner:stale"
-IMPORTED_ATTR = "tuner:imported"
-PARENT_ATTR = "tuner.parent_trial"
-RESUMED_STEP_ATTR = "tuner.resumed_step"
-PAUSED_ATTR = "tuner.paused_at"
-PROMOTED_FROM_ATTR = "tuner.promoted_from"
-EXPLOITED_ATTR = "tuner.exploited_at"
-EXPLOIT_ATTR = "tuner.exploit"
-
-
-_SCHEDULER_ATTRS = (PAUSED_ATTR, PROMOTED_FROM_ATTR, EXPLOITED_ATTR, EXPLOIT_ATTR)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,269 +44,72 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
-class _NoStudy(Exception):
-    pass
-
-
-class _Unreadable(Exception):
-    """The SQL reader cannot read this database (driver, schema): use Optuna."""
-
-
-def _connect(url: str) -> tuple[Any, str] | None:
-    """A DB-API connection and its placeholder, or None when the SQL reader does not apply."""
-    if url.startswith("sqlite:///"):
-        import sqlite3
-
-        path = Path(url[len("sqlite:///") :].split("?", 1)[0])
-        if not path.exists():
-            raise _NoStudy
-        return sqlite3.connect(str(path), timeout=30), "?"
-    scheme = url.split("://", 1)[0].lower()
-    if scheme in ("postgresql", "postgresql+psycopg", "postgres"):
-        try:
-            import psycopg
-        except ImportError:
-            return None
-        dsn = "postgresql://" + url.split("://", 1)[1]
-        try:
-            return psycopg.connect(dsn, connect_timeout=10), "%s"
-        except psycopg.Error as exc:
-            from tuner.search import storage_unavailable
-
-            error = storage_unavailable(exc, url)
-            if error is None:
-                raise
-            raise error from None
-    return None
-
-
-def _read_sql(url: str, study_name: str) -> dict[str, Any] | None:
-    """``{"directions", "trials": [row dicts]}`` by SQL; None when the reader does not apply."""
-    conn_ph = _connect(url)
-    if conn_ph is None:
-        return None
-    conn, ph = conn_ph
-    try:
-        cur = conn.cursor()
-
-        def q(sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-            cur.execute(sql.replace("?", ph), args)
-            return list(cur.fetchall())
-
-        try:
-            rows = q(
-                "SELECT s.study_id, d.objective, d.direction FROM studies s "
-                "LEFT JOIN study_directions d ON d.study_id = s.study_id "
-                "WHERE s.study_name = ? ORDER BY d.objective",
-                (study_name,),
-            )
-        except Exception as exc:
-            if "no such table" in str(exc) or "does not exist" in str(exc):
-                raise _NoStudy from None
-            raise _Unreadable from exc
-        if not rows:
-            raise _NoStudy
-        study_id = rows[0][0]
-        directions = [str(r[2]).upper() for r in rows if r[2] is not None]
-        # Every trial with its values, whether it was superseded and whether it was imported
-        # by warm_start, in one query.
-        try:
-            trial_rows = q(
-                "SELECT t.trial_id, t.number, t.state, t.datetime_start, v.objective, v.value, "
-                "v.value_type, (SELECT COUNT(*) FROM trial_system_attributes a "
-                "WHERE a.trial_id = t.trial_id AND a.key = ?), "
-                "(SELECT COUNT(*) FROM trial_system_attributes a "
-                "WHERE a.trial_id = t.trial_id AND a.key = ?) "
-                "FROM trials t LEFT JOIN trial_values v ON v.trial_id = t.trial_id "
-                "WHERE t.study_id = ? ORDER BY t.number, v.objective",
-                (STALE_ATTR, IMPORTED_ATTR, study_id),
-            )
-        except Exception as exc:
-            raise _Unreadable from exc
-        trials: dict[int, dict[str, Any]] = {}
-        for tid, number, state, start, objective, value, vtype, stale, imported in trial_rows:
-            t = trials.setdefault(
-                tid,
-                {
-                    "id": tid,
-                    "number": number,
-                    "state": str(state).upper().split(".")[-1],
-                    "start": start,
-                    "values": {},
-                    "stale": bool(stale),
-                    "imported": bool(imported),
-                },
-            )
-            if objective is not None:
-                if vtype == "INF_POS":
-                    value = float("inf")
-                elif vtype == "INF_NEG":
-                    value = float("-inf")
-                t["values"][objective] = None if value is None else float(value)
-        data: dict[str, Any] = {"directions": directions, "trials": list(trials.values())}
-        data["best"] = _best(data)
-        wanted = [t for t in data["trials"] if t["state"] == "RUNNING"]
-        best = data["best"]
-        ids = {t["id"] for t in wanted} | {t["id"] for t in best}
-        params: dict[int, dict[str, Any]] = {i: {} for i in ids}
-        attrs: dict[int, dict[str, Any]] = {i: {} for i in ids}
-        if ids:
-            marks = ",".join("?" for _ in ids)
-            for tid, name, value, dist in q(
-                "SELECT trial_id, param_name, param_value, distribution_json FROM trial_params "
-                f"WHERE trial_id IN ({marks})",
-                tuple(ids),
-            ):
-                params[tid][name] = _external(value, dist)
-            for tid, key, value in q(
-                'SELECT trial_id, "key", value_json FROM trial_user_attributes '
-                f'WHERE "key" IN (?, ?) AND trial_id IN ({marks})',
-                (LAUNCH_ATTR, ATTEMPT_ATTR, *ids),
-            ):
-                attrs[tid][key] = json.loads(value)
-        for t in data["trials"]:
-            if t["id"] in ids:
-                t["params"] = params[t["id"]]
-                t["attrs"] = attrs[t["id"]]
-        # Continuations (a retry or a resumed trial) say which trial and step they continue;
-        # a scheduler's marks say which trials it paused, promoted or replaced.
-        keys = (PARENT_ATTR, RESUMED_STEP_ATTR, ATTEMPT_ATTR, *_SCHEDULER_ATTRS)
-        marks = ", ".join("?" for _ in keys)
-        for tid, key, value in q(
-            'SELECT a.trial_id, a."key", a.value_json FROM trial_user_attributes a '
-            f'JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = ? AND a."key" IN ({marks})',
-            (study_id, *keys),
-        ):
-            trials[tid].setdefault("attrs", {})[key] = json.loads(value)
-        return data
-    finally:
-        conn.close()
-
-
-def _external(value: float, dist_json: str) -> Any:
-    """Optuna's stored (internal) parameter value as the user sees it."""
-    dist = json.loads(dist_json)
-    name = dist.get("name", "")
-    attrs = dist.get("attributes", {})
-    if "Categorical" in name:
-        return attrs["choices"][int(value)]
-    if name.startswith("Int") or name == "IntLogUniformDistribution":
-        return int(value)
-    return float(value)
-
-
-def _best(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The best COMPLETE trial (single objective) or the Pareto front, as trial dicts; of
-    the campaign's own trials (not those imported by warm_start)."""
-    signs = [-1.0 if d == "MAXIMIZE" else 1.0 for d in data["directions"]] or [1.0]
-    n = len(signs)
-    done = [
-        t
-        for t in data["trials"]
-        if t["state"] == "COMPLETE"
-        and not t.get("imported")
-        and len(t["values"]) == n
-        and all(v is not None for v in t["values"].values())
-    ]
-    for t in done:
-        t["key"] = tuple(s * t["values"][i] for i, s in enumerate(signs))
-    if not done:
-        return []
-    if n == 1:
-        return [min(done, key=lambda t: (t["key"][0], t["number"]))]
-    front: list[dict[str, Any]] = []
-    for t in sorted(done, key=lambda t: (t["key"], t["number"])):
-        if not any(_dominates(f["key"], t["key"]) or f["key"] == t["key"] for f in front):
-            front.append(t)
-    return sorted(front, key=lambda t: t["number"])
-
-
-def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return all(x <= y for x, y in zip(a, b, strict=True)) and a != b
-
-
-def _timestamp(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return float(value.timestamp())
-
-
-def _from_optuna(url: str, study_name: str) -> dict[str, Any]:
-    """What `_read_sql` returns, read through Optuna (any other storage)."""
-    import optuna
-
-    from tuner.search import _internals as internals
-    from tuner.search._study import create_rdb
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        study = optuna.load_study(study_name=study_name, storage=create_rdb(url))
-    except KeyError:
-        raise _NoStudy from None
-    except Exception as exc:
-        if "no such table" in str(exc) or "does not exist" in str(exc):
-            raise _NoStudy from None
-        raise
-    trials = []
-    for t in study.get_trials(deepcopy=False):
-        trials.append(
-            {
-                "id": internals.trial_id(t),
-                "number": t.number,
-                "state": t.state.name,
-                "start": t.datetime_start,
-                "values": dict(enumerate(t.values or [])),
-                "stale": STALE_ATTR in t.system_attrs,
-                "imported": IMPORTED_ATTR in t.system_attrs,
-                "params": t.params,
-                "attrs": t.user_attrs,
-            }
-        )
-    data: dict[str, Any] = {"directions": [d.name for d in study.directions], "trials": trials}
-    data["best"] = _best(data)
-    return data
-
-
 def collect(config: Any) -> dict[str, Any]:
     """The status as a dict (what ``--format json`` prints)."""
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.coordination._campaign_dir import CampaignDir
+    from tuner.coordination import CampaignDir
 
     url = config.optuna_storage_url()
     try:
-        try:
-            data = _read_sql(url, config.study_name)
-        except _Unreadable:
-            data = None
-        if data is None:
-            data = _from_optuna(url, config.study_name)
-    except _NoStudy:
+        data = read_study(url, config.study_name)
+    except NoStudy:
         raise ConfigError(
             f"{config.source_path or config.name}: no campaign {config.name!r} in "
             f"{mask_uri(url)} yet; start it with `tuner run`"
         ) from None
+    chain = _chain_attempts(data["trials"])
+    states, counted, imported, running = _tally(data["trials"], chain, config.scheduler is not None)
+    campaign_dir = CampaignDir(config.base_dir, config.name)
+    alive = campaign_dir.controller_alive()
+    info = campaign_dir.previous()
+    if not alive:
+        # Without a controller, a trial whose process is known to have ended has no elapsed
+        # time that keeps growing (one that outlived its controller still runs: it has).
+        from tuner.executors import known_ended
+
+        for r in running:
+            if known_ended(r.pop("launch")):
+                r["elapsed_s"] = None
+    for r in running:
+        r.pop("launch", None)
+    return {
+        "campaign": config.name,
+        "storage": mask_uri(url),
+        "controller": {"alive": alive, "pid": info.get("pid") if alive else None},
+        "budget": {"trials": config.budget.trials, "finished": sum(counted.values())},
+        "trials": states,
+        "finished": counted,
+        "warm_start": imported,
+        "best": _best_of(data),
+        "running": running,
+        "continued": _continued(data["trials"], chain),
+        "stale": bool(running) and not alive,
+    }
+
+
+def _tally(
+    trials: list[dict[str, Any]], chain: dict[int, int], scheduled: bool
+) -> tuple[dict[str, int], dict[str, int], int, list[dict[str, Any]]]:
+    """``(trials by state as shown, counted trials by final state, imported runs, running
+    trials)``; each running trial keeps its launch record under ``launch`` for the caller."""
     # A superseded attempt (an interrupted trial whose copy re-runs it) is stored as FAIL
     # but is no failure of the trial: it is counted apart and not against the budget.
     states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "SUPERSEDED": 0, "RUNNING": 0, "WAITING": 0}
     counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
-    if config.scheduler is not None:
+    if scheduled:
         # A scheduler's trials apart: paused at a rung (they count), paused then promoted
         # (their continuation counts), a PBT segment replaced by a copy of another member.
         states.update({"PAUSED": 0, "PROMOTED": 0, "EXPLOITED": 0})
     promoted = {
         int(t["attrs"][PROMOTED_FROM_ATTR])
-        for t in data["trials"]
+        for t in trials
         if t.get("attrs", {}).get(PROMOTED_FROM_ATTR) is not None
     }
     running = []
     now = time.time()
     imported = 0
-    chain = _chain_attempts(data["trials"])
-    launches: dict[int, Any] = {}
-    for t in data["trials"]:
+    for t in trials:
         state = t["state"]
         if t.get("imported"):  # an earlier run, not a trial of this campaign
             imported += 1
@@ -333,9 +127,8 @@ def collect(config: Any) -> dict[str, Any]:
         if state in counted:
             counted[state] += 1
         if state == "RUNNING":
-            attrs = t.get("attrs", {})
-            launch = launches[t["number"]] = attrs.get(LAUNCH_ATTR) or {}
-            started = launch.get("started") or _timestamp(t["start"]) or now
+            launch = t.get("attrs", {}).get(LAUNCH_ATTR) or {}
+            started = launch.get("started") or timestamp(t["start"]) or now
             running.append(
                 {
                     "number": t["number"],
@@ -346,9 +139,15 @@ def collect(config: Any) -> dict[str, Any]:
                     "elapsed_s": round(now - float(started), 1),
                     "run_id": launch.get("run_id"),
                     "params": t.get("params", {}),
+                    "launch": launch,
                 }
             )
-    continued = [
+    return states, counted, imported, running
+
+
+def _continued(trials: list[dict[str, Any]], chain: dict[int, int]) -> list[dict[str, Any]]:
+    """The continuations: which trial each continues, from which step, and how it came."""
+    return [
         {
             "number": t["number"],
             "state": "SUPERSEDED" if t["state"] == "FAIL" and t["stale"] else t["state"],
@@ -357,12 +156,16 @@ def collect(config: Any) -> dict[str, Any]:
             "resumed_step": t["attrs"].get(RESUMED_STEP_ATTR),
             **_how(t["attrs"]),
         }
-        for t in data["trials"]
+        for t in trials
         if t.get("attrs", {}).get(PARENT_ATTR) is not None
     ]
-    best: dict[str, Any] | None = None
+
+
+def _best_of(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The best trial (``number``, ``value``, ``params``), or the Pareto front as
+    ``{"trials": [...]}`` for several objectives; None before any."""
     if data["best"] and len(data["directions"]) > 1:
-        best = {
+        return {
             "trials": [
                 {
                     "number": t["number"],
@@ -372,33 +175,10 @@ def collect(config: Any) -> dict[str, Any]:
                 for t in data["best"]
             ]
         }
-    elif data["best"]:
+    if data["best"]:
         (t,) = data["best"]
-        best = {"number": t["number"], "value": t["values"][0], "params": t["params"]}
-    campaign_dir = CampaignDir(config.base_dir, config.name)
-    alive = campaign_dir.controller_alive()
-    info = campaign_dir.previous()
-    if not alive:
-        # Without a controller, a trial whose process is known to have ended has no elapsed
-        # time that keeps growing (one that outlived its controller still runs: it has).
-        from tuner.executors import known_ended
-
-        for r in running:
-            if known_ended(launches.get(r["number"], {})):
-                r["elapsed_s"] = None
-    return {
-        "campaign": config.name,
-        "storage": mask_uri(url),
-        "controller": {"alive": alive, "pid": info.get("pid") if alive else None},
-        "budget": {"trials": config.budget.trials, "finished": sum(counted.values())},
-        "trials": states,
-        "finished": counted,
-        "warm_start": imported,
-        "best": best,
-        "running": running,
-        "continued": continued,
-        "stale": bool(running) and not alive,
-    }
+        return {"number": t["number"], "value": t["values"][0], "params": t["params"]}
+    return None
 
 
 def _scheduler_state(t: dict[str, Any], promoted: set[int]) -> str | None:
@@ -489,7 +269,16 @@ def run(args: argparse.Namespace) -> int:
         json.dump(status, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 0
-    out = sys.stdout
+    _print_summary(sys.stdout, status, decisions)
+    _print_running(sys.stdout, status["running"])
+    _print_continued(sys.stdout, status["continued"])
+    if status["stale"]:
+        sys.stdout.write("RUNNING trials without a live controller: run `tuner resume CONFIG`.\n")
+    return 0
+
+
+def _print_summary(out: IO[str], status: dict[str, Any], decisions: list[Any]) -> None:
+    """The campaign's line, its trials by state, the warm start, the focus and the best."""
     ctl = status["controller"]
     out.write(
         f"{status['campaign']}  {status['budget']['finished']}/{status['budget']['trials']} "
@@ -513,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
 
         for d in decisions:
             out.write(transfer_line(d) + "\n")
-    for line in focus:
+    for line in status["focus"]:
         out.write(line + "\n")
     best = status["best"]
     if best and "value" in best:
@@ -523,23 +312,32 @@ def run(args: argparse.Namespace) -> int:
         for t in best["trials"]:
             values = ", ".join(f"{v:.6g}" for v in t["values"])
             out.write(f"  trial {t['number']}: {values}  {t['params']}\n")
-    if status["running"]:
-        rows = [("trial", "attempt", "device", "elapsed", "params")]
-        for r in status["running"]:
-            rows.append(
-                (
-                    str(r["number"]),
-                    str(r["attempt"]),
-                    str(r["device"]) if r["launched"] else "not launched",
-                    "-" if r["elapsed_s"] is None else f"{r['elapsed_s']}s",
-                    json.dumps(r["params"]),
-                )
+
+
+def _print_running(out: IO[str], running: list[dict[str, Any]]) -> None:
+    """The running trials as a table: trial, attempt, device, elapsed time, parameters."""
+    if not running:
+        return
+    rows = [("trial", "attempt", "device", "elapsed", "params")]
+    for r in running:
+        rows.append(
+            (
+                str(r["number"]),
+                str(r["attempt"]),
+                str(r["device"]) if r["launched"] else "not launched",
+                "-" if r["elapsed_s"] is None else f"{r['elapsed_s']}s",
+                json.dumps(r["params"]),
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        for row in rows:
-            out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)))
-            out.write("  " + row[4] + "\n")
-    for c in status["continued"]:
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)))
+        out.write("  " + row[4] + "\n")
+
+
+def _print_continued(out: IO[str], continued: list[dict[str, Any]]) -> None:
+    """One line per continuation: what it continues, from where, and how it came."""
+    for c in continued:
         where = "from scratch" if c["resumed_step"] is None else f"from step {c['resumed_step']}"
         if "promoted_from" in c:
             how = "promoted: continues paused trial"
@@ -557,6 +355,3 @@ def run(args: argparse.Namespace) -> int:
             f"trial {c['number']} (attempt {c['attempt'] or '?'}, {c['state']}) {how} "
             f"{c['continues']} {where}\n"
         )
-    if status["stale"]:
-        out.write("RUNNING trials without a live controller: run `tuner resume CONFIG`.\n")
-    return 0

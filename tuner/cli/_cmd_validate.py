@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from tuner._errors import ConfigError
     from tuner.config import load_config
-    from tuner.search._registry import make_pruner, make_sampler
+    from tuner.search import make_pruner, make_sampler
 
     try:
         config = load_config(args.config)
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         check_heartbeat(config, (None, None))  # with the environment, as run would resolve it
         # Option values only the Optuna constructors check (types, ranges).
         make_sampler(config)
-        make_pruner(config)
+        make_pruner(config.pruner, error=config.error)
         plan = None
         if config.warm_start is not None:
             from tuner.history import load_history

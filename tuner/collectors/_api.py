@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tuner.collectors._base import Collector
-from tuner.executors._base import Report, TrialHandle
+from tuner.executors import Report, TrialHandle
 
 __all__ = ["TrialApiCollector"]
 

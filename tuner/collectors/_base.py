@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 
-from tuner.executors._base import Report, TrialHandle, TrialOutcome
+from tuner.executors import Report, TrialHandle, TrialOutcome
 
 __all__ = ["Collector"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tuner.collectors._base import Collector
-from tuner.executors._base import TrialHandle, TrialOutcome
+from tuner.executors import TrialHandle, TrialOutcome
 
 __all__ = ["MlflowRunCollector"]
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 
 from tuner.collectors._base import Collector
-from tuner.executors._base import Report, TrialHandle
+from tuner.executors import Report, TrialHandle
 
 __all__ = ["StdoutCollector"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tuner.config._types import one_of
-from tuner.search._registry import PRUNERS, SAMPLERS
+from tuner.search import PRUNERS, SAMPLERS
 
 __all__ = ["DEFAULT_PRUNER", "DEFAULT_SAMPLER", "Goal", "Objective", "PrunerName", "SamplerName"]
 
@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     SamplerName = str
     PrunerName = str
 else:
-    #: A key of :data:`tuner.search._registry.SAMPLERS` (the one place sampler names are spelled).
+    #: A key of :data:`tuner.search.SAMPLERS` (the one place sampler names are spelled).
     SamplerName = one_of(SAMPLERS)
-    #: A key of :data:`tuner.search._registry.PRUNERS`.
+    #: A key of :data:`tuner.search.PRUNERS`.
     PrunerName = one_of(PRUNERS)
 DEFAULT_SAMPLER = next(iter(SAMPLERS))
 DEFAULT_PRUNER = next(iter(PRUNERS))

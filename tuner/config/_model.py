@@ -43,7 +43,7 @@ from tuner.config._sections import (
 )
 from tuner.config._types import RuleError
 from tuner.config._warm_start import WarmStartConfig, WarmStartSource
-from tuner.search._registry import NO_PRUNING
+from tuner.search import NO_PRUNING
 
 if TYPE_CHECKING:
     from tuner._errors import ConfigError

@@ -11,7 +11,7 @@ from tuner.config._scheduler import check_scheduler
 from tuner.config._types import RuleError, UnknownKey, format_value, suggest
 from tuner.config._uris import check_uris
 from tuner.config._warm_start import check_warm_start
-from tuner.search._registry import (
+from tuner.search import (
     ALTERNATIVES,
     GRID_SAMPLERS,
     MULTI_OBJECTIVE_SAMPLERS,

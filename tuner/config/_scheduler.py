@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from tuner.config._base import _Model
 from tuner.config._types import RuleError, suggest
-from tuner.search._registry import NO_PRUNING
+from tuner.search import NO_PRUNING
 
 if TYPE_CHECKING:
     from tuner.config._model import CampaignConfig

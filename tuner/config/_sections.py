@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from tuner.config._base import DEFAULT_PRUNER, DEFAULT_SAMPLER, PrunerName, SamplerName, _Model
 from tuner.config._types import Duration, RuleError, Seconds, WholeSeconds, suggest
-from tuner.search._registry import PRUNERS, SAMPLERS
+from tuner.search import PRUNERS, SAMPLERS
 
 __all__ = [
     "AnalysisConfig",
@@ -248,6 +248,13 @@ class CheckpointConfig(_Model):
         "the trial run's MLflow artifacts, and downloaded from there to resume",
     )
     keep: Int = Field(default=2, ge=1, description="checkpoints kept per trial (the newest)")
+    every: Int = Field(
+        default=1,
+        ge=1,
+        description="epochs between the checkpoints lineage.mindspore's LineageCallback, "
+        "TrialCheckpoint and resumable_epochs save (the last epoch is always saved); "
+        "trials read it from TUNER_CHECKPOINT_EVERY",
+    )
     keep_finished: Int = Field(
         default=1,
         ge=0,

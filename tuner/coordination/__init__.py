@@ -8,7 +8,7 @@ trials a dead controller left, and the campaign's local state folder.
 
 from __future__ import annotations
 
-from tuner.coordination._base import Coordination
+from tuner.coordination._base import Coordination, StudySite
 from tuner.coordination._budget import ask_within_budget, counted_trials
 from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._heartbeat import (
@@ -35,6 +35,7 @@ __all__ = [
     "SharedStudy",
     "Standalone",
     "StudyLock",
+    "StudySite",
     "ask_within_budget",
     "counted_trials",
     "default_timing",

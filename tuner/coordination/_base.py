@@ -13,6 +13,8 @@ from __future__ import annotations
 import abc
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.coordination._campaign_dir import CampaignDir
@@ -21,10 +23,40 @@ from tuner.coordination._heartbeat import heartbeat_timing, live_trial_ids
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.config import CampaignConfig
+    from tuner.config import CampaignConfig, HeartbeatConfig
     from tuner.records import LineageRecorder
 
-__all__ = ["Coordination"]
+__all__ = ["Coordination", "StudySite"]
+
+
+@dataclass(frozen=True)
+class StudySite:
+    """What a coordination reads of a campaign: where its study and local state live, and
+    how long a stopped process may take."""
+
+    #: The campaign's ``name``: its local state folder is named after it.
+    name: str
+    #: The folder relative paths of the config resolve against; the state folder is in it.
+    base_dir: Path
+    #: The Optuna storage URL and the study's name in it.
+    storage_url: str
+    study_name: str
+    #: The ``heartbeat:`` section (flags and the environment come first, `Coordination.timing`).
+    heartbeat: HeartbeatConfig
+    #: Seconds between SIGTERM and SIGKILL when an orphan's process group is ended.
+    grace_period: float
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> StudySite:
+        """The site of ``config``'s campaign (its storage URL resolved once, here)."""
+        return cls(
+            name=config.name,
+            base_dir=config.base_dir,
+            storage_url=config.optuna_storage_url(),
+            study_name=config.study_name,
+            heartbeat=config.heartbeat,
+            grace_period=config.trial.grace_period,
+        )
 
 
 class Coordination(abc.ABC):
@@ -50,9 +82,9 @@ class Coordination(abc.ABC):
     """
 
     def __init__(
-        self, config: CampaignConfig, *, interval: int | None = None, grace: int | None = None
+        self, site: StudySite, *, interval: int | None = None, grace: int | None = None
     ) -> None:
-        self.config = config
+        self.site = site
         #: Heartbeat flags (``--heartbeat``, ``--stale-after``), above the environment and
         #: the config's ``heartbeat:`` section (`timing`).
         self.interval = interval
@@ -60,7 +92,7 @@ class Coordination(abc.ABC):
 
     def timing(self) -> tuple[int, int]:
         """``(interval, grace)`` of heartbeats: flags, environment, config, defaults."""
-        return heartbeat_timing(self.interval, self.grace, section=self.config.heartbeat)
+        return heartbeat_timing(self.interval, self.grace, section=self.site.heartbeat)
 
     @abc.abstractmethod
     def campaign_dir(self) -> CampaignDir:
@@ -120,16 +152,16 @@ class Coordination(abc.ABC):
         (it may not while another controller is alive)."""
         import optuna
 
-        from tuner.search import _internals as internals
+        from tuner.search import internals
 
         running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
         if not running:
             return [], False
-        from tuner.search._resilient import outage_for, retrying
+        from tuner.search import outage_for, retrying
 
-        config = self.config
-        url = config.optuna_storage_url()
+        site = self.site
+        url = site.storage_url
         live = retrying(
-            lambda: live_trial_ids(url, config.study_name, self.timing()[1]), outage_for(url)
+            lambda: live_trial_ids(url, site.study_name, self.timing()[1]), outage_for(url)
         )
         return [t for t in running if internals.trial_id(t) not in live], bool(live)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from tuner.search import _internals as internals
-from tuner.search import counts, superseded_numbers
-from tuner.search._attrs import FAIL_ATTR, OWNER_ATTR, STALE_ATTR
+from tuner.search import FAIL_ATTR, OWNER_ATTR, STALE_ATTR, counts, internals, superseded_numbers
 
 if TYPE_CHECKING:
     import optuna

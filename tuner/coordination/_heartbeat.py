@@ -19,8 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tuner._errors import ConfigError
-from tuner.search import _internals as internals
-from tuner.search._attrs import STALE_ATTR
+from tuner.search import STALE_ATTR, internals
 
 if TYPE_CHECKING:
     import optuna
@@ -109,11 +108,11 @@ def default_timing() -> tuple[int, int]:
 def heartbeat_storage(url: str, *, interval: int, grace: int) -> optuna.storages.RDBStorage:
     """An Optuna RDB storage that records and checks heartbeats (``interval``, ``grace`` in s).
 
-    SQLite files get the same WAL settings as `tuner.search._study.open_storage`.
+    SQLite files get the same WAL settings as `tuner.search.open_storage`.
     """
     import optuna
 
-    from tuner.search._study import create_rdb, sqlite_pragmas
+    from tuner.search import create_rdb, sqlite_pragmas
 
     is_sqlite = url.startswith("sqlite")
     kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if is_sqlite else {}

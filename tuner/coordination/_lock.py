@@ -88,7 +88,7 @@ class StudyLock:
     def _acquire(self) -> Any:
         import sqlalchemy
 
-        from tuner.search._resilient import outage_for, retrying
+        from tuner.search import outage_for, retrying
 
         if self._engine is None:
             # One pooled connection, kept: a new PostgreSQL session per trial would cost
@@ -114,7 +114,7 @@ class StudyLock:
 
     def _release(self, conn: Any) -> bool:
         """Unlock; False when the session (and with it the lock) was lost meanwhile."""
-        from tuner.search._resilient import is_disconnect
+        from tuner.search import is_disconnect
 
         _, unlock, key = self._statements()
         try:

@@ -16,11 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner import _protocol as protocol
-from tuner.executors import _procs, attempt_folder
-from tuner.records import _tags as T
-from tuner.search import _internals as internals
-from tuner.search import chain_attrs
-from tuner.search._attrs import (
+from tuner.executors import attempt_folder, end_attempt, end_group
+from tuner.records import tags as T
+from tuner.search import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
     LAUNCH_ATTR,
@@ -29,6 +27,8 @@ from tuner.search._attrs import (
     RETRY_OF_ATTR,
     STALE_ATTR,
     SYSTEM_PREFIX,
+    chain_attrs,
+    internals,
 )
 
 if TYPE_CHECKING:
@@ -69,9 +69,9 @@ def recover_stale(
                     internals.trial_id(frozen), optuna.trial.TrialState.WAITING
                 )
                 continue
-            ended = _procs.end_attempt(channel, grace=grace)
+            ended = end_attempt(channel, grace=grace)
         elif launch.get("host") == host and launch.get("pid"):
-            ended = _procs.end_group(launch, grace=grace)
+            ended = end_group(launch, grace=grace)
         reason = (
             "interrupted: its controller died (found RUNNING by the next controller"
             + (f", {ended} orphan process(es) ended" if ended else "")

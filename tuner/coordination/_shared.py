@@ -13,7 +13,7 @@ import socket
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tuner.coordination._base import Coordination
+from tuner.coordination._base import Coordination, StudySite
 from tuner.coordination._budget import ask_within_budget
 from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._recovery import requeue_and_close
@@ -21,7 +21,6 @@ from tuner.coordination._recovery import requeue_and_close
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.config import CampaignConfig
     from tuner.coordination._heartbeat import Heartbeat
     from tuner.coordination._lock import StudyLock
     from tuner.records import LineageRecorder
@@ -45,7 +44,7 @@ class SharedStudy(Coordination):
 
     def __init__(
         self,
-        config: CampaignConfig,
+        site: StudySite,
         *,
         storage: optuna.storages.BaseStorage,
         rdb: optuna.storages.RDBStorage,
@@ -55,7 +54,7 @@ class SharedStudy(Coordination):
         interval: int | None = None,
         grace: int | None = None,
     ) -> None:
-        super().__init__(config, interval=interval, grace=grace)
+        super().__init__(site, interval=interval, grace=grace)
         self._storage = storage
         self._rdb = rdb
         self._heartbeat = heartbeat
@@ -63,8 +62,8 @@ class SharedStudy(Coordination):
         self.requeued = requeued if requeued is not None else []
 
     def campaign_dir(self) -> CampaignDir:
-        tag = f"{self.config.name}.worker-{socket.gethostname()}-{os.getpid()}"
-        return CampaignDir(self.config.base_dir, tag)
+        tag = f"{self.site.name}.worker-{socket.gethostname()}-{os.getpid()}"
+        return CampaignDir(self.site.base_dir, tag)
 
     def open_storage(self) -> optuna.storages.BaseStorage:
         return self._storage

@@ -17,19 +17,18 @@ import socket
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tuner.coordination._base import Coordination
+from tuner.coordination._base import Coordination, StudySite
 from tuner.coordination._budget import ask_within_budget
 from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._heartbeat import Heartbeat, heartbeat_storage
 from tuner.coordination._lock import StudyLock
 from tuner.coordination._recovery import recover_stale
-from tuner.records._trial import interrupted_tags
-from tuner.search._attrs import LAUNCH_ATTR, OWNER_ATTR
+from tuner.records import interrupted_tags
+from tuner.search import LAUNCH_ATTR, OWNER_ATTR
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.config import CampaignConfig
     from tuner.records import LineageRecorder
 
 __all__ = ["Standalone"]
@@ -47,26 +46,24 @@ class Standalone(Coordination):
     """
 
     def __init__(
-        self, config: CampaignConfig, *, interval: int | None = None, grace: int | None = None
+        self, site: StudySite, *, interval: int | None = None, grace: int | None = None
     ) -> None:
-        super().__init__(config, interval=interval, grace=grace)
-        self._lock = StudyLock(config.optuna_storage_url(), config.study_name)
+        super().__init__(site, interval=interval, grace=grace)
+        self._lock = StudyLock(site.storage_url, site.study_name)
         self._heartbeat: Heartbeat | None = None
         self._owner: str | None = None
-        if not config.optuna_storage_url().startswith("sqlite"):
+        if not site.storage_url.startswith("sqlite"):
             path = self.campaign_dir().path.absolute()
             self._owner = f"{socket.gethostname()}:{path}"
 
     def campaign_dir(self) -> CampaignDir:
-        return CampaignDir(self.config.base_dir, self.config.name)
+        return CampaignDir(self.site.base_dir, self.site.name)
 
     def joined(self, study: optuna.Study) -> None:
         if self._owner is None or self._heartbeat is not None:
             return
         interval, grace = self.timing()
-        storage = heartbeat_storage(
-            self.config.optuna_storage_url(), interval=interval, grace=grace
-        )
+        storage = heartbeat_storage(self.site.storage_url, interval=interval, grace=grace)
         self._heartbeat = Heartbeat(storage).start()
 
     def orphans(self, study: optuna.Study) -> tuple[list[optuna.trial.FrozenTrial], bool]:
@@ -88,9 +85,9 @@ class Standalone(Coordination):
         return stale, others_live
 
     def open_storage(self) -> optuna.storages.BaseStorage:
-        from tuner.search._study import open_storage
+        from tuner.search import open_storage
 
-        url = self.config.optuna_storage_url()
+        url = self.site.storage_url
         # A server database may be shared with `tuner worker`s: no exclusive cache there.
         return open_storage(url, exclusive=url.startswith("sqlite"))
 
@@ -102,7 +99,7 @@ class Standalone(Coordination):
         recorder: LineageRecorder,
         message: Callable[[str], Any],
     ) -> None:
-        grace = self.config.trial.grace_period
+        grace = self.site.grace_period
         trials = self.campaign_dir().trials
         recover_stale(study, orphans, socket.gethostname(), grace, message, trials_dir=trials)
         if self._owner is None:

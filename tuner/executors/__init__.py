@@ -11,7 +11,36 @@ from tuner.executors._base import (
     TrialSpec,
     attempt_folder,
 )
-from tuner.executors._procs import known_ended
+from tuner.executors._procs import end_attempt, end_group, known_ended
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from tuner.executors._devices import detect_devices, make_slots
+    from tuner.executors._factory import default_executor
+    from tuner.executors._inventory import take_inventory
+
+# Device discovery runs nvidia-smi and npu-smi (subprocess, glob): it loads on first use, so
+# that collectors and coordination, which import this package for its types, do not pay for it.
+_LAZY = {
+    "default_executor": "tuner.executors._factory",
+    "detect_devices": "tuner.executors._devices",
+    "make_slots": "tuner.executors._devices",
+    "take_inventory": "tuner.executors._inventory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tuner.executors' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Executor",
@@ -21,5 +50,11 @@ __all__ = [
     "TrialOutcome",
     "TrialSpec",
     "attempt_folder",
+    "default_executor",
+    "detect_devices",
+    "end_attempt",
+    "end_group",
     "known_ended",
+    "make_slots",
+    "take_inventory",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,50 +11,58 @@ from tuner._errors import ConfigError, TunerError
 from tuner.executors._base import Executor
 
 if TYPE_CHECKING:
-    from tuner.config import CampaignConfig
+    from tuner.config import ExecutorConfig, ResourcesConfig
 
 __all__ = ["default_executor"]
 
 
-def default_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
-    """The executor ``config.executor`` and ``config.resources`` describe: Ray, or local
-    device slots (``auto`` detects GPUs and NPUs), its trial folders under ``trials_dir``."""
-    if config.executor.name == "ray":
+def default_executor(
+    executor: ExecutorConfig,
+    resources: ResourcesConfig,
+    trials_dir: Path,
+    *,
+    command: Sequence[str],
+    workdir: Path | None,
+    env: Mapping[str, str],
+    preload: bool | Sequence[str],
+) -> Executor:
+    """The executor the ``executor`` and ``resources`` sections describe: Ray, or local
+    device slots (``auto`` detects GPUs and NPUs), its trial folders under ``trials_dir``.
+
+    ``command`` (placeholders unfilled), ``workdir``, ``env`` (the campaign's ``env:``) and
+    ``preload`` (``trial.preload``) are what every trial runs: the warm parents start for
+    them before the first trial is asked for."""
+    if executor.name == "ray":
         try:
             from tuner.executors._ray import RayExecutor
         except ImportError as exc:
             raise TunerError(f"executor.name: ray is not available here: {exc}") from None
-        res = config.resources
         return RayExecutor(
-            address=config.executor.address,
-            kind=res.kind,
-            per_trial=res.per_trial,
-            parallel=res.parallel,
-            preload=config.trial.preload,
-            preload_env=config.env,
+            address=executor.address,
+            kind=resources.kind,
+            per_trial=resources.per_trial,
+            parallel=resources.parallel,
+            preload=preload,
+            preload_env=env,
         )
     from tuner.executors._devices import make_slots
     from tuner.executors._local import LocalExecutor
 
-    res = config.resources
-    kind: str = res.kind
+    kind: str = resources.kind
     if kind == "auto":
         from tuner.executors._devices import detect_devices
 
         kind, _ = detect_devices(None)
-        if kind == "cpu" and res.devices != "auto":
+        if kind == "cpu" and resources.devices != "auto":
             raise ConfigError(
                 "resources.devices lists device ids but resources.kind: auto found no GPU "
                 f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
-                f"{res.devices}"
+                f"{resources.devices}"
             )
-    slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
+    slots = make_slots(kind, resources.devices, resources.per_trial, resources.parallel)
     # Trials get the campaign's `env:` anyway; in the base environment it also reaches the
     # warm parents, so what a library sizes at import (OMP_NUM_THREADS) is the trials'.
-    base_env = {**os.environ, **config.env}
-    executor = LocalExecutor(
-        slots, run_dir=trials_dir, base_env=base_env, preload=config.trial.preload
-    )
-    workdir = str(config.workdir) if config.workdir else None
-    executor.warm_up(config.command, workdir)
-    return executor
+    base_env = {**os.environ, **env}
+    local = LocalExecutor(slots, run_dir=trials_dir, base_env=base_env, preload=preload)
+    local.warm_up(command, str(workdir) if workdir else None)
+    return local

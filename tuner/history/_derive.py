@@ -150,17 +150,76 @@ def derive_campaign(
     recorded, or runs in which no hyperparameter varies. ``method`` names the importance
     model (``auto``, ``forest``, ``gp``; see `lineage.importance.evaluator_for`).
     """
+    from lineage.importance import training_runs
+
+    if goal not in ("minimize", "maximize"):
+        raise ConfigError(f"--goal must be minimize or maximize, got {goal!r}.")
+    uri, exp_name, runs, label = _read_runs(experiment, where, tracking_uri)
+    kept, _ = training_runs(runs)
+    rows = [r for r in kept if _finite(r.metrics.get(target))]
+    if not rows:
+        metrics = sorted({m for r in kept for m in r.metrics})
+        have = ", ".join(metrics[:12]) + (", ..." if len(metrics) > 12 else "")
+        raise ConfigError(
+            f"--target {target}: no finished run of {label} recorded it "
+            f"({len(kept)} finished run(s); their metrics: {have or 'none'})."
+        )
+    candidates, left_out, source, declared = _candidates(runs, rows)
+    types = _param_types(rows)  # the first run that says wins: before sorting by the target
+    varying = [n for n in candidates if len({r.params.get(n) for r in rows}) > 1]
+    if not varying:
+        raise ConfigError(
+            f"--from {experiment}: no recorded hyperparameter varies over the {len(rows)} "
+            f"finished run(s) of {label} with {target} ({source}); nothing to tune."
+        )
+    sign = -1.0 if goal == "maximize" else 1.0
+    rows.sort(key=lambda r: sign * r.metrics[target])
+    best = rows[0]
+    rank = _rank(rows, varying, target=target, goal=goal, experiment=exp_name, method=method)
+    if rank.result is not None:
+        for name, same in rank.result.aliases.items():
+            for other in same:
+                left_out[other] = f"same values as {name} in every run"
+    names = [n for n in varying if n not in left_out]
+    if rank.result is not None:
+        ranked = rank.ranked
+        names.sort(key=lambda n: -ranked[n].importance if n in ranked else 1.0)
+    params, analysis = _parameters(rows, names, rank, declared, types)
+    add_conditions(params, rows)
+    command, command_source, workdir = derive_command(best, rows, params)
+    return DerivedCampaign(
+        experiment=exp_name,
+        target=target,
+        goal=goal,
+        tracking_uri=uri,
+        where=where,
+        n_runs=len(rows),
+        best_run_id=best.run_id,
+        best_run_name=best.name,
+        best_value=float(best.metrics[target]),
+        parameters=params,
+        command=command,
+        command_source=command_source,
+        workdir=workdir,
+        ranked=rank.decided,
+        analysis=analysis,
+        left_out=left_out,
+        method=method,
+    )
+
+
+def _read_runs(
+    experiment: str, where: str | None, tracking_uri: str | None
+) -> tuple[str, str, list[RunRecord], str]:
+    """``(store URI, experiment name, its runs matching where, how to name them)``; a store
+    or experiment that cannot be read is a `ConfigError`."""
     from lineage import LineageError
-    from lineage.importance import MIN_RUNS, evaluator_for, get_param_importances, training_runs
     from lineage.masking import mask_uri
     from lineage.query import search_runs
     from lineage.store import open_store
     from lineage.uri import resolve_tracking_uri
 
-    if goal not in ("minimize", "maximize"):
-        raise ConfigError(f"--goal must be minimize or maximize, got {goal!r}.")
     uri = resolve_tracking_uri(tracking_uri)
-    shown = mask_uri(uri)
     try:
         store = open_store(uri)
         try:
@@ -171,29 +230,50 @@ def derive_campaign(
     except LineageError as exc:
         text = " ".join(str(exc).split())
         raise ConfigError(f"tuner init --from {experiment}: {text}") from None
-    kept, _ = training_runs(runs)
-    label = f"experiment {exp.name!r} ({shown})" + (f" where {where}" if where else "")
-    rows = [r for r in kept if _finite(r.metrics.get(target))]
-    if not rows:
-        metrics = sorted({m for r in kept for m in r.metrics})
-        have = ", ".join(metrics[:12]) + (", ..." if len(metrics) > 12 else "")
-        raise ConfigError(
-            f"--target {target}: no finished run of {label} recorded it "
-            f"({len(kept)} finished run(s); their metrics: {have or 'none'})."
-        )
-    candidates, left_out, source, declared = _candidates(runs, rows)
-    types = _param_types(rows)
-    varying = [n for n in candidates if len({r.params.get(n) for r in rows}) > 1]
-    if not varying:
-        raise ConfigError(
-            f"--from {experiment}: no recorded hyperparameter varies over the {len(rows)} "
-            f"finished run(s) of {label} with {target} ({source}); nothing to tune."
-        )
-    sign = -1.0 if goal == "maximize" else 1.0
-    rows.sort(key=lambda r: sign * r.metrics[target])
-    best = rows[0]
+    label = f"experiment {exp.name!r} ({mask_uri(uri)})" + (f" where {where}" if where else "")
+    return uri, exp.name, list(runs), label
+
+
+@dataclass
+class _Ranking:
+    """What lineage's importance analysis said of the varying parameters."""
+
+    #: Over every run; None when there are too few runs or the analysis failed.
+    result: ImportanceResult | None
+    #: Over the runs near the best (`NEAR_TOP`), by name; empty when not computed.
+    near: dict[str, ParamImportance]
+    #: The one line the campaign's comment shows.
+    analysis: str
+
+    @property
+    def ranked(self) -> dict[str, ParamImportance]:
+        return {p.name: p for p in self.result.params} if self.result else {}
+
+    @property
+    def significant(self) -> set[str]:
+        return {n for n, p in self.ranked.items() if p.significant}
+
+    @property
+    def decided(self) -> bool:
+        """Whether the analysis is confident enough to fix the negligible parameters."""
+        return bool(self.significant)
+
+
+def _rank(
+    rows: Sequence[RunRecord],
+    varying: list[str],
+    *,
+    target: str,
+    goal: str,
+    experiment: str,
+    method: str,
+) -> _Ranking:
+    """Rank the ``varying`` parameters over every run, then over the runs near the best."""
+    from lineage import LineageError
+    from lineage.importance import MIN_RUNS, evaluator_for, get_param_importances
 
     result: ImportanceResult | None = None
+    analysis = f"importance not ranked: {len(rows)} runs, it needs at least {MIN_RUNS}"
     if len(rows) >= MIN_RUNS:
         try:
             result = get_param_importances(
@@ -201,12 +281,11 @@ def derive_campaign(
                 target=target,
                 goal=goal,
                 params=varying,
-                experiment=exp.name,
+                experiment=experiment,
                 evaluator=evaluator_for(method),
             )
         except LineageError as exc:  # a constant target, say: fall back to tuning all
             analysis = f"importance not ranked ({' '.join(str(exc).split())})"
-    ranked = {p.name: p for p in result.params} if result else {}
     near: dict[str, ParamImportance] = {}
     if result is not None and len(rows) >= MIN_RUNS / NEAR_TOP:
         try:  # what still matters once the dominant parameters are right
@@ -216,30 +295,34 @@ def derive_campaign(
                 goal=goal,
                 params=varying,
                 top=NEAR_TOP,
-                experiment=exp.name,
+                experiment=experiment,
                 evaluator=evaluator_for(method),
             )
             near = {p.name: p for p in close.params}
         except LineageError:  # the best runs agree on the target: nothing to tell apart
             pass
     if result is not None:
-        for name, same in result.aliases.items():
-            for other in same:
-                left_out[other] = f"same values as {name} in every run"
         analysis = (
             f"lineage importance ({result.model}; {result.model_reason}) over "
             f"{result.n_runs} runs, * = significant: " + result.summary(k=8)
         )
-    elif len(rows) < MIN_RUNS:
-        analysis = f"importance not ranked: {len(rows)} runs, it needs at least {MIN_RUNS}"
-    significant = {n for n, p in ranked.items() if p.significant}
-    decided = bool(significant)
-    if result is not None and not decided:
-        analysis += "; no parameter is significant, so every one is tuned"
-    names = [n for n in varying if n not in left_out]
-    if result is not None:
-        names.sort(key=lambda n: -ranked[n].importance if n in ranked else 1.0)
+        if not result.params or not any(p.significant for p in result.params):
+            analysis += "; no parameter is significant, so every one is tuned"
+    return _Ranking(result, near, analysis)
+
+
+def _parameters(
+    rows: Sequence[RunRecord],
+    names: list[str],
+    rank: _Ranking,
+    declared: dict[str, Any],
+    types: dict[str, str],
+) -> tuple[list[DerivedParameter], str]:
+    """Each parameter as the campaign tunes or fixes it, and the analysis line. The refined
+    focuses are dropped when they would hold fewer than half of the runs (too few to
+    warm-start from)."""
     flags = command_flags(rows)
+    ranked, near, decided = rank.ranked, rank.near, rank.decided
 
     def derive(refined: set[str]) -> list[DerivedParameter]:
         return [
@@ -257,7 +340,9 @@ def derive_campaign(
             for n in names
         ]
 
+    significant = rank.significant
     params = derive(significant)
+    analysis = rank.analysis
     covered = sum(_inside(r, params) for r in rows)
     if significant and covered < len(rows) / 2:
         params = derive(set())
@@ -265,27 +350,7 @@ def derive_campaign(
             f"; the refined focuses would hold {covered} of the {len(rows)} runs, too few to "
             "warm-start from, so nothing is refined"
         )
-    add_conditions(params, rows)
-    command, command_source, workdir = derive_command(best, rows, params)
-    return DerivedCampaign(
-        experiment=exp.name,
-        target=target,
-        goal=goal,
-        tracking_uri=uri,
-        where=where,
-        n_runs=len(rows),
-        best_run_id=best.run_id,
-        best_run_name=best.name,
-        best_value=float(best.metrics[target]),
-        parameters=params,
-        command=command,
-        command_source=command_source,
-        workdir=workdir,
-        ranked=decided,
-        analysis=analysis,
-        left_out=left_out,
-        method=method,
-    )
+    return params, analysis
 
 
 # ----- which params ---------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def source_uri(config: CampaignConfig, source: WarmStartSource) -> str:
     """The tracking URI a source reads: its own (relative SQLite paths against the config
     file's directory) or the campaign's."""
     if source.tracking_uri:
-        from tuner.config._uris import absolute_uri
+        from tuner.config import absolute_uri
 
         return absolute_uri(source.tracking_uri, config.base_dir)
     return config.tracking_uri()
@@ -98,7 +98,7 @@ def _experiment_runs(
     known = store.experiments()
     if not any(e.name == name or e.experiment_id == name for e in known):
         names = sorted(e.name for e in known)
-        from tuner.config._types import suggest
+        from tuner.config import suggest
 
         hint = suggest(name, names) or f" (known: {', '.join(names[:20]) or 'none'})"
         raise config.error((*at, "experiment"), f"names no experiment in {uri}{hint}", name)
@@ -120,7 +120,7 @@ def _campaign_runs(
     mine = [r for r in parents if r.tags.get(_CAMPAIGN) == name]
     if not mine:
         names = sorted({str(r.tags.get(_CAMPAIGN)) for r in parents if r.tags.get(_CAMPAIGN)})
-        from tuner.config._types import suggest
+        from tuner.config import suggest
 
         hint = suggest(name, names) or f" (known: {', '.join(names[:20]) or 'none'})"
         raise config.error((*at, "campaign"), f"names no campaign in {uri}{hint}", name)
@@ -175,7 +175,7 @@ def _check_mapped(
 
 
 def _hint(name: str, known: Iterable[str], noun: str) -> str:
-    from tuner.config._types import suggest
+    from tuner.config import suggest
 
     names = sorted(known)
     return suggest(name, names) or f" (recorded {noun}s: {', '.join(names[:15]) or 'none'})"

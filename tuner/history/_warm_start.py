@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tuner.history._sources import SourceRuns, read_source
-from tuner.search._attrs import (
+from tuner.search import (
     ENQUEUED_FROM_ATTR,
     IMPORTED_ATTR,
     IMPORTED_FROM_ATTR,

@@ -8,6 +8,7 @@ full disk under any of the campaign's stores means (`disk_full`).
 
 from __future__ import annotations
 
+from tuner.records import _tags as tags
 from tuner.records._access import CredentialsError, check_tracking_access
 from tuner.records._campaign import open_recorder, start_campaign_run
 from tuner.records._disk_full import disk_full
@@ -46,6 +47,7 @@ __all__ = [
     "run_importance",
     "start_campaign_run",
     "summary_tags",
+    "tags",
     "trial_end_tags",
     "trial_run_name",
 ]

@@ -28,14 +28,14 @@ def check_tracking_access(uri: str, *, timeout: float = 30.0) -> None:
     ``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``, or a bearer
     ``MLFLOW_TRACKING_TOKEN``). Raises `CredentialsError` on 401/403, `TunerError` when the
     server cannot be reached. A PostgreSQL/MySQL store is connected to once (nothing is
-    created): `tuner.search._study.StorageUnavailable` names a missing database with its
+    created): `tuner._errors.StorageUnavailable` names a missing database with its
     ``createdb`` command. SQLite and file stores are not checked here.
     Neither the password nor the token ever appears in a message.
     """
     scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
     if scheme in ("postgresql", "mysql", "mssql"):
         # MLflow would retry a missing database for minutes, logging each attempt.
-        from tuner.search._study import check_storage
+        from tuner.search import check_storage
 
         check_storage(uri, field="lineage.tracking_uri")
         return

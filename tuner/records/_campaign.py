@@ -10,7 +10,7 @@ from tuner.records._reconcile import EndedRun
 from tuner.records._recorder import LineageRecorder
 from tuner.records._summary import campaign_params, campaign_tags
 from tuner.records._trial import finished_trial_tags
-from tuner.search._attrs import IMPORTED_ATTR, LAUNCH_ATTR, PARENT_RUN_ATTR
+from tuner.search import IMPORTED_ATTR, LAUNCH_ATTR, PARENT_RUN_ATTR
 
 if TYPE_CHECKING:
     import optuna
@@ -22,16 +22,15 @@ __all__ = ["open_recorder", "start_campaign_run"]
 _INTERRUPTED = "interrupted: the controller died while the trial ran; re-run as another trial"
 
 
-def open_recorder(config: CampaignConfig) -> LineageRecorder:
-    """The campaign's recorder, once the store accepted our credentials (a server that refuses
-    them is one line, exit 2, before any trial)."""
-    check_tracking_access(config.tracking_uri())
-    return LineageRecorder(
-        config.tracking_uri(),
-        config.experiment,
-        config.name,
-        pool_size=config.resources.parallel + 1,
-    )
+def open_recorder(
+    tracking_uri: str, *, experiment: str, campaign: str, parallel: int
+) -> LineageRecorder:
+    """The recorder of campaign ``campaign`` in ``experiment`` of the store at
+    ``tracking_uri``, once the store accepted our credentials (a server that refuses them is
+    one line, exit 2, before any trial). ``parallel``: trials running at once
+    (``resources.parallel``), each of which may write while the controller does."""
+    check_tracking_access(tracking_uri)
+    return LineageRecorder(tracking_uri, experiment, campaign, pool_size=parallel + 1)
 
 
 def start_campaign_run(
@@ -43,7 +42,8 @@ def start_campaign_run(
     reconcile: bool,
 ) -> None:
     """Start ``recorder`` on the study's parent run (made on first use and remembered in the
-    study). With ``reconcile``, first close the runs a dead controller left RUNNING; the runs
+    study). It takes the whole ``config``: the parent run records all of it (params, tags).
+    With ``reconcile``, first close the runs a dead controller left RUNNING; the runs
     the ``orphans`` were launched with are trial runs even if they were not tagged yet."""
     parent = study.user_attrs.get(PARENT_RUN_ATTR)
     recorder.start(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tuner.search._resilient import DiskFull
+    from tuner.search import DiskFull
 
 __all__ = ["disk_full"]
 
@@ -31,7 +31,7 @@ def disk_full(exc: BaseException, tracking_uri: str | None = None) -> DiskFull |
     import errno
 
     from lineage.recording import SpoolFullError
-    from tuner.search._resilient import DiskFull, exception_chain, is_disk_full
+    from tuner.search import DiskFull, exception_chain, is_disk_full
 
     for err in exception_chain(exc):
         if isinstance(err, DiskFull):

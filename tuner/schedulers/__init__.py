@@ -13,31 +13,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.schedulers._asha import Asha
-from tuner.schedulers._base import Scheduler
+from tuner.schedulers._base import Scheduler, SchedulerContext
 from tuner.schedulers._pbt import Pbt, explore, member_of
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.config import CampaignConfig
+    from tuner.config import SchedulerConfig
 
-__all__ = ["Asha", "Pbt", "Scheduler", "explore", "make_scheduler", "member_of"]
+__all__ = [
+    "Asha",
+    "Pbt",
+    "Scheduler",
+    "SchedulerContext",
+    "explore",
+    "make_scheduler",
+    "member_of",
+]
 
 
 def make_scheduler(
-    config: CampaignConfig,
+    section: SchedulerConfig | None,
+    context: SchedulerContext,
     study: optuna.Study,
     *,
     locked: Callable[[], AbstractContextManager[Any]],
     folder: Callable[[Any], Path],
     message: Callable[[str], Any],
 ) -> Scheduler | None:
-    """The scheduler ``config.scheduler`` names, or None without one. ``locked``: the study
-    lock of the coordination; ``folder``: a trial's chain checkpoint folder."""
-    section = config.scheduler
+    """The scheduler the ``scheduler:`` section names, or None without one. ``context``: what
+    it reads of the rest of the campaign; ``locked``: the study lock of the coordination;
+    ``folder``: a trial's chain checkpoint folder."""
     if section is None:
         return None
     kwargs = {"locked": locked, "folder": folder, "message": message}
     if section.name == "asha":
-        return Asha(config, study, **kwargs)
-    return Pbt(config, study, **kwargs)
+        return Asha(section, context, study, **kwargs)
+    return Pbt(section, context, study, **kwargs)

@@ -25,16 +25,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
-from tuner.schedulers._base import Scheduler
-from tuner.search import _internals as internals
-from tuner.search import chain_attrs, first_trial
-from tuner.search._attrs import (
+from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.search import (
     ATTEMPT_ATTR,
     IMPORTED_ATTR,
     LAUNCH_ATTR,
     PAUSED_ATTR,
     PROMOTED_FROM_ATTR,
     SUPERSEDES_ATTR,
+    chain_attrs,
+    first_trial,
+    internals,
 )
 
 if TYPE_CHECKING:
@@ -81,11 +82,13 @@ def in_top(values: dict[int, float], chain: int, eta: int, maximize: bool) -> tu
 class Asha(Scheduler):
     """See the module's text."""
 
-    def __init__(self, config: Any, study: Any, **kwargs: Any) -> None:
-        super().__init__(config, study, **kwargs)
-        self.section: AshaConfig = config.scheduler
+    def __init__(
+        self, section: AshaConfig, context: SchedulerContext, study: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(context, study, **kwargs)
+        self.section = section
         self._rungs = self.section.rungs()
-        self._maximize = config.target.goal == "maximize"
+        self._maximize = context.target.goal == "maximize"
 
     def reported(self, rt: RunningTrial, before: int, step: int) -> None:
         if rt.scheduled is not None or rt.prune_reason is not None:
@@ -104,14 +107,14 @@ class Asha(Scheduler):
         if ok:
             return
         what = (
-            f"at rung step {rung} ({self.config.target.metric}={values[chain]:.6g}, rank "
+            f"at rung step {rung} ({self.context.target.metric}={values[chain]:.6g}, rank "
             f"{rank + 1} of {n}; the top 1/{eta} go on)"
         )
         if self.section.mode == "stop":
             rt.prune_reason = f"stopped by the asha scheduler {what}"
             rt.handle.request_prune()
             return
-        grace = self.config.trial.grace_period
+        grace = self.context.grace_period
         rt.scheduled = _Pause(rung, time.monotonic() + grace, what)
         # Recorded at once: a controller that dies before the pause takes effect leaves a
         # RUNNING trial that the next one pauses instead of re-running (`recover`).
@@ -147,7 +150,7 @@ class Asha(Scheduler):
             held = f"step {found.step}" if found is not None else "none"
             self._message(
                 f"trial {rt.number}: no checkpoint of step {pause.rung} within "
-                f"trial.grace_period={self.config.trial.grace_period:g}s (latest: {held}); "
+                f"trial.grace_period={self.context.grace_period:g}s (latest: {held}); "
                 "a promotion resumes from the latest one"
             )
         rt.prune_reason = f"paused by the asha scheduler {pause.what}"

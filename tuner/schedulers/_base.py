@@ -5,7 +5,8 @@ from __future__ import annotations
 import abc
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,9 +14,23 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner.campaign import RunningTrial
-    from tuner.config import CampaignConfig
+    from tuner.config import Objective, Parameter
 
-__all__ = ["Scheduler"]
+__all__ = ["Scheduler", "SchedulerContext"]
+
+
+@dataclass(frozen=True)
+class SchedulerContext:
+    """What a scheduler reads of the campaign besides its own ``scheduler:`` section."""
+
+    #: The objective whose values rank the trials (``target``).
+    target: Objective
+    #: Seconds between SIGTERM and SIGKILL when it stops a process (``trial.grace_period``).
+    grace_period: float
+    #: The search space, for the parameters PBT perturbs (``parameters``).
+    parameters: Mapping[str, Parameter]
+    #: ``sampler.seed``: PBT's choices are reproducible with it.
+    seed: int | None
 
 
 class Scheduler(abc.ABC):
@@ -46,14 +61,14 @@ class Scheduler(abc.ABC):
 
     def __init__(
         self,
-        config: CampaignConfig,
+        context: SchedulerContext,
         study: optuna.Study,
         *,
         locked: Callable[[], contextlib.AbstractContextManager[Any]],
         folder: Callable[[Any], Path],
         message: Callable[[str], Any],
     ) -> None:
-        self.config = config
+        self.context = context
         self.study = study
         self._locked = locked
         self._folder = folder
@@ -84,13 +99,12 @@ class Scheduler(abc.ABC):
         ``attrs``, after ending its process group when it ran on this ``host``."""
         import optuna
 
-        from tuner.executors import _procs
-        from tuner.search import _internals as internals
-        from tuner.search._attrs import LAUNCH_ATTR, PRUNE_ATTR
+        from tuner.executors import end_group
+        from tuner.search import LAUNCH_ATTR, PRUNE_ATTR, internals
 
         launch = frozen.user_attrs.get(LAUNCH_ATTR) or {}
         if launch.get("host") == host and launch.get("pid"):
-            _procs.end_group(launch, grace=self.config.trial.grace_period)
+            end_group(launch, grace=self.context.grace_period)
         storage, trial_id = internals.storage_of(self.study), internals.trial_id(frozen)
         for key, value in {PRUNE_ATTR: why, **attrs}.items():
             storage.set_trial_user_attr(trial_id, key, value)

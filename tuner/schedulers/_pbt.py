@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from tuner.checkpoints import copy_latest
-from tuner.schedulers._base import Scheduler
-from tuner.search import _internals as internals
-from tuner.search import first_trial
-from tuner.search._attrs import (
+from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     EXPLOITED_ATTR,
@@ -40,6 +39,8 @@ from tuner.search._attrs import (
     MEMBER_ATTR,
     PARENT_ATTR,
     STALE_ATTR,
+    first_trial,
+    internals,
 )
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _scores(
 def explore(
     params: dict[str, Any],
     perturb: dict[str, Perturb],
-    space: dict[str, Parameter],
+    space: Mapping[str, Parameter],
     rng: random.Random,
 ) -> dict[str, Any]:
     """``params`` with each parameter of ``perturb`` changed as it says, within ``space``."""
@@ -123,10 +124,12 @@ def _clip(param: Parameter, value: float) -> Any:
 class Pbt(Scheduler):
     """See the module's text."""
 
-    def __init__(self, config: Any, study: Any, **kwargs: Any) -> None:
-        super().__init__(config, study, **kwargs)
-        self.section: PbtConfig = config.scheduler
-        self._maximize = config.target.goal == "maximize"
+    def __init__(
+        self, section: PbtConfig, context: SchedulerContext, study: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(context, study, **kwargs)
+        self.section = section
+        self._maximize = context.target.goal == "maximize"
 
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str
@@ -190,10 +193,10 @@ class Pbt(Scheduler):
                 held[m] = found.step
         if not held:
             return None
-        rng = random.Random(f"{self.config.sampler.seed}:{me}:{step}")
+        rng = random.Random(f"{self.context.seed}:{me}:{step}")
         chosen = rng.choice(sorted(held))
         donor = scores[chosen][1]
-        params = explore(donor.params, self.section.perturb, self.config.parameters, rng)
+        params = explore(donor.params, self.section.perturb, self.context.parameters, rng)
         changed = {
             name: [donor.params[name], params[name]]
             for name in self.section.perturb
@@ -202,7 +205,7 @@ class Pbt(Scheduler):
         storage, trial_id = internals.storage_of(self.study), internals.trial_id(rt.trial)
         number = internals.n_trials(self.study)
         why = (
-            f"exploited by pbt at step {step} ({self.config.target.metric}="
+            f"exploited by pbt at step {step} ({self.context.target.metric}="
             f"{scores[me][0]:.6g}, bottom {k} of {n}): member {me} continues as trial {number} "
             f"from trial {donor.number}'s checkpoint"
         )

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner._errors import ConfigError
-    from tuner.config import CampaignConfig
+    from tuner.config import CampaignConfig, PrunerConfig
+
+    #: Phrases a `ConfigError` about a path of the config (`CampaignConfig.error`).
+    ErrorAt = Callable[[tuple[str, ...], str, Any], ConfigError]
 
 __all__ = [
     "ALTERNATIVES",
@@ -220,7 +223,8 @@ def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.s
         kwargs.setdefault("constant_liar", True)
     if seed is not None:
         kwargs["seed"] = seed
-    sampler = _construct(config, ("sampler", "options"), cls, kwargs, config.sampler.options)
+    options = config.sampler.options
+    sampler = _construct(config.error, ("sampler", "options"), cls, kwargs, options)
     return wrap_sampler(config, sampler)
 
 
@@ -259,12 +263,12 @@ def ranked_if_warm(
     return RankedWarmStart(sampler)
 
 
-def make_pruner(config: CampaignConfig) -> optuna.pruners.BasePruner:
-    """The Optuna pruner named by ``config.pruner`` (``none``: ``NopPruner``)."""
-    name = config.pruner.name
-    cls = PRUNERS[name]()
-    kwargs = {**PRUNER_REQUIRED.get(name, {}), **config.pruner.options}
-    return _construct(config, ("pruner", "options"), cls, kwargs, config.pruner.options)
+def make_pruner(section: PrunerConfig, *, error: ErrorAt) -> optuna.pruners.BasePruner:
+    """The Optuna pruner the ``pruner:`` section names (``none``: ``NopPruner``). ``error``
+    phrases the error about options Optuna refuses (`tuner.config.CampaignConfig.error`)."""
+    cls = PRUNERS[section.name]()
+    kwargs = {**PRUNER_REQUIRED.get(section.name, {}), **section.options}
+    return _construct(error, ("pruner", "options"), cls, kwargs, section.options)
 
 
 def _quietly(cls: type) -> Any:
@@ -287,7 +291,7 @@ def _ask_tell_grid(base: type) -> type:
 
 
 def _construct(
-    config: CampaignConfig,
+    error_at: ErrorAt,
     path: tuple[str, ...],
     cls: type,
     kwargs: dict[str, Any],
@@ -303,9 +307,7 @@ def _construct(
             return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         message = " ".join(str(exc).split()).rstrip(".")
-        error: ConfigError = config.error(
-            path, f"are invalid for {cls.__name__} ({message})", shown
-        )
+        error: ConfigError = error_at(path, f"are invalid for {cls.__name__} ({message})", shown)
         raise error from None
 
 

@@ -140,7 +140,7 @@ def create_study(config: CampaignConfig, storage: BaseStorage) -> optuna.Study:
             study_name=config.study_name,
             directions=directions,  # type: ignore[arg-type]
             sampler=make_sampler(config),
-            pruner=make_pruner(config),
+            pruner=make_pruner(config.pruner, error=config.error),
             load_if_exists=True,
         )
     except ValueError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from tuner.compat.mindinsight._check import check_config
 from tuner.compat.mindinsight._convert import convert_config, convert_file
 from tuner.compat.mindinsight._hyper_config import AttributeDict, HyperConfig, HyperConfigError
-from tuner.config._foreign import is_mindoptimizer_config, mindoptimizer_message
+from tuner.config import is_mindoptimizer_config, mindoptimizer_message
 
 __all__ = [
     "AttributeDict",

@@ -1,0 +1,97 @@
+"""The controller's parts, each built from the config sections it reads.
+
+The controller holds the whole campaign config; this is where it is cut into what each part
+reads: the executor (its ``executor:`` and ``resources:`` sections and the trial program),
+the launcher (a `LaunchPlan`), the scheduler (its ``scheduler:`` section and a
+`tuner.schedulers.SchedulerContext`) and the metric intake (the metric Optuna prunes on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuner.campaign._intake import MetricIntake, load_online_check
+from tuner.campaign._launch import Launcher, LaunchPlan
+from tuner.schedulers import Scheduler, SchedulerContext, make_scheduler
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.config import CampaignConfig
+    from tuner.coordination import Coordination
+    from tuner.executors import Executor
+    from tuner.records import LineageRecorder
+
+__all__ = ["Parts", "build_executor", "build_parts"]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What the controller drives trials with, once the study is loaded."""
+
+    launcher: Launcher
+    scheduler: Scheduler | None
+    intake: MetricIntake
+
+
+def build_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
+    """The executor the config asks for; its warm parents start importing at once."""
+    from tuner.executors import default_executor
+
+    return default_executor(
+        config.executor,
+        config.resources,
+        trials_dir,
+        command=config.command,
+        workdir=config.workdir,
+        env=config.env,
+        preload=config.trial.preload,
+    )
+
+
+def build_parts(
+    config: CampaignConfig,
+    *,
+    study: optuna.Study,
+    coordination: Coordination,
+    recorder: LineageRecorder,
+    executor: Executor,
+    state_dir: Path,
+    message: Callable[[str], Any],
+) -> Parts:
+    """The launcher, the scheduler (None without a ``scheduler:`` section) and the metric
+    intake of a campaign whose study is loaded. ``state_dir``: the campaign's local state
+    folder (attempt channels, local checkpoints)."""
+    launcher = Launcher(
+        LaunchPlan.of(config),
+        study=study,
+        coordination=coordination,
+        recorder=recorder,
+        executor=executor,
+        state_dir=state_dir,
+        message=message,
+    )
+    scheduler = make_scheduler(
+        config.scheduler,
+        SchedulerContext(
+            target=config.target,
+            grace_period=config.trial.grace_period,
+            parameters=config.parameters,
+            seed=config.sampler.seed,
+        ),
+        study,
+        locked=coordination.study_lock,
+        folder=launcher.checkpoint_folder,
+        message=message,
+    )
+    intake = MetricIntake(
+        recorder,
+        load_online_check() if config.diagnosis.early_stop else None,
+        prune_on=None if config.multi_objective else config.target.metric,
+        pruner=config.pruner.name,
+        scheduler=scheduler,
+    )
+    return Parts(launcher, scheduler, intake)
