@@ -59,11 +59,15 @@ class Report:
     def page(self) -> Path:
         return self.directory / PAGE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, relative: bool = False) -> dict[str, Any]:
+        """The report as JSON; ``relative``: the directory as ``.`` and the files by their
+        path inside it, as ``report.json`` keeps them, so they hold wherever the folder is
+        moved (the MLflow artifacts a campaign logs it to)."""
+        files = [p.relative_to(self.directory) if relative else p for p in self.files]
         return {
             "title": self.title,
-            "directory": str(self.directory),
-            "files": [str(p) for p in self.files],
+            "directory": "." if relative else str(self.directory),
+            "files": [str(p) for p in files],
             "views": self.views,
             "notes": self.notes,
             "trials": self.counts,
@@ -168,8 +172,9 @@ def render_report(
                 }
             )
     report.files.append(_save_page(report, figures, out / PAGE))
-    (out / INDEX).write_text(json.dumps(report.to_dict(), indent=2, default=str), encoding="utf-8")
     report.files.append(out / INDEX)
+    index = json.dumps(report.to_dict(relative=True), indent=2, default=str)
+    (out / INDEX).write_text(index, encoding="utf-8")
     return report
 
 
