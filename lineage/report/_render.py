@@ -161,31 +161,13 @@ def render_report(
     params = _varying(done)
     if not params:
         report.notes.append("no parameter varies across the complete trials: history only")
-    figures: list[F.Figure] = []
     with matplotlib.rc_context():  # Optuna's matplotlib plots set a global style
+        figures: list[F.Figure] = []
         for i, name in enumerate(names):
             ranked = list((importances or {}).get(name) or _importances(study, i, params))
             ranked = [p for p in ranked if p in params] + [p for p in params if p not in ranked]
-            figures.append(_history(study, i, name, warm, done, report.exploring))
-            if params:
-                figures.append(F.parallel(study, i, name, ranked[:_MAX_PARALLEL_PARAMS], best))
-                if len(ranked) >= 2:
-                    figures.append(F.contour(study, i, name, ranked[:2]))
-                else:
-                    report.notes.append(f"contour of {name}: only one parameter varies")
-                figures.append(F.slices(study, i, name, ranked[:2]))
-        if n_obj == 1 and any(t.intermediate_values for t in trials):
-            figures.append(_intermediate(study, pruned, trials))
-        elif n_obj == 1:
-            report.notes.append("intermediate values: no trial reported any")
-        if 2 <= n_obj <= 3:
-            figures.append(F.pareto(study, names))
-        elif n_obj > 3:
-            report.notes.append(f"Pareto front: {n_obj} objectives cannot be drawn (2 or 3 can)")
-        segments = S.segments(study)
-        if segments:
-            figures.append(S.lineage_figure(segments))
-            report.files.append(S.write_schedule(segments, out / SCHEDULE))
+            figures += _objective_figures(study, i, name, ranked, best, warm, done, report)
+        figures += _study_figures(study, names, trials, pruned, report)
         for fig in figures:
             report.files.append(_save_png(fig, out / f"{fig.stem}.png"))
             report.views.append(
@@ -201,6 +183,55 @@ def render_report(
     index = json.dumps(report.to_dict(relative=True), indent=2, default=str)
     (out / INDEX).write_text(index, encoding="utf-8")
     return report
+
+
+def _objective_figures(
+    study: Study,
+    index: int,
+    name: str,
+    ranked: Sequence[str],
+    best: int,
+    warm: Sequence[int],
+    done: Sequence[FrozenTrial],
+    report: Report,
+) -> list[F.Figure]:
+    """One objective's figures: its history, and over its ``ranked`` parameters (most
+    important first) the parallel coordinates, a contour of the first two and the slices."""
+    figures = [_history(study, index, name, warm, done, report.exploring)]
+    if ranked:
+        figures.append(F.parallel(study, index, name, ranked[:_MAX_PARALLEL_PARAMS], best))
+        if len(ranked) >= 2:
+            figures.append(F.contour(study, index, name, ranked[:2]))
+        else:
+            report.notes.append(f"contour of {name}: only one parameter varies")
+        figures.append(F.slices(study, index, name, ranked[:2]))
+    return figures
+
+
+def _study_figures(
+    study: Study,
+    names: Sequence[str],
+    trials: Sequence[FrozenTrial],
+    pruned: Sequence[int],
+    report: Report,
+) -> list[F.Figure]:
+    """The study's figures across objectives: the intermediate values (one objective), the
+    Pareto front (two or three) and a PBT population's lineage (its schedule written too)."""
+    figures: list[F.Figure] = []
+    n_obj = len(names)
+    if n_obj == 1 and any(t.intermediate_values for t in trials):
+        figures.append(_intermediate(study, pruned, trials))
+    elif n_obj == 1:
+        report.notes.append("intermediate values: no trial reported any")
+    if 2 <= n_obj <= 3:
+        figures.append(F.pareto(study, names))
+    elif n_obj > 3:
+        report.notes.append(f"Pareto front: {n_obj} objectives cannot be drawn (2 or 3 can)")
+    segments = S.segments(study)
+    if segments:
+        figures.append(S.lineage_figure(segments))
+        report.files.append(S.write_schedule(segments, report.directory / SCHEDULE))
+    return figures
 
 
 def _history(
