@@ -19,12 +19,15 @@ if TYPE_CHECKING:
     from optuna import Study
     from optuna.trial import FrozenTrial
 
-__all__ = ["WARM_START_KEYS", "Report", "is_warm_started", "render_report"]
+__all__ = ["EXPLORING_KEY", "WARM_START_KEYS", "Report", "is_warm_started", "render_report"]
 
 #: System or user attributes (or, for runs read from MLflow, tags) that mark a trial as
 #: warm-started: imported from earlier runs rather than sampled by this study. The tuner's
 #: ``warm_start:`` sets both (``tuner.search`` spells them; ``lineage`` cannot import it).
 WARM_START_KEYS = ("tuner:imported", "tuner.imported_from")
+#: The user attribute of an exploring trial: one a warm start's sampler proposed without the
+#: earlier runs (the tuner's ``compare: auto`` sets it on one trial in five).
+EXPLORING_KEY = "tuner.exploring"
 PAGE = "report.html"
 INDEX = "report.json"
 #: A PBT study's hyperparameter schedule: one row per member's segment.
@@ -54,6 +57,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     run_id: str | None = None
+    #: The numbers of the exploring trials (`EXPLORING_KEY`).
+    exploring: list[int] = field(default_factory=list)
 
     @property
     def page(self) -> Path:
@@ -71,6 +76,7 @@ class Report:
             "views": self.views,
             "notes": self.notes,
             "trials": self.counts,
+            "exploring": self.exploring,
             "run_id": self.run_id,
         }
 
@@ -150,6 +156,7 @@ def render_report(
     report = Report(out, title or f"{study.study_name}: report of {len(trials)} trial(s)")
     report.counts = counts
     warm = [t.number for t in trials if warm_started(t)]
+    report.exploring = [t.number for t in trials if t.user_attrs.get(EXPLORING_KEY)]
     pruned = [t.number for t in trials if t.state == TrialState.PRUNED]
     params = _varying(done)
     if not params:
@@ -190,7 +197,7 @@ def _objective_figures(
 ) -> list[F.Figure]:
     """One objective's figures: its history, and over its ``ranked`` parameters (most
     important first) the parallel coordinates, a contour of the first two and the slices."""
-    figures = [_history(study, index, name, warm, done)]
+    figures = [_history(study, index, name, warm, done, report.exploring)]
     if ranked:
         figures.append(F.parallel(study, index, name, ranked[:_MAX_PARALLEL_PARAMS], best))
         if len(ranked) >= 2:
@@ -228,10 +235,15 @@ def _study_figures(
 
 
 def _history(
-    study: Study, index: int, name: str, warm: Sequence[int], done: Sequence[FrozenTrial]
+    study: Study,
+    index: int,
+    name: str,
+    warm: Sequence[int],
+    done: Sequence[FrozenTrial],
+    exploring: Sequence[int] = (),
 ) -> F.Figure:
     """The history, promoted trials and PBT segments that started from a donor marked."""
-    fig = F.history(study, index, name, warm)
+    fig = F.history(study, index, name, warm, exploring)
     points: dict[str, list[tuple[float, float]]] = {}
     for t in done:
         kind = S.kind_of(t)
