@@ -24,6 +24,7 @@ from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
+    EXPLORING_ATTR,
     LAUNCH_ATTR,
     MEMBER_ATTR,
     PARENT_ATTR,
@@ -296,15 +297,19 @@ class Launcher:
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
         extra = {T.CAMPAIGN: self.plan.campaign}
+        # From the storage: the sampler marks an exploring trial as it is asked, after the
+        # trial object took its copy of the attributes.
+        attrs = internals.storage_of(self._study).get_trial_user_attrs(internals.trial_id(trial))
         for attr in (
             RERUN_OF_ATTR,
             RETRY_OF_USER_ATTR,
             PARENT_ATTR,
             PROMOTED_FROM_ATTR,
             MEMBER_ATTR,
+            EXPLORING_ATTR,
         ):
-            if trial.user_attrs.get(attr) is not None:
-                extra[attr] = str(trial.user_attrs[attr])
+            if attrs.get(attr) is not None:
+                extra[attr] = str(attrs[attr])
         if resume is not None:
             extra[RESUMED_STEP_ATTR] = str(resume[1])
         # The run's params are the values on this attempt's command line (a PBT
