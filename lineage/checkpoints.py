@@ -33,6 +33,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from lineage._errors import EnvironmentValueError
+
 __all__ = [
     "CHECKPOINT_DIR",
     "EVERY",
@@ -177,8 +179,8 @@ def prune(root: str | os.PathLike[str], keep: int) -> list[Path]:
 
 def every() -> int:
     """Epochs between the checkpoints a framework callback saves (``TUNER_CHECKPOINT_EVERY``,
-    default 1; the last epoch is always saved). Raises ValueError naming the variable when it
-    is not a whole number >= 1."""
+    default 1; the last epoch is always saved). Raises `EnvironmentValueError` (a
+    ValueError) naming the variable when it is not a whole number >= 1."""
     raw = os.environ.get(EVERY, "").strip()
     if not raw:
         return DEFAULT_EVERY
@@ -187,25 +189,31 @@ def every() -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{EVERY} must be a whole number >= 1, got {raw!r}")
+        raise EnvironmentValueError(f"{EVERY} must be a whole number >= 1, got {raw!r}")
     return value
 
 
 def resume_point() -> tuple[Path, int] | None:
     """``(folder, step)`` of the checkpoint this process should continue from, or None for a
-    fresh start (the tuner sets it; a script run by hand starts fresh)."""
+    fresh start (the tuner sets it; a script run by hand starts fresh). Raises
+    `EnvironmentValueError` (a ValueError) when ``TUNER_RESUME_STEP`` is not a whole number."""
     path = os.environ.get(RESUME_FROM)
     step = os.environ.get(RESUME_STEP)
     if not path or step is None:
         return None
-    return Path(path), int(step)
+    try:
+        return Path(path), int(step)
+    except ValueError:
+        raise EnvironmentValueError(
+            f"{RESUME_STEP} must be a whole number, got {step[:80]!r}"
+        ) from None
 
 
 def resume_changed() -> list[str]:
     """The hyperparameters whose values this attempt changed from those of the trial whose
     checkpoint it continues (``TUNER_RESUME_CHANGED``); empty for a fresh start and for a
-    resume with the checkpoint's own values. Raises ValueError naming the variable when it
-    does not hold a JSON list of names."""
+    resume with the checkpoint's own values. Raises `EnvironmentValueError` (a ValueError)
+    naming the variable when it does not hold a JSON list of names."""
     raw = os.environ.get(RESUME_CHANGED, "").strip()
     if not raw or resume_point() is None:
         return []
@@ -214,5 +222,7 @@ def resume_changed() -> list[str]:
     except ValueError:
         names = None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"{RESUME_CHANGED} must hold a JSON list of names, got {raw[:80]!r}")
+        raise EnvironmentValueError(
+            f"{RESUME_CHANGED} must hold a JSON list of names, got {raw[:80]!r}"
+        )
     return names

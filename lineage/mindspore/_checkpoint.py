@@ -43,6 +43,7 @@ from mindspore import nn
 from mindspore.train import Callback
 
 from lineage import checkpoints
+from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._introspect import rank
 
 __all__ = [
@@ -218,13 +219,14 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
         raise TypeError("resumable_epochs needs the cells to save (the network, the optimizer)")
     root = os.environ.get(checkpoints.CHECKPOINT_DIR)
     start = 0
-    point = checkpoints.resume_point() if root else None
+    with exiting_on_bad_environment():
+        point = checkpoints.resume_point() if root else None
+        changed = point is not None and bool(checkpoints.resume_changed())
+        every = checkpoints.every() if root else 0
     if point is not None and not restored(point[0]):
-        changed = bool(checkpoints.resume_changed())
         start, step = load_checkpoint(list(cells), *point, keep_hyperparameters=changed)
         if recorder is not None:
             recorder.resumed(min(start, epochs), step)
-    every = checkpoints.every() if root else 0
     for epoch in range(start + 1, epochs + 1):
         yield epoch
         if every and (epoch % every == 0 or epoch == epochs):
@@ -245,7 +247,8 @@ class TrialCheckpoint(Callback):
     def on_train_epoch_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
         epoch = int(cb.cur_epoch_num)
-        every = self.every or checkpoints.every()
+        with exiting_on_bad_environment():
+            every = self.every or checkpoints.every()
         if epoch % every == 0 or epoch == int(getattr(cb, "epoch_num", epoch)):
             # No step: with ``initial_epoch`` MindSpore counts steps from 0 again.
             save_checkpoint(self.cell, epoch)

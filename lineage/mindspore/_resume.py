@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from lineage import checkpoints
+from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._checkpoint import (
     has_trial_checkpoint,
     load_checkpoint,
@@ -60,6 +61,10 @@ class TrialResume:
         checkpoint's step."""
         if not os.environ.get(checkpoints.CHECKPOINT_DIR):
             return
+        with exiting_on_bad_environment():
+            self._begin(cb, initial_epoch, data)
+
+    def _begin(self, cb: Any, initial_epoch: int, data: Any) -> None:
         self.active = True
         self._every = checkpoints.every()
         self._cell = cb.get("train_network")

@@ -198,6 +198,32 @@ def test_resume_changed_reads_a_json_list_and_only_for_a_resume(
         checkpoints.resume_changed()
 
 
+@pytest.mark.parametrize(
+    ("var", "value", "read"),
+    [
+        (checkpoints.EVERY, "0", checkpoints.every),
+        (checkpoints.EVERY, "two", checkpoints.every),
+        (checkpoints.RESUME_STEP, "3.5", checkpoints.resume_point),
+        (checkpoints.RESUME_CHANGED, "lr", checkpoints.resume_changed),
+    ],
+)
+def test_a_refused_checkpoint_variable_is_a_usage_error_naming_it(
+    tmp_path: Path, monkeypatch: Any, var: str, value: str, read: Any
+) -> None:
+    from lineage import EnvironmentValueError, UsageError
+    from lineage._errors import exiting_on_bad_environment
+
+    _env(monkeypatch, tmp_path, checkpoints.Checkpoint(tmp_path, 3))
+    monkeypatch.setenv(var, value)
+    with pytest.raises(EnvironmentValueError, match=f"^{var} must .*, got '{value}'$") as err:
+        read()
+    assert isinstance(err.value, UsageError) and isinstance(err.value, ValueError)
+    # Where a framework callback reads it: exit status 2, as a bad flag under argparse.
+    with pytest.raises(SystemExit) as stop, exiting_on_bad_environment():
+        read()
+    assert stop.value.code == 2
+
+
 #: A MindSpore trial for a PBT campaign: a tiny classifier trained by ``Model.train`` with
 #: `LineageCallback` (which saves and restores the checkpoints) and ``--lr``, reporting the
 #: epoch's mean loss. Fresh starts wait until both members have started, and each epoch
@@ -241,24 +267,25 @@ Model(net, loss_fn, opt).train(16, data, callbacks=[LineageCallback(), Report()]
 """
 
 
-@pytest.mark.slow
-def test_a_pbt_continuation_trains_on_with_the_explored_lr(
-    ms: ModuleType, python: str, tmp_path: Path, sqlite_uri: str
-) -> None:
+def _run_pbt(
+    tmp_path: Path, sqlite_uri: str, command: list[str], target: str, choices: list[float]
+) -> tuple[list[Any], list[Any]]:
+    """Run a two-member PBT campaign of ``command`` over ``lr`` in ``choices`` (one member
+    each, by the grid), ranked by ``target`` (``loss``: minimized, else maximized) every two
+    epochs, the bottom member's continuation moving its
+    ``lr`` to the neighbouring choice; its trials, and those that are continuations."""
     import optuna
     import yaml
 
     from tuner.campaign import Controller
     from tuner.config import load_config
 
-    (tmp_path / "trial.py").write_text(PBT_SCRIPT)
     data = {
         "name": "pbt-ms",
-        "command": [python, "trial.py", "--lr", "{lr}"],
+        "command": command,
         "env": {"OMP_NUM_THREADS": "1", "GLOG_v": "3"},
-        "target": {"metric": "loss", "goal": "minimize"},
-        # One member learns far slower than the other: it is the bottom one when judged.
-        "parameters": {"lr": {"type": "categorical", "choices": [0.0001, 0.001, 0.1]}},
+        "target": {"metric": target, "goal": "minimize" if target == "loss" else "maximize"},
+        "parameters": {"lr": {"type": "categorical", "choices": choices}},
         "sampler": {"name": "grid", "seed": 7},
         "budget": {"trials": 2, "max_failures": 2},
         "resources": {"kind": "cpu", "parallel": 2},
@@ -277,11 +304,25 @@ def test_a_pbt_continuation_trains_on_with_the_explored_lr(
     path.write_text(yaml.safe_dump(data))
     config = load_config(path)
     Controller(config, importance=False, handle_signals=False).run()
-
     study = optuna.load_study(study_name="pbt-ms", storage=config.optuna_storage_url())
     trials = study.get_trials(deepcopy=False)
-    exploits = [t for t in trials if "tuner.exploit" in t.user_attrs]
-    summary = [(t.number, t.state.name, t.params, t.user_attrs.get("fail_reason")) for t in trials]
+    return trials, [t for t in trials if "tuner.exploit" in t.user_attrs]
+
+
+def _summary(trials: list[Any]) -> list[Any]:
+    return [(t.number, t.state.name, t.params, t.user_attrs.get("fail_reason")) for t in trials]
+
+
+@pytest.mark.slow
+def test_a_pbt_continuation_trains_on_with_the_explored_lr(
+    ms: ModuleType, python: str, tmp_path: Path, sqlite_uri: str
+) -> None:
+    (tmp_path / "trial.py").write_text(PBT_SCRIPT)
+    # One member learns far slower than the other: it is the bottom one when judged.
+    trials, exploits = _run_pbt(
+        tmp_path, sqlite_uri, [python, "trial.py", "--lr", "{lr}"], "loss", [0.0001, 0.001, 0.1]
+    )
+    summary = _summary(trials)
     assert exploits, summary
     checked = 0
     for cont in exploits:
@@ -299,3 +340,53 @@ def test_a_pbt_continuation_trains_on_with_the_explored_lr(
             assert int(_saved(ms, last)["global_step"].item()) == 3 * last.step
             checked += 1
     assert checked, summary
+
+
+#: The digits example behind a start barrier: fresh members wait until both have started, so
+#: that each is ranked against the other while both run. The example itself logs its params
+#: (``lineage.start_run(params=...)``) into the run the tuner reserved for the attempt.
+DIGITS_WRAPPER = """
+import pathlib, runpy, sys, time
+from tuner import trial
+example = sys.argv[1]
+if trial.resume_from() is None:
+    with open("started", "a") as fh:
+        fh.write(f"{trial.number()}\\n")
+    deadline = time.monotonic() + 120
+    while len(pathlib.Path("started").read_text().split()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+sys.argv = [example, *sys.argv[2:]]
+runpy.run_path(example, run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_the_digits_example_under_pbt_logs_the_explored_lr_it_trains_with(
+    python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    (tmp_path / "digits.py").write_text(DIGITS_WRAPPER)
+    example = str(repo_root / "examples/mindspore_digits/train.py")
+    command = [python, "digits.py", example, "--lr", "{lr}", "--epochs", "12"]
+    command += ["--train-size", "400", "--hidden", "16"]
+    # A member at lr 0.0005 barely learns in two epochs: it copies the lr 0.2 member, and
+    # its continuation goes on at the neighbouring choice, 0.0005, from that checkpoint.
+    trials, exploits = _run_pbt(tmp_path, sqlite_uri, command, "val_accuracy", [0.0005, 0.2])
+    summary = _summary(trials)
+    assert exploits, summary
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials), summary
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    for cont in exploits:
+        info = cont.user_attrs["tuner.exploit"]
+        donor = trials[info["donor"]].params["lr"]
+        lr = cont.params["lr"]
+        # The study, the run and the optimizer the script built agree on the explored lr.
+        assert lr != donor and info["perturbed"] == {"lr": [donor, lr]}, summary
+        run = client.get_run(cont.user_attrs["tuner.launch"]["run_id"])
+        assert float(run.data.params["lr"]) == lr, summary
+        assert float(run.data.params["optimizer.lr"]) == pytest.approx(lr), summary
+        if cont.state.name == "COMPLETE":
+            history = client.get_metric_history(run.info.run_id, "val_accuracy")
+            # One curve: the donor's epochs up to the copied checkpoint, then its own.
+            assert {p.step for p in history} == set(range(1, 13))

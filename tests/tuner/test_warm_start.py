@@ -143,6 +143,8 @@ def test_from_an_earlier_campaign(
     assert decision["source"] == "campaign 'prior'" and decision["pairs"] == 1
     rc, out, _ = cli("status", _path(config))
     assert "warm start: 2 earlier run(s) imported as finished trials" in out
+    # How many the sampler sees is the decision line's to say, not a second, other count.
+    assert "(as each source's line says, not counted against the budget)" in out
     from tuner.search import transfer_notes
 
     (note,) = transfer_notes(config)

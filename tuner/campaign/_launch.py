@@ -45,12 +45,10 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "LaunchPlan", "Launcher"]
+__all__ = ["HPARAM_PREFIX", "LaunchPlan", "Launcher"]
 
 #: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
 HPARAM_PREFIX = "hparam/"
-#: On a PBT continuation's run: the trial whose starting values its params hold.
-PARAMS_FROM_TAG = "tuner.params_from"
 
 
 @dataclass(frozen=True)
@@ -309,18 +307,14 @@ class Launcher:
                 extra[attr] = str(trial.user_attrs[attr])
         if resume is not None:
             extra[RESUMED_STEP_ATTR] = str(resume[1])
-        recorded = params
-        if self._pbt and parent_trial(trial) is not None:
-            # The run's params are the values its lineage started with (what importance
-            # reads); the values each segment used are the run's hparam/<name> series.
-            root = self._root(trial)
-            recorded = {**params, **root.params}
-            extra[PARAMS_FROM_TAG] = str(root.number)
+        # The run's params are the values on this attempt's command line (a PBT
+        # continuation's explored ones), which a script logging its own params repeats;
+        # the values earlier segments of its lineage used are its hparam/<name> series.
         self._recorder.trial_started(
             run_id,
             number=trial.number,
             attempt=spec.attempt,
-            params=recorded,
+            params=params,
             argv=spec.argv,
             env=self.plan.env,
             device=device,
@@ -337,18 +331,6 @@ class Launcher:
     @property
     def _pbt(self) -> bool:
         return self.plan.perturbed is not None
-
-    def _root(self, trial: optuna.Trial) -> optuna.trial.FrozenTrial:
-        """The first trial of ``trial``'s lineage (through every parent, across chains)."""
-        trials = self._study.get_trials(deepcopy=False)
-        at = parent_trial(trial)
-        assert at is not None
-        for _ in range(len(trials)):
-            up = parent_trial(trials[at])
-            if up is None:
-                break
-            at = up
-        return trials[at]
 
     def _log_schedule(self, rt: RunningTrial, resumed: int | None) -> None:
         """The parameters PBT may change, as metric series ``hparam/<name>`` in the trial's
