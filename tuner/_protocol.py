@@ -23,7 +23,8 @@ A trial process receives, in its environment:
   the folder protocol is `lineage.checkpoints`, which framework callbacks use without
   importing the tuner, so the names are spelled there).
 
-A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``; JSON has no
+A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``, plus
+``"rec": true`` when the trial stored those values in its run itself; JSON has no
 NaN or Inf, so those values travel as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 """
 
@@ -197,13 +198,19 @@ def is_rank_zero(environ: Mapping[str, str]) -> bool:
     return True
 
 
-def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:
-    """One channel line (with its newline) for ``metrics`` at ``step``, reported at ``t``."""
+def encode_report(
+    step: int, metrics: Mapping[str, float], t: float, *, recorded: bool = False
+) -> str:
+    """One channel line (with its newline) for ``metrics`` at ``step``, reported at ``t``;
+    ``recorded``: the trial stored these values in its run itself (`Report.recorded`)."""
     values: dict[str, float | str] = {}
     for name, value in metrics.items():
         number = float(value)
         values[name] = number if math.isfinite(number) else repr(number)
-    return json.dumps({"step": step, "t": t, "m": values}) + "\n"
+    obj: dict[str, object] = {"step": step, "t": t, "m": values}
+    if recorded:
+        obj["rec"] = True
+    return json.dumps(obj) + "\n"
 
 
 def parse_report(line: bytes | str) -> Report | None:
@@ -215,7 +222,13 @@ def parse_report(line: bytes | str) -> Report | None:
         obj = json.loads(line)
         step = int(obj["step"])
         metrics = {str(k): float(v) for k, v in obj["m"].items()}
-        return Report(step=step, metrics=metrics, source="api", timestamp=float(obj.get("t", 0)))
+        return Report(
+            step=step,
+            metrics=metrics,
+            source="api",
+            timestamp=float(obj.get("t", 0)),
+            recorded=obj.get("rec") is True,
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
