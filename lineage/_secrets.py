@@ -1,9 +1,10 @@
 """Masking of secrets wherever a command line, an environment or a configuration is recorded.
 
 Rule: a value is secret when its name (an environment variable, a ``--flag``, a config key)
-contains PASSWORD, PASSWD, SECRET, CREDENTIAL or PASSPHRASE, or has TOKEN, KEY or AUTH as a
-word (``HF_TOKEN``, ``api-key``, ``apiKey``, ``accessToken``, ``hftoken``; not
-``tokenizer``, ``max_tokens``, ``monkey`` or ``author``), case-insensitive; or when it is
+contains PASSWORD, PASSWD, SECRET, CREDENTIAL or PASSPHRASE, or has TOKEN, KEY, AUTH or PWD
+as a word (``HF_TOKEN``, ``api-key``, ``apiKey``, ``accessToken``, ``hftoken``, ``DB_PWD``;
+not ``tokenizer``, ``max_tokens``, ``monkey``, ``author`` or the shell's ``PWD``),
+case-insensitive; or when it is
 the password part of a URI (``scheme://user:password@host``, a password holding ``@``
 included), or the value of a secret-named URL query parameter (``?token=...``,
 ``&api_key=...``). Secret values are replaced by ``MASK``; their names stay so that the record
