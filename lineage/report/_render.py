@@ -59,6 +59,9 @@ class Report:
     run_id: str | None = None
     #: The numbers of the exploring trials (`EXPLORING_KEY`).
     exploring: list[int] = field(default_factory=list)
+    #: What the search decided, one line each (a warm start's measurement and choice per
+    #: source, parameters at a bound, where each focus stands), as the caller gives them.
+    search: list[str] = field(default_factory=list)
 
     @property
     def page(self) -> Path:
@@ -77,6 +80,7 @@ class Report:
             "notes": self.notes,
             "trials": self.counts,
             "exploring": self.exploring,
+            "search": self.search,
             "run_id": self.run_id,
         }
 
@@ -119,6 +123,7 @@ def render_report(
     best: int = 5,
     warm_started: Callable[[FrozenTrial], bool] = is_warm_started,
     title: str | None = None,
+    search: Sequence[str] = (),
 ) -> Report:
     """Draw the report of ``study`` into ``directory`` (created if needed).
 
@@ -131,7 +136,9 @@ def render_report(
     intermediate values; a PBT study adds its population's lineage and ``schedule.csv``.
 
     ``importances`` maps an objective name to its parameters, most important first (e.g. from
-    a ``lineage importance`` analysis); otherwise Optuna's fANOVA orders them. Raises
+    a ``lineage importance`` analysis); otherwise Optuna's fANOVA orders them. ``search``:
+    lines on what the search decided (a campaign gives its warm start's measurement and
+    choice), shown under the counts and kept in ``report.json``. Raises
     :class:`~lineage.UsageError` when the study has no complete trial.
     """
     import matplotlib
@@ -155,6 +162,7 @@ def render_report(
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, title or f"{study.study_name}: report of {len(trials)} trial(s)")
     report.counts = counts
+    report.search = list(search)
     warm = [t.number for t in trials if warm_started(t)]
     report.exploring = [t.number for t in trials if t.user_attrs.get(EXPLORING_KEY)]
     pruned = [t.number for t in trials if t.state == TrialState.PRUNED]
@@ -293,12 +301,15 @@ def _save_page(report: Report, figures: Sequence[F.Figure], path: Path) -> Path:
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
     toc = " · ".join(f"<a href='#{f.stem}'>{html.escape(f.title)}</a>" for f in figures)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in report.notes)
+    search = "".join(f"<li>{html.escape(n)}</li>" for n in report.search)
     title = html.escape(report.title)
     page = (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
         "<style>body{font-family:sans-serif;margin:16px 24px}section{margin-bottom:28px}"
         "p{color:#444}</style></head><body>"
-        f"<h2>{title}</h2><p>Trials: {html.escape(counts)}.</p><p>{toc}</p>"
+        f"<h2>{title}</h2><p>Trials: {html.escape(counts)}.</p>"
+        + (f"<p>What the search decided:</p><ul>{search}</ul>" if search else "")
+        + f"<p>{toc}</p>"
         + (f"<ul>{notes}</ul>" if notes else "")
         + "".join(parts)
         + "</body></html>"

@@ -191,32 +191,47 @@ def test_an_exploring_trial_is_tagged_on_its_run(
     campaign: Callable[..., CampaignConfig],
     run_campaign: Callable[..., Any],
     sqlite_uri: str,
+    tmp_path: Path,
 ) -> None:
     """Under ``compare: auto`` every fifth trial is proposed without the earlier runs; its
     MLflow run says so (``tuner.exploring``), the other runs do not. Four imported trials
-    make the campaign's first own trial number 4, the fifth."""
+    make the campaign's own trials numbers 4 to 11: the fifth and the tenth explore."""
     common = {"command": ["python", "trial.py"], "reads_tuner_params": True}
     prior = campaign(SCRIPT, name="prior4", budget={"trials": 4, "max_failures": 5}, **common)
     run_campaign(prior)
     config = campaign(
         SCRIPT,
         name="explores",
-        budget={"trials": 2, "max_failures": 5},
+        budget={"trials": 8, "max_failures": 5},  # the 8 an importance analysis needs
         sampler={"name": "tpe", "seed": 7},  # a sampler that learns from values
         warm_start={"from": [{"campaign": "prior4"}], "enqueue_best": 0},
         **common,
     )
-    run_campaign(config)
+    run_campaign(config, importance=True)
     _, own = _imported(config)
-    assert [t.number for t in own] == [4, 5]
-    assert [bool(t.user_attrs.get(EXPLORING_ATTR)) for t in own] == [True, False]
+    assert [t.number for t in own] == list(range(4, 12))
+    explored = [t.number for t in own if t.user_attrs.get(EXPLORING_ATTR)]
+    assert explored == [4, 9]
     runs = {
         int(r.data.tags["tuner.trial_number"]): r.data.tags
         for r in mlflow_runs(sqlite_uri, "explores")
         if r.data.tags.get("lineage.run_type") == "trial"
     }
-    assert runs[4].get(EXPLORING_ATTR) == "True"
-    assert EXPLORING_ATTR not in runs[5]
+    assert [n for n, tags in sorted(runs.items()) if tags.get(EXPLORING_ATTR) == "True"] == explored
+    # The campaign's report says what the warm start measured and chose, and which trial
+    # explored, as the campaign run's tag does.
+    from mlflow.tracking import MlflowClient
+
+    all_runs = mlflow_runs(sqlite_uri, "explores")
+    (parent,) = [r for r in all_runs if r.data.tags.get("lineage.run_type") == "campaign"]
+    (analysis,) = [r for r in all_runs if r.data.tags.get("lineage.run_type") == "analysis"]
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    local = client.download_artifacts(analysis.info.run_id, "report/report.json", str(tmp_path))
+    report = json.loads(Path(local).read_text())
+    decision = parent.data.tags["tuner.warm_start_decision"]
+    assert decision.startswith("warm start from campaign 'prior4'")
+    assert report["search"][: len(decision.splitlines())] == decision.splitlines()
+    assert report["exploring"] == explored
 
 
 def test_from_lineage_runs_with_renamed_params(

@@ -157,6 +157,7 @@ def log_campaign_report(
                 target_names=end.config.metric_names,
                 importances=order,
                 title=f"Campaign {end.config.name}: report of its trials",
+                search=[line for lines in _search_lines(end) for line in lines],
             )
             log_report(report, tracking_uri=end.config.tracking_uri(), run_id=run_id)
     except Exception as exc:  # the campaign is over and recorded; the pictures are extra
@@ -207,22 +208,28 @@ def _note(end: CampaignEnd, analyses: Sequence[Analysis] = ()) -> str:
 
 
 def _search_notes(end: CampaignEnd) -> dict[str, str]:
-    """The campaign run's tags on how the search went: the warm start's decision per source,
-    and the parameters whose best trials sit at a bound and where each focus stands."""
-    from tuner.search import bounds_of, decisions_of, focus_notes_of, transfer_line
-
-    if end.study is None:
-        return {}
-    # The controller's own study: no second connection to the database at close.
-    trials, directions = end.study.get_trials(deepcopy=False), end.study.directions
+    """The campaign run's tags on how the search went (`_search_lines`)."""
+    decision, bounds = _search_lines(end)
     tags = {}
-    decision = [transfer_line(d) for d in decisions_of(end.config, trials, directions)]
-    bounds = [*bounds_of(trials, directions), *focus_notes_of(end.config, trials, directions)]
     if decision:
         tags[T.WARM_START_DECISION] = "\n".join(decision)[:5000]
     if bounds:
         tags[T.AT_BOUNDS] = "\n".join(bounds)[:5000]
     return tags
+
+
+def _search_lines(end: CampaignEnd) -> tuple[list[str], list[str]]:
+    """How the search went: the warm start's decision per source, and the parameters whose
+    best trials sit at a bound and where each focus stands."""
+    from tuner.search import bounds_of, decisions_of, focus_notes_of, transfer_line
+
+    if end.study is None:
+        return [], []
+    # The controller's own study: no second connection to the database at close.
+    trials, directions = end.study.get_trials(deepcopy=False), end.study.directions
+    decision = [transfer_line(d) for d in decisions_of(end.config, trials, directions)]
+    bounds = [*bounds_of(trials, directions), *focus_notes_of(end.config, trials, directions)]
+    return decision, bounds
 
 
 def _describe(exc: BaseException | None) -> str:
