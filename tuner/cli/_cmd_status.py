@@ -239,6 +239,24 @@ def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def _params_text(params: dict[str, Any]) -> str:
+    """``lr=0.00775 batch_size=64``: each value as short as it reads (4 significant digits,
+    the JSON output keeps them whole)."""
+    return " ".join(f"{k}={_short(v)}" for k, v in params.items())
+
+
+def _fold(text: str, indent: int, out: IO[str]) -> list[str]:
+    """``text`` in lines that fit the terminal after ``indent`` columns; one line when the
+    output is not a terminal (a pipe or a file keeps one record per line for grep)."""
+    import shutil
+    import textwrap
+
+    if not getattr(out, "isatty", lambda: False)():
+        return [text]
+    width = shutil.get_terminal_size().columns - indent
+    return textwrap.wrap(text, max(width, 20), break_on_hyphens=False) or [""]
+
+
 def run(args: argparse.Namespace) -> int:
     from lineage.masking import mask_mapping
     from tuner.config import load_config
@@ -308,12 +326,16 @@ def _print_summary(out: IO[str], status: dict[str, Any], decisions: list[Any]) -
         out.write(line + "\n")
     best = status["best"]
     if best and "value" in best:
-        out.write(f"best: trial {best['number']} = {best['value']:.6g}  {best['params']}\n")
+        head = f"best: trial {best['number']} = {best['value']:.6g}  "
+        lines = _fold(_params_text(best["params"]), len(head), out)
+        out.write(head + ("\n" + " " * len(head)).join(lines) + "\n")
     elif best:
         out.write(f"Pareto front ({len(best['trials'])} trials):\n")
         for t in best["trials"]:
             values = ", ".join(f"{v:.6g}" for v in t["values"])
-            out.write(f"  trial {t['number']}: {values}  {t['params']}\n")
+            head = f"  trial {t['number']}: {values}  "
+            lines = _fold(_params_text(t["params"]), len(head), out)
+            out.write(head + ("\n" + " " * len(head)).join(lines) + "\n")
 
 
 def _print_running(out: IO[str], running: list[dict[str, Any]]) -> None:
@@ -328,13 +350,14 @@ def _print_running(out: IO[str], running: list[dict[str, Any]]) -> None:
                 str(r["attempt"]),
                 str(r["device"]) if r["launched"] else "not launched",
                 "-" if r["elapsed_s"] is None else f"{r['elapsed_s']}s",
-                json.dumps(r["params"]),
+                _params_text(r["params"]),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    indent = sum(widths) + 2 * 4
     for row in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)))
-        out.write("  " + row[4] + "\n")
+        out.write("  " + ("\n" + " " * indent).join(_fold(row[4], indent, out)) + "\n")
 
 
 def _print_continued(out: IO[str], continued: list[dict[str, Any]]) -> None:
