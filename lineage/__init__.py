@@ -10,6 +10,7 @@ the public modules :mod:`lineage.recording` (experiments, bulk SQL writers),
 from __future__ import annotations
 
 from lineage._errors import (
+    EnvironmentValueError,
     LineageError,
     NotFoundError,
     QuerySyntaxError,
@@ -67,6 +68,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_TRACKING_URI",
     "DataFingerprint",
+    "EnvironmentValueError",
     "LineageError",
     "NotFoundError",
     "QuerySyntaxError",

@@ -6,6 +6,10 @@ each into one line on stderr and the exit code it carries, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
+
 
 class LineageError(Exception):
     """A failure the user can act on. ``exit_code`` 1: runtime failure."""
@@ -27,6 +31,11 @@ class QuerySyntaxError(UsageError):
     """A ``--where`` expression could not be parsed; the message points at where it broke."""
 
 
+class EnvironmentValueError(UsageError, ValueError):
+    """An environment variable the process was started with holds a value its rule refuses;
+    the message names the variable, the rule and the value. ``exit_code`` 2."""
+
+
 class StoreError(LineageError):
     """The tracking store could not be reached or answered with an error. ``exit_code`` 1."""
 
@@ -35,6 +44,19 @@ class TransientError(StoreError):
     """A store operation failed for a reason that may pass (a locked SQLite file, a dropped
     connection, a serialization conflict): worth retrying with backoff. Writers raise it;
     the recorder retries the batch."""
+
+
+@contextlib.contextmanager
+def exiting_on_bad_environment() -> Iterator[None]:
+    """Where a framework callback reads the environment on a script's behalf: a refused
+    variable (`EnvironmentValueError`) ends the process as a bad command-line flag does
+    under ``argparse``, with one line on stderr and exit status 2, not a traceback from
+    inside the framework's training loop."""
+    try:
+        yield
+    except EnvironmentValueError as exc:
+        print(f"lineage: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def one_line(exc: BaseException, *, with_type: bool = False, limit: int = 500) -> str:

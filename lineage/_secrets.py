@@ -32,9 +32,10 @@ _SECRET_PART = re.compile(
 # Secret as whole words only: TOKENIZER, MAX_TOKENS, MONKEY, AUTHOR are ordinary settings.
 _SECRET_WORDS = frozenset({"token", "key", "auth", "pwd", "authorization", "cookie"})
 _SECRET_SUFFIXES = ("token", "apikey", "accesskey", "secretkey", "authkey", "sshkey", "licensekey")
-# Names that contain KEY as a word but are not secrets, common in training configs.
+# Names that hold a secret word but are not secrets: KEY in training configs, and the shell's
+# working directories (PWD, OLDPWD: masking them would hide every path in a trial's output).
 _NOT_SECRET = re.compile(
-    r"^(KEYS?|SORT_KEY|PRIMARY_KEY|KEY_METRIC|METRIC_KEY|MONITOR_KEY)$", re.IGNORECASE
+    r"^(KEYS?|SORT_KEY|PRIMARY_KEY|KEY_METRIC|METRIC_KEY|MONITOR_KEY|PWD|OLDPWD)$", re.IGNORECASE
 )
 # The password runs up to the LAST ``@`` of the authority (``user:p@ss@host``): the ``@`` that
 # ends it is followed by no other ``@`` before whitespace or the path/query/fragment.
@@ -56,7 +57,8 @@ def is_secret_name(name: str) -> bool:
     """True when a variable, flag or key called ``name`` holds a secret.
 
     ``HF_TOKEN``, ``--api-key``, ``apiKey``, ``AWS_SECRET_ACCESS_KEY``, ``db.password`` and
-    ``AUTH`` are secret; ``tokenizer``, ``max_tokens``, ``author`` and ``sort_key`` are not.
+    ``AUTH`` and ``DB_PWD`` are secret; ``tokenizer``, ``max_tokens``, ``author``, ``sort_key``
+    and the shell's ``PWD`` are not.
     """
     bare = name.lstrip("-").replace("-", "_")
     if _NOT_SECRET.match(bare):

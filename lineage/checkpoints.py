@@ -12,6 +12,10 @@ framework callback saves, in epochs, is ``TUNER_CHECKPOINT_EVERY`` (default 1; :
 
 When an attempt should continue earlier work, the tuner names the last good checkpoint in
 ``TUNER_RESUME_FROM`` and the step it holds in ``TUNER_RESUME_STEP`` (:func:`resume_point`).
+When the attempt continues another trial's checkpoint with other values of some
+hyperparameters (population-based training's explore step), it names them in
+``TUNER_RESUME_CHANGED``, a JSON list (:func:`resume_changed`): a framework callback then
+keeps the optimizer's hyperparameters as the script set them instead of the checkpoint's.
 
 With ``TUNER_CHECKPOINT_STORE=mlflow`` a committed checkpoint is also uploaded to the
 artifacts of the process's MLflow run (``MLFLOW_RUN_ID``) under ``checkpoints/step-<N>/``,
@@ -29,11 +33,14 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from lineage._errors import EnvironmentValueError
+
 __all__ = [
     "CHECKPOINT_DIR",
     "EVERY",
     "KEEP",
     "MANIFEST",
+    "RESUME_CHANGED",
     "RESUME_FROM",
     "RESUME_STEP",
     "STORE",
@@ -42,6 +49,7 @@ __all__ = [
     "every",
     "latest_good",
     "prune",
+    "resume_changed",
     "resume_point",
     "step_dir",
 ]
@@ -49,6 +57,7 @@ __all__ = [
 CHECKPOINT_DIR = "TUNER_CHECKPOINT_DIR"
 RESUME_FROM = "TUNER_RESUME_FROM"
 RESUME_STEP = "TUNER_RESUME_STEP"
+RESUME_CHANGED = "TUNER_RESUME_CHANGED"
 KEEP = "TUNER_CHECKPOINT_KEEP"
 STORE = "TUNER_CHECKPOINT_STORE"
 EVERY = "TUNER_CHECKPOINT_EVERY"
@@ -170,8 +179,8 @@ def prune(root: str | os.PathLike[str], keep: int) -> list[Path]:
 
 def every() -> int:
     """Epochs between the checkpoints a framework callback saves (``TUNER_CHECKPOINT_EVERY``,
-    default 1; the last epoch is always saved). Raises ValueError naming the variable when it
-    is not a whole number >= 1."""
+    default 1; the last epoch is always saved). Raises `EnvironmentValueError` (a
+    ValueError) naming the variable when it is not a whole number >= 1."""
     raw = os.environ.get(EVERY, "").strip()
     if not raw:
         return DEFAULT_EVERY
@@ -180,15 +189,40 @@ def every() -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{EVERY} must be a whole number >= 1, got {raw!r}")
+        raise EnvironmentValueError(f"{EVERY} must be a whole number >= 1, got {raw!r}")
     return value
 
 
 def resume_point() -> tuple[Path, int] | None:
     """``(folder, step)`` of the checkpoint this process should continue from, or None for a
-    fresh start (the tuner sets it; a script run by hand starts fresh)."""
+    fresh start (the tuner sets it; a script run by hand starts fresh). Raises
+    `EnvironmentValueError` (a ValueError) when ``TUNER_RESUME_STEP`` is not a whole number."""
     path = os.environ.get(RESUME_FROM)
     step = os.environ.get(RESUME_STEP)
     if not path or step is None:
         return None
-    return Path(path), int(step)
+    try:
+        return Path(path), int(step)
+    except ValueError:
+        raise EnvironmentValueError(
+            f"{RESUME_STEP} must be a whole number, got {step[:80]!r}"
+        ) from None
+
+
+def resume_changed() -> list[str]:
+    """The hyperparameters whose values this attempt changed from those of the trial whose
+    checkpoint it continues (``TUNER_RESUME_CHANGED``); empty for a fresh start and for a
+    resume with the checkpoint's own values. Raises `EnvironmentValueError` (a ValueError)
+    naming the variable when it does not hold a JSON list of names."""
+    raw = os.environ.get(RESUME_CHANGED, "").strip()
+    if not raw or resume_point() is None:
+        return []
+    try:
+        names = json.loads(raw)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise EnvironmentValueError(
+            f"{RESUME_CHANGED} must hold a JSON list of names, got {raw[:80]!r}"
+        )
+    return names

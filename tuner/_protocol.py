@@ -18,10 +18,13 @@ A trial process receives, in its environment:
   ``TUNER_CHECKPOINT_KEEP`` and every how many epochs framework callbacks save one
   ``TUNER_CHECKPOINT_EVERY``, ``TUNER_CHECKPOINT_STORE=mlflow`` when committed checkpoints are
   also uploaded to the trial's MLflow run, and, when it continues earlier work, ``TUNER_RESUME_FROM`` and
-  ``TUNER_RESUME_STEP`` (`checkpoint_env`; the folder protocol is `lineage.checkpoints`,
-  which framework callbacks use without importing the tuner, so the names are spelled there).
+  ``TUNER_RESUME_STEP``, plus ``TUNER_RESUME_CHANGED`` (a JSON list) naming the parameters
+  whose values differ from those of the trial that wrote the checkpoint (`checkpoint_env`;
+  the folder protocol is `lineage.checkpoints`, which framework callbacks use without
+  importing the tuner, so the names are spelled there).
 
-A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``; JSON has no
+A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``, plus
+``"rec": true`` when the trial stored those values in its run itself; JSON has no
 NaN or Inf, so those values travel as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 """
 
@@ -30,7 +33,14 @@ from __future__ import annotations
 import json
 import math
 
-from lineage.checkpoints import CHECKPOINT_DIR, EVERY, KEEP, RESUME_FROM, RESUME_STEP
+from lineage.checkpoints import (
+    CHECKPOINT_DIR,
+    EVERY,
+    KEEP,
+    RESUME_CHANGED,
+    RESUME_FROM,
+    RESUME_STEP,
+)
 from lineage.checkpoints import STORE as CHECKPOINT_STORE
 
 # Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
@@ -58,6 +68,7 @@ __all__ = [
     "MS_WORKER",
     "PARAMS",
     "RANK_VARS",
+    "RESUME_CHANGED",
     "RESUME_FROM",
     "RESUME_STEP",
     "RUN_ID",
@@ -138,14 +149,22 @@ def attempt_env(*, channel: str, control: str, number: int, attempt: int) -> dic
 
 
 def checkpoint_env(
-    folder: str, keep: int, resume: tuple[str, int] | None, *, every: int = 1
+    folder: str,
+    keep: int,
+    resume: tuple[str, int] | None,
+    *,
+    every: int = 1,
+    changed: Sequence[str] = (),
 ) -> dict[str, str]:
     """The variables naming a trial's checkpoint folder, how many checkpoints it keeps and
     every how many epochs a framework callback saves one, and, when ``resume`` is given, the
-    checkpoint ``(path, step)`` this attempt continues from."""
+    checkpoint ``(path, step)`` this attempt continues from and the parameters it ``changed``
+    from the values of the trial that wrote it."""
     env = {CHECKPOINT_DIR: folder, KEEP: str(keep), EVERY: str(every)}
     if resume is not None:
         env.update({RESUME_FROM: resume[0], RESUME_STEP: str(resume[1])})
+        if changed:
+            env[RESUME_CHANGED] = json.dumps(list(changed))
     return env
 
 
@@ -179,13 +198,19 @@ def is_rank_zero(environ: Mapping[str, str]) -> bool:
     return True
 
 
-def encode_report(step: int, metrics: Mapping[str, float], t: float) -> str:
-    """One channel line (with its newline) for ``metrics`` at ``step``, reported at ``t``."""
+def encode_report(
+    step: int, metrics: Mapping[str, float], t: float, *, recorded: bool = False
+) -> str:
+    """One channel line (with its newline) for ``metrics`` at ``step``, reported at ``t``;
+    ``recorded``: the trial stored these values in its run itself (`Report.recorded`)."""
     values: dict[str, float | str] = {}
     for name, value in metrics.items():
         number = float(value)
         values[name] = number if math.isfinite(number) else repr(number)
-    return json.dumps({"step": step, "t": t, "m": values}) + "\n"
+    obj: dict[str, object] = {"step": step, "t": t, "m": values}
+    if recorded:
+        obj["rec"] = True
+    return json.dumps(obj) + "\n"
 
 
 def parse_report(line: bytes | str) -> Report | None:
@@ -197,7 +222,13 @@ def parse_report(line: bytes | str) -> Report | None:
         obj = json.loads(line)
         step = int(obj["step"])
         metrics = {str(k): float(v) for k, v in obj["m"].items()}
-        return Report(step=step, metrics=metrics, source="api", timestamp=float(obj.get("t", 0)))
+        return Report(
+            step=step,
+            metrics=metrics,
+            source="api",
+            timestamp=float(obj.get("t", 0)),
+            recorded=obj.get("rec") is True,
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -84,7 +84,8 @@ def report(step: int, **metrics: float) -> None:
     ``OMPI_COMM_WORLD_RANK``), nor do those of msrun's scheduler process.
 
     The controller feeds the target metric to the pruner and records every metric in the
-    trial's lineage run. One short line appended and flushed: cheap enough for every step.
+    trial's lineage run; when the script records into that run with ``lineage`` itself, the
+    values go through its run instead (each metric and step stored once). One short line appended and flushed: cheap enough for every step.
     """
     global _channel, _channel_path
     path = os.environ.get(protocol.CHANNEL)
@@ -92,12 +93,34 @@ def report(step: int, **metrics: float) -> None:
         return
     if isinstance(step, bool) or not isinstance(step, int):
         raise TypeError(f"report(step, ...): step must be an int, got {step!r}")
-    line = protocol.encode_report(step, metrics, time.time())
+    line = protocol.encode_report(step, metrics, time.time(), recorded=_record(step, metrics))
     if _channel is None or _channel_path != path:
         _channel = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the process
         _channel_path = path
     _channel.write(line)
     _channel.flush()
+
+
+def _record(step: int, metrics: dict[str, float]) -> bool:
+    """Store the reported values through the script's own lineage run when it records into
+    the trial's run (a framework callback that also logs them, e.g. ``val_accuracy`` per
+    epoch): that run writes each (metric, step) once, and the controller then writes none."""
+    import sys
+
+    resumed = os.environ.get(protocol.RESUME_STEP)
+    if resumed and resumed.lstrip("-").isdigit() and step <= int(resumed):
+        return False  # the run holds the earlier attempt's reports up to its checkpoint
+    lineage = sys.modules.get("lineage")  # never imported: no lineage run is recording
+    if lineage is None:
+        return False
+    run = lineage.active_run()
+    if run is None or run.run_id != os.environ.get(protocol.RUN_ID):
+        return False
+    try:
+        run.log_reported(step, metrics)
+    except Exception:  # an ended run, an invalid name: the controller records them
+        return False
+    return True
 
 
 def should_prune() -> bool:

@@ -67,6 +67,11 @@ class Run:
         self._params: dict[str, str] = dict(existing_params)
         self._types: dict[str, str] = dict(existing_types)
         self._metric_keys: set[str] = set()
+        # The last (step, value) logged per key, and the keys whose last point came from
+        # `log_reported`: what keeps a value both recorded here and reported from being
+        # stored twice.
+        self._last: dict[str, tuple[int, float]] = {}
+        self._reported: set[str] = set()
         self._ended = False
         self._error: str | None = None
         self._signal: int | None = None
@@ -87,13 +92,14 @@ class Run:
             v = float(value)
         except (TypeError, ValueError):
             raise UsageError(f"metric {key!r} must be a number, got {value!r}") from None
+        s = 0 if step is None else int(step)
+        if key in self._reported:
+            self._reported.discard(key)
+            if self._last.get(key) == (s, v):
+                return  # `log_reported` stored this very point
+        self._last[key] = (s, v)
         self._recorder.add_point(
-            (
-                key,
-                v,
-                int(time.time() * 1000) if timestamp is None else int(timestamp),
-                0 if step is None else int(step),
-            )
+            (key, v, int(time.time() * 1000) if timestamp is None else int(timestamp), s)
         )
 
     def log_metrics(
@@ -103,6 +109,19 @@ class Run:
         ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
         for key, value in metrics.items():
             self.log_metric(key, value, step, ts)
+
+    def log_reported(self, step: int, metrics: Mapping[str, float]) -> None:
+        """Record values the script also reports to another tool (``tuner.trial.report``),
+        so that each (metric, step) is stored once: a value this run's last point of that
+        metric already holds at ``step`` is not logged again, and a ``log_metric`` of the
+        same metric, step and value right after this call is skipped."""
+        s = int(step)
+        for key, value in metrics.items():
+            v = float(value)
+            if self._last.get(key) == (s, v):
+                continue
+            self.log_metric(key, v, s)
+            self._reported.add(key)
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Record hyperparameters; nested mappings become dotted keys (``optimizer.lr``).

@@ -160,15 +160,15 @@ def start_run(
 
         start_tags.update(identity_tags())
     try:
-        if attach_id:
-            opened = _attach(writer, client, attach_id, by_env=run_id is None, tags=start_tags)
-            if run_name:
-                opened.tags[T.MLFLOW_RUN_NAME] = run_name
-        elif isinstance(writer, SpoolingWriter):
-            experiment_id, created_id = _create_over_http(writer, experiment, run_name, start_tags)
-            opened = _Opened(experiment_id, created_id)
-        else:
-            opened = _create(client, experiment, run_name, start_tags)
+        opened = _open(
+            writer,
+            client,
+            attach_id,
+            by_env=run_id is None,
+            experiment=experiment,
+            run_name=run_name,
+            tags=start_tags,
+        )
     except BaseException:
         if writer is not None:
             writer.close()
@@ -197,21 +197,57 @@ def start_run(
     )
     _lifecycle.register(run)
     try:
-        if opened.tags:
-            run.set_tags(opened.tags)
-        if tags:
-            run.set_tags(tags)
-        if params:
-            run.log_params(params)
-        if data:
-            items = data.items() if isinstance(data, Mapping) else ((None, p) for p in data)
-            for name, path in items:
-                run.log_dataset(path, name)
+        _record_start(run, opened.tags, tags, params, data)
     except BaseException as exc:
         run._note_exception(type(exc), exc)
         run._end_quietly("FAILED")
         raise
     return run
+
+
+def _open(
+    writer: Any,
+    client: LazyClient,
+    attach_id: str | None,
+    *,
+    by_env: bool,
+    experiment: str | None,
+    run_name: str | None,
+    tags: dict[str, str],
+) -> _Opened:
+    """The run to record into: ``attach_id`` when set (``by_env``: named by
+    ``MLFLOW_RUN_ID``), else a new one, created through the spooling writer for an mlflow
+    server and through MLflow otherwise."""
+    if attach_id:
+        opened = _attach(writer, client, attach_id, by_env=by_env, tags=tags)
+        if run_name:
+            opened.tags[T.MLFLOW_RUN_NAME] = run_name
+        return opened
+    if isinstance(writer, SpoolingWriter):
+        experiment_id, created_id = _create_over_http(writer, experiment, run_name, tags)
+        return _Opened(experiment_id, created_id)
+    return _create(client, experiment, run_name, tags)
+
+
+def _record_start(
+    run: Run,
+    opened_tags: Mapping[str, Any],
+    tags: Mapping[str, Any] | None,
+    params: Mapping[str, Any] | None,
+    data: Iterable[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None,
+) -> None:
+    """What `start_run` records at once: the tags of the opening, the caller's tags and
+    params, and the fingerprints of ``data``."""
+    if opened_tags:
+        run.set_tags(opened_tags)
+    if tags:
+        run.set_tags(tags)
+    if params:
+        run.log_params(params)
+    if data:
+        items = data.items() if isinstance(data, Mapping) else ((None, p) for p in data)
+        for name, path in items:
+            run.log_dataset(path, name)
 
 
 @dataclass

@@ -7,10 +7,13 @@ records it all, plots included, as an analysis run in the MLflow UI."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage._errors import UsageError
 from lineage.cli._common import add_common, format_cell, print_csv, print_json, print_table
+
+if TYPE_CHECKING:
+    from lineage.importance import ImportanceResult
 
 ORDER = 40
 
@@ -114,7 +117,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.importance import analyze_experiment, evaluator_for, format_bound, model_line
+    from lineage.importance import analyze_experiment, evaluator_for, model_line
 
     if args.runs_shown < 0:
         raise UsageError(f"--runs-shown must be >= 0, got {args.runs_shown}")
@@ -133,16 +136,33 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_dict(top_runs=args.runs_shown))
         return 0
     if args.format == "csv":
-        print_csv(
-            ["param", "type", "importance", "ci_low", "ci_high", "significant", "spearman", "best",
-             "aliases"],
-            [
-                [p.name, p.spec.label, p.importance, p.ci[0], p.ci[1], p.significant,
-                 p.correlation, p.best, " ".join(p.aliases)]
-                for p in result.params
-            ],
-        )  # fmt: skip
+        _print_csv(result)
         return 0
+    _print_tables(result, top=args.top, runs_shown=args.runs_shown)
+    _print_notes(result)
+    print(model_line(result))
+    if result.analysis_run_id:
+        print(f"analysis logged: run {result.analysis_run_id} (lineage.run_type=analysis)")
+    return 0
+
+
+def _print_csv(result: ImportanceResult) -> None:
+    """One row per parameter: what the table shows, unrounded."""
+    print_csv(
+        ["param", "type", "importance", "ci_low", "ci_high", "significant", "spearman", "best",
+         "aliases"],
+        [
+            [p.name, p.spec.label, p.importance, p.ci[0], p.ci[1], p.significant,
+             p.correlation, p.best, " ".join(p.aliases)]
+            for p in result.params
+        ],
+    )  # fmt: skip
+
+
+def _print_tables(result: ImportanceResult, *, top: float | None, runs_shown: int) -> None:
+    """The ranking, the target's distribution and the best runs."""
+    from lineage.importance import format_bound
+
     rows = [
         [
             p.label,
@@ -156,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         for p in result.params
     ]
     columns = ["param", "type", "importance", "95% CI", "sig", "rho", "best"]
-    scope = f", best {args.top:g} of runs" if args.top else ""
+    scope = f", best {top:g} of runs" if top else ""
     print_table(
         columns,
         rows,
@@ -170,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         [[s["count"], *(_short(s[k]) for k in keys)]],
         title=f"distribution of {result.target}",
     )
-    top_rows = result.top_runs(args.runs_shown)
+    top_rows = result.top_runs(runs_shown)
     if top_rows:
         shown = [p.name for p in result.params[:4]]
         print_table(
@@ -182,6 +202,10 @@ def run(args: argparse.Namespace) -> int:
             ],
             title=f"top {len(top_rows)} runs",
         )
+
+
+def _print_notes(result: ImportanceResult) -> None:
+    """What was read and what was left out: parameters, aliases, runs."""
     if result.param_source:
         print(f"params: {result.param_source} (--params to choose others)")
     for name in result.never_active:
@@ -195,7 +219,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"aliases: {name} = {' = '.join(same)} (identical in every run, ranked as one)")
     if result.excluded:
         print("runs left out: " + ", ".join(f"{n} {k}" for k, n in result.excluded.items()))
-    print(model_line(result))
-    if result.analysis_run_id:
-        print(f"analysis logged: run {result.analysis_run_id} (lineage.run_type=analysis)")
-    return 0

@@ -94,34 +94,14 @@ def get_param_importances(
     goal = normalize_goal(goal)
     if top is not None and not (isinstance(top, int | float) and 0.0 < top <= 1.0):
         raise UsageError(f"top must be a fraction in (0, 1], got {top!r}")
-    if evaluator is None:
-        from lineage.importance._auto import AutoImportance
-
-        evaluator = AutoImportance()
-    elif not isinstance(evaluator, ImportanceEvaluator):
-        raise UsageError(
-            f"evaluator must be an ImportanceEvaluator, got {type(evaluator).__name__}"
-        )
+    evaluator = _checked_evaluator(evaluator)
     rows = _rows(runs)
     where = f" in experiment {experiment!r}" if experiment else ""
     usable, y = _usable(rows, target, goal, top, where)
     names_known = {k for r in rows for k in r[2]} | set(known_params or ())
     names, never = _param_names(usable, params, where, names_known)
     values: dict[str, Column] = {n: as_numbers([r[2].get(n) for r in usable]) for n in names}
-    specs, dropped = _analysable(names, values)
-    specs, aliases = _merge_aliases(specs, values, params or ())
-    for name in never:
-        dropped[name] = f"never active in the {len(y)} runs"
-    if not specs and never and not [n for n in names if n not in never]:
-        raise UsageError(
-            f"none of the parameters asked for is active in the {len(y)} runs{where} "
-            f"({', '.join(never)}: never active)"
-        )
-    if not specs:
-        raise UsageError(
-            f"no parameter varies over the {len(y)} runs{where} (checked {len(names)}: "
-            f"{', '.join(names[:10]) or 'none'})"
-        )
+    specs, dropped, aliases = _to_rank(names, never, values, params or (), len(y), where)
     evaluator.fit(encode(specs, values), y)
     model, reason, r2 = model_of(evaluator)
     return ImportanceResult(
@@ -143,6 +123,46 @@ def get_param_importances(
         run_ids=[r[0] for r in usable],
         run_names=[r[1] for r in usable],
     )
+
+
+def _checked_evaluator(evaluator: ImportanceEvaluator | None) -> ImportanceEvaluator:
+    """``evaluator``, or the default (`AutoImportance`) for None; anything else is refused."""
+    if evaluator is None:
+        from lineage.importance._auto import AutoImportance
+
+        return AutoImportance()
+    if not isinstance(evaluator, ImportanceEvaluator):
+        raise UsageError(
+            f"evaluator must be an ImportanceEvaluator, got {type(evaluator).__name__}"
+        )
+    return evaluator
+
+
+def _to_rank(
+    names: list[str],
+    never: Sequence[str],
+    values: dict[str, Column],
+    asked: Sequence[str],
+    n_runs: int,
+    where: str,
+) -> tuple[list[ParamSpec], dict[str, str], dict[str, list[str]]]:
+    """``(the parameters to rank, why each other one is not, aliases)``: constant and
+    unusable parameters are dropped, identical ones merged; `UsageError` when none is left."""
+    specs, dropped = _analysable(names, values)
+    specs, aliases = _merge_aliases(specs, values, asked)
+    for name in never:
+        dropped[name] = f"never active in the {n_runs} runs"
+    if not specs and never and not [n for n in names if n not in never]:
+        raise UsageError(
+            f"none of the parameters asked for is active in the {n_runs} runs{where} "
+            f"({', '.join(never)}: never active)"
+        )
+    if not specs:
+        raise UsageError(
+            f"no parameter varies over the {n_runs} runs{where} (checked {len(names)}: "
+            f"{', '.join(names[:10]) or 'none'})"
+        )
+    return specs, dropped, aliases
 
 
 def _usable(

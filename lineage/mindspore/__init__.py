@@ -15,7 +15,8 @@ Functional loops (``mindspore.value_and_grad``)::
 
 Under the tuner, resumable with no other code: `LineageCallback` saves ``Model.train_network``
 every ``checkpoint.every`` epochs and a retry or `tuner resume` continues from the last one
-saved. A functional loop iterates over `resumable_epochs`::
+saved; a population-based training continuation trains on with its explored learning rate
+and momentum (the optimizer's state comes from the checkpoint). A functional loop iterates over `resumable_epochs`::
 
     for epoch in resumable_epochs(10, net, optimizer, recorder=rec):
         ...

@@ -23,33 +23,57 @@ A checkpoint is one MindSpore file holding every parameter of the cells saved (a
 momentum, Adam's moments, and ``global_step``, the learning-rate schedule's position) plus the
 epoch and the training step it was taken after. Outside the tuner (no
 ``TUNER_CHECKPOINT_DIR``) saving does nothing and restoring returns 0, so the same script runs
-by hand. In a trial of several processes (msrun, torchrun) only rank 0 saves, and every rank
+by hand. An attempt that continues another trial's checkpoint with other hyperparameters
+(population-based training's explore step, named in ``TUNER_RESUME_CHANGED``) keeps the
+optimizer's hyperparameters as the script set them (learning rate or its schedule, momentum,
+whatever the optimizer holds as a ``Parameter``) and takes the rest from the checkpoint. In a trial of several processes (msrun, torchrun) only rank 0 saves, and every rank
 restores the same checkpoint. The folder protocol is :mod:`lineage.checkpoints`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
+from mindspore import nn
 from mindspore.train import Callback
 
 from lineage import checkpoints
+from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._introspect import rank
 
 __all__ = [
     "CHECKPOINT_FILE",
     "TrialCheckpoint",
     "load_checkpoint",
+    "optimizer_hyperparameters",
     "restore_checkpoint",
     "resumable_epochs",
     "save_checkpoint",
 ]
 
 CHECKPOINT_FILE = "mindspore.ckpt"
+#: Attributes of MindSpore's optimizers that hold hyperparameters (not state: moments and
+#: ``global_step`` are training progress and always come from a checkpoint).
+HYPERPARAMETERS = (
+    "learning_rate",
+    "momentum",
+    "weight_decay",
+    "dampening",
+    "beta1",
+    "beta2",
+    "eps",
+    "epsilon",
+    "decay",
+    "rho",
+    "lr_power",
+    "l1",
+    "l2",
+)
 #: Entries MindSpore's ``append_dict`` adds to the checkpoint file beside the parameters.
 EPOCH_KEY, STEP_KEY = "trial_epoch", "trial_step"
 
@@ -94,18 +118,67 @@ def save_checkpoint(
 
 
 def load_checkpoint(
-    cell: Any, folder: str | os.PathLike[str], epoch: int
+    cell: Any,
+    folder: str | os.PathLike[str],
+    epoch: int,
+    *,
+    keep_hyperparameters: bool = False,
 ) -> tuple[int, int | None]:
     """Load the checkpoint in ``folder`` into ``cell`` (or each of a list of cells);
     ``(epoch, step)`` it was taken after (``epoch`` as given and ``step`` None for a
-    checkpoint saved without them)."""
+    checkpoint saved without them). With ``keep_hyperparameters`` the optimizers' hyperparameters
+    (`optimizer_hyperparameters`) keep their values; weights, the optimizers' state (moments,
+    ``global_step``) and everything else come from the checkpoint."""
     params = ms.load_checkpoint(str(Path(folder) / CHECKPOINT_FILE))
     saved_epoch, saved_step = params.pop(EPOCH_KEY, None), params.pop(STEP_KEY, None)
+    if keep_hyperparameters:
+        kept = optimizer_hyperparameters(cell)
+        for name, param in kept.items():
+            # The current value, loaded over itself: a name left out of the dictionary
+            # would make MindSpore warn that the network does not match the checkpoint.
+            params[name] = ms.Parameter(ms.Tensor(param.asnumpy()), name=name)
+        if kept:
+            print(
+                f"lineage.mindspore: kept the optimizer's {', '.join(sorted(kept))} as the "
+                "script set them (other hyperparameters than the checkpoint's); the rest "
+                "comes from the checkpoint",
+                file=sys.stderr,
+                flush=True,
+            )
     for one in _cells(cell):
         ms.load_param_into_net(one, params)
     _restored.add(str(folder))
     at = int(saved_epoch.asnumpy()) if saved_epoch is not None else int(epoch)
     return at, int(saved_step.asnumpy()) if saved_step is not None else None
+
+
+def optimizer_hyperparameters(cell: Any) -> dict[str, Any]:
+    """``{name: Parameter}`` of the hyperparameters the optimizers in ``cell`` (or a list of
+    cells) hold as Parameters, which their checkpoints save beside the weights and the
+    optimizer's state: the learning rate (a value, a list schedule, one per parameter group),
+    momentum, and any other of `HYPERPARAMETERS` a MindSpore optimizer keeps that way."""
+    found: dict[str, Any] = {}
+    for one in _cells(cell):
+        for _, sub in one.cells_and_names():
+            if not isinstance(sub, nn.Optimizer):
+                continue
+            for attr in HYPERPARAMETERS:
+                for param in _parameters(getattr(sub, attr, None)):
+                    found[param.name] = param
+            for name, param in sub.parameters_and_names(expand=False):
+                if name.startswith("learning_rate"):  # per-group rates
+                    found[param.name] = param
+    return found
+
+
+def _parameters(value: Any) -> list[Any]:
+    if isinstance(value, ms.Parameter):
+        return [value]
+    if isinstance(value, ms.ParameterTuple | list | tuple):
+        return [p for p in value if isinstance(p, ms.Parameter)]
+    if isinstance(value, nn.Cell):  # a list schedule, a dynamic weight decay
+        return list(value.get_parameters())
+    return []
 
 
 def restored(folder: str | os.PathLike[str]) -> bool:
@@ -120,7 +193,7 @@ def restore_checkpoint(cell: Any) -> int:
     point = checkpoints.resume_point()
     if point is None:
         return 0
-    return load_checkpoint(cell, *point)[0]
+    return load_checkpoint(cell, *point, keep_hyperparameters=bool(checkpoints.resume_changed()))[0]
 
 
 def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator[int]:
@@ -146,12 +219,14 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
         raise TypeError("resumable_epochs needs the cells to save (the network, the optimizer)")
     root = os.environ.get(checkpoints.CHECKPOINT_DIR)
     start = 0
-    point = checkpoints.resume_point() if root else None
+    with exiting_on_bad_environment():
+        point = checkpoints.resume_point() if root else None
+        changed = point is not None and bool(checkpoints.resume_changed())
+        every = checkpoints.every() if root else 0
     if point is not None and not restored(point[0]):
-        start, step = load_checkpoint(list(cells), *point)
+        start, step = load_checkpoint(list(cells), *point, keep_hyperparameters=changed)
         if recorder is not None:
             recorder.resumed(min(start, epochs), step)
-    every = checkpoints.every() if root else 0
     for epoch in range(start + 1, epochs + 1):
         yield epoch
         if every and (epoch % every == 0 or epoch == epochs):
@@ -172,7 +247,8 @@ class TrialCheckpoint(Callback):
     def on_train_epoch_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
         epoch = int(cb.cur_epoch_num)
-        every = self.every or checkpoints.every()
+        with exiting_on_bad_environment():
+            every = self.every or checkpoints.every()
         if epoch % every == 0 or epoch == int(getattr(cb, "epoch_num", epoch)):
             # No step: with ``initial_epoch`` MindSpore counts steps from 0 again.
             save_checkpoint(self.cell, epoch)

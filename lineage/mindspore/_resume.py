@@ -5,7 +5,9 @@ continue a ``Model.fit``/``Model.train`` from the checkpoint an attempt is hande
 MindSpore fixes the range of epochs when ``fit`` starts (``range(initial_epoch, epoch)``),
 so a continuation that resumes after epoch ``k`` of ``n`` runs that range from 0 and
 
-- loads the checkpoint into ``Model.train_network`` at ``on_train_begin``, before any step;
+- loads the checkpoint into ``Model.train_network`` at ``on_train_begin``, before any step
+  (keeping the optimizer's hyperparameters as the script set them when the attempt changed
+  some, ``TUNER_RESUME_CHANGED``: see `load_checkpoint`);
 - moves the step counter (``cur_step_num``) to the checkpoint's step there, and the epoch
   number (``cur_epoch_num``, which MindSpore sets again at each epoch's begin) on by ``k`` at
   each ``on_train_epoch_begin``: every callback after that hook, the evaluation schedule of
@@ -24,6 +26,7 @@ import sys
 from typing import Any
 
 from lineage import checkpoints
+from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._checkpoint import (
     has_trial_checkpoint,
     load_checkpoint,
@@ -48,6 +51,8 @@ class TrialResume:
         self._cell: Any = None
         self._folder: str | None = None
         self._steps_known = True
+        #: The optimizer's hyperparameters stay as the script set them (`load_checkpoint`).
+        self._keep = False
 
     def begin(self, cb: Any, initial_epoch: int, *, data: Any = None) -> None:
         """At ``on_train_begin``: restore the checkpoint to continue from, unless the script
@@ -56,6 +61,10 @@ class TrialResume:
         checkpoint's step."""
         if not os.environ.get(checkpoints.CHECKPOINT_DIR):
             return
+        with exiting_on_bad_environment():
+            self._begin(cb, initial_epoch, data)
+
+    def _begin(self, cb: Any, initial_epoch: int, data: Any) -> None:
         self.active = True
         self._every = checkpoints.every()
         self._cell = cb.get("train_network")
@@ -67,10 +76,11 @@ class TrialResume:
             return
         steps = int(cb.get("batch_num") or 0)
         self._folder = str(point[0])
+        self._keep = bool(checkpoints.resume_changed())
         if point[1] >= self._total:
             self._finish(cb, point[1], steps)
             return
-        epoch, step = load_checkpoint(self._cell, *point)
+        epoch, step = load_checkpoint(self._cell, *point, keep_hyperparameters=self._keep)
         self.resumed_epoch = self._shift = epoch
         cb.cur_step_num = step if step is not None else epoch * steps
         if data is not None and steps:
@@ -108,7 +118,9 @@ class TrialResume:
         network as the last epoch, which the tuner already holds (it keeps one report per
         step), and the script goes on as after a full training."""
         if self.finished and self._folder is not None:
-            load_checkpoint(self._cell, self._folder, self.resumed_epoch)
+            load_checkpoint(
+                self._cell, self._folder, self.resumed_epoch, keep_hyperparameters=self._keep
+            )
             self._folder = None
             run_context.request_stop()
 

@@ -19,6 +19,7 @@ __all__ = ["BEST", "PRUNED", "WARM", "Figure"]
 BEST = "#d62728"  # the best runs, in every figure
 PRUNED = "#7f7f7f"
 WARM = "#ff7f0e"
+EXPLORE = "#bcbd22"  # exploring trials of a warm start
 
 
 @dataclass
@@ -59,7 +60,9 @@ def best_numbers(study: Study, k: int, index: int = 0) -> list[int]:
     return [t.number for t in done[:k]]
 
 
-def history(study: Study, index: int, name: str, warm: Sequence[int]) -> Figure:
+def history(
+    study: Study, index: int, name: str, warm: Sequence[int], exploring: Sequence[int] = ()
+) -> Figure:
     import optuna.visualization as pv
     import optuna.visualization.matplotlib as pm
 
@@ -85,6 +88,21 @@ def history(study: Study, index: int, name: str, warm: Sequence[int]) -> Figure:
         ax.scatter(xs, ys, marker="D", s=40, color=WARM, zorder=5, label=label)
         ax.legend()
         out.caption += " Diamonds: trials warm-started from earlier runs, not sampled here."
+    points = [t for t in _complete(study) if t.number in set(exploring)]
+    if points:
+        xs = [t.number for t in points]
+        ys = [t.values[index] for t in points]
+        label = f"exploring ({len(points)}, proposed without the earlier runs)"
+        fig.add_scatter(
+            x=xs, y=ys, mode="markers", name=label,
+            marker={"symbol": "star", "size": 11, "color": EXPLORE, "line": {"width": 1}},
+        )  # fmt: skip
+        ax.scatter(xs, ys, marker="*", s=80, color=EXPLORE, zorder=5, label=label)
+        ax.legend()
+        out.caption += (
+            " Stars: exploring trials, proposed without the earlier runs (one in five of a"
+            " warm start's)."
+        )
     return out
 
 

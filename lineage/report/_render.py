@@ -19,12 +19,15 @@ if TYPE_CHECKING:
     from optuna import Study
     from optuna.trial import FrozenTrial
 
-__all__ = ["WARM_START_KEYS", "Report", "is_warm_started", "render_report"]
+__all__ = ["EXPLORING_KEY", "WARM_START_KEYS", "Report", "is_warm_started", "render_report"]
 
 #: System or user attributes (or, for runs read from MLflow, tags) that mark a trial as
 #: warm-started: imported from earlier runs rather than sampled by this study. The tuner's
 #: ``warm_start:`` sets both (``tuner.search`` spells them; ``lineage`` cannot import it).
 WARM_START_KEYS = ("tuner:imported", "tuner.imported_from")
+#: The user attribute of an exploring trial: one a warm start's sampler proposed without the
+#: earlier runs (the tuner's ``compare: auto`` sets it on one trial in five).
+EXPLORING_KEY = "tuner.exploring"
 PAGE = "report.html"
 INDEX = "report.json"
 #: A PBT study's hyperparameter schedule: one row per member's segment.
@@ -54,19 +57,26 @@ class Report:
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     run_id: str | None = None
+    #: The numbers of the exploring trials (`EXPLORING_KEY`).
+    exploring: list[int] = field(default_factory=list)
 
     @property
     def page(self) -> Path:
         return self.directory / PAGE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, relative: bool = False) -> dict[str, Any]:
+        """The report as JSON; ``relative``: the directory as ``.`` and the files by their
+        path inside it, as ``report.json`` keeps them, so they hold wherever the folder is
+        moved (the MLflow artifacts a campaign logs it to)."""
+        files = [p.relative_to(self.directory) if relative else p for p in self.files]
         return {
             "title": self.title,
-            "directory": str(self.directory),
-            "files": [str(p) for p in self.files],
+            "directory": "." if relative else str(self.directory),
+            "files": [str(p) for p in files],
             "views": self.views,
             "notes": self.notes,
             "trials": self.counts,
+            "exploring": self.exploring,
             "run_id": self.run_id,
         }
 
@@ -146,35 +156,18 @@ def render_report(
     report = Report(out, title or f"{study.study_name}: report of {len(trials)} trial(s)")
     report.counts = counts
     warm = [t.number for t in trials if warm_started(t)]
+    report.exploring = [t.number for t in trials if t.user_attrs.get(EXPLORING_KEY)]
     pruned = [t.number for t in trials if t.state == TrialState.PRUNED]
     params = _varying(done)
     if not params:
         report.notes.append("no parameter varies across the complete trials: history only")
-    figures: list[F.Figure] = []
     with matplotlib.rc_context():  # Optuna's matplotlib plots set a global style
+        figures: list[F.Figure] = []
         for i, name in enumerate(names):
             ranked = list((importances or {}).get(name) or _importances(study, i, params))
             ranked = [p for p in ranked if p in params] + [p for p in params if p not in ranked]
-            figures.append(_history(study, i, name, warm, done))
-            if params:
-                figures.append(F.parallel(study, i, name, ranked[:_MAX_PARALLEL_PARAMS], best))
-                if len(ranked) >= 2:
-                    figures.append(F.contour(study, i, name, ranked[:2]))
-                else:
-                    report.notes.append(f"contour of {name}: only one parameter varies")
-                figures.append(F.slices(study, i, name, ranked[:2]))
-        if n_obj == 1 and any(t.intermediate_values for t in trials):
-            figures.append(_intermediate(study, pruned, trials))
-        elif n_obj == 1:
-            report.notes.append("intermediate values: no trial reported any")
-        if 2 <= n_obj <= 3:
-            figures.append(F.pareto(study, names))
-        elif n_obj > 3:
-            report.notes.append(f"Pareto front: {n_obj} objectives cannot be drawn (2 or 3 can)")
-        segments = S.segments(study)
-        if segments:
-            figures.append(S.lineage_figure(segments))
-            report.files.append(S.write_schedule(segments, out / SCHEDULE))
+            figures += _objective_figures(study, i, name, ranked, best, warm, done, report)
+        figures += _study_figures(study, names, trials, pruned, report)
         for fig in figures:
             report.files.append(_save_png(fig, out / f"{fig.stem}.png"))
             report.views.append(
@@ -186,16 +179,71 @@ def render_report(
                 }
             )
     report.files.append(_save_page(report, figures, out / PAGE))
-    (out / INDEX).write_text(json.dumps(report.to_dict(), indent=2, default=str), encoding="utf-8")
     report.files.append(out / INDEX)
+    index = json.dumps(report.to_dict(relative=True), indent=2, default=str)
+    (out / INDEX).write_text(index, encoding="utf-8")
     return report
 
 
+def _objective_figures(
+    study: Study,
+    index: int,
+    name: str,
+    ranked: Sequence[str],
+    best: int,
+    warm: Sequence[int],
+    done: Sequence[FrozenTrial],
+    report: Report,
+) -> list[F.Figure]:
+    """One objective's figures: its history, and over its ``ranked`` parameters (most
+    important first) the parallel coordinates, a contour of the first two and the slices."""
+    figures = [_history(study, index, name, warm, done, report.exploring)]
+    if ranked:
+        figures.append(F.parallel(study, index, name, ranked[:_MAX_PARALLEL_PARAMS], best))
+        if len(ranked) >= 2:
+            figures.append(F.contour(study, index, name, ranked[:2]))
+        else:
+            report.notes.append(f"contour of {name}: only one parameter varies")
+        figures.append(F.slices(study, index, name, ranked[:2]))
+    return figures
+
+
+def _study_figures(
+    study: Study,
+    names: Sequence[str],
+    trials: Sequence[FrozenTrial],
+    pruned: Sequence[int],
+    report: Report,
+) -> list[F.Figure]:
+    """The study's figures across objectives: the intermediate values (one objective), the
+    Pareto front (two or three) and a PBT population's lineage (its schedule written too)."""
+    figures: list[F.Figure] = []
+    n_obj = len(names)
+    if n_obj == 1 and any(t.intermediate_values for t in trials):
+        figures.append(_intermediate(study, pruned, trials))
+    elif n_obj == 1:
+        report.notes.append("intermediate values: no trial reported any")
+    if 2 <= n_obj <= 3:
+        figures.append(F.pareto(study, names))
+    elif n_obj > 3:
+        report.notes.append(f"Pareto front: {n_obj} objectives cannot be drawn (2 or 3 can)")
+    segments = S.segments(study)
+    if segments:
+        figures.append(S.lineage_figure(segments))
+        report.files.append(S.write_schedule(segments, report.directory / SCHEDULE))
+    return figures
+
+
 def _history(
-    study: Study, index: int, name: str, warm: Sequence[int], done: Sequence[FrozenTrial]
+    study: Study,
+    index: int,
+    name: str,
+    warm: Sequence[int],
+    done: Sequence[FrozenTrial],
+    exploring: Sequence[int] = (),
 ) -> F.Figure:
     """The history, promoted trials and PBT segments that started from a donor marked."""
-    fig = F.history(study, index, name, warm)
+    fig = F.history(study, index, name, warm, exploring)
     points: dict[str, list[tuple[float, float]]] = {}
     for t in done:
         kind = S.kind_of(t)

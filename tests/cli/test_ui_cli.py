@@ -57,14 +57,14 @@ def test_ui_serves_the_same_store(plain_store: PlainStore) -> None:
         # Every printed link opens MLflow 3's training-runs view, not its GenAI home.
         assert f"{url}/#/experiments?workflowType=machine_learning" in line
         while "/#/experiments/" not in line:  # then one link per recent experiment
-            line += _read_url(proc, timeout=10)
+            line += _read_url(proc, timeout=60)
         assert re.search(rf"{url}/#/experiments/\d+\?workflowType=machine_learning", line)
-        with urllib.request.urlopen(url + "/", timeout=10) as resp:
+        with urllib.request.urlopen(url + "/", timeout=60) as resp:
             assert resp.status == 200 and b"<html" in resp.read().lower()
         req = urllib.request.Request(
             url + "/api/2.0/mlflow/runs/get?run_id=" + plain_store.ids["bench"], method="GET"
         )
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:
             run = json.load(resp)["run"]
         assert run["info"]["run_name"] == "bench"
         # The port is taken now: a second ui on it is refused as bad input.
@@ -72,7 +72,7 @@ def test_ui_serves_the_same_store(plain_store: PlainStore) -> None:
         assert second.returncode == 2 and "in use" in second.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
-        rc = proc.wait(timeout=30)
+        rc = proc.wait(timeout=60)
     assert rc == 0
     with socket.socket() as sock:  # the server went with it
         assert sock.connect_ex(("127.0.0.1", port)) != 0

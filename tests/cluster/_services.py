@@ -58,7 +58,7 @@ class RayCluster:
     proc: subprocess.Popen[bytes]
     nodes: list[subprocess.Popen[bytes]]
 
-    def wait_ready(self, timeout: float = 120.0) -> RayCluster:
+    def wait_ready(self, timeout: float = 240.0) -> RayCluster:
         log = Path(self.temp_dir) / "head.log"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -130,6 +130,7 @@ def test_a_trial_whose_ray_worker_dies_continues_from_its_checkpoint(
     assert victim is not None
     number, params, first_run, child = victim
     os.kill(_ray_worker(child), signal.SIGKILL)
+    deadline = time.monotonic() + 60
     while _alive(child) and time.monotonic() < deadline:  # it dies with its worker
         time.sleep(0.05)
     assert not _alive(child)

@@ -76,7 +76,7 @@ def test_warm_trials_are_isolated_and_stop_as_cold_ones(warm: RayExecutor, tmp_p
         out = tmp_path / f"{how}.json"
         trial = _spec(number, out, "--sleep", "120")
         if how == "timeout":
-            trial = dataclasses.replace(trial, timeout=5.0)
+            trial = dataclasses.replace(trial, timeout=15.0)
         handle = warm.submit(trial)
         seen = _seen(out, handle, warm)
         proc = identity(seen["pid"])
@@ -111,7 +111,7 @@ def test_a_lost_actor_takes_its_trial_and_parent_along(warm: RayExecutor, tmp_pa
     outcome = _finish(warm, handle)
     assert not outcome.succeeded and outcome.signal == signal.SIGKILL
     assert "ray: the trial's task" in outcome.stderr_tail and "lost" in outcome.stderr_tail
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while (is_alive(trial) or is_alive(parent)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not is_alive(trial) and not is_alive(parent), "a process outlived its actor"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,6 +121,14 @@ def test_a_worker_joining_a_live_tuner_run_leaves_its_trials_and_runs_alone(
     )
     assert {s["MLFLOW_RUN_ID"] for s in seen} == {r.info.run_id for r in trial_runs}
     assert not [r for r in runs if r.info.status == "RUNNING"]
+    # The run's progress counts the study's finished trials, the worker's too: after its
+    # k-th line at least k trials are done, and its summary counts every line it printed.
+    log = (tmp_path / "run.log").read_text()
+    done = [int(m) for m in re.findall(r"^\[(\d+)/6\] trial \d+ ", log, flags=re.M)]
+    assert done and all(n >= k for k, n in enumerate(done, 1)), log[-3000:]
+    assert done == sorted(done), log[-3000:]
+    (finished,) = re.findall(r"campaign 'mixed': (\d+)/6 trials", log)
+    assert int(finished) >= len(done), log[-3000:]
 
 
 def test_resume_right_after_kill_9_takes_over_the_dead_runs_trials(

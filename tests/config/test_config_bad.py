@@ -462,6 +462,23 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "unknown key 'parameters.lr.lw' (did you mean 'parameters.lr.low'?).",
     ),
     (
+        "scheduler-unknown-key",
+        {"scheduler": {"name": "asha", "max_t": 9}},
+        "unknown key 'scheduler.max_t'; known keys: name, mode, reduction_factor, min_resource, max_resource.",
+    ),
+    (
+        "scheduler-nested-typo",
+        {
+            "scheduler": {
+                "name": "pbt",
+                "population": 2,
+                "interval": 1,
+                "perturb": {"lr": {"factr": [0.8]}},
+            }
+        },
+        "unknown key 'scheduler.perturb.lr.factr' (did you mean 'scheduler.perturb.lr.factor'?).",
+    ),
+    (
         "metric-pattern-typo-required",
         {"metrics": {"loss": {"patern": "loss=(\\S+)"}}},
         "unknown key 'metrics.loss.patern' (did you mean 'metrics.loss.pattern'?).",

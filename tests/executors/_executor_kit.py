@@ -20,13 +20,14 @@ TRIAL = str(Path(__file__).with_name("_contract_trial.py"))
 
 
 def spec(number: int, *args: str, attempt: int = 1, **kw: Any) -> TrialSpec:
-    """A spec running the contract trial with ``args``; 2 s between SIGTERM and SIGKILL."""
+    """A spec running the contract trial with ``args``; 10 s between SIGTERM and SIGKILL (its
+    SIGTERM handler writes its dump: a loaded machine can take seconds to run it)."""
     return TrialSpec(
         number=number,
         attempt=attempt,
         params={},
         argv=[sys.executable, TRIAL, *args],
-        grace_period=2.0,
+        grace_period=10.0,
         **kw,
     )
 

@@ -69,7 +69,7 @@ def first_report(executor: Executor, handle: TrialHandle, limit: float = 90.0) -
     return got
 
 
-def read_dump(path: Path, limit: float = 30.0) -> dict[str, object]:
+def read_dump(path: Path, limit: float = 120.0) -> dict[str, object]:
     """The trial's dump, waiting for it: on Ray a cancelled task's outcome reaches the driver as
     soon as the cancel is processed, while the node still signals the trial (its grace period)."""
     deadline = time.monotonic() + limit

@@ -78,7 +78,7 @@ def test_a_warm_trial_can_be_stopped(warm: LocalExecutor, tmp_path: Path, how: s
     out = tmp_path / "seen.json"
     trial = _spec(0, str(out), "--sleep", "60")
     if how == "timeout":
-        trial = dataclasses.replace(trial, timeout=3.0)
+        trial = dataclasses.replace(trial, timeout=15.0)
     handle = warm.submit(trial)
     pid = _wait_for(out)["pid"]
     assert handle.process_info()["pid"] == pid
@@ -152,7 +152,7 @@ def test_slots_alike_share_one_round_of_imports(tmp_path: Path) -> None:
         executor.warm_up([sys.executable, TRIAL, "{out}"], None)
         # One parent imports; the other slot's is forked from it once it is ready. (A process
         # just forked shows this one's command line until its exec: wait for the exec.)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while not _warm_parents():
             assert time.monotonic() < deadline, "no warm parent started"
             time.sleep(0.05)
@@ -170,7 +170,7 @@ def test_slots_alike_share_one_round_of_imports(tmp_path: Path) -> None:
         assert all(is_alive(p) for p in parents)
     finally:
         executor.shutdown()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while any(is_alive(p) for p in parents):
         assert time.monotonic() < deadline, "a warm parent outlived its executor"
         time.sleep(0.1)

@@ -145,3 +145,29 @@ def test_quickstart_campaign_end_to_end(
         done = epochs if record.tags["tuner.state"] == "COMPLETE" else len(steps)
         assert steps == list(range(1, done + 1))
         assert len(view.series("loss")) == v["steps_per_epoch"] * len(steps)
+
+
+@pytest.mark.parametrize("every", ["x", "0"])
+def test_digits_example_with_a_bad_checkpoint_every_says_one_line_and_exits_2(
+    python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str, every: str
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    env = _env(
+        MLFLOW_TRACKING_URI=sqlite_uri,
+        TUNER_CHECKPOINT_DIR=str(tmp_path / "checkpoints"),
+        TUNER_CHECKPOINT_EVERY=every,
+    )
+    script = str(repo_root / "examples/mindspore_digits/train.py")
+    cmd = [python, script, "--epochs", "1", "--train-size", "50", "--experiment", "digits-e"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    want = f"lineage: TUNER_CHECKPOINT_EVERY must be a whole number >= 1, got {every!r}"
+    assert out.stderr.strip().splitlines()[-1] == want
+    # The run the script had started ends FAILED, not RUNNING.
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    experiment = client.get_experiment_by_name("digits-e")
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FAILED"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -94,6 +95,7 @@ def test_identity_tags_carry_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
         "--auth-token",
         "private_key",
         "PASSWD",
+        "DB_PWD",
     ],
 )
 def test_secret_names(name: str) -> None:
@@ -114,9 +116,22 @@ def test_secret_names(name: str) -> None:
         "keyboard_layout",
         "key_metric",
         "lr",
+        "PWD",
+        "OLDPWD",
     ],
 )
 def test_ordinary_settings_stay_readable(name: str) -> None:
     from lineage._secrets import is_secret_name
 
     assert not is_secret_name(name)
+
+
+def test_the_working_directory_stays_readable_in_trial_output(tmp_path: Path) -> None:
+    """The shell's PWD is the trial's folder, not a password: output naming a path under it
+    keeps the path, while a password-named variable's value is still scrubbed."""
+    from lineage._secrets import scrub_text, secret_values
+
+    env = {"PWD": str(tmp_path), "OLDPWD": "/home/me", "DB_PWD": "hunter2-planted"}
+    known = secret_values(env=env)
+    text = scrub_text(f"saved to {tmp_path}/ckpt; password hunter2-planted", known)
+    assert f"{tmp_path}/ckpt" in text and "hunter2-planted" not in text

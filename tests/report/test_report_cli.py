@@ -50,6 +50,10 @@ def test_report_of_plain_runs_draws_every_view(single: dict[str, Any]) -> None:
     )  # fmt: skip
     for view in data["views"]:
         check_png(out / view["png"])
+    # The index in the folder names its files inside the folder, wherever it is moved to.
+    index = json.loads((out / "report.json").read_text())
+    assert index["directory"] == "." and sorted(index["files"]) == names
+    assert all((out / f).is_file() for f in index["files"])
     # 14 finished runs with loss; the FAILED one and the one without loss are not complete.
     assert data["trials"] == {"COMPLETE": 14, "FAIL": 2}
     # The tuned-looking params are drawn; the constant batch_size is not.

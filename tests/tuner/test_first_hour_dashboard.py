@@ -21,7 +21,7 @@ from tests.tuner.test_first_hour import TUNER, _env, _write
 
 
 def _get(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=10) as resp:
+    with urllib.request.urlopen(url, timeout=60) as resp:
         return json.loads(resp.read())
 
 

@@ -38,7 +38,7 @@ for step in range(start, 9):
     (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"base": base}))
     trial.checkpointed(step)
     if step == 1 and resume is None and str(base) in cut:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 240
         while not trial.should_prune() and time.monotonic() < deadline:
             time.sleep(0.02)
         if trial.should_prune():

@@ -20,7 +20,12 @@ import pytest
 from tests.tuner.conftest import mlflow_runs, trials_of
 from tuner.campaign import Observer
 from tuner.config import CampaignConfig
-from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR, IMPORTED_FROM_ATTR
+from tuner.search._attrs import (
+    ENQUEUED_FROM_ATTR,
+    EXPLORING_ATTR,
+    IMPORTED_ATTR,
+    IMPORTED_FROM_ATTR,
+)
 
 #: A trial that reads its parameters from TUNER_PARAMS and reports loss and acc once.
 SCRIPT = """
@@ -143,6 +148,8 @@ def test_from_an_earlier_campaign(
     assert decision["source"] == "campaign 'prior'" and decision["pairs"] == 1
     rc, out, _ = cli("status", _path(config))
     assert "warm start: 2 earlier run(s) imported as finished trials" in out
+    # How many the sampler sees is the decision line's to say, not a second, other count.
+    assert "(as each source's line says, not counted against the budget)" in out
     from tuner.search import transfer_notes
 
     (note,) = transfer_notes(config)
@@ -178,6 +185,38 @@ def _lineage_run(uri: str, params: dict[str, Any], metrics: dict[str, float], st
     for key, value in metrics.items():
         run.log_metric(key, value, step=1)
     run.end(status)
+
+
+def test_an_exploring_trial_is_tagged_on_its_run(
+    campaign: Callable[..., CampaignConfig],
+    run_campaign: Callable[..., Any],
+    sqlite_uri: str,
+) -> None:
+    """Under ``compare: auto`` every fifth trial is proposed without the earlier runs; its
+    MLflow run says so (``tuner.exploring``), the other runs do not. Four imported trials
+    make the campaign's first own trial number 4, the fifth."""
+    common = {"command": ["python", "trial.py"], "reads_tuner_params": True}
+    prior = campaign(SCRIPT, name="prior4", budget={"trials": 4, "max_failures": 5}, **common)
+    run_campaign(prior)
+    config = campaign(
+        SCRIPT,
+        name="explores",
+        budget={"trials": 2, "max_failures": 5},
+        sampler={"name": "tpe", "seed": 7},  # a sampler that learns from values
+        warm_start={"from": [{"campaign": "prior4"}], "enqueue_best": 0},
+        **common,
+    )
+    run_campaign(config)
+    _, own = _imported(config)
+    assert [t.number for t in own] == [4, 5]
+    assert [bool(t.user_attrs.get(EXPLORING_ATTR)) for t in own] == [True, False]
+    runs = {
+        int(r.data.tags["tuner.trial_number"]): r.data.tags
+        for r in mlflow_runs(sqlite_uri, "explores")
+        if r.data.tags.get("lineage.run_type") == "trial"
+    }
+    assert runs[4].get(EXPLORING_ATTR) == "True"
+    assert EXPLORING_ATTR not in runs[5]
 
 
 def test_from_lineage_runs_with_renamed_params(

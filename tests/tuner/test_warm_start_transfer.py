@@ -321,3 +321,30 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
             assert imported > 0, number
     imported_trials = [t for t in study.trials if IMPORTED_ATTR in t.system_attrs]
     assert len(study.trials) == 39 and len(imported_trials) == 24
+
+
+def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Path) -> None:
+    """The exploring trials a warm start's sampler proposed carry ``tuner.exploring``, and
+    the report lists them (``report.json``) and draws them apart in the history."""
+    import json
+
+    from lineage.report import render_report
+    from tuner.search import sample_params
+    from tuner.search._attrs import EXPLORING_ATTR
+    from tuner.search._registry import make_sampler
+
+    config = _config(tmp_path)
+    study = optuna.create_study(sampler=make_sampler(config))
+    for i in range(24):
+        study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
+    study.enqueue_trial({"x": 0.3}, user_attrs={ENQUEUED_FROM_ATTR: "earlier-7"})
+    for _ in range(10):
+        trial = study.ask()
+        study.tell(trial, (sample_params(trial, config)["x"] - 0.3) ** 2)
+    marked = [t.number for t in study.trials if t.user_attrs.get(EXPLORING_ATTR)]
+    # numbers 24 (enqueued: a re-run, not proposed) and 29 are the exploring ones
+    assert marked == [29]
+    report = render_report(study, tmp_path / "report", target_names=["rmse"])
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["exploring"] == [29]
+    history = next(v for v in report.views if v["name"] == "history")
+    assert "exploring trials, proposed without the earlier runs" in history["caption"]

@@ -529,6 +529,16 @@ class Controller:
             self._last_update = now
             self._observer.update(self)
 
+    def study_counts(self) -> dict[str, int]:
+        """The study's counted trials by final state (COMPLETE, PRUNED, FAIL), every
+        controller's: on a study shared with workers, `counts` holds only this one's."""
+        if self.study is None:
+            return dict(self.counts)
+        try:
+            return tally(self.study)[0]
+        except Exception:  # the storage itself may be what failed: this controller's view
+            return dict(self.counts)
+
     def best(self) -> dict[str, Any] | None:
         if self.study is None:
             return None
@@ -547,9 +557,10 @@ class Controller:
         )
 
     def _result(self) -> CampaignResult:
+        counts = self.study_counts()
         return CampaignResult(
-            counts=dict(self.counts),
-            finished=sum(self.counts.values()),
+            counts=counts,
+            finished=sum(counts.values()),
             budget=self.budget,
             best=self.best(),
             stop_reason=self._stop_reason or self._launch_closed,

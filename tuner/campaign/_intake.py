@@ -80,10 +80,10 @@ class MetricIntake:
                 steps, values = rt.history.setdefault(key, ([], []))
                 steps.append(report.step)
                 values.append(value)
-                if math.isfinite(value):
-                    points.append((key, value, report.step, ts))
-                else:
+                if not math.isfinite(value):
                     fresh_non_finite = True
+                elif not report.recorded:  # else the script's own run holds the point
+                    points.append((key, value, report.step, ts))
                 if (
                     key == target
                     and math.isfinite(value)

@@ -24,6 +24,7 @@ from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
+    EXPLORING_ATTR,
     LAUNCH_ATTR,
     MEMBER_ATTR,
     PARENT_ATTR,
@@ -45,12 +46,10 @@ if TYPE_CHECKING:
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "PARAMS_FROM_TAG", "LaunchPlan", "Launcher"]
+__all__ = ["HPARAM_PREFIX", "LaunchPlan", "Launcher"]
 
 #: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
 HPARAM_PREFIX = "hparam/"
-#: On a PBT continuation's run: the trial whose starting values its params hold.
-PARAMS_FROM_TAG = "tuner.params_from"
 
 
 @dataclass(frozen=True)
@@ -186,6 +185,25 @@ class Launcher:
         found = checkpoints.latest_good(folder, warn=warn)
         return None if found is None else (str(found.path), found.step)
 
+    def _changed(self, trial: optuna.Trial, params: Mapping[str, Any], step: int) -> list[str]:
+        """The parameters whose values ``trial`` changed from those of the trial that wrote
+        the checkpoint of ``step`` it continues (a PBT exploit's explored ones): the
+        script's values of these win over the checkpoint's."""
+        trials = self._study.get_trials(deepcopy=False)
+        at = parent_trial(trial)
+        # Up the parents to the trial that trained ``step``, past each one that resumed
+        # from that step or a later one (it holds that checkpoint without having written it).
+        while at is not None:
+            t = trials[at]
+            resumed, up = t.user_attrs.get(RESUMED_STEP_ATTR), parent_trial(t)
+            if up is None or resumed is None or int(resumed) < step:
+                break
+            at = up
+        if at is None:
+            return []
+        before = trials[at].params
+        return sorted(n for n, v in before.items() if n in params and params[n] != v)
+
     def _chain_runs(self, number: int) -> list[str]:
         """The MLflow runs of trial ``number``'s attempt and of the earlier attempts of its
         chain (the trials that share its checkpoint folder), newest first."""
@@ -232,6 +250,7 @@ class Launcher:
                 self.plan.checkpoint.keep,
                 resume,
                 every=self.plan.checkpoint.every,
+                changed=() if resume is None else self._changed(trial, params, resume[1]),
             )
         )
         env.update(self._checkpoints.env())
@@ -278,29 +297,29 @@ class Launcher:
         }
         trial.set_user_attr(LAUNCH_ATTR, launch)
         extra = {T.CAMPAIGN: self.plan.campaign}
+        # From the storage: the sampler marks an exploring trial as it is asked, after the
+        # trial object took its copy of the attributes.
+        attrs = internals.storage_of(self._study).get_trial_user_attrs(internals.trial_id(trial))
         for attr in (
             RERUN_OF_ATTR,
             RETRY_OF_USER_ATTR,
             PARENT_ATTR,
             PROMOTED_FROM_ATTR,
             MEMBER_ATTR,
+            EXPLORING_ATTR,
         ):
-            if trial.user_attrs.get(attr) is not None:
-                extra[attr] = str(trial.user_attrs[attr])
+            if attrs.get(attr) is not None:
+                extra[attr] = str(attrs[attr])
         if resume is not None:
             extra[RESUMED_STEP_ATTR] = str(resume[1])
-        recorded = params
-        if self._pbt and parent_trial(trial) is not None:
-            # The run's params are the values its lineage started with (what importance
-            # reads); the values each segment used are the run's hparam/<name> series.
-            root = self._root(trial)
-            recorded = {**params, **root.params}
-            extra[PARAMS_FROM_TAG] = str(root.number)
+        # The run's params are the values on this attempt's command line (a PBT
+        # continuation's explored ones), which a script logging its own params repeats;
+        # the values earlier segments of its lineage used are its hparam/<name> series.
         self._recorder.trial_started(
             run_id,
             number=trial.number,
             attempt=spec.attempt,
-            params=recorded,
+            params=params,
             argv=spec.argv,
             env=self.plan.env,
             device=device,
@@ -317,18 +336,6 @@ class Launcher:
     @property
     def _pbt(self) -> bool:
         return self.plan.perturbed is not None
-
-    def _root(self, trial: optuna.Trial) -> optuna.trial.FrozenTrial:
-        """The first trial of ``trial``'s lineage (through every parent, across chains)."""
-        trials = self._study.get_trials(deepcopy=False)
-        at = parent_trial(trial)
-        assert at is not None
-        for _ in range(len(trials)):
-            up = parent_trial(trials[at])
-            if up is None:
-                break
-            at = up
-        return trials[at]
 
     def _log_schedule(self, rt: RunningTrial, resumed: int | None) -> None:
         """The parameters PBT may change, as metric series ``hparam/<name>`` in the trial's

@@ -75,7 +75,7 @@ class RichObserver(Observer):
             self._task = self._progress.add_task(
                 controller.config.name, total=controller.budget, detail=""
             )
-        counts = controller.counts
+        counts = controller.study_counts()
         detail = f"✓{counts['COMPLETE']} ✂{counts['PRUNED']} ✗{counts['FAIL']}"
         best = controller.best()
         if best is not None and "value" in best:
@@ -119,8 +119,8 @@ class PlainObserver(Observer):
     """One line per finished trial on ``stream`` (default stdout), e.g.
     ``[3/16] trial 2 COMPLETE val_accuracy=0.9361 12.4s lr=0.0123 optimizer=adam``.
 
-    Finished trials are read from the study (the controller's storage) when the controller's
-    counts change, so a trial shorter than the view's refresh interval is not missed; trials
+    Finished trials are read from the study (the controller's storage) when its counts change
+    (every controller's, on a study shared with workers), so a trial shorter than the view's refresh interval is not missed; trials
     finished before this controller started (a resumed campaign) and superseded attempts are
     not listed."""
 
@@ -144,16 +144,17 @@ class PlainObserver(Observer):
                 f"campaign {config.name!r}: budget {controller.budget} trials, "
                 f"{config.resources.parallel} at a time; one line per finished trial"
             )
-        mark = (sum(controller.counts.values()), controller.failures)
+        done = sum(controller.study_counts().values())
+        mark = (done, controller.failures)
         if mark == self._last:
             return
         self._last = mark
         for frozen in sorted(_finished(controller), key=lambda t: t.number):
             if frozen.number not in self._printed:
                 self._printed.add(frozen.number)
-                self._write(self._line(controller, frozen))
+                self._write(self._line(controller, frozen, done))
 
-    def _line(self, controller: CampaignView, frozen: Any) -> str:
+    def _line(self, controller: CampaignView, frozen: Any, done: int) -> str:
         from lineage.masking import mask_mapping
         from tuner.search import (
             ATTEMPT_ATTR,
@@ -166,7 +167,7 @@ class PlainObserver(Observer):
         state = frozen.state.name
         values = frozen.values if state == "COMPLETE" else None
         names = controller.config.metric_names
-        parts = [f"[{sum(controller.counts.values())}/{controller.budget}]"]
+        parts = [f"[{done}/{controller.budget}]"]
         parts += [f"trial {frozen.number}", state]
         attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
         resumed = frozen.user_attrs.get(RESUMED_STEP_ATTR)

@@ -97,6 +97,10 @@ class CampaignView(Protocol):
     @property
     def failures(self) -> int: ...
 
+    def study_counts(self) -> Mapping[str, int]:
+        """The study's counted trials by final state, whichever controller ran them."""
+        ...
+
     @property
     def running(self) -> Mapping[int, RunningTrial]: ...
 

@@ -293,9 +293,11 @@ def _print_summary(out: IO[str], status: dict[str, Any], decisions: list[Any]) -
         + "\n"
     )
     if status["warm_start"]:
+        # With a decision per source, those lines say how many the sampler sees now.
+        seen = "as each source's line says" if decisions else "seen by the sampler"
         out.write(
             f"warm start: {status['warm_start']} earlier run(s) imported as finished trials "
-            "(seen by the sampler, not counted against the budget)\n"
+            f"({seen}, not counted against the budget)\n"
         )
     if decisions:
         from tuner.search import transfer_line

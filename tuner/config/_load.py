@@ -138,11 +138,16 @@ def _user_path(loc: tuple[Any, ...], data: Any, *, keep_last: bool) -> list[Any]
     return out
 
 
-def _model_at(path: typing.Sequence[Any]) -> type[BaseModel] | None:
-    """The model class that holds the keys at ``path`` (for did-you-mean hints)."""
+def _model_at(path: typing.Sequence[Any], data: Any = None) -> type[BaseModel] | None:
+    """The model class that holds the keys at ``path`` (for did-you-mean hints). ``data``,
+    the config as written, picks the member of a union told apart by its ``name`` (a
+    ``scheduler:`` is ASHA's or PBT's keys by the name it gives)."""
     current: Any = CampaignConfig
-    for part in path:
-        current = _unwrap(current)
+    for part in [*path, None]:
+        current = _by_name(_unwrap(current), data)
+        if part is None:
+            break
+        data = _child(data, part)
         if isinstance(current, type) and issubclass(current, BaseModel):
             field = _fields_by_key(current).get(str(part))
             if field is None:
@@ -157,8 +162,27 @@ def _model_at(path: typing.Sequence[Any]) -> type[BaseModel] | None:
                 current = args[0]
             else:
                 return None
-    current = _unwrap(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _child(data: Any, part: Any) -> Any:
+    if isinstance(data, dict):
+        return data.get(part)
+    if isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+        return data[part]
+    return None
+
+
+def _by_name(tp: Any, data: Any) -> Any:
+    """The member of a union of models whose ``name`` literal is the one ``data`` gives."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType) or not isinstance(data, dict):
+        return tp
+    for member in typing.get_args(tp):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            field = member.model_fields.get("name")
+            if field is not None and data.get("name") in typing.get_args(field.annotation):
+                return member
+    return tp
 
 
 def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:
@@ -168,10 +192,13 @@ def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _unwrap(tp: Any) -> Any:
+    """``X | None`` and ``Annotated[X, ...]`` -> ``X``."""
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(args) == 1:
-            return args[0]
+            tp = args[0]
+    if typing.get_origin(tp) is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
     return tp
 
 
@@ -227,7 +254,7 @@ def _from_validation(where: str, exc: ValidationError, data: Any) -> ConfigError
     if kind == "missing":
         return ConfigError(message(where, path, "is required"))
     if kind == "extra_forbidden":
-        model = _model_at(path[:-1])
+        model = _model_at(path[:-1], data)
         known = list(_fields_by_key(model)) if model else []
         text = unknown_key(where, path, known, present=_keys_at(data, path[:-1]))
         others = [

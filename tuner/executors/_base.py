@@ -74,12 +74,15 @@ class Report:
     """One intermediate report from a trial: ``step`` and its metric values.
 
     ``source`` is ``"api"`` for `tuner.trial.report` lines; collectors may add others.
+    ``recorded``: the trial's own lineage run already holds these values (the script records
+    into its trial's run with ``lineage``), so the controller does not write them again.
     """
 
     step: int
     metrics: Mapping[str, float]
     source: str = "api"
     timestamp: float = 0.0
+    recorded: bool = False
 
 
 @dataclass(frozen=True)

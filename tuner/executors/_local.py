@@ -202,40 +202,16 @@ class _LocalHandle(TrialHandle):
         self._threads: list[threading.Thread] = []
         self._launch_error: str | None = None
 
-        env = dict(base_env)
-        env.setdefault(protocol.UNBUFFERED, "1")
-        env.update(spec.env)
-        env.update(slot.env())
-        env.update(
-            protocol.attempt_env(
-                channel=str(self._channel_path),
-                control=str(self._control_path),
-                number=spec.number,
-                attempt=spec.attempt,
-            )
-        )
+        env = self._env(base_env)
         self.started_at = time.time()
         self._t0 = time.monotonic()
         self._proc: subprocess.Popen[bytes] | WarmChild | None = None
         if parent is not None:
-            try:
-                self._proc = parent.launch(how.target, how.module, how.args, spec.workdir, env)
-            except WarmStartError as exc:
-                print(f"tuner: trial {spec.number} starts cold: {exc}", file=sys.stderr)
+            self._proc = self._warm(env, parent, how)
         try:
             if self._proc is None:
-                self._proc = subprocess.Popen(
-                    list(spec.argv),
-                    cwd=spec.workdir,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    close_fds=True,
-                )
+                self._proc = self._cold(env)
         except OSError as exc:
-            self._proc = None
             reason = exc.strerror or str(exc)
             self._launch_error = f"cannot start {spec.argv[0]!r}: {reason}"
             self._outcome = TrialOutcome(exit_code=None, launch_error=self._launch_error)
@@ -250,6 +226,47 @@ class _LocalHandle(TrialHandle):
         for name, stream in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr)):
             self._start(self._read, name, stream)
         self._start(self._watch)
+
+    def _env(self, base_env: Mapping[str, str]) -> dict[str, str]:
+        """The attempt's environment: the base one, unbuffered output, the trial's own, its
+        slot's devices, then the attempt's channel and control files."""
+        env = dict(base_env)
+        env.setdefault(protocol.UNBUFFERED, "1")
+        env.update(self.spec.env)
+        env.update(self.slot.env())
+        env.update(
+            protocol.attempt_env(
+                channel=str(self._channel_path),
+                control=str(self._control_path),
+                number=self.spec.number,
+                attempt=self.spec.attempt,
+            )
+        )
+        return env
+
+    def _warm(self, env: dict[str, str], parent: WarmParent, how: Any) -> WarmChild | None:
+        """The attempt as a fork of the slot's warm parent; None (said once per trial) when
+        the parent cannot start it."""
+        spec = self.spec
+        try:
+            return parent.launch(how.target, how.module, how.args, spec.workdir, env)
+        except WarmStartError as exc:
+            print(f"tuner: trial {spec.number} starts cold: {exc}", file=sys.stderr)
+            return None
+
+    def _cold(self, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """The attempt as a fresh process in a session of its own; `OSError` when its program
+        cannot be started."""
+        return subprocess.Popen(
+            list(self.spec.argv),
+            cwd=self.spec.workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
 
     def _start(self, target: Any, *args: Any) -> None:
         thread = threading.Thread(

@@ -135,19 +135,30 @@ def _members(info: Mapping[str, Any]) -> list[int]:
 def end_group(info: Mapping[str, Any], *, grace: float) -> int:
     """SIGTERM the recorded group (and the attempt's processes that left it, when ``info``
     names its ``channel``), SIGKILL what is left after ``grace`` s; returns how many
-    processes were found. Never signals a process that is not provably the trial's."""
-    members = _members(info)
-    if not members:
+    processes were found. Never signals a process that is not provably the trial's.
+
+    One scan of ``/proc`` can miss a process: while it is inside ``execve`` its environment
+    cannot be read yet. So every scan while the group ends counts, and a process first seen
+    by a later scan gets its SIGTERM then. The SIGKILL is sent, not awaited.
+    """
+    seen = set(_members(info))
+    if not seen:
         return 0
     if "pgid" in info:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(int(info["pgid"]), signal.SIGTERM)
-    signal_all(members, signal.SIGTERM)
+    signal_all(sorted(seen), signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and _members(info):
+    while time.monotonic() < deadline:
+        left = _members(info)
+        if not left:
+            break
+        signal_all([pid for pid in left if pid not in seen], signal.SIGTERM)
+        seen.update(left)
         time.sleep(0.05)
-    signal_all(_members(info), signal.SIGKILL)
-    return len(members)
+    left = _members(info)
+    signal_all(left, signal.SIGKILL)
+    return len(seen.union(left))
 
 
 def end_attempt(channel: str, *, grace: float) -> int:

@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import IO, Any
 
 from tuner import _protocol as protocol
@@ -102,14 +102,7 @@ def follow_trial(
     kind = payload["kind"]
     ctx = ray.get_runtime_context()
     devices = list(ctx.get_accelerator_ids().get(RESOURCE[kind], [])) if kind != "cpu" else []
-    env = dict(os.environ)
-    env.setdefault(protocol.UNBUFFERED, "1")
-    if kind == "cpu":
-        env.update(protocol.device_env("cpu", ()))
-    elif kind == "npu":
-        # Ray restricted the visible NPUs already; the first of them is logical device 0.
-        env[protocol.DEVICE_ID] = "0"
-    env.update(payload["env"])
+    env = _node_env(kind, payload["env"])
     tmp = tempfile.mkdtemp(prefix=f"tuner-trial-{payload['number']}-{payload['attempt']}-")
     channel = os.path.join(tmp, protocol.CHANNEL_FILE)
     control = os.path.join(tmp, protocol.CONTROL_FILE)
@@ -141,36 +134,8 @@ def follow_trial(
             "started_at": time.time(),
             "cold": cold() if cold is not None else None,
         }
-        timed_out = False
-        partial = [b"", b""]
-        while True:
-            rc = proc.poll()
-            item = _io_item(followers, partial, final=rc is not None)
-            if item is not None:
-                yield item
-            if rc is not None:
-                break
-            timeout = payload["timeout"]
-            if timeout is not None and time.monotonic() - t0 > timeout:
-                timed_out = True
-                _stop(proc, control, payload["grace_period"])
-            elif stop_requested is not None and stop_requested():
-                _stop(proc, control, payload["grace_period"])
-            else:
-                time.sleep(payload["poll_interval"])
-        stderr_tail = _tail(err_path)
-        if rc == 127 and "tuner-launch-error: " in stderr_tail:
-            message = stderr_tail.split("tuner-launch-error: ", 1)[1].strip().splitlines()[0]
-            yield _end_item(t0, launch_error=message)
-            return
-        yield _end_item(
-            t0,
-            exit_code=rc if rc >= 0 else None,
-            signal=-rc if rc < 0 else None,
-            timed_out=timed_out,
-            stdout_tail=_tail(out_path),
-            stderr_tail=stderr_tail,
-        )
+        rc, timed_out = yield from _watch(proc, followers, payload, control, t0, stop_requested)
+        yield _ended(rc, timed_out, t0, out_path, err_path)
     except (KeyboardInterrupt, GeneratorExit):
         # ray.cancel(force=False), for a prune or a shutdown, arrives as KeyboardInterrupt while
         # the task runs, or closes the generator (GeneratorExit) when it waits at a yield: the
@@ -185,6 +150,66 @@ def follow_trial(
         for follower in followers:
             follower.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _node_env(kind: str, own: Mapping[str, str]) -> dict[str, str]:
+    """The attempt's environment on this node: the node's, unbuffered output, the devices
+    Ray gave the task, then the trial's own (``own``)."""
+    env = dict(os.environ)
+    env.setdefault(protocol.UNBUFFERED, "1")
+    if kind == "cpu":
+        env.update(protocol.device_env("cpu", ()))
+    elif kind == "npu":
+        # Ray restricted the visible NPUs already; the first of them is logical device 0.
+        env[protocol.DEVICE_ID] = "0"
+    env.update(own)
+    return env
+
+
+def _watch(
+    proc: Any,
+    followers: list[_Follow],
+    payload: dict[str, Any],
+    control: str,
+    t0: float,
+    stop_requested: Callable[[], bool] | None,
+) -> Generator[dict[str, Any], None, tuple[int, bool]]:
+    """Yield the attempt's io items until its process exits, stopping it past its timeout or
+    on request; returns ``(exit status, whether it timed out)``."""
+    timed_out = False
+    partial = [b"", b""]
+    while True:
+        rc = proc.poll()
+        item = _io_item(followers, partial, final=rc is not None)
+        if item is not None:
+            yield item
+        if rc is not None:
+            return int(rc), timed_out
+        timeout = payload["timeout"]
+        if timeout is not None and time.monotonic() - t0 > timeout:
+            timed_out = True
+            _stop(proc, control, payload["grace_period"])
+        elif stop_requested is not None and stop_requested():
+            _stop(proc, control, payload["grace_period"])
+        else:
+            time.sleep(payload["poll_interval"])
+
+
+def _ended(rc: int, timed_out: bool, t0: float, out_path: str, err_path: str) -> dict[str, Any]:
+    """The end item: the exit code or signal with the output's tails, or the launch error
+    the launcher wrapper reported (exit status 127 and its marker line)."""
+    stderr_tail = _tail(err_path)
+    if rc == 127 and "tuner-launch-error: " in stderr_tail:
+        message = stderr_tail.split("tuner-launch-error: ", 1)[1].strip().splitlines()[0]
+        return _end_item(t0, launch_error=message)
+    return _end_item(
+        t0,
+        exit_code=rc if rc >= 0 else None,
+        signal=-rc if rc < 0 else None,
+        timed_out=timed_out,
+        stdout_tail=_tail(out_path),
+        stderr_tail=stderr_tail,
+    )
 
 
 def _io_item(

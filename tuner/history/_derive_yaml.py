@@ -125,6 +125,28 @@ def render_campaign(
     uri = tracking_uri or d.tracking_uri
     if mask_uri(uri) != uri:
         uri = "${MLFLOW_TRACKING_URI}"
+    lines: list[str] = []
+    for text in _header(d, invocation):
+        lines += _wrap(text)
+    lines += ["", f"name: {_y(name or default_name(d.experiment))}"]
+    lines += _command_lines(d)
+    if d.workdir:
+        lines += ["# Where the runs ran (lineage.cwd).", f"workdir: {_y(d.workdir)}"]
+    lines += [f"target: {{metric: {_y(d.target)}, goal: {d.goal}}}", "parameters:"]
+    for p in d.tuned:
+        lines += _param_lines(p)
+    for p in d.fixed:
+        lines += _param_lines(p)
+    lines += _warm_start_lines(d, trials, uri)
+    lines += ["lineage:", f"  tracking_uri: {_y(uri)}"]
+    if d.method != "auto":
+        lines += ["analysis:", f"  method: {d.method}"]
+    return "\n".join(lines) + "\n"
+
+
+def _header(d: DerivedCampaign, invocation: str | None) -> list[str]:
+    """The opening comment's paragraphs: where the campaign comes from and how each
+    parameter was decided."""
     head = [
         f"Derived from history by: {invocation}" if invocation else "Derived from history.",
         f"Source: {d.n_runs} finished runs of experiment {d.experiment!r} with "
@@ -156,10 +178,12 @@ def render_campaign(
     if d.left_out:
         listed = "; ".join(f"{k} ({v})" for k, v in d.left_out.items())
         head.append(f"Left out (not hyperparameters of this campaign): {listed}.")
+    return head
+
+
+def _command_lines(d: DerivedCampaign) -> list[str]:
+    """``command:``, with where it comes from, or a placeholder saying what to write."""
     lines: list[str] = []
-    for text in head:
-        lines += _wrap(text)
-    lines += ["", f"name: {_y(name or default_name(d.experiment))}"]
     if d.command is None:
         lines += _wrap(
             f"PLACEHOLDER: {d.command_source}; replace it with the command that trains one "
@@ -176,13 +200,12 @@ def render_campaign(
                 "add one with a {name} placeholder, or set reads_tuner_params: true if the "
                 "script reads TUNER_PARAMS (tuner validate warns until then)."
             )
-    if d.workdir:
-        lines += ["# Where the runs ran (lineage.cwd).", f"workdir: {_y(d.workdir)}"]
-    lines += [f"target: {{metric: {_y(d.target)}, goal: {d.goal}}}", "parameters:"]
-    for p in d.tuned:
-        lines += _param_lines(p)
-    for p in d.fixed:
-        lines += _param_lines(p)
+    return lines
+
+
+def _warm_start_lines(d: DerivedCampaign, trials: int, uri: str) -> list[str]:
+    """``budget:`` and ``warm_start:``: the earlier runs imported, the best re-run first."""
+    lines: list[str] = []
     source: dict[str, Any] = {"experiment": d.experiment}
     if d.where:
         source["where"] = d.where
@@ -209,7 +232,4 @@ def render_campaign(
             "  ",
         )
         lines.append(f"  enqueue_best: {enqueue}")
-    lines += ["lineage:", f"  tracking_uri: {_y(uri)}"]
-    if d.method != "auto":
-        lines += ["analysis:", f"  method: {d.method}"]
-    return "\n".join(lines) + "\n"
+    return lines

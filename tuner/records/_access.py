@@ -11,7 +11,7 @@ import urllib.request
 from lineage.masking import mask_uri
 from tuner._errors import TunerError
 
-__all__ = ["CredentialsError", "check_tracking_access"]
+__all__ = ["CredentialsError", "check_tracking_access", "start_failure"]
 
 
 class CredentialsError(TunerError):
@@ -86,3 +86,40 @@ def check_tracking_access(uri: str, *, timeout: float = 30.0) -> None:
         raise TunerError(
             f"lineage.tracking_uri: the MLflow server at {shown} failed (HTTP {status})"
         )
+
+
+def start_failure(exc: BaseException, uri: str, experiment: str) -> BaseException:
+    """The one-line error for a campaign run the store at ``uri`` would not open: a full
+    disk, a database that is not there, a user without write access to ``experiment``
+    (HTTP 403), else what the store said. An error that is not a translation has ``exc``
+    as its cause."""
+    from tuner.records._disk_full import disk_full
+    from tuner.search import storage_unavailable
+
+    full = disk_full(exc, uri)
+    if full is not None:
+        return full
+    explained = storage_unavailable(exc, uri, field="lineage.tracking_uri")
+    if explained is not None:
+        return explained
+    if _forbidden(exc):
+        user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+        return TunerError(
+            f"lineage store {mask_uri(uri)}: user {user!r} may not write "
+            f"to experiment {experiment!r} (HTTP 403); ask the server's admin "
+            "for EDIT permission on it, or set lineage.experiment to one of your own"
+        )
+    error = TunerError(
+        f"lineage store {mask_uri(uri)}: cannot open the campaign run: "
+        + mask_uri(" ".join(str(exc).split()))
+    )
+    error.__cause__ = exc
+    return error
+
+
+def _forbidden(exc: BaseException) -> bool:
+    """MLflow's answer to a user without the rights (basic-auth's 403 "Permission denied")."""
+    status = getattr(exc, "get_http_status_code", None)
+    if callable(status) and status() == 403:
+        return True
+    return "error code 403" in str(exc)

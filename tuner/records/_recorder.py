@@ -31,28 +31,32 @@ the script itself did. The tail of stdout/stderr is the artifact ``tuner/output_
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lineage.masking import mask_argv, mask_uri, mask_value
+from lineage.masking import mask_value
 from tuner.records import _tags as T
+from tuner.records._access import start_failure
 from tuner.records._disk_full import disk_full
 from tuner.records._reconcile import EndedRun, reconcile_runs
-from tuner.records._trial import trial_run_name
-from tuner.records._write import close_writer, open_http_writer, open_sql_writer, write_batch
+from tuner.records._trial import clip_value, trial_start_tags
+from tuner.records._write import (
+    close_writer,
+    create_run,
+    open_http_writer,
+    open_sql_writer,
+    set_name,
+    set_start_time,
+    set_status,
+    write_batch,
+)
 
 __all__ = ["LineageRecorder"]
 
 _log = logging.getLogger(__name__)
-
-
-def _value(v: Any) -> str:
-    text = str(v)
-    return text if len(text) <= 5000 else text[:4997] + "..."
 
 
 class LineageRecorder:
@@ -115,31 +119,13 @@ class LineageRecorder:
             self.wait_ready()
 
     def wait_ready(self, timeout: float | None = None) -> None:
-        from tuner._errors import TunerError
 
         self._ready.wait(timeout)
         if self._start_error is not None:
-            full = disk_full(self._start_error, self.tracking_uri)
-            if full is not None:
-                raise full from None
-            from tuner.search import storage_unavailable
-
-            explained = storage_unavailable(
-                self._start_error, self.tracking_uri, field="lineage.tracking_uri"
-            )
-            if explained is not None:
-                raise explained from None
-            if _forbidden(self._start_error):
-                user = os.environ.get("MLFLOW_TRACKING_USERNAME")
-                raise TunerError(
-                    f"lineage store {mask_uri(self.tracking_uri)}: user {user!r} may not write "
-                    f"to experiment {self.experiment_name!r} (HTTP 403); ask the server's admin "
-                    "for EDIT permission on it, or set lineage.experiment to one of your own"
-                ) from None
-            raise TunerError(
-                f"lineage store {mask_uri(self.tracking_uri)}: cannot open the campaign run: "
-                + mask_uri(" ".join(str(self._start_error).split()))
-            ) from self._start_error
+            failure = start_failure(self._start_error, self.tracking_uri, self.experiment_name)
+            if failure.__cause__ is self._start_error:
+                raise failure from self._start_error
+            raise failure from None
 
     def reserve_run(self) -> str:
         """A child run id for the next trial (from the pool; created now if it is empty).
@@ -183,33 +169,28 @@ class LineageRecorder:
     ) -> None:
         """The trial's process started in ``run_id`` at ``started_at`` (``time.time()``):
         its params, tags and name, and the run's start time set to the process's."""
-        masked = mask_argv(list(argv))
         self._handed[run_id] = True
-        tags = {
-            T.RUN_TYPE: T.RUN_TYPE_TRIAL,
-            T.MLFLOW_RUN_NAME: trial_run_name(self.campaign, number, attempt),
-            T.TRIAL_NUMBER: str(number),
-            T.ATTEMPT: str(attempt),
-            T.SAMPLER: sampler,
-            T.DEVICE: device,
-            T.TRIAL_COMMAND: _value(" ".join(masked)),
-            T.COMMAND: _value(" ".join(masked)),
-            T.STATE: "RUNNING",
-        }
-        for name, value in env.items():
-            tags[f"{T.ENV_PREFIX}{name}"] = _value(mask_value(name, value))
-        tags.update(extra_tags or {})
+        tags = trial_start_tags(
+            self.campaign,
+            number=number,
+            attempt=attempt,
+            sampler=sampler,
+            device=device,
+            argv=argv,
+            env=env,
+            extra=extra_tags,
+        )
         # A secret-named parameter (``api_token``) is recorded masked, as lineage records it.
-        param_items = {k: _value(mask_value(k, v)) for k, v in params.items()}
+        param_items = {k: clip_value(mask_value(k, v)) for k, v in params.items()}
         name = tags[T.MLFLOW_RUN_NAME]
 
         start_ms = int(started_at * 1000) if started_at is not None else None
 
         def job() -> None:
             self._log(run_id, params=param_items, tags=tags)
-            self._guard("name", lambda: self._set_name(run_id, name))
+            self._guard("name", lambda: set_name(self._client, self._sql, run_id, name))
             if start_ms is not None:
-                self._guard("start_time", lambda: self._set_start_time(run_id, start_ms))
+                self._guard("start_time", lambda: set_start_time(self._sql, run_id, start_ms))
 
         self._jobs.put(job)
 
@@ -241,7 +222,9 @@ class LineageRecorder:
                     "artifact",
                     lambda: self._client.log_text(run_id, output_tail, "tuner/output_tail.txt"),
                 )
-            self._guard("status", lambda: self._set_status(run_id, status, end_ms))
+            self._guard(
+                "status", lambda: set_status(self._client, self._sql, run_id, status, end_ms)
+            )
 
         self._jobs.put(job)
 
@@ -288,7 +271,7 @@ class LineageRecorder:
                 if tags:
                     self._log(self.parent_run_id, tags=dict(tags))
                 parent = self.parent_run_id
-                self._guard("status", lambda: self._set_status(parent, status))
+                self._guard("status", lambda: set_status(self._client, self._sql, parent, status))
             self._guard("close", lambda: close_writer(self._sql))
 
         self._pool_size = 0
@@ -382,7 +365,7 @@ class LineageRecorder:
                 self.parent_run_id = run.info.run_id
                 self._log(
                     self.parent_run_id,
-                    params={k: _value(mask_value(k, v)) for k, v in params.items()},
+                    params={k: clip_value(mask_value(k, v)) for k, v in params.items()},
                 )
             else:
                 self.parent_run_id = run.info.run_id
@@ -406,10 +389,10 @@ class LineageRecorder:
             self._guard("delete", lambda: self._discard(run_id))
             return
         self._log(run_id, tags={T.STATE: "FAIL", T.FAIL_REASON: reason})
-        self._guard("status", lambda: self._set_status(run_id, "KILLED", end_ms))
+        self._guard("status", lambda: set_status(self._client, self._sql, run_id, "KILLED", end_ms))
 
     def _discard(self, run_id: str) -> None:
-        self._set_status(run_id, "KILLED")
+        set_status(self._client, self._sql, run_id, "KILLED")
         self._client.delete_run(run_id)
 
     def _create_reserved(self) -> str:
@@ -418,31 +401,7 @@ class LineageRecorder:
             T.MLFLOW_PARENT_RUN_ID: self.parent_run_id,
             T.CAMPAIGN: self.campaign,
         }
-        create = getattr(self._sql, "create_run", None)
-        if create is not None:
-            # An mlflow server: waits (one warning line) while it is away, since the trial
-            # needs the run's id; created once even when an answer is lost.
-            return str(create(self.experiment_id, tags=tags))
-        run = self._client.create_run(self.experiment_id, tags=tags)
-        return str(run.info.run_id)
-
-    def _set_name(self, run_id: str, name: str) -> None:
-        # MLflow keeps the run name in runs.name as well as in the mlflow.runName tag; the SQL
-        # writer sets both when it writes that tag (with the trial's other tags).
-        if self._sql is None:
-            self._client.update_run(run_id, name=name)
-
-    def _set_status(self, run_id: str, status: str, end_ms: int | None = None) -> None:
-        end_ms = end_ms if end_ms is not None else int(time.time() * 1000)
-        if self._sql is None or not self._sql.set_status(run_id, status, end_ms):
-            self._client.set_terminated(run_id, status, end_time=end_ms)
-
-    def _set_start_time(self, run_id: str, start_ms: int) -> None:
-        # MLflow's API cannot change start_time (update_run_info takes status, end time and
-        # name): without a writer that can, the run keeps the time it was created at, which
-        # is when the trial started (no run is created ahead then; see the module's text).
-        if self._sql is not None:
-            self._sql.set_start_time(run_id, start_ms)
+        return create_run(self._client, self._sql, self.experiment_id, tags)
 
     def _refill(self) -> None:
         while self._pool.qsize() < self._pool_size:
@@ -462,11 +421,3 @@ class LineageRecorder:
         write_batch(
             self._client, self._sql, run_id, self._guard, params=params, tags=tags, metrics=metrics
         )
-
-
-def _forbidden(exc: BaseException) -> bool:
-    """MLflow's answer to a user without the rights (basic-auth's 403 "Permission denied")."""
-    status = getattr(exc, "get_http_status_code", None)
-    if callable(status) and status() == 403:
-        return True
-    return "error code 403" in str(exc)

@@ -163,8 +163,8 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
         line = f"{head}: {ranking_text(result)}"
         if config.scheduler is not None and config.scheduler.name == "pbt":
             line += (
-                "; PBT: each run counts with the values its lineage started with (the "
-                "changes are its hparam/<name> series)"
+                "; PBT: each run counts with the values its last segment trained with "
+                "(the earlier ones are its hparam/<name> series)"
             )
         out.append(Analysis(metric, goal, line, result.analysis_run_id))
     return out

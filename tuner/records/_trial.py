@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tuner.records import _tags as T
 
@@ -13,12 +13,53 @@ if TYPE_CHECKING:
     from tuner.executors import TrialOutcome
 
 __all__ = [
+    "clip_value",
     "finished_trial_tags",
     "interrupted_tags",
     "output_tail",
     "trial_end_tags",
     "trial_run_name",
+    "trial_start_tags",
 ]
+
+
+def clip_value(v: Any) -> str:
+    """``v`` as MLflow takes a param or tag value: text, cut to 5000 characters."""
+    text = str(v)
+    return text if len(text) <= 5000 else text[:4997] + "..."
+
+
+def trial_start_tags(
+    campaign: str,
+    *,
+    number: int,
+    attempt: int,
+    sampler: str,
+    device: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The tags a trial run gets as its process starts: its type, name, number, attempt,
+    sampler, device, command line and environment (secrets masked), then ``extra``."""
+    from lineage.masking import mask_argv, mask_value
+
+    masked = " ".join(mask_argv(list(argv)))
+    tags = {
+        T.RUN_TYPE: T.RUN_TYPE_TRIAL,
+        T.MLFLOW_RUN_NAME: trial_run_name(campaign, number, attempt),
+        T.TRIAL_NUMBER: str(number),
+        T.ATTEMPT: str(attempt),
+        T.SAMPLER: sampler,
+        T.DEVICE: device,
+        T.TRIAL_COMMAND: clip_value(masked),
+        T.COMMAND: clip_value(masked),
+        T.STATE: "RUNNING",
+    }
+    for name, value in env.items():
+        tags[f"{T.ENV_PREFIX}{name}"] = clip_value(mask_value(name, value))
+    tags.update(extra or {})
+    return tags
 
 
 def trial_run_name(campaign: str, number: int, attempt: int = 1) -> str:

@@ -6,10 +6,20 @@ through MLflow's client in chunks it accepts."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["close_writer", "open_http_writer", "open_sql_writer", "write_batch"]
+__all__ = [
+    "close_writer",
+    "create_run",
+    "open_http_writer",
+    "open_sql_writer",
+    "set_name",
+    "set_start_time",
+    "set_status",
+    "write_batch",
+]
 
 _log = logging.getLogger(__name__)
 _MAX_BATCH = 900  # MLflow accepts 1,000 metrics per log_batch
@@ -87,3 +97,40 @@ def write_batch(
                 run_id, metrics=c, params=p, tags=t
             ),
         )
+
+
+def create_run(client: Any, writer: Any, experiment_id: str | None, tags: dict[str, Any]) -> str:
+    """A new run in ``experiment_id`` with ``tags``; its id."""
+    create = getattr(writer, "create_run", None)
+    if create is not None:
+        # An mlflow server: waits (one warning line) while it is away, since the trial
+        # needs the run's id; created once even when an answer is lost.
+        return str(create(experiment_id, tags=tags))
+    run = client.create_run(experiment_id, tags=tags)
+    return str(run.info.run_id)
+
+
+def set_name(client: Any, writer: Any, run_id: str, name: str) -> None:
+    """Name the run (a SQL writer names it with its ``mlflow.runName`` tag already)."""
+    # MLflow keeps the run name in runs.name as well as in the mlflow.runName tag; the SQL
+    # writer sets both when it writes that tag (with the trial's other tags).
+    if writer is None:
+        client.update_run(run_id, name=name)
+
+
+def set_status(
+    client: Any, writer: Any, run_id: str, status: str, end_ms: int | None = None
+) -> None:
+    """End the run with ``status`` at ``end_ms`` (default now)."""
+    end_ms = end_ms if end_ms is not None else int(time.time() * 1000)
+    if writer is None or not writer.set_status(run_id, status, end_ms):
+        client.set_terminated(run_id, status, end_time=end_ms)
+
+
+def set_start_time(writer: Any, run_id: str, start_ms: int) -> None:
+    """Move the run's start time to ``start_ms``, where the writer can."""
+    # MLflow's API cannot change start_time (update_run_info takes status, end time and
+    # name): without a writer that can, the run keeps the time it was created at, which
+    # is when the trial started (no run is created ahead then; see the recorder's text).
+    if writer is not None:
+        writer.set_start_time(run_id, start_ms)

@@ -12,6 +12,7 @@ __all__ = [
     "ENQUEUED_FROM_ATTR",
     "EXPLOITED_ATTR",
     "EXPLOIT_ATTR",
+    "EXPLORING_ATTR",
     "FAILED_ATTEMPT",
     "FAIL_ATTR",
     "IMPORTED_ATTR",
@@ -75,6 +76,9 @@ MEMBER_ATTR = "tuner.member"
 IMPORTED_FROM_ATTR = "tuner.imported_from"
 #: On a trial enqueued by ``warm_start.enqueue_best``: the run id of the earlier run it re-runs.
 ENQUEUED_FROM_ATTR = "tuner.enqueued_from"
+#: On a trial a warm start's sampler proposed without the earlier runs (an exploring trial,
+#: `tuner.search._view.PriorFree`): ``True``. Reports mark these trials apart.
+EXPLORING_ATTR = "tuner.exploring"
 
 # ----- system attributes of a trial ----------------------------------------------------------
 #: Every tuner system attribute starts so; a re-queued copy inherits none of them.

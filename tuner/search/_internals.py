@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "contains",
     "create_trial_row",
+    "enqueued",
     "insert_params",
     "n_trials",
     "running_heartbeats",
@@ -221,3 +222,9 @@ def sampler_trials(
     return study._get_trials(
         deepcopy=deepcopy, states=tuple(states) if states is not None else None, use_cache=use_cache
     )
+
+
+def enqueued(trial: FrozenTrial) -> bool:
+    """Whether ``trial`` was enqueued (``study.enqueue_trial``), its params fixed rather than
+    proposed by the sampler: Optuna keeps them in the system attribute ``fixed_params``."""
+    return "fixed_params" in trial.system_attrs

@@ -11,6 +11,7 @@ with anything else (a bad value, a finished trial) raises at once, as before.
 
 A SQLite study on a full disk raises `DiskFull`: one line naming the file, the free space
 there and the space needed; nothing is retried (the transaction was rolled back whole).
+Which fault an exception is, is told by `tuner.search._faults`.
 
 Retried writes are safe to repeat: a failed transaction was rolled back by the server. The
 one window that is not covered is a commit that the server applied just as the connection
@@ -20,16 +21,14 @@ and is taken as done; a created trial would be created twice (see docs/design.md
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import os
 import random
-import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,11 +36,21 @@ import optuna
 from optuna.storages import RDBStorage
 
 from tuner._errors import StorageUnavailable, TunerError
+from tuner.search._faults import (
+    DISCONNECT_TEXT,
+    DiskFull,
+    driver_reason,
+    exception_chain,
+    is_disconnect,
+    is_disk_full,
+    is_restarting,
+)
 
 __all__ = [
     "DiskFull",
     "Outage",
     "ResilientRDBStorage",
+    "exception_chain",
     "is_disconnect",
     "is_disk_full",
     "is_restarting",
@@ -60,104 +69,6 @@ DEFAULT_OUTAGE_TIMEOUT = 600.0
 #: reported when it reaches this age, and again when it ends.
 ANNOUNCE_AFTER = 2.0
 _FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
-
-# Lower-cased fragments of the messages that libpq/psycopg, PyMySQL and SQLAlchemy give for a
-# connection that is gone or a server that is not (yet) accepting connections.
-_DISCONNECT_TEXT = (
-    "terminating connection",
-    "server closed the connection",
-    "connection refused",
-    "could not connect",
-    "connection failed",
-    "connection is closed",
-    "connection already closed",
-    "the database system is",
-    "ssl connection has been closed",
-    "consuming input failed",
-    "no connection to the server",
-    "connection timed out",
-    "connection reset",
-    "broken pipe",
-    "lost connection",
-    "server has gone away",
-    "cannot operate on a closed",
-    "can't reconnect until invalid",
-    "is not currently accepting connections",
-)
-# Of those, the ones a server that exists gives while it restarts or refuses sessions for a
-# while: worth waiting for even when a controller starts (a refused connection is not: the
-# server may not be there at all, and the user should hear so at once).
-_RESTARTING_TEXT = (
-    "terminating connection",
-    "server closed the connection",
-    "the database system is",
-    "is not currently accepting connections",
-    "consuming input failed",
-    "connection reset",
-)
-_DISK_FULL_TEXT = ("database or disk is full", "no space left on device")
-
-
-def exception_chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and what caused it (``__cause__``, else ``__context__``), at most 12 deep."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 12:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def is_disconnect(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) says the database connection was lost or the
-    server is not reachable: worth a retry once it is back."""
-    import sqlalchemy.exc
-
-    for err in exception_chain(exc):
-        if isinstance(err, sqlalchemy.exc.DBAPIError) and err.connection_invalidated:
-            return True
-        if isinstance(
-            err, sqlalchemy.exc.PendingRollbackError | sqlalchemy.exc.ResourceClosedError
-        ):
-            text = str(err).lower()
-            if any(t in text for t in _DISCONNECT_TEXT):
-                return True
-        name = type(err).__name__
-        if name in {"OperationalError", "InterfaceError", "AdminShutdown", "DisconnectionError"}:
-            text = str(err).lower()
-            if any(t in text for t in _DISCONNECT_TEXT):
-                return True
-    return False
-
-
-def is_restarting(exc: BaseException) -> bool:
-    """Whether ``exc`` says a database that exists is restarting or refusing sessions for a
-    while (not: no server listens there)."""
-    return any(t in str(err).lower() for err in exception_chain(exc) for t in _RESTARTING_TEXT)
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) is a write that found no space left."""
-    for err in exception_chain(exc):
-        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-            return True
-        if any(t in str(err).lower() for t in _DISK_FULL_TEXT):
-            return True
-    return False
-
-
-def _reason(exc: BaseException) -> str:
-    """The driver's own first line (no SQL, no SQLAlchemy background link)."""
-    import sqlalchemy.exc
-
-    for err in exception_chain(exc):
-        if isinstance(err, sqlalchemy.exc.DBAPIError) and err.orig is not None:
-            exc = err.orig
-            break
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    text = lines[0] if lines else type(exc).__name__
-    # psycopg: 'connection failed: connection to server at "h", port 5432 failed: ...'
-    return text.split(" failed: ")[-1][:200]
 
 
 def _say(line: str) -> None:
@@ -198,7 +109,7 @@ class Outage:
         with self._lock:
             now = time.monotonic()
             if self._since is None:
-                self._since, self._reason, self._announced = now, _reason(exc), False
+                self._since, self._reason, self._announced = now, driver_reason(exc), False
                 self.count += 1
             if not self._announced and now - self._since >= ANNOUNCE_AFTER:
                 self._announced = True
@@ -268,7 +179,7 @@ def retrying(call: Callable[[], T], outage: Outage) -> T:
             if now >= deadline:
                 raise StorageUnavailable(
                     f"study database {outage.label}: unreachable for {outage_timeout():g}s "
-                    f"({_reason(exc)}); trials that ended meanwhile keep their results in the "
+                    f"({driver_reason(exc)}); trials that ended meanwhile keep their results in the "
                     "lineage store; continue the campaign once it is back (tuner resume / "
                     "tuner worker)"
                 ) from None
@@ -308,41 +219,10 @@ class _QuietFallback(logging.Filter):
         text = record.getMessage()
         if not text.startswith("Caught an error from sqlalchemy"):
             return True
-        return not any(t in text.lower() for t in _DISCONNECT_TEXT)
+        return not any(t in text.lower() for t in DISCONNECT_TEXT)
 
 
 logging.getLogger("optuna.storages._rdb.storage").addFilter(_QuietFallback())
-
-
-class DiskFull(TunerError):
-    """A write to a file-backed store found no space left. ``exit_code`` 1; the message
-    names the file, the free space there and the space needed."""
-
-    @classmethod
-    def at(cls, path: Path, what: str) -> DiskFull:
-        path = Path(path)
-        folder = path.parent if path.parent.exists() else Path(".")
-        free = shutil.disk_usage(folder).free
-        size = sum(
-            p.stat().st_size
-            for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal"))
-            if p.exists()
-        )
-        # Room for SQLite's write-ahead log to grow and be checkpointed back, with a margin.
-        need = max(16 << 20, size + (8 << 20))
-        return cls(
-            f"{path}: disk full writing {what} ({_size(free)} free on {folder}, need at least "
-            f"{_size(need)}); the store is intact: free space there, then continue with "
-            "tuner resume"
-        )
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 _RETRIED = (

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
 
-from tuner.search._attrs import IMPORTED_ATTR
+from tuner.search._attrs import EXPLORING_ATTR, IMPORTED_ATTR
 from tuner.search._internals import sampler_trials
 
 if TYPE_CHECKING:
@@ -174,3 +174,11 @@ class PriorFree(ViewSampler):
         if exploring(trial):
             return StudyView(study, without_imported), None
         return study, None
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        # An enqueued trial (a re-run of an earlier configuration) is not proposed here.
+        from tuner.search._internals import enqueued, storage_of, trial_id
+
+        if exploring(trial) and not enqueued(trial):
+            storage_of(study).set_trial_user_attr(trial_id(trial), EXPLORING_ATTR, True)
+        super().before_trial(study, trial)
