@@ -17,9 +17,8 @@ of a mode's median minus its baseline's in the same round (the order of the mode
 every other round, so a drift of the machine's load within a round falls on each mode alike).
 ``goal`` says whether an overhead is at most 1% of the baseline's step time or 20 µs. A
 micro-benchmark times the watcher's own per-step work (the
-optimizer hook and ``log(loss)``) over 20 000 calls, and ``in_process`` the difference it makes
-to whole steps in one process, watched and unwatched blocks alternating. The table of what
-each mode recorded is read back from the MLflow store. Writes ``benchmarks/results/pytorch_recording.json``.
+optimizer hook and ``log(loss)``) over 20 000 calls. The table of what each mode recorded is
+read back from the MLflow store. Writes ``benchmarks/results/pytorch_recording.json``.
 """
 
 from __future__ import annotations
@@ -220,55 +219,6 @@ def _micro(calls: int = 20_000) -> dict[str, float]:
     return {"watch_us_per_step": round(per_call * 1e6, 2)}
 
 
-def _paired(blocks: int = 30, steps: int = 40) -> dict[str, float]:
-    """The watcher's effect on whole training steps in one process, where the machine's load
-    falls on both arms alike: blocks of ``steps`` steps with its hook and ``log(loss)`` and
-    blocks without, alternating; the median over pairs of the difference of block medians."""
-    import lineage
-    import lineage.pytorch
-
-    torch.set_num_threads(1)
-    model = _cnn()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loader = torch.utils.data.DataLoader(_data(), batch_size=32, shuffle=True)
-    batches = list(loader)[:steps]
-    with tempfile.TemporaryDirectory() as tmp:
-        run = lineage.start_run(experiment="paired", tracking_uri=f"sqlite:///{tmp}/p.db")
-        w = lineage.pytorch.watch(model, opt, loader=loader)
-
-        def block(watched: bool) -> float:
-            handle = opt.register_step_post_hook(w._after_step) if watched else None
-            times = []
-            for x, y in batches:
-                t0 = time.perf_counter()
-                opt.zero_grad()
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-                if watched:
-                    w.log(loss=loss)
-                times.append(time.perf_counter() - t0)
-            if handle is not None:
-                handle.remove()
-            return statistics.median(times)
-
-        for hook in w._hooks:
-            hook.remove()  # this function adds the hook to the watched blocks only
-        diffs = []
-        for i in range(blocks):
-            first = i % 2 == 0
-            a, b = block(first), block(not first)
-            on, off = (a, b) if first else (b, a)
-            diffs.append(on - off)
-        w.close()
-        run.end()
-    return {
-        "blocks": blocks,
-        "steps_per_block": steps,
-        "paired_us": round(statistics.median(diffs) * 1e6, 1),
-    }
-
-
 MODES = (
     "plain/none",
     "plain/autolog",
@@ -344,7 +294,6 @@ def main() -> None:
             "recorded": coverage.get(key),
         }
     figures["micro"] = _micro()
-    figures["in_process"] = _paired()
     print(f"{'mode':<24}{'median ms':>10}{'p99 ms':>9}{'+median µs':>12}{'+%':>7}{'+p99 µs':>10}")
     for key, f in figures["modes"].items():
         print(
@@ -353,7 +302,6 @@ def main() -> None:
             f"{f['overhead_p99_us']:>10.1f}"
         )
     print(f"\nwatch() per-step work: {figures['micro']['watch_us_per_step']} µs")
-    print(f"watched minus unwatched steps, same process: {figures['in_process']['paired_us']} µs")
     print(f"\n{'recorded':<20}" + "".join(f"{k:>24}" for k in coverage))
     for row in ROWS:
         print(f"{row:<20}" + "".join(f"{'yes' if c[row] else 'no':>24}" for c in coverage.values()))

@@ -10,8 +10,8 @@ import lightning as L
 import torch
 
 from lineage import checkpoints
-from lineage._errors import UsageError
-from lineage.pytorch import Trial, Watcher, apply_settings, optimizer_settings
+from lineage._errors import exiting_on_bad_environment
+from lineage.pytorch import Trial, Watcher, apply_settings, check_every, optimizer_settings
 
 #: The file the callback saves each checkpoint into, inside the trial's step folder.
 CHECKPOINT_FILE = "lightning.ckpt"
@@ -45,7 +45,8 @@ def resume_path() -> str | None:
     tuner hands an attempt that continues earlier work (a retry, ``tuner resume``), None for a
     fresh start and outside the tuner. Lightning then restores the weights, optimizer,
     schedulers, loops (epoch, global step) and callbacks' states itself."""
-    point = checkpoints.resume_point()
+    with exiting_on_bad_environment():
+        point = checkpoints.resume_point()
     return None if point is None else str(point[0] / CHECKPOINT_FILE)
 
 
@@ -71,11 +72,14 @@ class LineageCallback(L.Callback):
 
     Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback also saves the whole training
     state with ``trainer.save_checkpoint`` every ``checkpoint_every`` epochs (and after the
-    last; 0: never) into the trial's checkpoint folder and commits it there, so an
+    last; 0: never; None: the campaign's ``checkpoint.every``, ``TUNER_CHECKPOINT_EVERY``,
+    read when the fit starts) into the trial's checkpoint folder and commits it there, so an
     interrupted trial resumes with ``trainer.fit(..., ckpt_path=resume_path())``. When the
-    optimizer was configured with other hyperparameters than the checkpoint holds (a
-    continuation with explored values, as population-based training starts), those it was
-    configured with are kept; the checkpoint gives its state and the schedule's position.
+    attempt continues a checkpoint with other values of some hyperparameters
+    (``TUNER_RESUME_CHANGED``, as population-based training's explore step sets it), the
+    optimizer keeps the hyperparameters ``configure_optimizers`` gave it; the checkpoint
+    gives its state and the schedule's position. A plain retry restores it whole. A refused
+    ``TUNER_*`` value ends the process with one line and exit status 2.
     """
 
     def __init__(
@@ -90,18 +94,15 @@ class LineageCallback(L.Callback):
         data_sample: bool | int = True,
         fingerprint_data: bool = True,
         all_ranks: bool = False,
-        checkpoint_every: int = 1,
+        checkpoint_every: int | None = None,
         weight_stats: bool | None = None,
     ) -> None:
         super().__init__()
-        if (
-            isinstance(checkpoint_every, bool)
-            or not isinstance(checkpoint_every, int)
-            or checkpoint_every < 0
-        ):
-            raise UsageError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        check_every(checkpoint_every)
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
+        #: Epochs between checkpoints in this fit (`checkpoint_every`, else the campaign's).
+        self._every = 0
         self._settings: list[list[dict[str, Any]]] = []
         self.watcher = Watcher(
             run=run,
@@ -120,9 +121,18 @@ class LineageCallback(L.Callback):
         return self.watcher.run
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        # The optimizers as configure_optimizers built them, before Lightning loads a
-        # checkpoint's optimizer states (hyperparameters included) into them.
-        self._settings = [optimizer_settings(o) for o in trainer.optimizers]
+        self._every = 0
+        self._settings = []
+        if not os.environ.get(checkpoints.CHECKPOINT_DIR):
+            return
+        with exiting_on_bad_environment():
+            every = self.checkpoint_every
+            self._every = checkpoints.every() if every is None else every
+            changed = checkpoints.resume_changed()
+        if changed:
+            # The optimizers as configure_optimizers built them, before Lightning loads a
+            # checkpoint's optimizer states (hyperparameters included) into them.
+            self._settings = [optimizer_settings(o) for o in trainer.optimizers]
 
     def _keep_settings(self, trainer: L.Trainer) -> None:
         # A continuation with explored hyperparameters (population-based training) trains
@@ -192,7 +202,7 @@ class LineageCallback(L.Callback):
 
     def _save(self, trainer: L.Trainer, epoch: int) -> None:
         root = os.environ.get(checkpoints.CHECKPOINT_DIR)
-        every = self.checkpoint_every
+        every = self._every
         if not root or not every or (epoch % every and epoch != trainer.max_epochs):
             return
         # Every rank takes part (the strategy gathers sharded state and waits at a barrier);

@@ -32,6 +32,7 @@ require("torch", "pytorch")
 from lineage.pytorch._checkpoint import (  # noqa: E402
     CHECKPOINT_FILE,
     apply_settings,
+    check_every,
     optimizer_settings,
     restore_checkpoint,
     save_checkpoint,
@@ -91,6 +92,7 @@ __all__ = [
     "Trial",
     "Watcher",
     "apply_settings",
+    "check_every",
     "optimizer_settings",
     "restore_checkpoint",
     "save_checkpoint",

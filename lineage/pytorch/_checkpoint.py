@@ -30,11 +30,13 @@ from typing import Any
 import torch
 
 from lineage import checkpoints
+from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import _introspect as intro
 
 __all__ = [
     "CHECKPOINT_FILE",
     "apply_settings",
+    "check_every",
     "optimizer_settings",
     "restore_checkpoint",
     "save_checkpoint",
@@ -74,6 +76,19 @@ def apply_settings(optimizer: Any, scheduler: Any, settings: list[dict[str, Any]
     if scheduler is not None and hasattr(scheduler, "base_lrs"):
         scheduler.base_lrs = [g.get("initial_lr", g["lr"]) for g in optimizer.param_groups]
         scheduler._last_lr = [g["lr"] for g in optimizer.param_groups]  # what get_last_lr says
+
+
+def check_every(checkpoint_every: object) -> None:
+    """Refuse a framework callback's ``checkpoint_every`` that is not None (the campaign's
+    ``checkpoint.every``) or an int >= 0 (0: never)."""
+    if checkpoint_every is None:
+        return
+    if (
+        isinstance(checkpoint_every, bool)
+        or not isinstance(checkpoint_every, int)
+        or checkpoint_every < 0
+    ):
+        raise UsageError(f"checkpoint_every must be an int >= 0 or None, got {checkpoint_every!r}")
 
 
 def save_checkpoint(
@@ -119,17 +134,20 @@ def restore_checkpoint(
     holds (train from the next one), 0 for a fresh start. ``watcher`` (from `watch`) then
     counts optimizer steps on from the checkpoint's.
 
-    When the optimizer was built with other hyperparameters than the checkpoint's (a
-    continuation of another trial with explored values, as population-based training
-    starts), those it was built with are kept: only its state and the schedule's position
-    come from the checkpoint."""
-    point = checkpoints.resume_point()
+    When the attempt continues a checkpoint with other values of some hyperparameters
+    (``TUNER_RESUME_CHANGED``, as population-based training's explore step sets it), the
+    optimizer keeps the hyperparameters it was built with: only its state and the
+    schedule's position come from the checkpoint. A plain retry restores the optimizer
+    whole. A refused ``TUNER_*`` value ends the process with one line and exit status 2."""
+    with exiting_on_bad_environment():
+        point = checkpoints.resume_point()
+        changed = bool(checkpoints.resume_changed())
     if point is None:
         return 0
     folder, epoch = point
     state = torch.load(Path(folder) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
-    settings = optimizer_settings(optimizer) if optimizer is not None else None
+    settings = optimizer_settings(optimizer) if optimizer is not None and changed else None
     for obj, key in ((optimizer, "optimizer"), (scheduler, "scheduler"), (scaler, "scaler")):
         if obj is not None and state.get(key) is not None:
             obj.load_state_dict(state[key])

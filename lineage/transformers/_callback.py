@@ -11,8 +11,8 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from lineage import checkpoints
-from lineage._errors import UsageError
-from lineage.pytorch import Trial, Watcher
+from lineage._errors import exiting_on_bad_environment
+from lineage.pytorch import Trial, Watcher, apply_settings, check_every
 
 # Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
 _NOT_METRICS = frozenset({"learning_rate", "epoch", "loss"})
@@ -32,8 +32,27 @@ def resume_path() -> str | None:
     resume``), None for a fresh start and outside the tuner. The Trainer then restores the
     weights, optimizer, scheduler, random states and its step count, and skips the batches
     already trained."""
-    point = checkpoints.resume_point()
+    with exiting_on_bad_environment():
+        point = checkpoints.resume_point()
     return None if point is None else str(point[0])
+
+
+def _settings(args: TrainingArguments, optimizer: Any) -> list[dict[str, Any]]:
+    """Each parameter group's hyperparameters as ``args`` sets them. The Trainer builds its
+    groups with ``args.weight_decay`` first, then a group without decay (biases, norms):
+    the first group takes ``args.weight_decay``, a later one only when it has decay."""
+    out = []
+    for i, group in enumerate(optimizer.param_groups):
+        values = {k: v for k, v in group.items() if k not in ("params", "initial_lr")}
+        values["lr"] = args.learning_rate
+        if "weight_decay" in group and (i == 0 or group["weight_decay"]):
+            values["weight_decay"] = args.weight_decay
+        if "betas" in group:
+            values["betas"] = (args.adam_beta1, args.adam_beta2)
+        if "eps" in group:
+            values["eps"] = args.adam_epsilon
+        out.append(values)
+    return out
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -64,11 +83,18 @@ class LineageCallback(TrainerCallback):
     `lineage.pytorch.watch` (``weight_norm`` and ``weight_delta`` at each evaluation).
 
     Under the tuner (``TUNER_CHECKPOINT_DIR`` set) the callback asks the Trainer to save a
-    checkpoint (``control.should_save``) every ``checkpoint_every`` evaluations (0: never)
-    and places the folder the Trainer wrote into the trial's checkpoint folder (moved when
+    checkpoint (``control.should_save``) every ``checkpoint_every`` evaluations and at the
+    evaluation after the last step (0: never; None: the campaign's ``checkpoint.every``,
+    ``TUNER_CHECKPOINT_EVERY``, read when the training starts) and places the folder the Trainer wrote into the trial's checkpoint folder (moved when
     ``save_strategy`` is ``"no"``, else hard-linked so the Trainer's own rotation keeps
     working), committed under the evaluation number. An interrupted trial continues with
-    ``trainer.train(resume_from_checkpoint=resume_path())``.
+    ``trainer.train(resume_from_checkpoint=resume_path())``. The Trainer restores the
+    optimizer and scheduler from the checkpoint; when the attempt continues it with other
+    values of some hyperparameters (``TUNER_RESUME_CHANGED``, as population-based
+    training's explore step sets it), the callback gives them back the values of
+    ``TrainingArguments`` (each group's lr, weight decay, Adam's betas and eps), keeping the
+    optimizer's state and the schedule's position. A refused ``TUNER_*`` value ends the
+    process with one line and exit status 2.
     """
 
     def __init__(
@@ -81,18 +107,17 @@ class LineageCallback(TrainerCallback):
         data_sample: bool | int = True,
         fingerprint_data: bool = True,
         all_ranks: bool = False,
-        checkpoint_every: int = 1,
+        checkpoint_every: int | None = None,
         weight_stats: bool | None = None,
     ) -> None:
-        if (
-            isinstance(checkpoint_every, bool)
-            or not isinstance(checkpoint_every, int)
-            or checkpoint_every < 0
-        ):
-            raise UsageError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        check_every(checkpoint_every)
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
         self.evaluations = 0
+        #: Evaluations between checkpoints in this training (0: none).
+        self._every = 0
+        #: The evaluation whose checkpoint the callback asked for (`on_save` places it).
+        self._saving: int | None = None
         self.watcher = Watcher(
             run=run,
             experiment=experiment,
@@ -121,7 +146,10 @@ class LineageCallback(TrainerCallback):
         w = self.watcher
         w.disabled = not w.all_ranks and not state.is_world_process_zero
         w.global_step = state.global_step
-        point = checkpoints.resume_point()
+        point, changed = self._environment()
+        if changed and optimizer is not None:
+            # The Trainer loaded the checkpoint's optimizer and scheduler, their lr included.
+            apply_settings(optimizer, lr_scheduler, _settings(args, optimizer))
         if state.global_step > 0 and point is not None:
             # Resumed from the trial's checkpoint: evaluations are numbered on from its step.
             self.evaluations = point[1]
@@ -135,6 +163,16 @@ class LineageCallback(TrainerCallback):
             loader=train_dataloader,
             params=params,
         )
+
+    def _environment(self) -> tuple[Any, list[str]]:
+        """The resume point and the hyperparameters changed; sets the checkpoint interval."""
+        self._every = 0
+        if not os.environ.get(checkpoints.CHECKPOINT_DIR):
+            return None, []
+        with exiting_on_bad_environment():
+            every = self.checkpoint_every
+            self._every = checkpoints.every() if every is None else every
+            return checkpoints.resume_point(), checkpoints.resume_changed()
 
     def on_log(
         self,
@@ -169,8 +207,10 @@ class LineageCallback(TrainerCallback):
             chosen = {self.monitor: values[self.monitor]} if self.monitor in values else {}
         self.evaluations += 1
         step = self.evaluations
-        every = self.checkpoint_every
-        if every and step % every == 0 and os.environ.get(checkpoints.CHECKPOINT_DIR):
+        every = self._every
+        last = bool(state.max_steps) and state.global_step >= state.max_steps
+        if every and (step % every == 0 or last):
+            self._saving = step
             control.should_save = True  # the Trainer saves next, then calls on_save
         if self.watcher.epoch_end(step, report=chosen, **values):
             control.should_training_stop = True
@@ -179,9 +219,9 @@ class LineageCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         root = os.environ.get(checkpoints.CHECKPOINT_DIR)
-        every = self.checkpoint_every
-        step = self.evaluations
-        if not root or not every or not step or step % every or not state.is_world_process_zero:
+        step = self._saving
+        self._saving = None
+        if not root or step is None or not state.is_world_process_zero:
             return
         written = Path(args.output_dir or ".") / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if not written.is_dir():

@@ -8,7 +8,8 @@ import lightning as L
 import pytest
 import torch
 
-from lineage.lightning import LineageCallback
+from lineage import checkpoints
+from lineage.lightning import LineageCallback, resume_path
 
 
 class Digits(L.LightningModule):
@@ -45,7 +46,9 @@ class FakeTrial:
         return len(self.reports) >= 2
 
 
-def _fit(digits: Any, callback: Any, epochs: int) -> Any:
+def _fit(
+    digits: Any, callback: Any, epochs: int, *, lr: float = 0.05, ckpt_path: str | None = None
+) -> Any:
     train, val = digits
     trainer = L.Trainer(
         max_epochs=epochs,
@@ -58,9 +61,10 @@ def _fit(digits: Any, callback: Any, epochs: int) -> Any:
         num_sanity_val_steps=0,
     )
     trainer.fit(
-        Digits(lr=0.05),
+        Digits(lr=lr),
         torch.utils.data.DataLoader(train, batch_size=64),
         torch.utils.data.DataLoader(val, batch_size=64),
+        ckpt_path=ckpt_path,
     )
     return trainer
 
@@ -100,3 +104,47 @@ def test_pruned_trial_stops_the_fit(
     assert trainer.current_epoch == 2
     assert [s for s, _ in trial.reports] == [1, 2]
     assert list(trial.reports[0][1]) == ["val_accuracy"]
+
+
+def test_checkpoints_follow_the_campaign_and_a_resume_keeps_only_explored_values(
+    digits: Any, tmp_path: Any, sqlite_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    root = tmp_path / "trial"
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(root))
+    monkeypatch.setenv(checkpoints.EVERY, "2")
+    _fit(digits, LineageCallback(data_sample=False), epochs=3)
+    # Every 2 epochs, and the last one.
+    assert sorted(p.name for p in root.iterdir()) == ["step-000000002", "step-000000003"]
+
+    monkeypatch.setenv(checkpoints.KEEP, "5")  # the resumed fits keep epoch 2's checkpoint
+    monkeypatch.setenv(checkpoints.RESUME_FROM, str(root / "step-000000002"))
+    monkeypatch.setenv(checkpoints.RESUME_STEP, "2")
+    # A plain retry built with another lr: the checkpoint's optimizer comes back whole.
+    trainer = _fit(digits, LineageCallback(data_sample=False), 4, lr=0.2, ckpt_path=resume_path())
+    group = trainer.optimizers[0].param_groups[0]
+    assert group["initial_lr"] == 0.05 and group["lr"] == pytest.approx(0.05 * 0.5**4)
+
+    # A continuation with an explored lr keeps it, and the schedule's position (halved twice).
+    monkeypatch.setenv(checkpoints.RESUME_CHANGED, '["lr"]')
+    trainer = _fit(digits, LineageCallback(data_sample=False), 4, lr=0.2, ckpt_path=resume_path())
+    group = trainer.optimizers[0].param_groups[0]
+    assert group["initial_lr"] == 0.2 and group["lr"] == pytest.approx(0.2 * 0.5**4)
+
+
+def test_a_refused_checkpoint_variable_ends_the_fit_with_one_line(
+    digits: Any,
+    tmp_path: Any,
+    sqlite_uri: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(tmp_path))
+    monkeypatch.setenv(checkpoints.EVERY, "often")
+    with pytest.raises(SystemExit) as exit_info:
+        _fit(digits, LineageCallback(data_sample=False), epochs=1)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "lineage: TUNER_CHECKPOINT_EVERY must be a whole number >= 1, got 'often'"
+    )

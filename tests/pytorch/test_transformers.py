@@ -9,7 +9,8 @@ import pytest
 import torch
 import transformers
 
-from lineage.transformers import LineageCallback
+from lineage import checkpoints
+from lineage.transformers import LineageCallback, resume_path
 
 
 class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]
@@ -38,7 +39,15 @@ class FakeTrial:
         return len(self.reports) >= 1
 
 
-def _train(tmp_path: Any, callback: Any, epochs: int) -> Any:
+def _train(
+    tmp_path: Any,
+    callback: Any,
+    epochs: int,
+    *,
+    learning_rate: float = 1e-3,
+    weight_decay: float = 0.0,
+    resume: str | None = None,
+) -> Any:
     config = transformers.BertConfig(
         vocab_size=20,
         hidden_size=32,
@@ -54,7 +63,8 @@ def _train(tmp_path: Any, callback: Any, epochs: int) -> Any:
         output_dir=str(tmp_path / "out"),
         num_train_epochs=epochs,
         per_device_train_batch_size=32,
-        learning_rate=1e-3,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
         eval_strategy="epoch",
         logging_steps=1,
         save_strategy="no",
@@ -69,7 +79,7 @@ def _train(tmp_path: Any, callback: Any, epochs: int) -> Any:
         eval_dataset=Tokens(32, 1),
         callbacks=[callback],
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     return trainer
 
 
@@ -112,3 +122,57 @@ def test_pruned_trial_stops_the_trainer(
     trainer = _train(tmp_path, cb, epochs=4)
     assert trainer.state.global_step == 2
     assert [(s, list(m)) for s, m in trial.reports] == [(1, ["val_loss"])]
+
+
+def test_checkpoints_follow_the_campaign_and_a_resume_keeps_only_explored_values(
+    tmp_path: Any, sqlite_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    root = tmp_path / "trial"
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(root))
+    monkeypatch.setenv(checkpoints.EVERY, "2")
+    monkeypatch.setenv(checkpoints.KEEP, "5")  # the resumed trainings keep evaluation 2's
+    _train(tmp_path / "first", LineageCallback(data_sample=False), epochs=3)
+    # Every 2 evaluations, and the one after the last step.
+    assert sorted(p.name for p in root.iterdir()) == ["step-000000002", "step-000000003"]
+
+    monkeypatch.setenv(checkpoints.RESUME_FROM, str(root / "step-000000002"))
+    monkeypatch.setenv(checkpoints.RESUME_STEP, "2")
+
+    def resumed(out: str) -> list[dict[str, Any]]:
+        cb = LineageCallback(data_sample=False)
+        trainer = _train(
+            tmp_path / out, cb, 4, learning_rate=5e-3, weight_decay=0.01, resume=resume_path()
+        )
+        assert trainer.state.global_step == 8
+        assert trainer.lr_scheduler.base_lrs == [
+            g["initial_lr"] for g in trainer.optimizer.param_groups
+        ]
+        return trainer.optimizer.param_groups
+
+    # A plain retry: the Trainer restores the checkpoint's optimizer and scheduler whole.
+    groups = resumed("retry")
+    assert [(g["initial_lr"], g["weight_decay"]) for g in groups] == [(1e-3, 0.0), (1e-3, 0.0)]
+
+    # A continuation with explored values trains with TrainingArguments' (no decay on the
+    # Trainer's second group: biases and norms).
+    monkeypatch.setenv(checkpoints.RESUME_CHANGED, '["learning_rate", "weight_decay"]')
+    groups = resumed("explored")
+    assert [(g["initial_lr"], g["weight_decay"]) for g in groups] == [(5e-3, 0.01), (5e-3, 0.0)]
+
+
+def test_a_refused_resume_variable_ends_the_training_with_one_line(
+    tmp_path: Any,
+    sqlite_uri: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(tmp_path / "trial"))
+    monkeypatch.setenv(checkpoints.EVERY, "0")
+    with pytest.raises(SystemExit) as exit_info:
+        _train(tmp_path, LineageCallback(data_sample=False), epochs=1)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "lineage: TUNER_CHECKPOINT_EVERY must be a whole number >= 1, got '0'"
+    )

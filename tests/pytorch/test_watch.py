@@ -236,8 +236,16 @@ def test_checkpoint_helpers_round_trip_the_training_state(
     for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
         assert torch.equal(a, b)
 
+    # A plain retry built with another lr: the checkpoint's optimizer comes back whole.
+    retry = mlp()
+    opt4 = torch.optim.SGD(retry.parameters(), lr=0.4, momentum=0.9)
+    sched4 = torch.optim.lr_scheduler.StepLR(opt4, step_size=1, gamma=0.5)
+    assert lineage.pytorch.restore_checkpoint(retry, opt4, sched4) == 3
+    assert opt4.param_groups[0]["lr"] == pytest.approx(0.05) and sched4.base_lrs == [0.1]
+
     # A continuation with an explored lr (population-based training): the optimizer keeps
     # its state and the schedule's position (halved once) but takes the new starting lr.
+    monkeypatch.setenv(checkpoints.RESUME_CHANGED, '["lr"]')
     explored = mlp()
     opt3 = torch.optim.SGD(explored.parameters(), lr=0.4, momentum=0.9)
     sched3 = torch.optim.lr_scheduler.StepLR(opt3, step_size=1, gamma=0.5)
@@ -246,3 +254,19 @@ def test_checkpoint_helpers_round_trip_the_training_state(
     assert sched3.base_lrs == [0.4] and opt3.state_dict()["state"]
     sched3.step()
     assert opt3.param_groups[0]["lr"] == pytest.approx(0.1)
+
+
+def test_a_refused_resume_variable_ends_the_script_with_one_line(
+    mlp: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lineage import checkpoints
+
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(tmp_path))
+    monkeypatch.setenv(checkpoints.RESUME_FROM, str(tmp_path / "step-000000001"))
+    monkeypatch.setenv(checkpoints.RESUME_STEP, "one")
+    with pytest.raises(SystemExit) as exit_info:
+        lineage.pytorch.restore_checkpoint(mlp())
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "lineage: TUNER_RESUME_STEP must be a whole number, got 'one'\n"
+    )
