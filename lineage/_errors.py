@@ -6,9 +6,11 @@ each into one line on stderr and the exit code it carries, never a traceback.
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
+
+TYPE_CHECKING = False  # not ``typing``'s: this module is on every CLI call's import path
+if TYPE_CHECKING:
+    from types import TracebackType
 
 
 class LineageError(Exception):
@@ -46,17 +48,28 @@ class TransientError(StoreError):
     the recorder retries the batch."""
 
 
-@contextlib.contextmanager
-def exiting_on_bad_environment() -> Iterator[None]:
+class _ExitOnBadEnvironment:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if isinstance(exc, EnvironmentValueError):
+            print(f"lineage: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+
+def exiting_on_bad_environment() -> _ExitOnBadEnvironment:
     """Where a framework callback reads the environment on a script's behalf: a refused
     variable (`EnvironmentValueError`) ends the process as a bad command-line flag does
     under ``argparse``, with one line on stderr and exit status 2, not a traceback from
-    inside the framework's training loop."""
-    try:
-        yield
-    except EnvironmentValueError as exc:
-        print(f"lineage: {exc}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+    inside the framework's training loop. (A class, not ``contextlib``: this module is on
+    every CLI call's import path, which stays free of it.)"""
+    return _ExitOnBadEnvironment()
 
 
 def one_line(exc: BaseException, *, with_type: bool = False, limit: int = 500) -> str:
