@@ -371,7 +371,7 @@ def _campaign(
     best, curve = math.inf, []
     for _ in range(budget):
         trial = study.ask()
-        params = {**fixed, **sample_params(trial, config)}
+        params = {**fixed, **sample_params(trial, config.parameters)}
         value = task.evaluate(params, False)
         study.tell(trial, value)
         best = min(best, sign * value)

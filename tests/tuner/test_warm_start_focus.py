@@ -44,7 +44,7 @@ def _run(config: Any, loss: Any, n: int) -> optuna.Study:
     study = optuna.create_study(sampler=make_sampler(config))
     for _ in range(n):
         trial = study.ask()
-        study.tell(trial, loss(sample_params(trial, config)))
+        study.tell(trial, loss(sample_params(trial, config.parameters)))
     return study
 
 

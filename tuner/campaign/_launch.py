@@ -97,7 +97,7 @@ class LaunchPlan:
             sampler=config.sampler.name,
             perturbed=list(scheduler.perturb) if scheduler and scheduler.name == "pbt" else None,
             argv=config.argv,
-            sample=lambda trial: sample_params(trial, config),
+            sample=lambda trial: sample_params(trial, config.parameters),
         )
 
 
