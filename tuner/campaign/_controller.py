@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
+from tuner.campaign._ahead import AskAhead
 from tuner.campaign._closing import (
     CampaignEnd,
     close_campaign,
@@ -124,7 +125,7 @@ class Controller:
         self._last_update = 0.0
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
         self._stale: list[Any] = []
-        self._prepared: list[Prepared] = []
+        self._ahead: AskAhead | None = None  # trials asked before a slot is free
         self._launcher: Launcher | None = None
         self._scheduler: Scheduler | None = None
         self._plan = warm_start
@@ -258,6 +259,7 @@ class Controller:
                 parts.scheduler,
                 parts.intake,
             )
+            self._ahead = AskAhead(parts.launcher, prepare=self._prepare, started=self._started)
         self._coordination.joined(study)
 
     def _recover(self) -> None:
@@ -274,8 +276,8 @@ class Controller:
     # ----- main loop -----------------------------------------------------------------------
 
     def _loop(self) -> None:
-        assert self._executor is not None
-        executor = self._executor
+        assert self._executor is not None and self._ahead is not None
+        executor, queue = self._executor, self._ahead
         deadline = (
             time.monotonic() + self.config.budget.timeout if self.config.budget.timeout else None
         )
@@ -298,14 +300,8 @@ class Controller:
             # unless their failing could spend the failure budget (it would start only to be
             # killed).
             ahead = self.failures + len(ended) < self.config.budget.max_failures
-            while (
-                ended
-                and ahead
-                and self._prepared
-                and not self._launch_closed
-                and executor.free_slots()
-            ):
-                self._start(self._prepared.pop(0))
+            if ended and ahead and not self._launch_closed:
+                queue.start_waiting(executor)
             for rt, outcome in ended:
                 t0 = time.perf_counter()
                 self._finalize(rt, outcome)
@@ -315,29 +311,19 @@ class Controller:
             if fatal is not None:  # the lineage store or its spool is on a full disk
                 raise fatal
             if self._stop_reason is not None:
-                self._discard_prepared(f"interrupted: {self._stop_reason}")
+                queue.discard()
                 self._stop_all(self._stop_reason)
                 return
             if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
                 self._launch_closed = "budget.timeout reached: no new trials are started"
                 self._observer.message(self._launch_closed)
             if self._launch_closed:
-                self._discard_prepared(f"not started: {self._launch_closed}")
-            exhausted = False
-            while not self._launch_closed and executor.free_slots() > 0:
-                prepared = self._prepared.pop(0) if self._prepared else self._prepare()
-                if prepared is None:
-                    exhausted = True
-                    break
-                self._start(prepared)
-            if not exhausted and not self._launch_closed and not self._prepared and self.running:
-                # Ask for the next trial while the slots are busy: a freed slot then only
-                # waits for the process to start.
-                prepared = self._prepare()
-                if prepared is not None:
-                    self._prepared.append(prepared)
+                queue.discard()
+            exhausted = not self._launch_closed and not queue.fill(executor)
+            if not exhausted and not self._launch_closed and self.running:
+                queue.ask_ahead()
             if not self.running and (exhausted or self._launch_closed):
-                self._discard_prepared("not started: the campaign ended")
+                queue.discard()
                 return
             self._notify()
             executor.wait(self._poll)
@@ -370,22 +356,9 @@ class Controller:
             self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - self._scheduler.before_ask())
         return self._launcher.prepare(self.budget + self.imported)
 
-    def _start(self, prepared: Prepared) -> None:
-        assert self._launcher is not None
-        t0 = time.perf_counter()
-        try:
-            rt = self._launcher.start(prepared)
-        except BaseException:
-            self._prepared.insert(0, prepared)  # back to WAITING by the stop that follows
-            raise
+    def _started(self, rt: RunningTrial, seconds: float) -> None:
         self.running[rt.number] = rt
-        self.timings.append(prepared.seconds + time.perf_counter() - t0)
-
-    def _discard_prepared(self, reason: str) -> None:
-        """Trials asked for but never started go back to WAITING; their runs are freed."""
-        del reason  # nothing ran, so there is nothing to explain in the records
-        while self._prepared and self._launcher is not None:
-            self._launcher.discard(self._prepared.pop(0))
+        self.timings.append(seconds)
 
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
         """Judge an ended attempt, tell the study, count it, and end its MLflow run."""
@@ -505,13 +478,13 @@ class Controller:
     def _terminate_and_mark(self, reason: str) -> None:
         if self.study is None:
             return
-        if self._prepared and self._recorder is not None:
+        if self._ahead is not None and self._ahead and self._recorder is not None:
             try:
-                self._discard_prepared(reason)
+                self._ahead.discard()
             except Exception as exc:
                 if disk_full(exc) is None:
                     raise
-                self._prepared.clear()  # still RUNNING in the study: `tuner resume` ends them
+                self._ahead.forget()
         stop_and_mark(
             self.study,
             self.running,
