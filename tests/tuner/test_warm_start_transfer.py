@@ -307,7 +307,14 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
 
     config = _config(tmp_path, focus=focus)
     seeing = _Seeing()
-    study = optuna.create_study(sampler=wrap_sampler(config, seeing))
+    study = optuna.create_study(
+        sampler=wrap_sampler(
+            seeing,
+            name=config.sampler.name,
+            parameters=config.parameters,
+            warm_start=config.warm_start,
+        )
+    )
     for i in range(24):
         study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
     for _ in range(15):
