@@ -160,7 +160,8 @@ def missing_dependency(sampler: str) -> str | None:
 
 def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
     """The grid for ``sampler: grid``: ``options.search_space`` entries, else each parameter's
-    choices or its ``low..high`` values by ``step``."""
+    choices or its ``low..high`` values by ``step``. It takes the whole config for the
+    ``sampler:`` and ``parameters:`` sections and `tuner.config.CampaignConfig.error`."""
     explicit = config.sampler.options.get("search_space") or {}
     space: dict[str, list[Any]] = {}
     for name, param in config.parameters.items():
@@ -185,7 +186,9 @@ def controller_seed(seed: int, starts: int) -> int:
 
 def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
     """The Optuna sampler named by ``config.sampler``, seeded with ``seed`` (default
-    ``sampler.seed``; see `controller_seed`)."""
+    ``sampler.seed``; see `controller_seed`). It takes the whole config: the ``sampler:``,
+    ``parameters:``, ``resources:`` and ``warm_start:`` sections, and
+    `tuner.config.CampaignConfig.error` for the one-line error at ``sampler.options``."""
     seed = config.sampler.seed if seed is None else seed
     name = config.sampler.name
     cls = SAMPLERS[name]()
