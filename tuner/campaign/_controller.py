@@ -34,7 +34,6 @@ from tuner.campaign._ahead import AskAhead
 from tuner.campaign._closing import (
     CampaignEnd,
     close_campaign,
-    ended_at,
     link_analyses,
     stop_and_mark,
 )
@@ -49,6 +48,7 @@ from tuner.campaign._history import (
 from tuner.campaign._launch import Launcher
 from tuner.campaign._outcome import best_of, judge, superseded, tell
 from tuner.campaign._parts import build_executor, build_parts
+from tuner.campaign._run_end import RunEnds
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
@@ -57,10 +57,8 @@ from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
     disk_full,
     open_recorder,
-    output_tail,
     run_importance,
     start_campaign_run,
-    trial_end_tags,
 )
 from tuner.schedulers import Scheduler
 from tuner.search import internals
@@ -260,6 +258,11 @@ class Controller:
                 parts.intake,
             )
             self._ahead = AskAhead(parts.launcher, prepare=self._prepare, started=self._started)
+            self._run_ends = RunEnds(
+                self._recorder,
+                metric_names=self.config.metric_names,
+                message=self._observer.message,
+            )
         self._coordination.joined(study)
 
     def _recover(self) -> None:
@@ -371,7 +374,9 @@ class Controller:
             reason = scrub_text(reason, rt.secrets)
         taken = superseded(self.study, rt)
         if taken is not None:
-            self._end_superseded(rt, outcome, state, values, taken)
+            self._coordination.trial_ended(internals.trial_id(rt.trial))
+            self._run_ends.superseded(rt, outcome, state, values, taken)
+            self._notify(force=True)
             return
         rt.state = rt.state.to(state)
         retry = state is TrialState.FAIL and self._failed(rt, outcome, reason)
@@ -395,18 +400,7 @@ class Controller:
             self.counts[state.value] += 1
         if self._scheduler is not None:
             self._scheduler.changed()
-        if rt.run_id:
-            tags = trial_end_tags(
-                state.value,
-                outcome,
-                reason=reason,
-                metric_names=self.config.metric_names,
-                values=values,
-                retried_as=retry_number,
-            )
-            if state is TrialState.PRUNED:  # a scheduler's mark (paused, exploited) shows there too
-                tags.update({key: str(value) for key, value in rt.end_attrs.items()})
-            self._record_end(rt, outcome, state.mlflow_status, tags)
+        self._run_ends.told(rt, outcome, state, values, reason=reason, retried_as=retry_number)
         self._notify(force=True)
 
     def _failed(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
@@ -425,44 +419,6 @@ class Controller:
         if retry and self._launcher is not None:
             self._launcher.remember(rt.number, rt.history)
         return retry
-
-    def _end_superseded(
-        self,
-        rt: RunningTrial,
-        outcome: TrialOutcome,
-        state: TrialState,
-        values: list[float] | None,
-        taken: str,
-    ) -> None:
-        """An attempt another controller re-queued while it ran: its result is not told (the
-        copy counts); its run ends FAILED, saying so."""
-        self._coordination.trial_ended(internals.trial_id(rt.trial))
-        self._observer.message(
-            f"trial {rt.number}: ended {state.value} after another controller had re-queued "
-            f"it ({taken}); its result is not told, the copy counts"
-        )
-        if rt.run_id:
-            tags = trial_end_tags(
-                "FAIL",
-                outcome,
-                reason=f"superseded while it ran: {taken}",
-                metric_names=self.config.metric_names,
-                values=values,
-            )
-            self._record_end(rt, outcome, "FAILED", tags)
-        self._notify(force=True)
-
-    def _record_end(
-        self, rt: RunningTrial, outcome: TrialOutcome, status: str, tags: dict[str, str]
-    ) -> None:
-        assert self._recorder is not None and rt.run_id
-        self._recorder.trial_finished(
-            rt.run_id,
-            status=status,
-            tags=tags,
-            output_tail=scrub_text(output_tail(outcome), rt.secrets),
-            ended_at=ended_at(rt, outcome),
-        )
 
     # ----- stopping ------------------------------------------------------------------------
 
