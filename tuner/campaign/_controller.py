@@ -37,6 +37,7 @@ from tuner.campaign._closing import (
     link_analyses,
     stop_and_mark,
 )
+from tuner.campaign._failures import FailureBudget
 from tuner.campaign._history import (
     Preflight,
     count_imported,
@@ -114,12 +115,11 @@ class Controller:
         self.study: optuna.Study | None = None
         self.running: dict[int, RunningTrial] = {}
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
-        self.failures = 0
+        self._failures = FailureBudget(config.name, config.budget, config.trial)
         self.started_at = time.time()
         self.budget = config.budget.trials
         self._stop_reason: str | None = None
         self._launch_closed: str | None = None
-        self._last_failure: str | None = None
         self._last_update = 0.0
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
         self._stale: list[Any] = []
@@ -133,6 +133,11 @@ class Controller:
         self.imported = 0
 
     # ----- public --------------------------------------------------------------------------
+
+    @property
+    def failures(self) -> int:
+        """Failed trial attempts counted against ``budget.max_failures``."""
+        return self._failures.failures
 
     @property
     def finished(self) -> int:
@@ -213,7 +218,7 @@ class Controller:
             end = self._end()
             link_analyses(end, analyses)
             note_space_changes(end)
-        if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
+        if self._stop_reason is not None and self._failures.spent():
             raise BudgetExhausted(self._stop_reason)
         return result
 
@@ -236,7 +241,7 @@ class Controller:
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
-            self.counts, self.failures = tally(study)
+            self.counts, self._failures.failures = tally(study)
             assert self._recorder is not None  # opened by `run`
             # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
             self._stale, live = self._coordination.orphans(study)
@@ -285,12 +290,8 @@ class Controller:
             time.monotonic() + self.config.budget.timeout if self.config.budget.timeout else None
         )
         self._notify(force=True)
-        if self.failures >= self.config.budget.max_failures:
-            self._stop_reason = (
-                f"campaign {self.config.name!r} already has {self.failures} failed trial "
-                f"attempt(s), budget.max_failures={self.config.budget.max_failures}; raise it "
-                "to continue"
-            )
+        if self._failures.spent():
+            self._stop_reason = self._failures.already_spent()
             return
         while True:
             self._stop_lost()
@@ -302,7 +303,7 @@ class Controller:
             # A prepared trial takes a freed slot before the bookkeeping of the ended ones,
             # unless their failing could spend the failure budget (it would start only to be
             # killed).
-            ahead = self.failures + len(ended) < self.config.budget.max_failures
+            ahead = not self._failures.spent(len(ended))
             if ended and ahead and not self._launch_closed:
                 queue.start_waiting(executor)
             for rt, outcome in ended:
@@ -389,13 +390,8 @@ class Controller:
                 f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
                 + (f"; retried as trial {retry_number}" if retry_number is not None else "")
             )
-            max_failures = self.config.budget.max_failures
-            if self.failures >= max_failures and self._stop_reason is None:
-                self._stop_reason = (
-                    f"campaign {self.config.name!r} stopped: {self.failures} failed trial "
-                    f"attempt(s) reached budget.max_failures={max_failures}; "
-                    f"last: {self._last_failure}"
-                )
+            if self._failures.spent() and self._stop_reason is None:
+                self._stop_reason = self._failures.stop_reason()
         if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
             self.counts[state.value] += 1
         if self._scheduler is not None:
@@ -406,16 +402,7 @@ class Controller:
     def _failed(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
         """Count a failed attempt against ``budget.max_failures``; whether the attempt is
         retried (its reports are kept for the retry)."""
-        budget = self.config.budget
-        self.failures += 1
-        self._last_failure = f"trial {rt.number}: {reason}"
-        retry = (
-            rt.attempt <= self.config.trial.retries
-            and self.failures < budget.max_failures
-            and self.config.trial.retries_on(
-                outcome.exit_code, outcome.signal_name, outcome.timed_out
-            )
-        )
+        retry = self._failures.count(rt, outcome, reason)
         if retry and self._launcher is not None:
             self._launcher.remember(rt.number, rt.history)
         return retry
