@@ -362,7 +362,12 @@ def _campaign(
     sampler: optuna.samplers.BaseSampler = (
         optuna.samplers.RandomSampler(seed=seed)
         if method == "random"
-        else wrap_sampler(config, optuna.samplers.TPESampler(seed=seed))
+        else wrap_sampler(
+            optuna.samplers.TPESampler(seed=seed),
+            name=config.sampler.name,
+            parameters=config.parameters,
+            warm_start=config.warm_start,
+        )
     )
     study = optuna.create_study(direction=task.goal, sampler=sampler)
     if config.warm_start is not None:
@@ -371,7 +376,7 @@ def _campaign(
     best, curve = math.inf, []
     for _ in range(budget):
         trial = study.ask()
-        params = {**fixed, **sample_params(trial, config)}
+        params = {**fixed, **sample_params(trial, config.parameters)}
         value = task.evaluate(params, False)
         study.tell(trial, value)
         best = min(best, sign * value)

@@ -66,7 +66,7 @@ def test_every_sampler_constructs_seeded_and_samples(
         out = []
         for i in range(4):
             trial = study.ask()
-            values = sample_params(trial, config)
+            values = sample_params(trial, config.parameters)
             study.tell(trial, float(i))
             out.append(values)
         return out
@@ -74,7 +74,7 @@ def test_every_sampler_constructs_seeded_and_samples(
     first, second = run(), run()
     assert first == second, "sampler.seed must make proposals reproducible"
     for values in first:
-        validate_params(config, values)
+        validate_params(config.parameters, values)
 
 
 def test_seed_reaches_the_sampler() -> None:
@@ -113,7 +113,7 @@ def test_grid_search_space_from_steps_and_explicit_values() -> None:
     for _ in range(24):
         assert not sampler.is_exhausted(study)
         trial = study.ask()
-        seen.add(tuple(sorted(sample_params(trial, config).items())))
+        seen.add(tuple(sorted(sample_params(trial, config.parameters).items())))
         study.tell(trial, 0.0)  # Optuna's GridSampler would raise here at the last point
     assert len(seen) == 24, "the grid is visited without repeats"
     assert sampler.is_exhausted(study)
@@ -174,17 +174,17 @@ def test_gp_without_torch_injected_import(
 
 def test_conditional_parameters_are_absent_unless_their_condition_holds() -> None:
     config = _config()
-    assert sampling_order(config) == ["lr", "optimizer", "momentum", "layers"]
+    assert sampling_order(config.parameters) == ["lr", "optimizer", "momentum", "layers"]
     study = optuna.create_study(
         sampler=make_sampler(_config(sampler={"name": "random", "seed": 0}))
     )
     seen = {"sgd": 0, "adam": 0}
     for _ in range(30):
         trial = study.ask()
-        values = sample_params(trial, config)
+        values = sample_params(trial, config.parameters)
         seen[values["optimizer"]] += 1
         assert ("momentum" in values) == (values["optimizer"] == "sgd")
-        assert list(values) == [n for n in sampling_order(config) if n in values]
+        assert list(values) == [n for n in sampling_order(config.parameters) if n in values]
         assert set(trial.params) == set(values)
         study.tell(trial, values["lr"])
     assert seen["sgd"] and seen["adam"]
@@ -197,12 +197,12 @@ def test_parents_are_sampled_first_whatever_the_declaration_order() -> None:
         "opt": {"type": "categorical", "choices": ["sgd", "adam"]},
     }
     config = _config(params)
-    assert sampling_order(config) == ["opt", "nesterov", "dampening"]
+    assert sampling_order(config.parameters) == ["opt", "nesterov", "dampening"]
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
     kinds = set()
     for _ in range(40):
         trial = study.ask()
-        values = sample_params(trial, config)
+        values = sample_params(trial, config.parameters)
         kinds.add(tuple(values))
         if values["opt"] == "adam":
             assert values == {"opt": "adam"}
@@ -217,14 +217,14 @@ def test_parents_are_sampled_first_whatever_the_declaration_order() -> None:
 def test_fixed_trials_and_distributions() -> None:
     config = _config()
     fixed = {"lr": 0.01, "optimizer": "adam", "layers": 3}
-    assert validate_params(config, fixed) == fixed
-    dists = distributions(config, fixed)
+    assert validate_params(config.parameters, fixed) == fixed
+    dists = distributions(config.parameters, fixed)
     assert list(dists) == ["lr", "optimizer", "layers"]
     assert dists["lr"] == optuna.distributions.FloatDistribution(1e-5, 0.1, log=True)
     study = optuna.create_study()
     study.enqueue_trial(fixed)
     trial = study.ask()
-    assert sample_params(trial, config) == fixed
+    assert sample_params(trial, config.parameters) == fixed
     frozen = optuna.trial.create_trial(params=fixed, distributions=dists, value=0.5)
     study.add_trial(frozen)
     for bad, message in [
@@ -235,7 +235,7 @@ def test_fixed_trials_and_distributions() -> None:
         ({**fixed, "depth": 2}, "not declared"),
     ]:
         with pytest.raises(ValueError, match=message):
-            validate_params(config, bad)
+            validate_params(config.parameters, bad)
 
 
 def test_multivariate_tpe_groups_conditional_parameters() -> None:
@@ -246,7 +246,7 @@ def test_multivariate_tpe_groups_conditional_parameters() -> None:
     study = optuna.create_study(sampler=sampler)
     for i in range(6):
         trial = study.ask()
-        values = sample_params(trial, config)
+        values = sample_params(trial, config.parameters)
         assert ("momentum" in values) == (values["optimizer"] == "sgd")
         study.tell(trial, float(i))
     unconditional = _config(

@@ -36,6 +36,7 @@ def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     import tuner.campaign._closing as closing
     import tuner.campaign._controller as controller
     import tuner.campaign._launch as launch
+    import tuner.campaign._run_end as run_end
     from tuner.executors._inprocess import InProcessExecutor
 
     if where == "summary":
@@ -45,7 +46,7 @@ def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     elif where == "judge":
         monkeypatch.setattr(controller, "judge", _fail_on(2, controller.judge))
     elif where == "trial_end_tags":
-        monkeypatch.setattr(controller, "trial_end_tags", _fail_on(3, controller.trial_end_tags))
+        monkeypatch.setattr(run_end, "trial_end_tags", _fail_on(3, run_end.trial_end_tags))
     elif where == "submit":  # a run was reserved for the trial, the process never started
         monkeypatch.setattr(InProcessExecutor, "submit", _fail_on(4, InProcessExecutor.submit))
     elif where == "launch_record":  # the process started, its launch was not recorded

@@ -514,7 +514,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
             state=optuna.trial.TrialState.COMPLETE,
             value=(x - 0.3) ** 2,
             params={"x": x, "n": 2},
-            distributions=distributions(config, {"x": x, "n": 2}),
+            distributions=distributions(config.parameters, {"x": x, "n": 2}),
             system_attrs={IMPORTED_ATTR: f"run{i}"},
         )
         for i, x in enumerate([0.0, 0.25, 0.5, 0.75, 1.0, 0.25])
@@ -524,7 +524,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
     assert apply(study, WarmStartPlan(trials, [])) == 0  # never twice
     for _ in range(3):
         trial = study.ask()
-        params = sample_params(trial, config)
+        params = sample_params(trial, config.parameters)
         study.tell(trial, (params["x"] - 0.3) ** 2)
     done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     assert len(done) == 9 and sum(IMPORTED_ATTR in t.system_attrs for t in done) == 6

@@ -44,7 +44,7 @@ def _run(config: Any, loss: Any, n: int) -> optuna.Study:
     study = optuna.create_study(sampler=make_sampler(config))
     for _ in range(n):
         trial = study.ask()
-        study.tell(trial, loss(sample_params(trial, config)))
+        study.tell(trial, loss(sample_params(trial, config.parameters)))
     return study
 
 
@@ -56,7 +56,7 @@ def test_a_right_focus_holds_four_trials_in_five(tmp_path: Path) -> None:
     study = _run(config, lambda p: (math.log10(p["lr"]) + 2) ** 2, 30)
     focused = [t for t in study.trials if (t.number + 1) % EXPLORE_EVERY]
     assert all(1e-3 <= t.params["lr"] <= 1e-1 for t in focused)
-    (state,) = focus_state(study.trials, study.directions, focus_of(config)).values()
+    (state,) = focus_state(study.trials, study.directions, focus_of(config.parameters)).values()
     assert (state.low, state.high, state.released) == (1e-3, 1e-1, ())
     assert state.line() == "focus on lr: [0.001, 0.1], held"
 
@@ -68,7 +68,7 @@ def test_a_wrong_focus_gives_way_to_the_best_trial_beyond_it(tmp_path: Path) -> 
     config = _config(tmp_path, lr=LR)
     study = _run(config, lambda p: (math.log10(p["lr"]) + 5) ** 2, 40)
     assert study.best_params["lr"] < 1e-3
-    (state,) = focus_state(study.trials, study.directions, focus_of(config)).values()
+    (state,) = focus_state(study.trials, study.directions, focus_of(config.parameters)).values()
     assert (state.low, state.high) == (1e-6, 1e-1)
     assert state.released[0].startswith("the best trial has ")
     assert state.line().startswith("focus on lr: widened to [1e-06, 0.1]: the best trial has")
@@ -88,7 +88,7 @@ def test_best_trials_at_the_edge_of_the_focus_widen_it(tmp_path: Path) -> None:
             optuna.trial.create_trial(params={"lr": x}, distributions={"lr": lr}, value=-x)
         )
     (state,) = focus_state(
-        trials, [optuna.study.StudyDirection.MINIMIZE], focus_of(config)
+        trials, [optuna.study.StudyDirection.MINIMIZE], focus_of(config.parameters)
     ).values()
     assert (state.low, state.high) == (1e-3, 1.0)
     assert state.released == ("5 of the 5 best trials sit at its high edge",)
@@ -104,7 +104,7 @@ def test_a_focus_on_choices_gives_way_when_the_best_trial_has_another(tmp_path: 
     score = {"rbf": 0.0, "poly": 0.5, "sigmoid": 1.0}
     study = _run(config, lambda p: score[p["kernel"]] + (p["x"] - 0.5) ** 2, 25)
     assert study.best_params["kernel"] == "rbf"
-    state = focus_state(study.trials, study.directions, focus_of(config))["kernel"]
+    state = focus_state(study.trials, study.directions, focus_of(config.parameters))["kernel"]
     assert state.choices == ("rbf", "poly", "sigmoid")
     assert state.line().startswith("focus on kernel: widened to [rbf, poly, sigmoid]")
 

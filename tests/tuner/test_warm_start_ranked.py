@@ -42,7 +42,7 @@ def _imported(config: Any, x: float, value: float, i: int, source: str = "earlie
         state=optuna.trial.TrialState.COMPLETE,
         value=value,
         params={"x": x},
-        distributions=distributions(config, {"x": x}),
+        distributions=distributions(config.parameters, {"x": x}),
         system_attrs={IMPORTED_ATTR: f"run{i}"},
         user_attrs={IMPORTED_FROM_ATTR: {"run_id": f"run{i}", "source": source}},
     )

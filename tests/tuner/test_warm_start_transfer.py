@@ -268,7 +268,7 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
         )
     for _ in range(12):
         trial = study.ask()
-        p = sample_params(trial, config)
+        p = sample_params(trial, config.parameters)
         study.tell(trial, values(p["x"], p["y"]))
     own = [t for t in study.trials if IMPORTED_ATTR not in t.system_attrs]
     assert len(own) == 12 and all(t.state.name == "COMPLETE" for t in own)
@@ -307,12 +307,19 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
 
     config = _config(tmp_path, focus=focus)
     seeing = _Seeing()
-    study = optuna.create_study(sampler=wrap_sampler(config, seeing))
+    study = optuna.create_study(
+        sampler=wrap_sampler(
+            seeing,
+            name=config.sampler.name,
+            parameters=config.parameters,
+            warm_start=config.warm_start,
+        )
+    )
     for i in range(24):
         study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
     for _ in range(15):
         trial = study.ask()
-        study.tell(trial, (sample_params(trial, config)["x"] - 0.3) ** 2)
+        study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.3) ** 2)
     for number, (imported, own) in seeing.seen.items():
         assert own == number - 24  # every own trial finished before it is seen
         if (number + 1) % EXPLORE_EVERY == 0:
@@ -340,7 +347,7 @@ def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Pa
     study.enqueue_trial({"x": 0.3}, user_attrs={ENQUEUED_FROM_ATTR: "earlier-7"})
     for _ in range(10):
         trial = study.ask()
-        study.tell(trial, (sample_params(trial, config)["x"] - 0.3) ** 2)
+        study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.3) ** 2)
     marked = [t.number for t in study.trials if t.user_attrs.get(EXPLORING_ATTR)]
     # numbers 24 (enqueued: a re-run, not proposed) and 29 are the exploring ones
     assert marked == [29]

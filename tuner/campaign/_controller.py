@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
+from tuner.campaign._ahead import AskAhead
 from tuner.campaign._closing import (
     CampaignEnd,
     close_campaign,
-    ended_at,
     link_analyses,
     stop_and_mark,
 )
+from tuner.campaign._failures import FailureBudget
 from tuner.campaign._history import (
     Preflight,
     count_imported,
@@ -48,6 +49,7 @@ from tuner.campaign._history import (
 from tuner.campaign._launch import Launcher
 from tuner.campaign._outcome import best_of, judge, superseded, tell
 from tuner.campaign._parts import build_executor, build_parts
+from tuner.campaign._run_end import RunEnds
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
@@ -56,10 +58,8 @@ from tuner.executors import Executor, TrialOutcome
 from tuner.records import (
     disk_full,
     open_recorder,
-    output_tail,
     run_importance,
     start_campaign_run,
-    trial_end_tags,
 )
 from tuner.schedulers import Scheduler
 from tuner.search import internals
@@ -115,16 +115,15 @@ class Controller:
         self.study: optuna.Study | None = None
         self.running: dict[int, RunningTrial] = {}
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
-        self.failures = 0
+        self._failures = FailureBudget(config.name, config.budget, config.trial)
         self.started_at = time.time()
         self.budget = config.budget.trials
         self._stop_reason: str | None = None
         self._launch_closed: str | None = None
-        self._last_failure: str | None = None
         self._last_update = 0.0
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
         self._stale: list[Any] = []
-        self._prepared: list[Prepared] = []
+        self._ahead: AskAhead | None = None  # trials asked before a slot is free
         self._launcher: Launcher | None = None
         self._scheduler: Scheduler | None = None
         self._plan = warm_start
@@ -134,6 +133,11 @@ class Controller:
         self.imported = 0
 
     # ----- public --------------------------------------------------------------------------
+
+    @property
+    def failures(self) -> int:
+        """Failed trial attempts counted against ``budget.max_failures``."""
+        return self._failures.failures
 
     @property
     def finished(self) -> int:
@@ -214,7 +218,7 @@ class Controller:
             end = self._end()
             link_analyses(end, analyses)
             note_space_changes(end)
-        if self._stop_reason is not None and self.failures >= self.config.budget.max_failures:
+        if self._stop_reason is not None and self._failures.spent():
             raise BudgetExhausted(self._stop_reason)
         return result
 
@@ -237,7 +241,7 @@ class Controller:
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
-            self.counts, self.failures = tally(study)
+            self.counts, self._failures.failures = tally(study)
             assert self._recorder is not None  # opened by `run`
             # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
             self._stale, live = self._coordination.orphans(study)
@@ -258,6 +262,12 @@ class Controller:
                 parts.scheduler,
                 parts.intake,
             )
+            self._ahead = AskAhead(parts.launcher, prepare=self._prepare, started=self._started)
+            self._run_ends = RunEnds(
+                self._recorder,
+                metric_names=self.config.metric_names,
+                message=self._observer.message,
+            )
         self._coordination.joined(study)
 
     def _recover(self) -> None:
@@ -274,18 +284,14 @@ class Controller:
     # ----- main loop -----------------------------------------------------------------------
 
     def _loop(self) -> None:
-        assert self._executor is not None
-        executor = self._executor
+        assert self._executor is not None and self._ahead is not None
+        executor, queue = self._executor, self._ahead
         deadline = (
             time.monotonic() + self.config.budget.timeout if self.config.budget.timeout else None
         )
         self._notify(force=True)
-        if self.failures >= self.config.budget.max_failures:
-            self._stop_reason = (
-                f"campaign {self.config.name!r} already has {self.failures} failed trial "
-                f"attempt(s), budget.max_failures={self.config.budget.max_failures}; raise it "
-                "to continue"
-            )
+        if self._failures.spent():
+            self._stop_reason = self._failures.already_spent()
             return
         while True:
             self._stop_lost()
@@ -297,15 +303,9 @@ class Controller:
             # A prepared trial takes a freed slot before the bookkeeping of the ended ones,
             # unless their failing could spend the failure budget (it would start only to be
             # killed).
-            ahead = self.failures + len(ended) < self.config.budget.max_failures
-            while (
-                ended
-                and ahead
-                and self._prepared
-                and not self._launch_closed
-                and executor.free_slots()
-            ):
-                self._start(self._prepared.pop(0))
+            ahead = not self._failures.spent(len(ended))
+            if ended and ahead and not self._launch_closed:
+                queue.start_waiting(executor)
             for rt, outcome in ended:
                 t0 = time.perf_counter()
                 self._finalize(rt, outcome)
@@ -315,29 +315,19 @@ class Controller:
             if fatal is not None:  # the lineage store or its spool is on a full disk
                 raise fatal
             if self._stop_reason is not None:
-                self._discard_prepared(f"interrupted: {self._stop_reason}")
+                queue.discard()
                 self._stop_all(self._stop_reason)
                 return
             if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
                 self._launch_closed = "budget.timeout reached: no new trials are started"
                 self._observer.message(self._launch_closed)
             if self._launch_closed:
-                self._discard_prepared(f"not started: {self._launch_closed}")
-            exhausted = False
-            while not self._launch_closed and executor.free_slots() > 0:
-                prepared = self._prepared.pop(0) if self._prepared else self._prepare()
-                if prepared is None:
-                    exhausted = True
-                    break
-                self._start(prepared)
-            if not exhausted and not self._launch_closed and not self._prepared and self.running:
-                # Ask for the next trial while the slots are busy: a freed slot then only
-                # waits for the process to start.
-                prepared = self._prepare()
-                if prepared is not None:
-                    self._prepared.append(prepared)
+                queue.discard()
+            exhausted = not self._launch_closed and not queue.fill(executor)
+            if not exhausted and not self._launch_closed and self.running:
+                queue.ask_ahead()
             if not self.running and (exhausted or self._launch_closed):
-                self._discard_prepared("not started: the campaign ended")
+                queue.discard()
                 return
             self._notify()
             executor.wait(self._poll)
@@ -370,22 +360,9 @@ class Controller:
             self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - self._scheduler.before_ask())
         return self._launcher.prepare(self.budget + self.imported)
 
-    def _start(self, prepared: Prepared) -> None:
-        assert self._launcher is not None
-        t0 = time.perf_counter()
-        try:
-            rt = self._launcher.start(prepared)
-        except BaseException:
-            self._prepared.insert(0, prepared)  # back to WAITING by the stop that follows
-            raise
+    def _started(self, rt: RunningTrial, seconds: float) -> None:
         self.running[rt.number] = rt
-        self.timings.append(prepared.seconds + time.perf_counter() - t0)
-
-    def _discard_prepared(self, reason: str) -> None:
-        """Trials asked for but never started go back to WAITING; their runs are freed."""
-        del reason  # nothing ran, so there is nothing to explain in the records
-        while self._prepared and self._launcher is not None:
-            self._launcher.discard(self._prepared.pop(0))
+        self.timings.append(seconds)
 
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
         """Judge an ended attempt, tell the study, count it, and end its MLflow run."""
@@ -398,7 +375,9 @@ class Controller:
             reason = scrub_text(reason, rt.secrets)
         taken = superseded(self.study, rt)
         if taken is not None:
-            self._end_superseded(rt, outcome, state, values, taken)
+            self._coordination.trial_ended(internals.trial_id(rt.trial))
+            self._run_ends.superseded(rt, outcome, state, values, taken)
+            self._notify(force=True)
             return
         rt.state = rt.state.to(state)
         retry = state is TrialState.FAIL and self._failed(rt, outcome, reason)
@@ -411,85 +390,22 @@ class Controller:
                 f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
                 + (f"; retried as trial {retry_number}" if retry_number is not None else "")
             )
-            max_failures = self.config.budget.max_failures
-            if self.failures >= max_failures and self._stop_reason is None:
-                self._stop_reason = (
-                    f"campaign {self.config.name!r} stopped: {self.failures} failed trial "
-                    f"attempt(s) reached budget.max_failures={max_failures}; "
-                    f"last: {self._last_failure}"
-                )
+            if self._failures.spent() and self._stop_reason is None:
+                self._stop_reason = self._failures.stop_reason()
         if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
             self.counts[state.value] += 1
         if self._scheduler is not None:
             self._scheduler.changed()
-        if rt.run_id:
-            tags = trial_end_tags(
-                state.value,
-                outcome,
-                reason=reason,
-                metric_names=self.config.metric_names,
-                values=values,
-                retried_as=retry_number,
-            )
-            if state is TrialState.PRUNED:  # a scheduler's mark (paused, exploited) shows there too
-                tags.update({key: str(value) for key, value in rt.end_attrs.items()})
-            self._record_end(rt, outcome, state.mlflow_status, tags)
+        self._run_ends.told(rt, outcome, state, values, reason=reason, retried_as=retry_number)
         self._notify(force=True)
 
     def _failed(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
         """Count a failed attempt against ``budget.max_failures``; whether the attempt is
         retried (its reports are kept for the retry)."""
-        budget = self.config.budget
-        self.failures += 1
-        self._last_failure = f"trial {rt.number}: {reason}"
-        retry = (
-            rt.attempt <= self.config.trial.retries
-            and self.failures < budget.max_failures
-            and self.config.trial.retries_on(
-                outcome.exit_code, outcome.signal_name, outcome.timed_out
-            )
-        )
+        retry = self._failures.count(rt, outcome, reason)
         if retry and self._launcher is not None:
             self._launcher.remember(rt.number, rt.history)
         return retry
-
-    def _end_superseded(
-        self,
-        rt: RunningTrial,
-        outcome: TrialOutcome,
-        state: TrialState,
-        values: list[float] | None,
-        taken: str,
-    ) -> None:
-        """An attempt another controller re-queued while it ran: its result is not told (the
-        copy counts); its run ends FAILED, saying so."""
-        self._coordination.trial_ended(internals.trial_id(rt.trial))
-        self._observer.message(
-            f"trial {rt.number}: ended {state.value} after another controller had re-queued "
-            f"it ({taken}); its result is not told, the copy counts"
-        )
-        if rt.run_id:
-            tags = trial_end_tags(
-                "FAIL",
-                outcome,
-                reason=f"superseded while it ran: {taken}",
-                metric_names=self.config.metric_names,
-                values=values,
-            )
-            self._record_end(rt, outcome, "FAILED", tags)
-        self._notify(force=True)
-
-    def _record_end(
-        self, rt: RunningTrial, outcome: TrialOutcome, status: str, tags: dict[str, str]
-    ) -> None:
-        assert self._recorder is not None and rt.run_id
-        self._recorder.trial_finished(
-            rt.run_id,
-            status=status,
-            tags=tags,
-            output_tail=scrub_text(output_tail(outcome), rt.secrets),
-            ended_at=ended_at(rt, outcome),
-        )
 
     # ----- stopping ------------------------------------------------------------------------
 
@@ -505,13 +421,13 @@ class Controller:
     def _terminate_and_mark(self, reason: str) -> None:
         if self.study is None:
             return
-        if self._prepared and self._recorder is not None:
+        if self._ahead is not None and self._ahead and self._recorder is not None:
             try:
-                self._discard_prepared(reason)
+                self._ahead.discard()
             except Exception as exc:
                 if disk_full(exc) is None:
                     raise
-                self._prepared.clear()  # still RUNNING in the study: `tuner resume` ends them
+                self._ahead.forget()
         stop_and_mark(
             self.study,
             self.running,

@@ -81,7 +81,8 @@ class LaunchPlan:
 
     @classmethod
     def of(cls, config: CampaignConfig) -> LaunchPlan:
-        """The plan of ``config``'s campaign."""
+        """The plan of ``config``'s campaign. It takes the whole config because this is where
+        the controller cuts out what launching a trial reads; nothing past it does."""
         from tuner.search import sample_params
 
         scheduler = config.scheduler
@@ -97,7 +98,7 @@ class LaunchPlan:
             sampler=config.sampler.name,
             perturbed=list(scheduler.perturb) if scheduler and scheduler.name == "pbt" else None,
             argv=config.argv,
-            sample=lambda trial: sample_params(trial, config),
+            sample=lambda trial: sample_params(trial, config.parameters),
         )
 
 

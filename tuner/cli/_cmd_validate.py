@@ -91,7 +91,7 @@ def summary(config: CampaignConfig) -> dict[str, Any]:
         "metrics": config.metric_names,
         "tracking_uri": mask_uri(config.tracking_uri()),
         "storage": mask_uri(config.optuna_storage_url()),
-        "sampling_order": sampling_order(config),
+        "sampling_order": sampling_order(config.parameters),
         "config": dumped,
     }
 

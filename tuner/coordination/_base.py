@@ -48,7 +48,9 @@ class StudySite:
 
     @classmethod
     def of(cls, config: CampaignConfig) -> StudySite:
-        """The site of ``config``'s campaign (its storage URL resolved once, here)."""
+        """The site of ``config``'s campaign (its storage URL resolved once, here). It takes
+        the whole config because this is where the controller cuts out what coordination
+        reads (name, directories, storage, heartbeat, grace period); nothing past it does."""
         return cls(
             name=config.name,
             base_dir=config.base_dir,

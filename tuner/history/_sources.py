@@ -49,7 +49,9 @@ def source_uri(config: CampaignConfig, source: WarmStartSource) -> str:
 
 def read_source(config: CampaignConfig, index: int, source: WarmStartSource) -> SourceRuns:
     """The runs ``source`` (``warm_start.from[index]``) selects; `ConfigError` (exit 2) when
-    it cannot be read or names something its store does not hold."""
+    it cannot be read or names something its store does not hold. It takes the whole config
+    for the campaign's tracking URI, base directory, name and target metric, and for
+    `tuner.config.CampaignConfig.error`, which phrases the one-line error at the source's key."""
     from lineage import LineageError
     from lineage.masking import mask_uri
     from lineage.store import open_store

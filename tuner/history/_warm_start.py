@@ -218,7 +218,7 @@ def _convert(
                 state=optuna.trial.TrialState.COMPLETE,
                 values=values,
                 params=params,
-                distributions=distributions(config, params),
+                distributions=distributions(config.parameters, params),
                 user_attrs={IMPORTED_FROM_ATTR: mark},
                 system_attrs={IMPORTED_ATTR: run.run_id},
             )
@@ -245,7 +245,7 @@ def _params(config: CampaignConfig, source: WarmStartSource, run: RunRecord) -> 
     from tuner.search import is_active, sampling_order
 
     out: dict[str, Any] = {}
-    for name in sampling_order(config):
+    for name in sampling_order(config.parameters):
         param = config.parameters[name]
         if not is_active(param, out):
             continue

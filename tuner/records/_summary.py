@@ -125,7 +125,9 @@ class Analysis:
 
 def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
     """Rank the campaign's hyperparameters, once per objective (an MLflow analysis run
-    each, named ``importance-<metric>``); one `Analysis` per objective saying what."""
+    each, named ``importance-<metric>``); one `Analysis` per objective saying what. It reads
+    most of the config (objectives, experiment, tracking URI, name, parameters, ``analysis:``,
+    ``scheduler:``), so it takes it whole."""
     from lineage.importance import MIN_RUNS
 
     out: list[Analysis] = []

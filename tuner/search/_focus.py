@@ -28,7 +28,7 @@ space as one whole (CMA-ES) restarts when a focus widens.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
-    from tuner.config import CampaignConfig
+    from tuner.config import Parameter
 
 __all__ = [
     "EXPLORE_EVERY",
@@ -219,10 +219,11 @@ def _whole(state: FocusState, spec: FocusSpec) -> bool:
     return (state.low, state.high) == (spec.low, spec.high)
 
 
-def focus_of(config: CampaignConfig) -> dict[str, FocusSpec]:
-    """The space and focus of every parameter with a ``focus``."""
+def focus_of(parameters: Mapping[str, Parameter]) -> dict[str, FocusSpec]:
+    """The space and focus of every parameter of the ``parameters:`` section with a
+    ``focus``."""
     out = {}
-    for name, p in config.parameters.items():
+    for name, p in parameters.items():
         f = p.focus
         if f is None:
             continue
@@ -237,9 +238,9 @@ def focus_of(config: CampaignConfig) -> dict[str, FocusSpec]:
 
 
 def focused_if_set(
-    config: CampaignConfig, sampler: optuna.samplers.BaseSampler
+    parameters: Mapping[str, Parameter], sampler: optuna.samplers.BaseSampler
 ) -> optuna.samplers.BaseSampler:
-    """``sampler`` wrapped in `FocusedSampler` when a parameter has a ``focus`` (the caller
+    """``sampler`` wrapped in `FocusedSampler` when a parameter of ``parameters`` has a ``focus`` (the caller
     leaves a grid sampler out: it walks its grid whatever the focus)."""
-    focus = focus_of(config)
+    focus = focus_of(parameters)
     return FocusedSampler(sampler, focus) if focus else sampler

@@ -59,7 +59,7 @@ def focus_notes_of(config: Any, trials: Any, directions: Any) -> list[str]:
     """One ``focus on ...`` line per parameter with a ``focus``: held, or widened and why."""
     from tuner.search._focus import focus_of, focus_state
 
-    focus = focus_of(config)
+    focus = focus_of(config.parameters)
     if not focus:
         return []
     return [s.line() for s in focus_state(trials, directions, focus).values()]

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import optuna
 
     from tuner._errors import ConfigError
-    from tuner.config import CampaignConfig, PrunerConfig
+    from tuner.config import CampaignConfig, Parameter, PrunerConfig, WarmStartConfig
 
     #: Phrases a `ConfigError` about a path of the config (`CampaignConfig.error`).
     ErrorAt = Callable[[tuple[str, ...], str, Any], ConfigError]
@@ -160,7 +160,8 @@ def missing_dependency(sampler: str) -> str | None:
 
 def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
     """The grid for ``sampler: grid``: ``options.search_space`` entries, else each parameter's
-    choices or its ``low..high`` values by ``step``."""
+    choices or its ``low..high`` values by ``step``. It takes the whole config for the
+    ``sampler:`` and ``parameters:`` sections and `tuner.config.CampaignConfig.error`."""
     explicit = config.sampler.options.get("search_space") or {}
     space: dict[str, list[Any]] = {}
     for name, param in config.parameters.items():
@@ -185,7 +186,9 @@ def controller_seed(seed: int, starts: int) -> int:
 
 def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
     """The Optuna sampler named by ``config.sampler``, seeded with ``seed`` (default
-    ``sampler.seed``; see `controller_seed`)."""
+    ``sampler.seed``; see `controller_seed`). It takes the whole config: the ``sampler:``,
+    ``parameters:``, ``resources:`` and ``warm_start:`` sections, and
+    `tuner.config.CampaignConfig.error` for the one-line error at ``sampler.options``."""
     seed = config.sampler.seed if seed is None else seed
     name = config.sampler.name
     cls = SAMPLERS[name]()
@@ -225,31 +228,37 @@ def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.s
         kwargs["seed"] = seed
     options = config.sampler.options
     sampler = _construct(config.error, ("sampler", "options"), cls, kwargs, options)
-    return wrap_sampler(config, sampler)
+    return wrap_sampler(
+        sampler, name=name, parameters=config.parameters, warm_start=config.warm_start
+    )
 
 
 def wrap_sampler(
-    config: CampaignConfig, sampler: optuna.samplers.BaseSampler
+    sampler: optuna.samplers.BaseSampler,
+    *,
+    name: str,
+    parameters: Mapping[str, Parameter],
+    warm_start: WarmStartConfig | None,
 ) -> optuna.samplers.BaseSampler:
-    """``sampler`` as a campaign uses it: focused where a parameter has a ``focus``
+    """``sampler`` (named ``name`` under ``sampler:``) as a campaign uses it: focused where a parameter has a ``focus``
     (`tuner.search._focus`), inside the warm start's view (`ranked_if_warm`), so that the
     warm start is measured on every trial and the focus filters only what is sampled."""
     from tuner.search._focus import focused_if_set
 
-    if config.sampler.name not in GRID_SAMPLERS:  # a grid walks its grid whatever the focus
-        sampler = focused_if_set(config, sampler)
-    return ranked_if_warm(config, sampler)
+    if name not in GRID_SAMPLERS:  # a grid walks its grid whatever the focus
+        sampler = focused_if_set(parameters, sampler)
+    return ranked_if_warm(warm_start, name, sampler)
 
 
 def ranked_if_warm(
-    config: CampaignConfig, sampler: optuna.samplers.BaseSampler
+    section: WarmStartConfig | None, name: str, sampler: optuna.samplers.BaseSampler
 ) -> optuna.samplers.BaseSampler:
-    """``sampler``, reading imported runs by rank (``compare: rank``, `tuner.search._ranked`)
+    """``sampler`` (named ``name`` under ``sampler:``), reading imported runs by rank (``compare: rank``, `tuner.search._ranked`)
     or as far as they are measured to carry over (``compare: auto``, `tuner.search._transfer`)
     when the campaign warm-starts and the sampler learns from values. Under ``compare: auto``
-    the exploring trials see none of them (`tuner.search._view.PriorFree`)."""
-    section = config.warm_start
-    if section is None or section.compare == "value" or config.sampler.name not in LEARNING:
+    the exploring trials see none of them (`tuner.search._view.PriorFree`). ``section``: the
+    ``warm_start:`` section (None: the campaign does not warm-start)."""
+    if section is None or section.compare == "value" or name not in LEARNING:
         return sampler
     from tuner.search._ranked import RankedWarmStart
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.distributions import BaseDistribution
 
-    from tuner.config import CampaignConfig, Parameter
+    from tuner.config import Parameter
 
 __all__ = [
     "distribution",
@@ -30,9 +30,9 @@ __all__ = [
 ]
 
 
-def sampling_order(config: CampaignConfig) -> list[str]:
-    """Parameter names, parents before the parameters conditioned on them."""
-    params = config.parameters
+def sampling_order(params: Mapping[str, Parameter]) -> list[str]:
+    """Parameter names (the ``parameters:`` section), parents before the parameters
+    conditioned on them."""
     order: list[str] = []
     done: set[str] = set()
     while len(order) < len(params):
@@ -88,33 +88,35 @@ def distribution(param: Parameter) -> BaseDistribution:
 
 
 def distributions(
-    config: CampaignConfig, params: Mapping[str, Any] | None = None
+    parameters: Mapping[str, Parameter], params: Mapping[str, Any] | None = None
 ) -> dict[str, BaseDistribution]:
-    """Distributions of every parameter, or of those active given ``params``.
+    """Distributions of every parameter of the ``parameters:`` section, or of those active given ``params``.
 
     With ``params`` (a finished or fixed trial's values) only the parameters present under
     their conditions are returned, ready for ``optuna.trial.create_trial`` or
     ``study.ask(fixed_distributions=...)``.
     """
     if params is None:
-        return {name: distribution(config.parameters[name]) for name in sampling_order(config)}
+        return {name: distribution(parameters[name]) for name in sampling_order(parameters)}
     out: dict[str, BaseDistribution] = {}
-    for name in sampling_order(config):
-        param = config.parameters[name]
+    for name in sampling_order(parameters):
+        param = parameters[name]
         if name in params and is_active(param, params):
             out[name] = distribution(param)
     return out
 
 
-def validate_params(config: CampaignConfig, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` checked against the space: every active parameter present and in range, no
+def validate_params(
+    parameters: Mapping[str, Parameter], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``params`` checked against the space (the ``parameters:`` section): every active parameter present and in range, no
     inactive or unknown one. Returns them in sampling order; raises ``ValueError``."""
-    unknown = sorted(set(params) - set(config.parameters))
+    unknown = sorted(set(params) - set(parameters))
     if unknown:
         raise ValueError(f"params {unknown} are not declared parameters")
     out: dict[str, Any] = {}
-    for name in sampling_order(config):
-        param = config.parameters[name]
+    for name in sampling_order(parameters):
+        param = parameters[name]
         active = is_active(param, out)
         if not active:
             if name in params:
@@ -134,14 +136,15 @@ def validate_params(config: CampaignConfig, params: Mapping[str, Any]) -> dict[s
     return out
 
 
-def sample_params(trial: optuna.Trial, config: CampaignConfig) -> dict[str, Any]:
-    """Ask ``trial`` for every active parameter, in :func:`sampling_order`.
+def sample_params(trial: optuna.Trial, parameters: Mapping[str, Parameter]) -> dict[str, Any]:
+    """Ask ``trial`` for every active parameter of the ``parameters:`` section, in
+    :func:`sampling_order`.
 
     Works with enqueued (fixed) trials too: Optuna returns the fixed values from ``suggest_*``.
     """
     values: dict[str, Any] = {}
-    for name in sampling_order(config):
-        param = config.parameters[name]
+    for name in sampling_order(parameters):
+        param = parameters[name]
         if not is_active(param, values):
             continue
         if param.type == "categorical":

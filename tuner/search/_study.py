@@ -129,7 +129,9 @@ def open_storage(url: str, *, exclusive: bool) -> BaseStorage:
 
 def create_study(config: CampaignConfig, storage: BaseStorage) -> optuna.Study:
     """The campaign's study in ``storage``: created, or loaded when it exists with the
-    directions the config asks for (`ConfigError` otherwise)."""
+    directions the config asks for (`ConfigError` otherwise). It takes the whole config:
+    the study's name, storage URL and directions, the ``sampler:`` and ``pruner:`` sections,
+    and `make_sampler`'s needs."""
     from tuner.search._registry import make_pruner, make_sampler
 
     url = config.optuna_storage_url()

@@ -1,0 +1,54 @@
+"""A campaign's failure budget: ``budget.max_failures`` failed trial attempts (a retried
+failure counts too; an interrupted trial does not), and whether a failed attempt is retried
+(``trial.retries``, ``trial.retry_on``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuner.campaign._running import RunningTrial
+    from tuner.config import BudgetConfig, TrialConfig
+    from tuner.executors import TrialOutcome
+
+__all__ = ["FailureBudget"]
+
+
+class FailureBudget:
+    """The failed attempts of campaign ``campaign`` counted so far (every controller's on a
+    shared study, as read at setup, plus this one's since) against ``budget``."""
+
+    def __init__(self, campaign: str, budget: BudgetConfig, trial: TrialConfig) -> None:
+        self._campaign = campaign
+        self._max = budget.max_failures
+        self._trial = trial
+        self.failures = 0
+        self._last: str | None = None
+
+    def spent(self, more: int = 0) -> bool:
+        """Whether the budget is spent, or would be after ``more`` further failures."""
+        return self.failures + more >= self._max
+
+    def already_spent(self) -> str:
+        """Why a campaign whose budget was spent before this controller started stops."""
+        return (
+            f"campaign {self._campaign!r} already has {self.failures} failed trial "
+            f"attempt(s), budget.max_failures={self._max}; raise it to continue"
+        )
+
+    def stop_reason(self) -> str:
+        """Why the campaign stops once its budget is spent."""
+        return (
+            f"campaign {self._campaign!r} stopped: {self.failures} failed trial "
+            f"attempt(s) reached budget.max_failures={self._max}; last: {self._last}"
+        )
+
+    def count(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
+        """Count a failed attempt; whether it is retried."""
+        self.failures += 1
+        self._last = f"trial {rt.number}: {reason}"
+        return (
+            rt.attempt <= self._trial.retries
+            and self.failures < self._max
+            and self._trial.retries_on(outcome.exit_code, outcome.signal_name, outcome.timed_out)
+        )
