@@ -1,25 +1,47 @@
 """Epochs lost to interruptions, with and without trial checkpoints, side by side in one run.
 
-A campaign of ``--trials`` trials, each a ``--epochs``-epoch training (a plain Python script,
-``--epoch-seconds`` of work per epoch, a deterministic loss). The first attempt of every trial
-is killed once from outside, with SIGKILL, at a random time (seeded per trial, the same in
-both arms) between 10% and 90% of its expected training time: mid-epoch, while it writes a
-checkpoint, wherever the moment falls, as a preemption or an OOM kill would.
-``trial.retries: 1, trial.retry_on: [SIGKILL]`` runs it again. Two arms, the same seed:
+Default mode: a real MindSpore training, ``examples/mindspore_digits/train.py`` unchanged (its
+only checkpoint code is ``LineageCallback``, checkpointing every epoch), ``--epochs`` 20 per
+trial, ``--trials`` 8 at parallel 2, ``--train-size`` 400 digits images so that the three
+campaigns fit in minutes on two cores. A seeded plan picks ``--share`` of the trials (0.5:
+4 of 8, by the order in which they first start; a re-queued trial, known by its parameters,
+keeps its place, and the seeded sampler draws the same parameters in every arm) and
+interrupts each once, right after the training steps of an epoch drawn from 1..epochs-1,
+the kinds alternating:
 
-- **restart**: the script ignores the checkpoint it is handed, so every retry starts from
-  epoch 0. This is what the tuner did before checkpoints, and what Optuna's own retry
-  (``RetryFailedTrialCallback``) and W&B Sweeps do: a retried trial starts over.
-- **resume**: the script checkpoints every epoch (``tuner.trial.checkpoint_dir`` /
-  ``checkpointed``) and continues from ``tuner.trial.resume_from()``.
+- **trial**: SIGKILL of the trial process; ``trial.retries: 1, retry_on: [SIGKILL]`` runs it
+  again;
+- **controller**: SIGTERM of the controller (it stops the running trials, both of them, and
+  re-queues them), then ``tuner resume``.
 
-An epoch counts as executed once it has started (an epoch cut short by the kill was work
-too). Reported per arm: epochs executed, the kills that landed (an attempt that had already
-finished is not killed), extra epochs per interruption (executed minus trials x epochs, over
-the interruptions), wall time, and the best value (the same in both arms: an interruption
-must not change a result).
+A ``tuner worker`` killed with its trial re-queued by a survivor is not one of the kinds: it
+needs a shared store and a second worker, and the heartbeat grace period it waits out would
+dominate the wall time; it is not measured here. Every attempt that started and did not
+finish counts as an interruption, so a stopped controller counts the other running trial
+too (the printed attempts and interrupted attempts give the share; the measure asks for
+40%). Three campaigns, the same seed and plan:
 
-    python benchmarks/bench_checkpoint.py [--trials 12] [--epochs 10] [--epoch-seconds 0.05]
+- **uninterrupted**: no interruption; the work every other arm is measured against;
+- **restart**: a retried or re-queued trial starts from epoch 0 (the wrapper drops the
+  checkpoint the tuner hands it). This is what the tuner did before checkpoints, and what
+  Optuna's ``RetryFailedTrialCallback`` and W&B Sweeps do;
+- **resume**: the trial continues from its last checkpoint.
+
+An epoch counts as trained when its training steps finished (one cut short mid-epoch does
+not count, in any arm). A planned interruption lands right after that, before the epoch's
+evaluation and checkpoint, so a resumed trial trains that epoch once more: the goal is at most one extra epoch per interruption. Printed per arm:
+epochs trained, attempts, interrupted attempts, controller restarts, extra epochs (trained
+minus trials x epochs) and per interruption, wall time, the best ``val_accuracy`` and
+whether it equals the uninterrupted campaign's (MindSpore on CPU is deterministic here, and
+a resumed epoch gets the batches an uninterrupted one would).
+
+``--plain``: the earlier mode, a plain Python script (``--epoch-seconds`` of work per epoch,
+a deterministic loss, ``--trials`` 12 x ``--epochs`` 10) whose every first attempt is
+SIGKILLed at a random moment, mid-epoch or while it writes a checkpoint; writes
+``checkpoint_plain.json``.
+
+    python benchmarks/bench_checkpoint.py [--trials 8] [--epochs 20] [--share 0.5]
+    python benchmarks/bench_checkpoint.py --plain [--trials 12] [--epochs 10]
 
 Writes ``benchmarks/results/checkpoint.json``.
 """
@@ -166,13 +188,7 @@ def _arm(arm: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=12)
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--epoch-seconds", type=float, default=0.05)
-    ap.add_argument("--results-dir", type=Path, default=None)
-    args = ap.parse_args()
+def _plain(args: argparse.Namespace) -> int:
     figures = {arm: _arm(arm, args) for arm in ("restart", "resume")}
     print(f"{'arm':8} {'epochs':>7} {'interrupted':>11} {'extra/interr.':>13} {'wall s':>7} best")
     for arm, f in figures.items():
@@ -184,15 +200,69 @@ def main() -> int:
     ratio = resume["epochs_executed"] / restart["epochs_executed"]
     print(f"resume / restart, epochs executed: {ratio:.2f}")
     figures["epochs_ratio"] = round(ratio, 3)
+    params = {k: v for k, v in vars(args).items() if k in ("trials", "epochs", "epoch_seconds")}
     path = write_result(
-        "checkpoint",
-        figures,
-        store="sqlite",
-        params=vars(args) | {"results_dir": None},
-        results_dir=args.results_dir,
+        "checkpoint_plain", figures, store="sqlite", params=params, results_dir=args.results_dir
     )
     print(f"result: {path}")
     return 0
+
+
+def _mindspore(args: argparse.Namespace) -> int:
+    from _ckpt_mindspore import arm, plan
+
+    print(
+        f"plan {{start order: [kind, after epoch]}}: {plan(args.trials, args.epochs, args.share, args.seed)}"
+    )
+
+    figures: dict[str, Any] = {
+        name: arm(name, args) for name in ("uninterrupted", "restart", "resume")
+    }
+    reference = figures["uninterrupted"]["best"]
+    print(
+        f"{'arm':13} {'epochs':>6} {'attempts':>8} {'interrupted':>11} {'extra':>5} "
+        f"{'extra/interr.':>13} {'wall s':>7} {'best':>8} same best"
+    )
+    for name in ("uninterrupted", "restart", "resume"):
+        f = figures[name]
+        f["best_equals_uninterrupted"] = f["best"] == reference
+        print(
+            f"{name:13} {f['epochs_trained']:6d} {f['attempts']:8d} {f['interrupted_attempts']:11d} "
+            f"{f['extra_epochs']:5d} {f['extra_epochs_per_interruption']:13.2f} {f['wall_s']:7.1f} "
+            f"{f['best']:8.4f} {f['best_equals_uninterrupted']}"
+        )
+        print(
+            f"{'':13} planned: {f['planned_trial_kills']} trial SIGKILL(s), "
+            f"{f['planned_controller_stops']} controller SIGTERM(s), "
+            f"{f['controller_restarts']} tuner resume(s)"
+        )
+    params = {
+        k: v
+        for k, v in vars(args).items()
+        if k in ("trials", "epochs", "share", "seed", "train_size")
+    }
+    path = write_result(
+        "checkpoint", figures, store="sqlite", params=params | {"parallel": 2},
+        results_dir=args.results_dir,
+    )  # fmt: skip
+    print(f"result: {path}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plain", action="store_true", help="the plain-script mode")
+    ap.add_argument("--trials", type=int, default=None, help="8 (MindSpore), 12 (--plain)")
+    ap.add_argument("--epochs", type=int, default=None, help="20 (MindSpore), 10 (--plain)")
+    ap.add_argument("--epoch-seconds", type=float, default=0.05, help="--plain only")
+    ap.add_argument("--share", type=float, default=0.5, help="share of trials interrupted")
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--train-size", type=int, default=400, help="digits training images")
+    ap.add_argument("--results-dir", type=Path, default=None)
+    args = ap.parse_args()
+    args.trials = args.trials or (12 if args.plain else 8)
+    args.epochs = args.epochs or (10 if args.plain else 20)
+    return _plain(args) if args.plain else _mindspore(args)
 
 
 if __name__ == "__main__":
