@@ -149,7 +149,11 @@ class PlainObserver(Observer):
         if mark == self._last:
             return
         self._last = mark
-        for frozen in sorted(_finished(controller), key=lambda t: t.number):
+        finished = _finished(controller)
+        # Read after the counts: a trial that finished in between (another worker's) is
+        # listed, and counted in the lines that list it.
+        done = max(done, len(finished))
+        for frozen in sorted(finished, key=lambda t: t.number):
             if frozen.number not in self._printed:
                 self._printed.add(frozen.number)
                 self._write(self._line(controller, frozen, done))
