@@ -342,21 +342,34 @@ def test_a_pbt_continuation_trains_on_with_the_explored_lr(
     assert checked, summary
 
 
-#: The digits example behind a start barrier: fresh members wait until both have started, so
-#: that each is ranked against the other while both run. The example itself logs its params
+#: The digits example between two barriers: fresh members wait until both have started, and
+#: a member whose training ended waits (still running, its checkpoints kept) until the other
+#: member's chain has ended too, so that each is ranked against a running member however the
+#: machine's load spreads their epochs. The example itself logs its params
 #: (``lineage.start_run(params=...)``) into the run the tuner reserved for the attempt.
 DIGITS_WRAPPER = """
 import pathlib, runpy, sys, time
 from tuner import trial
 example = sys.argv[1]
+
+def wait_for(name):
+    deadline = time.monotonic() + 120
+    while len(pathlib.Path(name).read_text().split()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
 if trial.resume_from() is None:
     with open("started", "a") as fh:
         fh.write(f"{trial.number()}\\n")
-    deadline = time.monotonic() + 120
-    while len(pathlib.Path("started").read_text().split()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for("started")
 sys.argv = [example, *sys.argv[2:]]
-runpy.run_path(example, run_name="__main__")
+try:
+    runpy.run_path(example, run_name="__main__")
+except SystemExit as end:
+    if end.code not in (0, None):
+        raise
+with open("finished", "a") as fh:
+    fh.write(f"{trial.number()}\\n")
+wait_for("finished")
 """
 
 
