@@ -118,9 +118,17 @@ def _record(step: int, metrics: dict[str, float]) -> bool:
         return False
     try:
         run.log_reported(step, metrics)
-    except Exception:  # an ended run, an invalid name: the controller records them
+        # In the store before the controller hears of it: a process killed after the report
+        # line must not leave a point that neither writer stored. A store slower than this
+        # (an outage the run spools through) leaves the point to the controller as well.
+        run.flush(timeout=_RECORDED_FLUSH_S)
+    except Exception:  # an ended run, an invalid name, a slow store: the controller records them
         return False
     return True
+
+
+#: How long `report` waits for the script's own run to store a reported point.
+_RECORDED_FLUSH_S = 2.0
 
 
 def should_prune() -> bool:
