@@ -151,7 +151,9 @@ def test_kill_9_of_a_worker_mid_trial_is_recovered_by_a_survivor(
         assert old.state.name == "FAIL" and "no heartbeat" in old.system_attrs["tuner:stale"]
         copies = [t for t in trials if t.system_attrs.get("tuner:retry_of") == old.number]
         assert len(copies) == 1 and copies[0].state.name == "COMPLETE"
-        assert copies[0].params == old.params
+        # A trial the victim had asked ahead of a free slot but not yet sampled holds no
+        # parameters: its copy samples its own.
+        assert copies[0].params == old.params or not old.params
     rerun = [t for t in trials if t.system_attrs.get("tuner:retry_of") == doomed.number]
     counted = [t for t in trials if t not in stale]
     assert len(counted) == 4 and {t.state.name for t in counted} == {"COMPLETE"}
