@@ -250,8 +250,15 @@ def _checkpoint(f: dict[str, Any]) -> tuple[str, str, str]:
         f"restart from epoch 0: {_n(_get(f, 'restart', 'extra_epochs_per_interruption'))} "
         "extra epochs per interruption",
         f"resume: **{_n(_get(f, 'resume', 'extra_epochs_per_interruption'))}**",
-        f"{_n(f.get('epochs_ratio'))} of the epochs",
+        f"{_n(_ratio(_get(f, 'resume', 'extra_epochs'), _get(f, 'restart', 'extra_epochs')))} "
+        "of the extra epochs",
     )
+
+
+def _ratio(part: Any, whole: Any) -> float | None:
+    if not isinstance(part, int | float) or not isinstance(whole, int | float) or not whole:
+        return None
+    return round(part / whole, 2)
 
 
 def _truth(f: dict[str, Any]) -> tuple[str, str, str]:
