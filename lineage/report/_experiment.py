@@ -108,6 +108,7 @@ def report_experiment(
             for r in runs
             if r.tags.get(tags.RUN_TYPE) not in _NOT_TRAINING and r.status != "RUNNING"
         ]
+        kept, superseded = _without_superseded(kept)
         objectives, spaces = _campaign_info(runs)
         names, directions, notes = _targets(exp.name, kept, objectives, targets, goals)
         known = sorted({k for r in kept for k in r.params})
@@ -139,6 +140,7 @@ def report_experiment(
         target_names=names,
         best=best,
         title=f"{exp.name}: report of {len(kept)} run(s)" + (f" where {where}" if where else ""),
+        superseded=superseded,
     )
     report.notes[:0] = notes
     if log:
@@ -146,6 +148,25 @@ def report_experiment(
             report, tracking_uri=uri, experiment_id=exp.experiment_id, targets=names
         )
     return report
+
+
+def _without_superseded(runs: list[Any]) -> tuple[list[Any], int]:
+    """The runs less the attempts a later run of the same campaign continues (a retried
+    failure, a trial interrupted and resumed) that did not finish themselves: the tuner
+    counts the continuation, not the attempt, so the report does too (`tuner status` shows
+    them as superseded). A paused or copied-over run that ended PRUNED stays."""
+    continued = {
+        (r.tags.get(tags.CAMPAIGN), r.tags[tags.TRIAL_PARENT])
+        for r in runs
+        if r.tags.get(tags.TRIAL_PARENT)
+    }
+    keep = [
+        r
+        for r in runs
+        if r.tags.get(tags.TRIAL_STATE) in (None, "COMPLETE", tags.TRIAL_STATE_PRUNED)
+        or (r.tags.get(tags.CAMPAIGN), r.tags.get(tags.TRIAL_NUMBER)) not in continued
+    ]
+    return keep, len(runs) - len(keep)
 
 
 def _safe(name: str) -> str:

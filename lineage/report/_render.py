@@ -124,6 +124,7 @@ def render_report(
     warm_started: Callable[[FrozenTrial], bool] = is_warm_started,
     title: str | None = None,
     search: Sequence[str] = (),
+    superseded: int = 0,
 ) -> Report:
     """Draw the report of ``study`` into ``directory`` (created if needed).
 
@@ -138,7 +139,9 @@ def render_report(
     ``importances`` maps an objective name to its parameters, most important first (e.g. from
     a ``lineage importance`` analysis); otherwise Optuna's fANOVA orders them. ``search``:
     lines on what the search decided (a campaign gives its warm start's measurement and
-    choice), shown under the counts and kept in ``report.json``. Raises
+    choice), shown under the counts and kept in ``report.json``. ``superseded``: how many
+    attempts were left out of ``study`` because a later trial continues them (counted apart
+    in the page and ``report.json``, as `tuner status` does). Raises
     :class:`~lineage.UsageError` when the study has no complete trial.
     """
     import matplotlib
@@ -148,6 +151,8 @@ def render_report(
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     counts = {s.name: sum(t.state == s for t in trials) for s in TrialState}
     counts = {k: v for k, v in counts.items() if v}
+    if superseded:
+        counts["superseded"] = superseded
     if not done:
         raise UsageError(
             f"a report needs at least one complete trial with a value, got none of {len(trials)}"
