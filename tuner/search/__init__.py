@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from lineage.lazy import lazy_names
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     ENQUEUED_FROM_ATTR,
@@ -52,8 +53,6 @@ from tuner.search._attrs import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from tuner.search import _internals as internals
     from tuner.search._bounds import EDGE, widened
     from tuner.search._continuation import (
@@ -120,7 +119,6 @@ if TYPE_CHECKING:
 # package at start-up for those names (`tuner status` reads them), and should not pay for the
 # rest (the study and its storage import Optuna and SQLAlchemy, about a second).
 _LAZY = {
-    "internals": "tuner.search._internals",
     "EDGE": "tuner.search._bounds",
     "widened": "tuner.search._bounds",
     "chain_attrs": "tuner.search._continuation",
@@ -167,22 +165,9 @@ _LAZY = {
     "create_study": "tuner.search._study",
     "open_storage": "tuner.search._study",
     "sqlite_pragmas": "tuner.search._study",
-    "transfer_line": "tuner.search._transfer",
+    "transfer_line": "tuner.search._transfer:line",
 }
-#: Names this package gives another name than their module does.
-_RENAMED = {"transfer_line": "line"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tuner.search' has no attribute {name!r}")
-    from importlib import import_module
-
-    loaded = import_module(module)
-    value = loaded if name == "internals" else getattr(loaded, _RENAMED.get(name, name))
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY, modules={"internals": "tuner.search._internals"})
 
 
 __all__ = [
