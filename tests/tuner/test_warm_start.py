@@ -488,7 +488,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
     from tuner.history._warm_start import WarmStartPlan
     from tuner.search import distributions, sample_params
     from tuner.search._ranked import RankedWarmStart
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     config = parse_config(
         {
@@ -506,7 +506,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
         },
         base_dir=tmp_path,
     )
-    made = make_sampler(config)
+    made = make_sampler(SamplerPlan.of(config))
     # Samplers that learn from values read the imported runs by rank (`compare: rank`).
     assert isinstance(made, RankedWarmStart) == (sampler in ("tpe", "cmaes", "nsga2")), made
     trials = [

@@ -204,7 +204,7 @@ class Controller:
     def _setup(self, previous: Mapping[str, Any]) -> None:
         import optuna
 
-        from tuner.search import create_study
+        from tuner.search import StudyPlan, create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         assert self._storage is not None and self._preflight is not None  # made by `_open`
@@ -214,7 +214,7 @@ class Controller:
             # study and the lineage store are set up.
             if self._executor is None:
                 self._executor = build_executor(self.config, self.campaign_dir.trials)
-            self.study = study = create_study(self.config, self._storage)
+            self.study = study = create_study(StudyPlan.of(self.config), self._storage)
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)

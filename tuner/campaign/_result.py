@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from tuner.campaign._closing import link_analyses
 from tuner.campaign._history import note_space_changes, tally
 from tuner.campaign._running import CampaignResult
-from tuner.records import run_importance
+from tuner.records import AnalysisPlan, run_importance
 
 if TYPE_CHECKING:
     import optuna
@@ -51,7 +51,7 @@ def campaign_result(end: CampaignEnd, budget: int) -> CampaignResult:
 def analyse(end: CampaignEnd) -> str:
     """Rank the campaign's hyperparameters (an MLflow analysis run per objective, linked from
     the campaign's run); one line per objective saying what was found."""
-    analyses = run_importance(end.config, end.counts["COMPLETE"])
+    analyses = run_importance(AnalysisPlan.of(end.config), end.counts["COMPLETE"])
     link_analyses(end, analyses)
     note_space_changes(end)
     return "\n".join(a.line for a in analyses)
