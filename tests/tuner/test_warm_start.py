@@ -150,9 +150,9 @@ def test_from_an_earlier_campaign(
     assert "warm start: 2 earlier run(s) imported as finished trials" in out
     # How many the sampler sees is the decision line's to say, not a second, other count.
     assert "(as each source's line says, not counted against the budget)" in out
-    from tuner.search import transfer_notes
+    from tuner.search import StudyPlan, transfer_notes
 
-    (note,) = transfer_notes(config)
+    (note,) = transfer_notes(StudyPlan.of(config))
     assert note.startswith("warm start from campaign 'prior': 1 pair(s) with this campaign's")
     assert note in out.splitlines()
     (first_parent,) = [

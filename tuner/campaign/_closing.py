@@ -58,7 +58,7 @@ class CampaignEnd:
     study and the recorder (``None`` where the campaign ended before they existed), the counts
     and best trial, why it stopped early (``None`` when it did not), and where one-line
     warnings go. The whole config: the campaign run's description and its notes on the
-    search (`tuner.records.campaign_note`, `tuner.search.decisions_of`) tell all of it."""
+    search tell all of it (`tuner.records.campaign_note`)."""
 
     config: CampaignConfig
     study: optuna.Study | None
@@ -229,8 +229,12 @@ def _search_lines(end: CampaignEnd) -> tuple[list[str], list[str]]:
         return [], []
     # The controller's own study: no second connection to the database at close.
     trials, directions = end.study.get_trials(deepcopy=False), end.study.directions
-    decision = [transfer_line(d) for d in decisions_of(end.config, trials, directions)]
-    bounds = [*bounds_of(trials, directions), *focus_notes_of(end.config, trials, directions)]
+    config = end.config
+    decision = [transfer_line(d) for d in decisions_of(config.warm_start, trials, directions)]
+    bounds = [
+        *bounds_of(trials, directions),
+        *focus_notes_of(config.parameters, trials, directions),
+    ]
     return decision, bounds
 
 
