@@ -287,6 +287,8 @@ def stop_lost(
     """Stop, at once, the processes of the ``running`` attempts whose trial (by id) is in
     ``lost``: another worker re-queued it and its copy runs there. Each is marked
     superseded; the controller records it so once it ended."""
+    if not lost:
+        return
     for rt in running.values():
         if internals.trial_id(rt.trial) in lost and not rt.superseded:
             rt.superseded = True
