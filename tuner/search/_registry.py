@@ -172,7 +172,7 @@ class SamplerPlan:
     section: SamplerConfig
     #: The search space (``parameters:``): the grid, conditional parameters, focus.
     parameters: Mapping[str, Parameter]
-    #: Trials that run at once (``resources.parallel``): TPE lies about running ones.
+    #: Trials that run at once (``resources.parallel``): above 1, TPE gets a constant liar.
     parallel: int
     #: The ``warm_start:`` section (None: the campaign does not warm-start).
     warm_start: WarmStartConfig | None
