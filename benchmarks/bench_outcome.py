@@ -6,10 +6,11 @@ For each task and seed, side by side in one run:
 (b) ``tpe-cold``: Optuna's default TPESampler over the full space, from nothing;
 (c) ``tpe-warm``: the same, with ``warm_start: {from: [{experiment: PRIOR}]}``: the prior
     campaign's runs enter the study through the tuner's own machinery
-    (``tuner.history.load_history`` on the loaded config, then ``tuner.history.apply``); the
-    default ``compare: auto`` (``tuner.search._transfer``: the prior's weight follows its
-    measured agreement with the campaign's own trials, weighted toward the best pairs, and
-    fades; every fifth trial is proposed without the prior, ``tuner.search._view.PriorFree``);
+    (``tuner.history.load_history`` on the loaded config's ``HistoryContext``, then
+    ``tuner.history.apply``); the default ``compare: auto`` (``tuner.search._transfer``: the
+    prior's weight follows its measured agreement with the campaign's own trials, weighted
+    toward the best pairs, and fades; every fifth trial is proposed without the prior,
+    ``tuner.search._view.PriorFree``);
 (c') ``tpe-warm-value``: the same with ``compare: value`` (the prior's values as recorded);
 (c'') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
     and new values compared by rank while an imported run is ahead of the campaign's best);
@@ -355,7 +356,7 @@ def _campaign(
     """Best-so-far after each new trial."""
     import optuna
 
-    from tuner.history import apply, load_history
+    from tuner.history import HistoryContext, apply, load_history
     from tuner.search import sample_params
     from tuner.search._registry import wrap_sampler
 
@@ -371,7 +372,7 @@ def _campaign(
     )
     study = optuna.create_study(direction=task.goal, sampler=sampler)
     if config.warm_start is not None:
-        apply(study, load_history(config))
+        apply(study, load_history(HistoryContext.of(config)))
     sign = 1.0 if task.goal == "minimize" else -1.0
     best, curve = math.inf, []
     for _ in range(budget):

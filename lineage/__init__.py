@@ -4,7 +4,8 @@ The recording API (``lineage.start_run`` and friends) is what training scripts i
 query, importance and diagnosis APIs back the ``lineage`` CLI. Other tools (the tuner) use
 the public modules :mod:`lineage.recording` (experiments, bulk SQL writers),
 :mod:`lineage.uri`, :mod:`lineage.tags`, :mod:`lineage.masking`, :mod:`lineage.console`,
-:mod:`lineage.store` and :mod:`lineage.query`; underscore modules are internal.
+:mod:`lineage.store`, :mod:`lineage.query` and :mod:`lineage.lazy` (names a package loads
+on first use); underscore modules are internal.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from lineage._errors import (
     TransientError,
     UsageError,
 )
+from lineage.lazy import lazy_names
 from lineage.uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from lineage._recording import (
         DataFingerprint,
         Run,
@@ -39,30 +39,19 @@ if TYPE_CHECKING:
 
 # The recording API loads on first use: the CLIs import ``lineage`` for its errors and
 # store, and should not pay for the recorder's threads, signals and fingerprinting at start-up.
-_RECORDING = frozenset(
-    {
-        "DataFingerprint",
-        "Run",
-        "active_run",
-        "end_run",
-        "log_dataset",
-        "log_metric",
-        "log_metrics",
-        "log_params",
-        "set_tags",
-        "start_run",
-    }
+_RECORDING = (
+    "DataFingerprint",
+    "Run",
+    "active_run",
+    "end_run",
+    "log_dataset",
+    "log_metric",
+    "log_metrics",
+    "log_params",
+    "set_tags",
+    "start_run",
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RECORDING:
-        from importlib import import_module
-
-        value = getattr(import_module("lineage._recording"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'lineage' has no attribute {name!r}")
+__getattr__ = lazy_names(globals(), dict.fromkeys(_RECORDING, "lineage._recording"))
 
 
 __all__ = [

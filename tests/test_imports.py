@@ -53,12 +53,13 @@ def test_an_underscore_module_imported_from_outside_its_package_breaks_the_contr
 
 
 def _lazy_packages() -> list[str]:
-    """Packages whose __init__ loads some of its names on first use (a module __getattr__)."""
+    """Packages whose __init__ loads some of its names on first use (a module __getattr__,
+    `lineage.lazy.lazy_names`)."""
     return sorted(
         ".".join(init.parent.relative_to(ROOT).parts)
         for package in ("tuner", "lineage")
         for init in (ROOT / package).rglob("__init__.py")
-        if "\ndef __getattr__(" in init.read_text(encoding="utf-8")
+        if "\n__getattr__ = lazy_names(" in init.read_text(encoding="utf-8")
     )
 
 
@@ -67,3 +68,33 @@ def test_every_name_a_package_exports_resolves(package: str) -> None:
     module = importlib.import_module(package)
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert not missing, f"{package}.__all__ names what it cannot load: {missing}"
+
+
+def test_a_lazy_name_is_imported_on_first_use_and_kept_in_the_package() -> None:
+    from lineage.lazy import lazy_names
+
+    namespace: dict[str, object] = {"__name__": "pkg"}
+    getattr_ = lazy_names(
+        namespace,
+        {"dedent": "textwrap", "quote": "shlex:join"},
+        modules={"wrapping": "textwrap"},
+    )
+    import shlex
+    import textwrap
+
+    assert getattr_("dedent") is textwrap.dedent and namespace["dedent"] is textwrap.dedent
+    assert getattr_("quote") is shlex.join  # the package's own name for the module's `join`
+    assert getattr_("wrapping") is textwrap and namespace["wrapping"] is textwrap
+    with pytest.raises(AttributeError, match="module 'pkg' has no attribute 'nope'"):
+        getattr_("nope")
+    assert "nope" not in namespace
+
+
+def test_a_package_keeps_a_lazy_name_after_its_first_use() -> None:
+    code = (
+        "import sys, lineage.store as s\n"
+        "assert 'lineage.store._indexes' not in sys.modules and 'drop_indexes' not in vars(s)\n"
+        "f = s.drop_indexes\n"
+        "assert 'lineage.store._indexes' in sys.modules and vars(s)['drop_indexes'] is f\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

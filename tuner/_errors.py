@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Protocol
+
+    class ErrorAt(Protocol):
+        """Phrases a `ConfigError` about a key path of a campaign's config file, as every
+        other is phrased (`tuner.config.CampaignConfig.error`): for checks made after
+        loading, by parts that get a section of the config rather than all of it."""
+
+        def __call__(self, path: Sequence[Any], rule: str, value: Any = ..., /) -> ConfigError: ...
+
 
 class TunerError(Exception):
     """A failure the user can act on. ``exit_code`` 1: runtime failure."""

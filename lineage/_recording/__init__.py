@@ -16,6 +16,7 @@ from lineage._recording._run import Run, active_run
 from lineage._recording._spool import SpoolFullError, SpoolingWriter, drain
 from lineage._recording._start import start_run
 from lineage._recording._writer import Batch, Writer, WriteResult
+from lineage.lazy import lazy_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,15 +27,7 @@ _LAZY = {
     "SqlWriter": "lineage._recording._sql",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lineage._recording' has no attribute {name!r}")
-    # __import__, not importlib.import_module: importing importlib costs a CLI call ~0.5 ms.
-    value = getattr(__import__(module, fromlist=[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 __all__ = [

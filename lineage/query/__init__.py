@@ -6,6 +6,7 @@ comparisons, multi-key sorting, and key lookup shared by the CLI's columns.
 
 from __future__ import annotations
 
+from lineage.lazy import lazy_names
 from lineage.query._fields import ATTRIBUTES, Field, parse_field, to_number
 from lineage.query._goal import metric_goal
 from lineage.query._search import check_known, parse_sort, search_runs, search_runs_json, sort_runs
@@ -13,8 +14,6 @@ from lineage.query._where import Node, parse_where
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from lineage.query._compare import ABSENT, diff_runs, identity, other_tags, summarize_all
     from lineage.query._layout import format_table, table_layout
     from lineage.query._table import (
@@ -50,15 +49,7 @@ _LAZY = {
     "split_keys": "lineage.query._table",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lineage.query' has no attribute {name!r}")
-    # __import__, not importlib.import_module: importing importlib costs a CLI call ~0.5 ms.
-    value = getattr(__import__(module, fromlist=[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 __all__ = [

@@ -8,6 +8,7 @@ SQLite and PostgreSQL stores, MLflow's REST search with the filter pushed down f
 
 from __future__ import annotations
 
+from lineage.lazy import lazy_names
 from lineage.store._base import RunStore
 from lineage.store._open import open_store
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
@@ -15,8 +16,6 @@ from lineage.store._records import Experiment, MetricPoint, RunRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from lineage.store._dialect import Dialect, map_error
     from lineage.store._indexes import drop_indexes, ensure_indexes, index_states
     from lineage.store._sql_db import Connection, SchemaMismatch, connect
@@ -34,15 +33,7 @@ _LAZY = {
     "connect": "lineage.store._sql_db",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lineage.store' has no attribute {name!r}")
-    # __import__, not importlib.import_module: importing importlib costs a CLI call ~0.5 ms.
-    value = getattr(__import__(module, fromlist=[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ from _campaign_base import base_config
 from tuner._errors import ConfigError
 from tuner.config import CampaignConfig, load_config, parse_config
 from tuner.search import _registry, distributions, sample_params, sampling_order, validate_params
-from tuner.search._registry import make_pruner, make_sampler, search_space
+from tuner.search._registry import SamplerPlan, make_pruner, make_sampler, search_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -60,7 +60,7 @@ def test_every_sampler_constructs_seeded_and_samples(
     cls = _registry.SAMPLERS[name]()
 
     def run() -> list[dict[str, Any]]:
-        sampler = make_sampler(config)
+        sampler = make_sampler(SamplerPlan.of(config))
         assert isinstance(sampler, cls)
         study = optuna.create_study(sampler=sampler, direction="minimize")
         out = []
@@ -78,8 +78,8 @@ def test_every_sampler_constructs_seeded_and_samples(
 
 
 def test_seed_reaches_the_sampler() -> None:
-    a = make_sampler(_config(sampler={"name": "random", "seed": 1}))
-    b = make_sampler(_config(sampler={"name": "random", "seed": 2}))
+    a = make_sampler(SamplerPlan.of(_config(sampler={"name": "random", "seed": 1})))
+    b = make_sampler(SamplerPlan.of(_config(sampler={"name": "random", "seed": 2})))
     dist = optuna.distributions.FloatDistribution(0, 1)
     study = optuna.create_study()
     trial = optuna.trial.FrozenTrial  # noqa: F841 - only the RNG matters here
@@ -90,9 +90,9 @@ def test_seed_reaches_the_sampler() -> None:
 
 def test_tpe_uses_constant_liar_when_trials_run_in_parallel() -> None:
     config = _config(resources={"parallel": 2})
-    assert make_sampler(config)._constant_liar is True  # type: ignore[attr-defined]
+    assert make_sampler(SamplerPlan.of(config))._constant_liar is True  # type: ignore[attr-defined]
     off = _config(resources={"parallel": 2}, sampler={"options": {"constant_liar": False}})
-    assert make_sampler(off)._constant_liar is False  # type: ignore[attr-defined]
+    assert make_sampler(SamplerPlan.of(off))._constant_liar is False  # type: ignore[attr-defined]
 
 
 def test_grid_search_space_from_steps_and_explicit_values() -> None:
@@ -100,13 +100,13 @@ def test_grid_search_space_from_steps_and_explicit_values() -> None:
     config = _config(
         params, sampler={"name": "grid", "options": {"search_space": {"lr": [1e-3, 1e-2]}}}
     )
-    assert search_space(config) == {
+    assert search_space(config.sampler, config.parameters, error=config.error) == {
         "x": [0.0, 0.5, 1.0],
         "n": [1, 2],
         "opt": ["a", "b"],
         "lr": [1e-3, 1e-2],
     }
-    sampler = make_sampler(config)
+    sampler = make_sampler(SamplerPlan.of(config))
     assert isinstance(sampler, optuna.samplers.GridSampler)
     study = optuna.create_study(sampler=sampler)
     seen = set()
@@ -165,7 +165,7 @@ def test_gp_without_torch_injected_import(
         "pip install 'lineage-tuner[gp]'."
     )
     with pytest.raises(ConfigError) as info:
-        make_sampler(config)
+        make_sampler(SamplerPlan.of(config))
     assert str(info.value) == expected and info.value.exit_code == 2
     with pytest.raises(ConfigError) as info:
         load_config("c.yaml")
@@ -176,7 +176,7 @@ def test_conditional_parameters_are_absent_unless_their_condition_holds() -> Non
     config = _config()
     assert sampling_order(config.parameters) == ["lr", "optimizer", "momentum", "layers"]
     study = optuna.create_study(
-        sampler=make_sampler(_config(sampler={"name": "random", "seed": 0}))
+        sampler=make_sampler(SamplerPlan.of(_config(sampler={"name": "random", "seed": 0})))
     )
     seen = {"sgd": 0, "adam": 0}
     for _ in range(30):
@@ -241,7 +241,7 @@ def test_fixed_trials_and_distributions() -> None:
 def test_multivariate_tpe_groups_conditional_parameters() -> None:
     options = {"multivariate": True, "n_startup_trials": 2}
     config = _config(sampler={"name": "tpe", "seed": 0, "options": options})
-    sampler = make_sampler(config)
+    sampler = make_sampler(SamplerPlan.of(config))
     assert sampler._group is True  # type: ignore[attr-defined]
     study = optuna.create_study(sampler=sampler)
     for i in range(6):
@@ -252,4 +252,4 @@ def test_multivariate_tpe_groups_conditional_parameters() -> None:
     unconditional = _config(
         {"x": {"type": "float", "low": 0, "high": 1}}, sampler={"options": options}
     )
-    assert make_sampler(unconditional)._group is False  # type: ignore[attr-defined]
+    assert make_sampler(SamplerPlan.of(unconditional))._group is False  # type: ignore[attr-defined]

@@ -57,7 +57,7 @@ def test_widened_grows_past_the_bound_only() -> None:
 
 def test_bound_notes_read_the_campaign_study(tmp_path: Path) -> None:
     from tuner.config import parse_config
-    from tuner.search import bound_notes
+    from tuner.search import StudyPlan, bound_notes
     from tuner.search._study import create_rdb
 
     config = parse_config(
@@ -71,13 +71,13 @@ def test_bound_notes_read_the_campaign_study(tmp_path: Path) -> None:
         },
         base_dir=tmp_path,
     )
-    assert bound_notes(config) == []  # no study yet: nothing, no error
+    assert bound_notes(StudyPlan.of(config)) == []  # no study yet: nothing, no error
     study = optuna.create_study(
         study_name=config.study_name, storage=create_rdb(config.optuna_storage_url())
     )
     for t in [*_study(best_lr=1.0).trials, *_study(best_lr=1.0).trials]:
         study.add_trial(t)
-    (note,) = bound_notes(config)
+    (note,) = bound_notes(StudyPlan.of(config))
     assert note.startswith("at a bound: 4 of the 5 best trials sit at the high bound of lr")
 
 

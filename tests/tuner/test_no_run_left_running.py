@@ -34,17 +34,17 @@ def _fail_on(call: int, real: Any) -> Any:
 
 def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     import tuner.campaign._closing as closing
-    import tuner.campaign._controller as controller
     import tuner.campaign._launch as launch
+    import tuner.campaign._outcome as outcome
     import tuner.campaign._run_end as run_end
     from tuner.executors._inprocess import InProcessExecutor
 
     if where == "summary":
         monkeypatch.setattr(closing, "summary_tags", _fail_on(1, closing.summary_tags))
     elif where == "tell":  # the trial has left `running`, its run is not finished yet
-        monkeypatch.setattr(controller, "tell", _fail_on(3, controller.tell))
+        monkeypatch.setattr(outcome, "tell", _fail_on(3, outcome.tell))
     elif where == "judge":
-        monkeypatch.setattr(controller, "judge", _fail_on(2, controller.judge))
+        monkeypatch.setattr(outcome, "judge", _fail_on(2, outcome.judge))
     elif where == "trial_end_tags":
         monkeypatch.setattr(run_end, "trial_end_tags", _fail_on(3, run_end.trial_end_tags))
     elif where == "submit":  # a run was reserved for the trial, the process never started

@@ -137,11 +137,11 @@ def test_the_worst_member_copies_a_top_member_and_explores(
     # Warm start from this campaign imports finished trials with one configuration only:
     # the segments that went on from another member's checkpoint are skipped.
     from tuner.config import parse_config
-    from tuner.history import load_history
+    from tuner.history import HistoryContext, load_history
 
     data = config.model_dump(mode="json", exclude_none=True, exclude={"scheduler", "workdir"})
     data.update(name="next", warm_start={"from": [{"experiment": "t"}]}, budget={"trials": 2})
-    plan = load_history(parse_config(data, base_dir=tmp_path))
+    plan = load_history(HistoryContext.of(parse_config(data, base_dir=tmp_path)))
     assert plan.skipped["parameters changed during training"] == len(exploits)
     kept = {t.number for t in trials if t.state.name == "COMPLETE"} - {t.number for t in exploits}
     assert len(plan.trials) == len(kept)

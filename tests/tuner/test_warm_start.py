@@ -150,9 +150,9 @@ def test_from_an_earlier_campaign(
     assert "warm start: 2 earlier run(s) imported as finished trials" in out
     # How many the sampler sees is the decision line's to say, not a second, other count.
     assert "(as each source's line says, not counted against the budget)" in out
-    from tuner.search import transfer_notes
+    from tuner.search import StudyPlan, transfer_notes
 
-    (note,) = transfer_notes(config)
+    (note,) = transfer_notes(StudyPlan.of(config))
     assert note.startswith("warm start from campaign 'prior': 1 pair(s) with this campaign's")
     assert note in out.splitlines()
     (first_parent,) = [
@@ -488,7 +488,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
     from tuner.history._warm_start import WarmStartPlan
     from tuner.search import distributions, sample_params
     from tuner.search._ranked import RankedWarmStart
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     config = parse_config(
         {
@@ -506,7 +506,7 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
         },
         base_dir=tmp_path,
     )
-    made = make_sampler(config)
+    made = make_sampler(SamplerPlan.of(config))
     # Samplers that learn from values read the imported runs by rank (`compare: rank`).
     assert isinstance(made, RankedWarmStart) == (sampler in ("tpe", "cmaes", "nsga2")), made
     trials = [

@@ -39,9 +39,9 @@ def _config(tmp_path: Path, **parameters: Any) -> Any:
 
 def _run(config: Any, loss: Any, n: int) -> optuna.Study:
     from tuner.search import sample_params
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
-    study = optuna.create_study(sampler=make_sampler(config))
+    study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(config)))
     for _ in range(n):
         trial = study.ask()
         study.tell(trial, loss(sample_params(trial, config.parameters)))

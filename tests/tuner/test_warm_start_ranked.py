@@ -56,12 +56,12 @@ def _proposals(tmp_path: Path, compare: str) -> tuple[list[float], Any]:
 
     from tuner.history import apply
     from tuner.history._warm_start import WarmStartPlan
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     config = _config(tmp_path, compare)
     olds = [i / 23 for i in range(24)]
     plan = WarmStartPlan([_imported(config, x, (x - 0.2) ** 2, i) for i, x in enumerate(olds)], [])
-    study = optuna.create_study(sampler=make_sampler(config))
+    study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(config)))
     apply(study, plan)
     for x in (0.05, 0.2, 0.35, 0.5, 0.6, 0.7, 0.8, 0.95):
         study.enqueue_trial({"x": x})
@@ -145,6 +145,8 @@ def test_value_compare_and_non_learning_samplers_are_not_wrapped(
     tmp_path: Path, compare: str | None, sampler: str
 ) -> None:
     from tuner.search._ranked import RankedWarmStart
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
-    assert not isinstance(make_sampler(_config(tmp_path, compare, sampler)), RankedWarmStart)
+    assert not isinstance(
+        make_sampler(SamplerPlan.of(_config(tmp_path, compare, sampler))), RankedWarmStart
+    )

@@ -56,9 +56,9 @@ def _study(
     """A study holding 24 imported runs per source (scored by ``old(x)``) and ``n_own`` own
     trials spread over the space (scored by ``new(x)``); the first 3 re-run imported
     configurations, as ``enqueue_best`` does."""
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
-    study = optuna.create_study(sampler=make_sampler(_config(tmp_path)))
+    study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(_config(tmp_path))))
     for source in sources:
         for i in range(24):
             study.add_trial(_imported(i / 23, old(i / 23), i, source))
@@ -81,12 +81,12 @@ def _measured(study: Any) -> Any:
 
 
 def test_auto_is_the_default(tmp_path: Path) -> None:
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     config = _config(tmp_path)
     assert config.warm_start.compare == "auto"
-    assert "auto" in str(make_sampler(config))
-    assert "auto" not in str(make_sampler(_config(tmp_path, "value")))
+    assert "auto" in str(make_sampler(SamplerPlan.of(config)))
+    assert "auto" not in str(make_sampler(SamplerPlan.of(_config(tmp_path, "value"))))
 
 
 def test_same_task_same_level_is_seen_by_value(tmp_path: Path) -> None:
@@ -182,11 +182,11 @@ def test_sources_are_weighted_each_by_its_own_agreement(tmp_path: Path) -> None:
 
 def test_the_decision_is_recomputed_from_the_stored_study(tmp_path: Path) -> None:
     """A resumed controller (another process, the same storage) decides the same."""
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     study = optuna.create_study(
-        storage=storage, study_name="s", sampler=make_sampler(_config(tmp_path))
+        storage=storage, study_name="s", sampler=make_sampler(SamplerPlan.of(_config(tmp_path)))
     )
     for i in range(24):
         study.add_trial(_imported(i / 23, (i / 23 - 0.1) ** 2, i))
@@ -196,7 +196,7 @@ def test_the_decision_is_recomputed_from_the_stored_study(tmp_path: Path) -> Non
     before = _measured(study)
     resumed = optuna.load_study(study_name="s", storage=storage)
     assert _measured(resumed) == before
-    resumed.sampler = make_sampler(_config(tmp_path))
+    resumed.sampler = make_sampler(SamplerPlan.of(_config(tmp_path)))
     resumed.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.9) ** 2, n_trials=2)
     assert len(resumed.trials) == 32
 
@@ -224,7 +224,7 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     from tuner.config import parse_config
     from tuner.search import sample_params
     from tuner.search._focus import EXPLORE_EVERY
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     metrics = [{"metric": "loss", "goal": "minimize"}, {"metric": "size", "goal": "minimize"}]
     config = parse_config(
@@ -248,7 +248,9 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     def values(x: float, y: float) -> list[float]:
         return [(x - 0.4) ** 2 + (y - 0.5) ** 2, x + y][:objectives]
 
-    study = optuna.create_study(directions=["minimize"] * objectives, sampler=make_sampler(config))
+    study = optuna.create_study(
+        directions=["minimize"] * objectives, sampler=make_sampler(SamplerPlan.of(config))
+    )
     unit = optuna.distributions.FloatDistribution(0.0, 1.0)
     for i in range(16):
         x, y = (i % 4 + 0.5) / 4, (i // 4 + 0.5) / 4
@@ -338,10 +340,10 @@ def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Pa
     from lineage.report import render_report
     from tuner.search import sample_params
     from tuner.search._attrs import EXPLORING_ATTR
-    from tuner.search._registry import make_sampler
+    from tuner.search._registry import SamplerPlan, make_sampler
 
     config = _config(tmp_path)
-    study = optuna.create_study(sampler=make_sampler(config))
+    study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(config)))
     for i in range(24):
         study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
     study.enqueue_trial({"x": 0.3}, user_attrs={ENQUEUED_FROM_ATTR: "earlier-7"})

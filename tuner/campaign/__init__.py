@@ -3,9 +3,10 @@
 The `Controller` asks for trials, launches them on executor slots (``_launch``), takes in
 their metrics and prunes (``_intake``), judges how each attempt ended and tells Optuna
 (``_outcome``), tracks each attempt's lifecycle (``_state``, ``_running``), shows
-progress (``_progress``), and closes every MLflow run of the campaign however it ends
-(``_closing``). ``tuner worker`` runs rounds of the same controller on a shared
-study (``_worker``).
+progress (``_progress``), closes every MLflow run of the campaign however it ends
+(``_closing``) and says what it reached (``_result``). Its parts are built from the config
+sections they read (``_parts``). ``tuner worker`` runs rounds of the same controller on a
+shared study (``_worker``).
 """
 
 from __future__ import annotations

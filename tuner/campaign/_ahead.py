@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tuner.records import disk_full
+
 if TYPE_CHECKING:
     from tuner.campaign._launch import Launcher
     from tuner.campaign._running import Prepared, RunningTrial
@@ -76,6 +78,16 @@ class AskAhead:
         """Drop the prepared trials without touching the study or the store (a full disk):
         they stay RUNNING in the study, where ``tuner resume`` ends them."""
         self._prepared.clear()
+
+    def drop(self) -> None:
+        """`discard` as the campaign stops; on a full disk, `forget` (the store cannot take
+        the freed runs; the campaign ends with that one line)."""
+        try:
+            self.discard()
+        except Exception as exc:
+            if disk_full(exc) is None:
+                raise
+            self.forget()
 
     def _start(self, prepared: Prepared) -> None:
         t0 = time.perf_counter()

@@ -5,12 +5,13 @@
 ends the runs trials were given and deletes unused reserved ones) and the campaign directory
 records whether the exit was clean. `link_analyses` then points the parent run's description
 at the importance analysis runs. `stop_and_mark` stops the attempts still running when a
-campaign is interrupted or spends its failure budget.
+campaign is interrupted or spends its failure budget; `stop_lost` those another worker
+re-queued while they ran.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "link_analyses",
     "log_campaign_report",
     "stop_and_mark",
+    "stop_lost",
 ]
 
 _STOPPED = "interrupted: the controller stopped while the trial ran"
@@ -56,7 +58,7 @@ class CampaignEnd:
     study and the recorder (``None`` where the campaign ended before they existed), the counts
     and best trial, why it stopped early (``None`` when it did not), and where one-line
     warnings go. The whole config: the campaign run's description and its notes on the
-    search (`tuner.records.campaign_note`, `tuner.search.decisions_of`) tell all of it."""
+    search tell all of it (`tuner.records.campaign_note`)."""
 
     config: CampaignConfig
     study: optuna.Study | None
@@ -227,8 +229,12 @@ def _search_lines(end: CampaignEnd) -> tuple[list[str], list[str]]:
         return [], []
     # The controller's own study: no second connection to the database at close.
     trials, directions = end.study.get_trials(deepcopy=False), end.study.directions
-    decision = [transfer_line(d) for d in decisions_of(end.config, trials, directions)]
-    bounds = [*bounds_of(trials, directions), *focus_notes_of(end.config, trials, directions)]
+    config = end.config
+    decision = [transfer_line(d) for d in decisions_of(config.warm_start, trials, directions)]
+    bounds = [
+        *bounds_of(trials, directions),
+        *focus_notes_of(config.parameters, trials, directions),
+    ]
     return decision, bounds
 
 
@@ -272,6 +278,24 @@ def stop_and_mark(
                 tags=interrupted_tags(reason),
                 output_tail=scrub_text(output_tail(outcome), rt.secrets) if outcome else "",
                 ended_at=ended_at(rt, outcome) if outcome else None,
+            )
+
+
+def stop_lost(
+    running: Mapping[int, RunningTrial], lost: Collection[int], message: Callable[[str], Any]
+) -> None:
+    """Stop, at once, the processes of the ``running`` attempts whose trial (by id) is in
+    ``lost``: another worker re-queued it and its copy runs there. Each is marked
+    superseded; the controller records it so once it ended."""
+    if not lost:
+        return
+    for rt in running.values():
+        if internals.trial_id(rt.trial) in lost and not rt.superseded:
+            rt.superseded = True
+            rt.handle.terminate()
+            message(
+                f"trial {rt.number}: another worker re-queued it (its heartbeat went stale); "
+                "its process is stopped"
             )
 
 

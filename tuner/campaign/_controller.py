@@ -14,10 +14,6 @@ trial does not). Earlier runs imported by ``warm_start:`` (system attribute ``tu
 are finished trials of the study that never count: the controller asks up to
 ``budget.trials`` plus their number.
 
-Before anything is created, `run` refuses a campaign whose study was run with another search
-space (one line, exit 2) unless ``allow_space_change``, and reads the ``warm_start`` sources
-(a bad source: one line, exit 2); see `tuner.campaign._history`.
-
 Whether this controller is the campaign's only one (``tuner run``) or one of several on a
 shared study (``tuner worker``) is the injected `tuner.coordination.Coordination`'s business.
 """
@@ -28,15 +24,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lineage.masking import scrub_text
 from tuner._errors import BudgetExhausted
-from tuner.campaign._ahead import AskAhead
-from tuner.campaign._closing import (
-    CampaignEnd,
-    close_campaign,
-    link_analyses,
-    stop_and_mark,
-)
+from tuner.campaign._closing import CampaignEnd, close_campaign, stop_and_mark, stop_lost
 from tuner.campaign._failures import FailureBudget
 from tuner.campaign._history import (
     Preflight,
@@ -46,27 +35,20 @@ from tuner.campaign._history import (
     read_history,
     tally,
 )
-from tuner.campaign._launch import Launcher
-from tuner.campaign._outcome import best_of, judge, superseded, tell
-from tuner.campaign._parts import build_executor, build_parts
-from tuner.campaign._run_end import RunEnds
+from tuner.campaign._outcome import best_of
+from tuner.campaign._parts import build_executor, build_parts, build_recorder
+from tuner.campaign._result import analyse, campaign_result, study_counts
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
 from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
 from tuner.campaign._state import TrialState
 from tuner.coordination import Coordination, Standalone, StudySite, counted_trials
 from tuner.executors import Executor, TrialOutcome
-from tuner.records import (
-    disk_full,
-    open_recorder,
-    run_importance,
-    start_campaign_run,
-)
-from tuner.schedulers import Scheduler
-from tuner.search import internals
+from tuner.records import disk_full, start_campaign_run
 
 if TYPE_CHECKING:
     import optuna
 
+    from tuner.campaign._parts import Parts
     from tuner.config import CampaignConfig
     from tuner.history import WarmStartPlan
     from tuner.records import LineageRecorder
@@ -123,9 +105,8 @@ class Controller:
         self._last_update = 0.0
         self.timings: list[float] = []  # controller seconds per trial (ask + launch + tell)
         self._stale: list[Any] = []
-        self._ahead: AskAhead | None = None  # trials asked before a slot is free
-        self._launcher: Launcher | None = None
-        self._scheduler: Scheduler | None = None
+        #: What drives the trials (launcher, scheduler, intake, ...), once the study is loaded.
+        self._parts: Parts | None = None
         self._plan = warm_start
         self._allow_space_change = allow_space_change
         self._preflight: Preflight | None = None
@@ -153,26 +134,7 @@ class Controller:
         Whatever ends it (an exception from any layer included), `close_campaign` runs: the executor
         is shut down and every MLflow run of the campaign is ended (the parent, trial runs,
         reserved runs), so none is left RUNNING; the exception then propagates."""
-        # Before the campaign directory: a store that cannot be opened leaves nothing.
-        if self._recorder is None:
-            # Checks the lineage store's access.
-            self._recorder = open_recorder(
-                self.config.tracking_uri(),
-                experiment=self.config.experiment,
-                campaign=self.config.name,
-                parallel=self.config.resources.parallel,
-            )
-        # A bad warm_start source or a changed space: refused before anything is made.
-        plan, unread = read_history(self.config, self._plan)
-        if self._storage is None:
-            self._storage = self._coordination.open_storage()
-        self._preflight = preflight(
-            self.config,
-            self._storage,
-            allow_space_change=self._allow_space_change,
-            plan=plan,
-            unread=unread,
-        )
+        self._open()
         previous = self.campaign_dir.acquire()
         clean = False
         status = "FAILED"
@@ -211,44 +173,58 @@ class Controller:
                 error=error,
             )
             note_space_changes(self._end())
-        result = self._result()
+        result = campaign_result(self._end(), self.budget)
         if self._importance and self._stop_reason is None and self.timings:
-            analyses = run_importance(self.config, self.counts["COMPLETE"])
-            result.importance = "\n".join(a.line for a in analyses)
-            end = self._end()
-            link_analyses(end, analyses)
-            note_space_changes(end)
+            result.importance = analyse(self._end())
         if self._stop_reason is not None and self._failures.spent():
             raise BudgetExhausted(self._stop_reason)
         return result
 
     # ----- setup and recovery --------------------------------------------------------------
 
+    def _open(self) -> None:
+        """What `run` checks before anything is created (campaign directory, study, MLflow
+        run): the lineage store's access; the ``warm_start`` sources (a bad one: one line,
+        exit 2); the study's search space, refused (one line, exit 2) when the study was run
+        with another one, unless ``allow_space_change``. See `tuner.campaign._history`."""
+        if self._recorder is None:
+            self._recorder = build_recorder(self.config)  # checks the lineage store's access
+        # A bad warm_start source or a changed space: refused before anything is made.
+        plan, unread = read_history(self.config, self._plan)
+        if self._storage is None:
+            self._storage = self._coordination.open_storage()
+        self._preflight = preflight(
+            self.config,
+            self._storage,
+            allow_space_change=self._allow_space_change,
+            plan=plan,
+            unread=unread,
+        )
+
     def _setup(self, previous: Mapping[str, Any]) -> None:
         import optuna
 
-        from tuner.search import create_study
+        from tuner.search import StudyPlan, create_study
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        assert self._storage is not None  # opened by `run`
+        assert self._storage is not None and self._preflight is not None  # made by `_open`
+        assert self._recorder is not None
         with self._coordination.setting_up():
             # First: the executor's warm parents import the trials' framework while the
             # study and the lineage store are set up.
             if self._executor is None:
                 self._executor = build_executor(self.config, self.campaign_dir.trials)
-            self.study = study = create_study(self.config, self._storage)
-            assert self._preflight is not None  # made by `run`
+            self.study = study = create_study(StudyPlan.of(self.config), self._storage)
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
             self.counts, self._failures.failures = tally(study)
-            assert self._recorder is not None  # opened by `run`
             # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
             self._stale, live = self._coordination.orphans(study)
             dirty = (bool(self._stale) or previous.get("clean_exit") is False) and not live
             start_campaign_run(self._recorder, self.config, study, self._stale, reconcile=dirty)
             self._preflight.record(self._recorder)
-            parts = build_parts(
+            self._parts = build_parts(
                 self.config,
                 study=study,
                 coordination=self._coordination,
@@ -256,27 +232,22 @@ class Controller:
                 executor=self._executor,
                 state_dir=self.campaign_dir.path,
                 message=self._observer.message,
-            )
-            self._launcher, self._scheduler, self._intake = (
-                parts.launcher,
-                parts.scheduler,
-                parts.intake,
-            )
-            self._ahead = AskAhead(parts.launcher, prepare=self._prepare, started=self._started)
-            self._run_ends = RunEnds(
-                self._recorder,
-                metric_names=self.config.metric_names,
-                message=self._observer.message,
+                prepare=self._prepare,
+                started=self._started,
+                failures=self._failures,
+                count=self._count,
+                stop=self._stop,
             )
         self._coordination.joined(study)
 
     def _recover(self) -> None:
         """End what dead controllers left: orphan process groups, RUNNING trials, runs."""
         assert self.study is not None and self._recorder is not None
-        if self._scheduler is not None:
+        assert self._parts is not None
+        if self._parts.scheduler is not None:
             import socket
 
-            self._stale = self._scheduler.recover(self._stale, socket.gethostname())
+            self._stale = self._parts.scheduler.recover(self._stale, socket.gethostname())
         self._coordination.recover(
             self.study, self._stale, recorder=self._recorder, message=self._observer.message
         )
@@ -284,8 +255,8 @@ class Controller:
     # ----- main loop -----------------------------------------------------------------------
 
     def _loop(self) -> None:
-        assert self._executor is not None and self._ahead is not None
-        executor, queue = self._executor, self._ahead
+        assert self._executor is not None and self._parts is not None
+        executor, queue, intake = self._executor, self._parts.ahead, self._parts.intake
         deadline = (
             time.monotonic() + self.config.budget.timeout if self.config.budget.timeout else None
         )
@@ -294,10 +265,10 @@ class Controller:
             self._stop_reason = self._failures.already_spent()
             return
         while True:
-            self._stop_lost()
+            stop_lost(self.running, self._coordination.lost_trials(), self._observer.message)
             ended = []
             for rt in list(self.running.values()):
-                outcome = self._intake.collect(rt)
+                outcome = intake.collect(rt)
                 if outcome is not None:
                     ended.append((rt, outcome))
             # A prepared trial takes a freed slot before the bookkeeping of the ended ones,
@@ -316,7 +287,8 @@ class Controller:
                 raise fatal
             if self._stop_reason is not None:
                 queue.discard()
-                self._stop_all(self._stop_reason)
+                # Running trials are stopped (failure budget spent), marked and re-queued.
+                self._terminate_and_mark(f"interrupted: {self._stop_reason}")
                 return
             if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
                 self._launch_closed = "budget.timeout reached: no new trials are started"
@@ -332,21 +304,6 @@ class Controller:
             self._notify()
             executor.wait(self._poll)
 
-    def _stop_lost(self) -> None:
-        """Stop, at once, the processes of trials another worker has re-queued: their copy
-        runs there; `_finalize` then records them as superseded."""
-        lost = self._coordination.lost_trials()
-        if not lost:
-            return
-        for rt in self.running.values():
-            if internals.trial_id(rt.trial) in lost and not rt.superseded:
-                rt.superseded = True
-                rt.handle.terminate()
-                self._observer.message(
-                    f"trial {rt.number}: another worker re-queued it (its heartbeat went stale); "
-                    "its process is stopped"
-                )
-
     def _waiting(self) -> int:
         import optuna
 
@@ -354,64 +311,34 @@ class Controller:
         return len(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
 
     def _prepare(self) -> Prepared | None:
-        assert self._launcher is not None
-        if self._scheduler is not None:
+        assert self._parts is not None
+        scheduler = self._parts.scheduler
+        if scheduler is not None:
             # A promoted trial no longer counts: its continuation (enqueued now) does.
-            self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - self._scheduler.before_ask())
-        return self._launcher.prepare(self.budget + self.imported)
+            self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - scheduler.before_ask())
+        return self._parts.launcher.prepare(self.budget + self.imported)
 
     def _started(self, rt: RunningTrial, seconds: float) -> None:
         self.running[rt.number] = rt
         self.timings.append(seconds)
 
     def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
-        """Judge an ended attempt, tell the study, count it, and end its MLflow run."""
-        assert self.study is not None
+        """An ended attempt leaves `running`; it is judged, told, counted and its MLflow run
+        ended (`tuner.campaign._outcome.Bookkeeping`)."""
+        assert self._parts is not None
         self.running.pop(rt.number, None)
-        state, values, reason = judge(
-            rt, outcome, metric_names=self.config.metric_names, timeout=self.config.trial.timeout
-        )
-        if reason:
-            reason = scrub_text(reason, rt.secrets)
-        taken = superseded(self.study, rt)
-        if taken is not None:
-            self._coordination.trial_ended(internals.trial_id(rt.trial))
-            self._run_ends.superseded(rt, outcome, state, values, taken)
-            self._notify(force=True)
-            return
-        rt.state = rt.state.to(state)
-        retry = state is TrialState.FAIL and self._failed(rt, outcome, reason)
-        retry_number = tell(self.study, rt, state, values, reason, retry=retry)
-        self._coordination.trial_ended(internals.trial_id(rt.trial))
-        if retry_number is None and self._launcher is not None:
-            self._launcher.chain_ended(rt)
-        if state is TrialState.FAIL:
-            self._observer.message(
-                f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
-                + (f"; retried as trial {retry_number}" if retry_number is not None else "")
-            )
-            if self._failures.spent() and self._stop_reason is None:
-                self._stop_reason = self._failures.stop_reason()
-        if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
-            self.counts[state.value] += 1
-        if self._scheduler is not None:
-            self._scheduler.changed()
-        self._run_ends.told(rt, outcome, state, values, reason=reason, retried_as=retry_number)
+        self._parts.bookkeeping.settle(rt, outcome)
         self._notify(force=True)
 
-    def _failed(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
-        """Count a failed attempt against ``budget.max_failures``; whether the attempt is
-        retried (its reports are kept for the retry)."""
-        retry = self._failures.count(rt, outcome, reason)
-        if retry and self._launcher is not None:
-            self._launcher.remember(rt.number, rt.history)
-        return retry
+    def _count(self, state: TrialState) -> None:
+        self.counts[state.value] += 1
+
+    def _stop(self, reason: str) -> None:
+        """The failure budget is spent: the loop stops its running trials and ends."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
 
     # ----- stopping ------------------------------------------------------------------------
-
-    def _stop_all(self, reason: str) -> None:
-        """Stop running trials (failure budget spent) and mark them; they are re-queued."""
-        self._terminate_and_mark(f"interrupted: {reason}")
 
     def _abort(self, reason: str) -> None:
         self._launch_closed = reason
@@ -421,13 +348,8 @@ class Controller:
     def _terminate_and_mark(self, reason: str) -> None:
         if self.study is None:
             return
-        if self._ahead is not None and self._ahead and self._recorder is not None:
-            try:
-                self._ahead.discard()
-            except Exception as exc:
-                if disk_full(exc) is None:
-                    raise
-                self._ahead.forget()
+        if self._parts is not None:
+            self._parts.ahead.drop()
         stop_and_mark(
             self.study,
             self.running,
@@ -448,17 +370,10 @@ class Controller:
     def study_counts(self) -> dict[str, int]:
         """The study's counted trials by final state (COMPLETE, PRUNED, FAIL), every
         controller's: on a study shared with workers, `counts` holds only this one's."""
-        if self.study is None:
-            return dict(self.counts)
-        try:
-            return tally(self.study)[0]
-        except Exception:  # the storage itself may be what failed: this controller's view
-            return dict(self.counts)
+        return study_counts(self.study, self.counts)
 
     def best(self) -> dict[str, Any] | None:
-        if self.study is None:
-            return None
-        return best_of(self.study)
+        return best_of(self.study) if self.study is not None else None
 
     def _end(self) -> CampaignEnd:
         """What the campaign's closing steps read, as it stands now."""
@@ -470,17 +385,4 @@ class Controller:
             best=self.best(),
             stop_reason=self._stop_reason or self._launch_closed,
             message=self._observer.message,
-        )
-
-    def _result(self) -> CampaignResult:
-        counts = self.study_counts()
-        return CampaignResult(
-            counts=counts,
-            finished=sum(counts.values()),
-            budget=self.budget,
-            best=self.best(),
-            stop_reason=self._stop_reason or self._launch_closed,
-            parent_run_id=self._recorder.parent_run_id if self._recorder else None,
-            experiment_id=self._recorder.experiment_id if self._recorder else None,
-            lineage_errors=self._recorder.errors if self._recorder else {},
         )

@@ -117,10 +117,10 @@ def read_history(
     yet cannot hold it: then the error is raised at once."""
     if plan is not None or config.warm_start is None:
         return plan, None
-    from tuner.history import load_history
+    from tuner.history import HistoryContext, load_history
 
     try:
-        return load_history(config), None
+        return load_history(HistoryContext.of(config)), None
     except ConfigError as exc:
         url = config.optuna_storage_url()
         if (
@@ -141,8 +141,8 @@ def preflight(
 ) -> Preflight:
     """Check the study's space and take the warm-start plan (``unread``: the error of
     `read_history`, raised unless the study holds the import); creates nothing. It takes the
-    whole ``config``, as `tuner.history.load_history` does: a warm start reads its sources
-    against the campaign's space, objectives and stores."""
+    whole ``config``: the space (`tuner.config.space_spec`), the study's name, and the
+    `tuner.history.HistoryContext` a warm start reads its sources in."""
     from tuner.config import space_difference, space_spec
 
     out = Preflight(budget=config.budget.trials, space=space_spec(config))
@@ -173,9 +173,9 @@ def preflight(
         if unread is not None:
             raise unread
         if plan is None:
-            from tuner.history import load_history
+            from tuner.history import HistoryContext, load_history
 
-            plan = load_history(config)
+            plan = load_history(HistoryContext.of(config))
         out.plan = plan
     return out
 

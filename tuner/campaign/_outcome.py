@@ -1,11 +1,17 @@
-"""How an ended trial attempt is judged, and the best trial so far (also for `tuner status`)."""
+"""How an ended trial attempt is judged and told, and the best trial so far (also for
+`tuner status`).
+
+`Bookkeeping.settle` is what the controller does with each attempt that ended: `judge` it,
+`tell` the study (a failure is retried as a copy while the failure budget allows), end its
+MLflow run (`tuner.campaign._run_end.RunEnds`), and say how it counts."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lineage.masking import scrub_text
 from tuner import _protocol as protocol
 from tuner.campaign._state import TrialState
 from tuner.search import (
@@ -23,10 +29,86 @@ from tuner.search import (
 if TYPE_CHECKING:
     import optuna
 
+    from tuner.campaign._failures import FailureBudget
+    from tuner.campaign._launch import Launcher
+    from tuner.campaign._run_end import RunEnds
     from tuner.campaign._running import RunningTrial
+    from tuner.coordination import Coordination
     from tuner.executors import TrialOutcome
+    from tuner.schedulers import Scheduler
 
-__all__ = ["best_of", "judge", "superseded", "tell"]
+__all__ = ["Bookkeeping", "best_of", "judge", "superseded", "tell"]
+
+
+class Bookkeeping:
+    """Settles the attempts that ended on ``study``: ``metric_names`` are the objectives,
+    ``timeout`` is ``trial.timeout``; failed attempts count in ``failures``. ``count``
+    receives the state each attempt counts as against the budget, ``stop`` the reason the
+    campaign stops once an attempt spent the failure budget. Called from the controller's
+    thread only."""
+
+    def __init__(
+        self,
+        study: optuna.Study,
+        *,
+        metric_names: Sequence[str],
+        timeout: float | None,
+        failures: FailureBudget,
+        coordination: Coordination,
+        launcher: Launcher,
+        scheduler: Scheduler | None,
+        run_ends: RunEnds,
+        message: Callable[[str], Any],
+        count: Callable[[TrialState], None],
+        stop: Callable[[str], None],
+    ) -> None:
+        self._study = study
+        self._metric_names = metric_names
+        self._timeout = timeout
+        self._failures = failures
+        self._coordination = coordination
+        self._launcher = launcher
+        self._scheduler = scheduler
+        self._run_ends = run_ends
+        self._message = message
+        self._count = count
+        self._stop = stop
+
+    def settle(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
+        """Judge an ended attempt, tell the study, count it, and end its MLflow run. It does
+        not count when another controller re-queued it meanwhile (the copy counts), when it
+        is retried, or when a scheduler made another trial count for it."""
+        state, values, reason = judge(
+            rt, outcome, metric_names=self._metric_names, timeout=self._timeout
+        )
+        if reason:
+            reason = scrub_text(reason, rt.secrets)
+        taken = superseded(self._study, rt)
+        if taken is not None:
+            self._coordination.trial_ended(internals.trial_id(rt.trial))
+            self._run_ends.superseded(rt, outcome, state, values, taken)
+            return
+        rt.state = rt.state.to(state)
+        # A failed attempt counts against budget.max_failures; a retry keeps its reports.
+        retry = state is TrialState.FAIL and self._failures.count(rt, outcome, reason)
+        if retry:
+            self._launcher.remember(rt.number, rt.history)
+        retry_number = tell(self._study, rt, state, values, reason, retry=retry)
+        self._coordination.trial_ended(internals.trial_id(rt.trial))
+        if retry_number is None:
+            self._launcher.chain_ended(rt)
+        if state is TrialState.FAIL:
+            self._message(
+                f"trial {rt.number} failed (attempt {rt.attempt}): {reason}"
+                + (f"; retried as trial {retry_number}" if retry_number is not None else "")
+            )
+            if self._failures.spent():
+                self._stop(self._failures.stop_reason())
+        if (state is not TrialState.FAIL or retry_number is None) and rt.counted:
+            self._count(state)
+        if self._scheduler is not None:
+            self._scheduler.changed()
+        self._run_ends.told(rt, outcome, state, values, reason=reason, retried_as=retry_number)
 
 
 def superseded(study: optuna.Study, rt: RunningTrial) -> str | None:

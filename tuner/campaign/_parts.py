@@ -1,9 +1,11 @@
 """The controller's parts, each built from the config sections it reads.
 
 The controller holds the whole campaign config; this is where it is cut into what each part
-reads: the executor (its ``executor:`` and ``resources:`` sections and the trial program),
-the launcher (a `LaunchPlan`), the scheduler (its ``scheduler:`` section and a
-`tuner.schedulers.SchedulerContext`) and the metric intake (the metric Optuna prunes on).
+reads: the recorder (the lineage store, experiment and campaign name), the executor (its
+``executor:`` and ``resources:`` sections and the trial program), the launcher (a
+`LaunchPlan`), the scheduler (its ``scheduler:`` section and a
+`tuner.schedulers.SchedulerContext`), the metric intake (the metric Optuna prunes on) and
+the bookkeeping of ended attempts (the objectives' names, ``trial.timeout``).
 """
 
 from __future__ import annotations
@@ -13,19 +15,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuner.campaign._ahead import AskAhead
 from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher, LaunchPlan
+from tuner.campaign._outcome import Bookkeeping
+from tuner.campaign._run_end import RunEnds
+from tuner.records import open_recorder
 from tuner.schedulers import Scheduler, SchedulerContext, make_scheduler
 
 if TYPE_CHECKING:
     import optuna
 
+    from tuner.campaign._failures import FailureBudget
+    from tuner.campaign._running import Prepared, RunningTrial
+    from tuner.campaign._state import TrialState
     from tuner.config import CampaignConfig
     from tuner.coordination import Coordination
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["Parts", "build_executor", "build_parts"]
+__all__ = ["Parts", "build_executor", "build_parts", "build_recorder"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,18 @@ class Parts:
     launcher: Launcher
     scheduler: Scheduler | None
     intake: MetricIntake
+    ahead: AskAhead
+    bookkeeping: Bookkeeping
+
+
+def build_recorder(config: CampaignConfig) -> LineageRecorder:
+    """The campaign's recorder, once the lineage store accepted our credentials."""
+    return open_recorder(
+        config.tracking_uri(),
+        experiment=config.experiment,
+        campaign=config.name,
+        parallel=config.resources.parallel,
+    )
 
 
 def build_executor(config: CampaignConfig, trials_dir: Path) -> Executor:
@@ -61,10 +82,17 @@ def build_parts(
     executor: Executor,
     state_dir: Path,
     message: Callable[[str], Any],
+    prepare: Callable[[], Prepared | None],
+    started: Callable[[RunningTrial, float], None],
+    failures: FailureBudget,
+    count: Callable[[TrialState], None],
+    stop: Callable[[str], None],
 ) -> Parts:
-    """The launcher, the scheduler (None without a ``scheduler:`` section) and the metric
-    intake of a campaign whose study is loaded. ``state_dir``: the campaign's local state
-    folder (attempt channels, local checkpoints)."""
+    """The parts of a campaign whose study is loaded: the launcher, the scheduler (None
+    without a ``scheduler:`` section), the metric intake, the queue of trials asked ahead
+    (``prepare`` and ``started``: see `AskAhead`) and the bookkeeping of ended attempts
+    (``failures``, ``count`` and ``stop``: see `Bookkeeping`). ``state_dir``: the campaign's
+    local state folder (attempt channels, local checkpoints)."""
     launcher = Launcher(
         LaunchPlan.of(config),
         study=study,
@@ -94,4 +122,18 @@ def build_parts(
         pruner=config.pruner.name,
         scheduler=scheduler,
     )
-    return Parts(launcher, scheduler, intake)
+    ahead = AskAhead(launcher, prepare=prepare, started=started)
+    bookkeeping = Bookkeeping(
+        study,
+        metric_names=config.metric_names,
+        timeout=config.trial.timeout,
+        failures=failures,
+        coordination=coordination,
+        launcher=launcher,
+        scheduler=scheduler,
+        run_ends=RunEnds(recorder, metric_names=config.metric_names, message=message),
+        message=message,
+        count=count,
+        stop=stop,
+    )
+    return Parts(launcher, scheduler, intake, ahead, bookkeeping)

@@ -154,9 +154,10 @@ def execute(
             print(result.stop_reason)
         if result.importance:
             print(result.importance)
-        from tuner.search import bound_notes, transfer_notes
+        from tuner.search import StudyPlan, bound_notes, transfer_notes
 
-        for note in [*transfer_notes(config), *bound_notes(config)]:
+        plan = StudyPlan.of(config)
+        for note in [*transfer_notes(plan), *bound_notes(plan)]:
             print(note)
         if result.experiment_id is not None:
             print(_mlflow_line(config, result.experiment_id, result.parent_run_id))

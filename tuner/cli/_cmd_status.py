@@ -273,15 +273,15 @@ def run(args: argparse.Namespace) -> int:
     if config.warm_start is not None and config.warm_start.compare == "auto":
         # What `compare: auto` measured and chose, recomputed from the study as a sampler
         # would now (this loads Optuna: only for such campaigns).
-        from tuner.search import stored_decisions
+        from tuner.search import StudyPlan, stored_decisions
 
-        decisions = stored_decisions(config)
+        decisions = stored_decisions(StudyPlan.of(config))
     status["warm_start_decision"] = [d.as_dict() for d in decisions]
     focus: list[str] = []
     if any(p.focus is not None for p in config.parameters.values()):
-        from tuner.search import focus_lines
+        from tuner.search import StudyPlan, focus_lines
 
-        focus = focus_lines(config)
+        focus = focus_lines(StudyPlan.of(config))
     status["focus"] = focus
     if args.format == "json":
         json.dump(status, sys.stdout, indent=2, default=str)

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from tuner._errors import ConfigError
     from tuner.config import load_config
-    from tuner.search import make_pruner, make_sampler
+    from tuner.search import SamplerPlan, make_pruner, make_sampler
 
     try:
         config = load_config(args.config)
@@ -43,13 +43,13 @@ def run(args: argparse.Namespace) -> int:
 
         check_heartbeat(config, (None, None))  # with the environment, as run would resolve it
         # Option values only the Optuna constructors check (types, ranges).
-        make_sampler(config)
+        make_sampler(SamplerPlan.of(config))
         make_pruner(config.pruner, error=config.error)
         plan = None
         if config.warm_start is not None:
-            from tuner.history import load_history
+            from tuner.history import HistoryContext, load_history
 
-            plan = load_history(config)
+            plan = load_history(HistoryContext.of(config))
     except ConfigError as exc:
         if args.format == "json":
             json.dump({"valid": False, "error": str(exc)}, sys.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lineage.lazy import lazy_names
 from tuner.executors._base import (
     Executor,
     ExecutorFullError,
@@ -15,8 +16,6 @@ from tuner.executors._procs import end_attempt, end_group, known_ended
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from tuner.executors._devices import detect_devices, make_slots
     from tuner.executors._factory import default_executor
     from tuner.executors._inventory import take_inventory
@@ -30,16 +29,7 @@ _LAZY = {
     "take_inventory": "tuner.executors._inventory",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tuner.executors' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 __all__ = [

@@ -6,8 +6,8 @@
 - ``_derive*``: a campaign derived from recorded runs (`derive_campaign`), written as a commented
   YAML file (`render_campaign`) by ``tuner init --from``.
 
->>> from tuner.history import apply, load_history
->>> plan = load_history(config)          # ConfigError (exit 2) for a source it cannot read
+>>> from tuner.history import HistoryContext, apply, load_history
+>>> plan = load_history(HistoryContext.of(config))  # ConfigError (exit 2): a bad source
 >>> print("\\n".join(plan.lines()))       # imported / skipped, one line each
 >>> apply(study, plan)                   # before the first ask; never imports twice
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from tuner.history._derive import DerivedCampaign, DerivedParameter, derive_campaign
 from tuner.history._derive_yaml import render_campaign
-from tuner.history._sources import SourceRuns, read_source, source_uri
+from tuner.history._sources import HistoryContext, SourceRuns, read_source, source_uri
 from tuner.history._warm_start import (
     SKIP_REASONS,
     SourceTally,
@@ -29,6 +29,7 @@ __all__ = [
     "SKIP_REASONS",
     "DerivedCampaign",
     "DerivedParameter",
+    "HistoryContext",
     "SourceRuns",
     "SourceTally",
     "WarmStartPlan",

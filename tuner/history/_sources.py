@@ -13,17 +13,59 @@ naming a key no run has, a ``params:``/``target:`` mapping to a name no run reco
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lineage.store import RunRecord, RunStore
-    from tuner.config import CampaignConfig, WarmStartSource
+    from tuner._errors import ErrorAt
+    from tuner.config import CampaignConfig, Parameter, WarmStartConfig, WarmStartSource
 
-__all__ = ["SourceRuns", "read_source", "source_uri"]
+__all__ = ["HistoryContext", "SourceRuns", "read_source", "source_uri"]
 
 _NOT_TRIALS = ("campaign", "analysis", "reserved")  # lineage.run_type values of bookkeeping runs
+
+
+@dataclass(frozen=True)
+class HistoryContext:
+    """What reading a campaign's history reads of its config: the ``warm_start:`` section
+    and the campaign it imports into (its name, store, space, objectives and budget)."""
+
+    #: The ``warm_start:`` section (None: the campaign does not warm-start).
+    warm_start: WarmStartConfig | None
+    #: The campaign's ``name``: its own trial runs are never imported.
+    campaign: str
+    #: The campaign's lineage store, read by a source that names none.
+    tracking_uri: str
+    #: The folder a source's relative SQLite path resolves against (the config file's).
+    base_dir: Path
+    #: The new search space (``parameters:``): imported runs are trials of it.
+    parameters: Mapping[str, Parameter]
+    #: The objectives' metrics (``target`` first) and Optuna directions, one each.
+    metric_names: Sequence[str]
+    directions: Sequence[str]
+    #: ``budget.trials``: ``enqueue_best`` never enqueues more.
+    budget: int
+    #: Phrases the one-line error at a source's key (`tuner.config.CampaignConfig.error`).
+    error: ErrorAt
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> HistoryContext:
+        """The context of ``config``'s campaign. It takes the whole config because this is
+        where what a warm start reads is cut out of it; nothing past it does."""
+        return cls(
+            warm_start=config.warm_start,
+            campaign=config.name,
+            tracking_uri=config.tracking_uri(),
+            base_dir=config.base_dir,
+            parameters=config.parameters,
+            metric_names=config.metric_names,
+            directions=config.directions,
+            budget=config.budget.trials,
+            error=config.error,
+        )
 
 
 @dataclass
@@ -37,43 +79,45 @@ class SourceRuns:
     runs: list[RunRecord]
 
 
-def source_uri(config: CampaignConfig, source: WarmStartSource) -> str:
+def source_uri(context: HistoryContext, source: WarmStartSource) -> str:
     """The tracking URI a source reads: its own (relative SQLite paths against the config
     file's directory) or the campaign's."""
     if source.tracking_uri:
         from tuner.config import absolute_uri
 
-        return absolute_uri(source.tracking_uri, config.base_dir)
-    return config.tracking_uri()
+        return absolute_uri(source.tracking_uri, context.base_dir)
+    return context.tracking_uri
 
 
-def read_source(config: CampaignConfig, index: int, source: WarmStartSource) -> SourceRuns:
-    """The runs ``source`` (``warm_start.from[index]``) selects; `ConfigError` (exit 2) when
-    it cannot be read or names something its store does not hold. It takes the whole config
-    for the campaign's tracking URI, base directory, name and target metric, and for
-    `tuner.config.CampaignConfig.error`, which phrases the one-line error at the source's key."""
+def read_source(context: HistoryContext, index: int, source: WarmStartSource) -> SourceRuns:
+    """The runs ``source`` (``warm_start.from[index]``) selects; `ConfigError` (exit 2), at
+    the source's key, when it cannot be read or names something its store does not hold."""
     from lineage import LineageError
     from lineage.masking import mask_uri
     from lineage.store import open_store
 
-    uri = source_uri(config, source)
+    uri = source_uri(context, source)
     shown = mask_uri(uri)
     at = ("warm_start", "from", index)
     where_key = (*at, "tracking_uri") if source.tracking_uri else at
     try:
         store = open_store(uri)
     except LineageError as exc:
-        raise config.error(where_key, f"cannot be read from {shown} ({_first_line(exc)})") from None
+        raise context.error(
+            where_key, f"cannot be read from {shown} ({_first_line(exc)})"
+        ) from None
     try:
         with store:
             if source.experiment is not None:
-                runs = _experiment_runs(config, store, source, at, shown)
+                runs = _experiment_runs(context, store, source, at, shown)
             else:
-                runs = _campaign_runs(config, store, source, at, shown)
-            runs = [r for r in runs if r.tags.get(_CAMPAIGN) != config.name]
-            _check_mapped(config, source, at, runs)
+                runs = _campaign_runs(context, store, source, at, shown)
+            runs = [r for r in runs if r.tags.get(_CAMPAIGN) != context.campaign]
+            _check_mapped(context, source, at, runs)
     except LineageError as exc:
-        raise config.error(where_key, f"cannot be read from {shown} ({_first_line(exc)})") from None
+        raise context.error(
+            where_key, f"cannot be read from {shown} ({_first_line(exc)})"
+        ) from None
     return SourceRuns(index, source, shown, runs)
 
 
@@ -91,7 +135,11 @@ def _quote(text: str) -> str:
 
 
 def _experiment_runs(
-    config: CampaignConfig, store: RunStore, source: WarmStartSource, at: tuple[Any, ...], uri: str
+    context: HistoryContext,
+    store: RunStore,
+    source: WarmStartSource,
+    at: tuple[Any, ...],
+    uri: str,
 ) -> list[RunRecord]:
     from lineage import NotFoundError
     from lineage.query import search_runs
@@ -103,16 +151,20 @@ def _experiment_runs(
         from tuner.config import suggest
 
         hint = suggest(name, names) or f" (known: {', '.join(names[:20]) or 'none'})"
-        raise config.error((*at, "experiment"), f"names no experiment in {uri}{hint}", name)
+        raise context.error((*at, "experiment"), f"names no experiment in {uri}{hint}", name)
     try:
         runs = search_runs(store, experiments=[name], where=source.where)
     except NotFoundError as exc:  # a key in `where` that no run has
-        raise config.error((*at, "where"), _first_line(exc), source.where) from None
+        raise context.error((*at, "where"), _first_line(exc), source.where) from None
     return [r for r in runs if r.tags.get(_RUN_TYPE) not in _NOT_TRIALS]
 
 
 def _campaign_runs(
-    config: CampaignConfig, store: RunStore, source: WarmStartSource, at: tuple[Any, ...], uri: str
+    context: HistoryContext,
+    store: RunStore,
+    source: WarmStartSource,
+    at: tuple[Any, ...],
+    uri: str,
 ) -> list[RunRecord]:
     from lineage import NotFoundError
     from lineage.query import search_runs
@@ -125,7 +177,7 @@ def _campaign_runs(
         from tuner.config import suggest
 
         hint = suggest(name, names) or f" (known: {', '.join(names[:20]) or 'none'})"
-        raise config.error((*at, "campaign"), f"names no campaign in {uri}{hint}", name)
+        raise context.error((*at, "campaign"), f"names no campaign in {uri}{hint}", name)
     experiments = sorted({r.experiment_id for r in mine})
     where = f"tags.`{_CAMPAIGN}` = {_quote(name)} and tags.`{_RUN_TYPE}` = 'trial'"
     if source.where:
@@ -133,11 +185,11 @@ def _campaign_runs(
     try:
         return search_runs(store, experiments=experiments, where=where)
     except NotFoundError as exc:
-        raise config.error((*at, "where"), _first_line(exc), source.where) from None
+        raise context.error((*at, "where"), _first_line(exc), source.where) from None
 
 
 def _check_mapped(
-    config: CampaignConfig,
+    context: HistoryContext,
     source: WarmStartSource,
     at: tuple[Any, ...],
     runs: Sequence[RunRecord],
@@ -150,7 +202,7 @@ def _check_mapped(
     if isinstance(source.target, dict):
         mapped_targets = dict(source.target)
     elif source.target is not None:
-        mapped_targets = {config.target.metric: source.target}
+        mapped_targets = {context.metric_names[0]: source.target}
     for kind, mapping, noun in (
         ("params", source.params, "param"),
         ("metrics", mapped_targets, "metric"),
@@ -169,7 +221,7 @@ def _check_mapped(
                 if kind == "params" or isinstance(source.target, dict)
                 else (*at, key)
             )
-            raise config.error(
+            raise context.error(
                 path,
                 f"names {noun} {recorded!r}, which no selected run of {source.label} recorded"
                 + _hint(recorded, seen, noun),

@@ -2,7 +2,7 @@
 
 Contract (``tuner run``, ``tuner validate`` and ``benchmarks/bench_outcome.py`` rely on it):
 
-- `load_history(config)` reads every ``warm_start.from`` source (read-only; it creates
+- `load_history(context)` reads every ``warm_start.from`` source (read-only; it creates
   nothing in any store) and returns a `WarmStartPlan`: one COMPLETE
   ``optuna.trial.FrozenTrial`` per usable run, built with the *new* space's distributions,
   and a tally of the runs it skipped, by reason. A source that cannot be read, or names
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tuner.history._sources import SourceRuns, read_source
+from tuner.history._sources import HistoryContext, SourceRuns, read_source
 from tuner.search import (
     ENQUEUED_FROM_ATTR,
     IMPORTED_ATTR,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import optuna
 
     from lineage.store import RunRecord
-    from tuner.config import CampaignConfig, Parameter, WarmStartSource
+    from tuner.config import Parameter, WarmStartSource
 
 __all__ = ["SKIP_REASONS", "SourceTally", "WarmStartPlan", "apply", "load_history"]
 
@@ -141,25 +141,26 @@ class WarmStartPlan:
         }
 
 
-def load_history(config: CampaignConfig) -> WarmStartPlan:
-    """The trials ``config.warm_start`` imports; an empty plan when it has none.
+def load_history(context: HistoryContext) -> WarmStartPlan:
+    """The trials the ``warm_start:`` section imports into the campaign of ``context``
+    (`HistoryContext.of` a config); an empty plan when it has none.
 
     Reads the sources only (nothing is created in any store); raises
     :class:`~tuner.ConfigError` (exit 2) for a source that cannot be read or names what its
     store does not hold."""
-    section = config.warm_start
+    section = context.warm_start
     if section is None:
         return WarmStartPlan([], [])
     trials: list[optuna.trial.FrozenTrial] = []
     tallies: list[SourceTally] = []
     for index, source in enumerate(section.sources):
-        got = read_source(config, index, source)
+        got = read_source(context, index, source)
         tally = SourceTally(source.label, got.uri, selected=len(got.runs))
-        trials.extend(_convert(config, got, tally))
+        trials.extend(_convert(context, got, tally))
         tallies.append(tally)
     plan = WarmStartPlan(trials, tallies)
     # An enqueued trial is run whatever the count: never more of them than the budget.
-    plan.enqueue = _best(config, trials, min(section.enqueue_best, config.budget.trials))
+    plan.enqueue = _best(context.directions, trials, min(section.enqueue_best, context.budget))
     return plan
 
 
@@ -196,7 +197,7 @@ class _Skip(Exception):
 
 
 def _convert(
-    config: CampaignConfig, got: SourceRuns, tally: SourceTally
+    context: HistoryContext, got: SourceRuns, tally: SourceTally
 ) -> list[optuna.trial.FrozenTrial]:
     import optuna
 
@@ -206,8 +207,8 @@ def _convert(
     for run in got.runs:
         try:
             _check_finished(run)
-            params = _params(config, got.source, run)
-            values = _values(config, got.source, run)
+            params = _params(context.parameters, got.source, run)
+            values = _values(context.metric_names, got.source, run)
         except _Skip as skip:
             tally.skipped[skip.reason] += 1
             tally.examples.setdefault(skip.reason, f"run {run.run_id[:8]}: {skip.detail}")
@@ -218,7 +219,7 @@ def _convert(
                 state=optuna.trial.TrialState.COMPLETE,
                 values=values,
                 params=params,
-                distributions=distributions(config.parameters, params),
+                distributions=distributions(context.parameters, params),
                 user_attrs={IMPORTED_FROM_ATTR: mark},
                 system_attrs={IMPORTED_ATTR: run.run_id},
             )
@@ -241,12 +242,14 @@ def _check_finished(run: RunRecord) -> None:
         raise _Skip("not finished", f"status {run.status}")
 
 
-def _params(config: CampaignConfig, source: WarmStartSource, run: RunRecord) -> dict[str, Any]:
+def _params(
+    parameters: Mapping[str, Parameter], source: WarmStartSource, run: RunRecord
+) -> dict[str, Any]:
     from tuner.search import is_active, sampling_order
 
     out: dict[str, Any] = {}
-    for name in sampling_order(config.parameters):
-        param = config.parameters[name]
+    for name in sampling_order(parameters):
+        param = parameters[name]
         if not is_active(param, out):
             continue
         recorded = source.recorded_param(name)
@@ -332,9 +335,9 @@ def _describe(param: Parameter) -> str:
     return text
 
 
-def _values(config: CampaignConfig, source: WarmStartSource, run: RunRecord) -> list[float]:
+def _values(metric_names: Sequence[str], source: WarmStartSource, run: RunRecord) -> list[float]:
     values = []
-    for i, metric in enumerate(config.metric_names):
+    for i, metric in enumerate(metric_names):
         recorded = source.recorded_metric(metric, first=i == 0)
         value = run.metrics.get(recorded)
         if value is None or not math.isfinite(value):
@@ -349,13 +352,13 @@ def _values(config: CampaignConfig, source: WarmStartSource, run: RunRecord) -> 
 
 
 def _best(
-    config: CampaignConfig, trials: Sequence[optuna.trial.FrozenTrial], k: int
+    directions: Sequence[str], trials: Sequence[optuna.trial.FrozenTrial], k: int
 ) -> list[tuple[dict[str, Any], str]]:
     """The ``k`` best distinct configurations: by value (one objective), else front by front
     of the non-dominated sort (ties by order of import)."""
     if k <= 0 or not trials:
         return []
-    signs = [-1.0 if d == "maximize" else 1.0 for d in config.directions]
+    signs = [-1.0 if d == "maximize" else 1.0 for d in directions]
     keyed = [(tuple(s * v for s, v in zip(signs, t.values, strict=True)), t) for t in trials]
     ranked: list[optuna.trial.FrozenTrial] = []
     if len(signs) == 1:

@@ -18,6 +18,7 @@ from tuner.records._state import IllegalTransition, TrialState
 from tuner.records._summary import (
     NOTE_TAG,
     Analysis,
+    AnalysisPlan,
     campaign_note,
     campaign_params,
     campaign_tags,
@@ -30,6 +31,7 @@ from tuner.records._trial import interrupted_tags, output_tail, trial_end_tags, 
 __all__ = [
     "NOTE_TAG",
     "Analysis",
+    "AnalysisPlan",
     "CredentialsError",
     "IllegalTransition",
     "LineageRecorder",

@@ -12,11 +12,12 @@ from lineage.uri import ui_link
 from tuner.records import _tags as T
 
 if TYPE_CHECKING:
-    from tuner.config import CampaignConfig
+    from tuner.config import CampaignConfig, Objective
 
 __all__ = [
     "NOTE_TAG",
     "Analysis",
+    "AnalysisPlan",
     "campaign_note",
     "campaign_params",
     "campaign_tags",
@@ -123,16 +124,49 @@ class Analysis:
     run_id: str | None = None
 
 
-def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
+@dataclass(frozen=True)
+class AnalysisPlan:
+    """What the importance analysis at a campaign's end reads of its config."""
+
+    #: The campaign's ``name``: its trial runs carry it as a tag.
+    campaign: str
+    #: The MLflow experiment and lineage store of the trial runs.
+    experiment: str
+    tracking_uri: str
+    #: The objectives (``target`` first): one analysis each.
+    objectives: Sequence[Objective]
+    #: The tuned parameters' names (``parameters:``): the only ones ranked.
+    parameters: Sequence[str]
+    #: The model that ranks them (``analysis.method``).
+    method: str
+    #: Whether a PBT scheduler changed the parameters during training.
+    pbt: bool
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> AnalysisPlan:
+        """The analysis of ``config``'s campaign. It takes the whole config because this is
+        where what the analysis reads is cut out of it; nothing past it does."""
+        scheduler = config.scheduler
+        return cls(
+            campaign=config.name,
+            experiment=config.experiment,
+            tracking_uri=config.tracking_uri(),
+            objectives=config.all_objectives,
+            parameters=list(config.parameters),
+            method=config.analysis.method,
+            pbt=scheduler is not None and scheduler.name == "pbt",
+        )
+
+
+def run_importance(plan: AnalysisPlan, complete: int) -> list[Analysis]:
     """Rank the campaign's hyperparameters, once per objective (an MLflow analysis run
-    each, named ``importance-<metric>``); one `Analysis` per objective saying what. It reads
-    most of the config (objectives, experiment, tracking URI, name, parameters, ``analysis:``,
-    ``scheduler:``), so it takes it whole."""
+    each, named ``importance-<metric>``); one `Analysis` per objective saying what.
+    ``complete``: the campaign's completed trials (too few: nothing is ranked)."""
     from lineage.importance import MIN_RUNS
 
     out: list[Analysis] = []
-    several = len(config.all_objectives) > 1
-    for objective in config.all_objectives:
+    several = len(plan.objectives) > 1
+    for objective in plan.objectives:
         metric, goal = objective.metric, objective.goal
         head = f"importance ({metric}, {goal})" if several else "importance"
         if complete < MIN_RUNS:
@@ -146,15 +180,15 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
             from lineage.importance import analyze_experiment, evaluator_for
 
             result = analyze_experiment(
-                config.experiment,
+                plan.experiment,
                 target=metric,
                 goal=goal,
-                tracking_uri=config.tracking_uri(),
-                where=f"tags.`tuner.campaign` = '{config.name}'",
+                tracking_uri=plan.tracking_uri,
+                where=f"tags.`tuner.campaign` = '{plan.campaign}'",
                 # The tuned hyperparameters only: a trial's own lineage (optimizer.*, seeds,
                 # dataset sizes recorded by callbacks) would otherwise compete with them.
-                params=list(config.parameters),
-                evaluator=evaluator_for(config.analysis.method),
+                params=list(plan.parameters),
+                evaluator=evaluator_for(plan.method),
                 log=True,
             )
         except Exception as exc:
@@ -163,7 +197,7 @@ def run_importance(config: CampaignConfig, complete: int) -> list[Analysis]:
             )
             continue
         line = f"{head}: {ranking_text(result)}"
-        if config.scheduler is not None and config.scheduler.name == "pbt":
+        if plan.pbt:
             line += (
                 "; PBT: each run counts with the values its last segment trained with "
                 "(the earlier ones are its hparam/<name> series)"

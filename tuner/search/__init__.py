@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from lineage.lazy import lazy_names
 from tuner.search._attrs import (
     ATTEMPT_ATTR,
     ENQUEUED_FROM_ATTR,
@@ -52,8 +53,6 @@ from tuner.search._attrs import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from tuner.search import _internals as internals
     from tuner.search._bounds import EDGE, widened
     from tuner.search._continuation import (
@@ -82,6 +81,7 @@ if TYPE_CHECKING:
         NUMERIC_ONLY,
         PRUNERS,
         SAMPLERS,
+        SamplerPlan,
         make_pruner,
         make_sampler,
         missing_dependency,
@@ -108,6 +108,7 @@ if TYPE_CHECKING:
         storage_unavailable,
     )
     from tuner.search._study import (
+        StudyPlan,
         check_storage,
         create_rdb,
         create_study,
@@ -120,7 +121,6 @@ if TYPE_CHECKING:
 # package at start-up for those names (`tuner status` reads them), and should not pay for the
 # rest (the study and its storage import Optuna and SQLAlchemy, about a second).
 _LAZY = {
-    "internals": "tuner.search._internals",
     "EDGE": "tuner.search._bounds",
     "widened": "tuner.search._bounds",
     "chain_attrs": "tuner.search._continuation",
@@ -144,6 +144,7 @@ _LAZY = {
     "NUMERIC_ONLY": "tuner.search._registry",
     "PRUNERS": "tuner.search._registry",
     "SAMPLERS": "tuner.search._registry",
+    "SamplerPlan": "tuner.search._registry",
     "make_pruner": "tuner.search._registry",
     "make_sampler": "tuner.search._registry",
     "missing_dependency": "tuner.search._registry",
@@ -162,27 +163,15 @@ _LAZY = {
     "STORAGE_SCHEMES": "tuner.search._storage_errors",
     "explain_storage_error": "tuner.search._storage_errors",
     "storage_unavailable": "tuner.search._storage_errors",
+    "StudyPlan": "tuner.search._study",
     "check_storage": "tuner.search._study",
     "create_rdb": "tuner.search._study",
     "create_study": "tuner.search._study",
     "open_storage": "tuner.search._study",
     "sqlite_pragmas": "tuner.search._study",
-    "transfer_line": "tuner.search._transfer",
+    "transfer_line": "tuner.search._transfer:line",
 }
-#: Names this package gives another name than their module does.
-_RENAMED = {"transfer_line": "line"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tuner.search' has no attribute {name!r}")
-    from importlib import import_module
-
-    loaded = import_module(module)
-    value = loaded if name == "internals" else getattr(loaded, _RENAMED.get(name, name))
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY, modules={"internals": "tuner.search._internals"})
 
 
 __all__ = [
@@ -227,6 +216,8 @@ __all__ = [
     "SYSTEM_PREFIX",
     "WARM_START_ATTR",
     "DiskFull",
+    "SamplerPlan",
+    "StudyPlan",
     "bound_notes",
     "bounds_of",
     "chain_attrs",

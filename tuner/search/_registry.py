@@ -8,7 +8,8 @@ the config validator imports this module).
 ``sampler.options`` / ``pruner.options`` are passed as keyword arguments to the Optuna class,
 so every Optuna knob is reachable without this module naming it; ``sampler.seed`` is passed
 as ``seed``. A constructor that rejects an option becomes a :class:`ConfigError` naming it,
-phrased by the config itself (``config.error(path, rule, value)``).
+phrased by the config itself (``config.error(path, rule, value)``). What building a sampler
+reads of a campaign is a `SamplerPlan`, cut from the config by `SamplerPlan.of`.
 """
 
 from __future__ import annotations
@@ -16,16 +17,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner._errors import ConfigError
-    from tuner.config import CampaignConfig, Parameter, PrunerConfig, WarmStartConfig
-
-    #: Phrases a `ConfigError` about a path of the config (`CampaignConfig.error`).
-    ErrorAt = Callable[[tuple[str, ...], str, Any], ConfigError]
+    from tuner._errors import ConfigError, ErrorAt
+    from tuner.config import (
+        CampaignConfig,
+        Parameter,
+        PrunerConfig,
+        SamplerConfig,
+        WarmStartConfig,
+    )
 
 __all__ = [
     "ALTERNATIVES",
@@ -39,6 +44,7 @@ __all__ = [
     "PRUNERS",
     "PRUNER_REQUIRED",
     "SAMPLERS",
+    "SamplerPlan",
     "controller_seed",
     "make_pruner",
     "make_sampler",
@@ -158,18 +164,48 @@ def missing_dependency(sampler: str) -> str | None:
     return None
 
 
-def search_space(config: CampaignConfig) -> dict[str, list[Any]]:
-    """The grid for ``sampler: grid``: ``options.search_space`` entries, else each parameter's
-    choices or its ``low..high`` values by ``step``. It takes the whole config for the
-    ``sampler:`` and ``parameters:`` sections and `tuner.config.CampaignConfig.error`."""
-    explicit = config.sampler.options.get("search_space") or {}
+@dataclass(frozen=True)
+class SamplerPlan:
+    """What building a campaign's sampler reads of its config."""
+
+    #: The ``sampler:`` section (name, options, seed).
+    section: SamplerConfig
+    #: The search space (``parameters:``): the grid, conditional parameters, focus.
+    parameters: Mapping[str, Parameter]
+    #: Trials that run at once (``resources.parallel``): above 1, TPE gets a constant liar.
+    parallel: int
+    #: The ``warm_start:`` section (None: the campaign does not warm-start).
+    warm_start: WarmStartConfig | None
+    #: Phrases the one-line error at ``sampler.name`` or ``sampler.options``.
+    error: ErrorAt
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> SamplerPlan:
+        """The plan of ``config``'s sampler. It takes the whole config because this is where
+        what a sampler reads is cut out of it; nothing past it does."""
+        return cls(
+            section=config.sampler,
+            parameters=config.parameters,
+            parallel=config.resources.parallel,
+            warm_start=config.warm_start,
+            error=config.error,
+        )
+
+
+def search_space(
+    section: SamplerConfig, parameters: Mapping[str, Parameter], *, error: ErrorAt
+) -> dict[str, list[Any]]:
+    """The grid for ``sampler: grid``: the ``sampler:`` section's ``options.search_space``
+    entries, else each parameter's choices or its ``low..high`` values by ``step``. ``error``
+    phrases the error at a parameter without a grid (`tuner.config.CampaignConfig.error`)."""
+    explicit = section.options.get("search_space") or {}
     space: dict[str, list[Any]] = {}
-    for name, param in config.parameters.items():
+    for name, param in parameters.items():
         values = explicit.get(name)
         if values is None:
             values = param.grid_values()
         if values is None:  # the config validator already refused this
-            raise config.error(("parameters", name), "needs a step for sampler grid")
+            raise error(("parameters", name), "needs a step for sampler grid")
         space[name] = list(values)
     return space
 
@@ -184,21 +220,20 @@ def controller_seed(seed: int, starts: int) -> int:
     return seed if starts == 0 else random.Random(f"{seed}/{starts}").getrandbits(31)
 
 
-def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler named by ``config.sampler``, seeded with ``seed`` (default
-    ``sampler.seed``; see `controller_seed`). It takes the whole config: the ``sampler:``,
-    ``parameters:``, ``resources:`` and ``warm_start:`` sections, and
-    `tuner.config.CampaignConfig.error` for the one-line error at ``sampler.options``."""
-    seed = config.sampler.seed if seed is None else seed
-    name = config.sampler.name
+def make_sampler(plan: SamplerPlan, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler ``plan.section`` names, seeded with ``seed`` (default
+    ``sampler.seed``; see `controller_seed`)."""
+    section = plan.section
+    seed = section.seed if seed is None else seed
+    name = section.name
     cls = SAMPLERS[name]()
-    kwargs: dict[str, Any] = dict(config.sampler.options)
+    kwargs: dict[str, Any] = dict(section.options)
     if name in NEEDS:
         module, hint = NEEDS[name]
         try:
             _import_module(module)
         except ImportError:
-            raise config.error(("sampler", "name"), ": " + hint) from None
+            raise plan.error(("sampler", "name"), ": " + hint) from None
     if isinstance(kwargs.get("independent_sampler"), str):
         independent = _INDEPENDENT[kwargs["independent_sampler"]]()
         # The fallback for parameters the relative sampler cannot model (conditional ones).
@@ -206,7 +241,7 @@ def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.s
     if isinstance(kwargs.get("crossover"), str):
         kwargs["crossover"] = _quietly(_CROSSOVERS[kwargs["crossover"]]())
     if name in GRID_SAMPLERS:
-        kwargs["search_space"] = search_space(config)
+        kwargs["search_space"] = search_space(section, plan.parameters, error=plan.error)
         cls = _ask_tell_grid(cls)
     if name in ("cmaes", "qmc", "gp"):
         # Conditional parameters fall back to the independent sampler by design; say so in
@@ -215,22 +250,19 @@ def make_sampler(config: CampaignConfig, *, seed: int | None = None) -> optuna.s
     if (
         name == "tpe"
         and kwargs.get("multivariate")
-        and any(p.when for p in config.parameters.values())
+        and any(p.when for p in plan.parameters.values())
     ):
         # Multivariate TPE models one joint space; `group` splits it by which parameters a
         # trial has, instead of dropping conditional ones to independent sampling (and logging
         # a warning per trial).
         kwargs.setdefault("group", True)
-    if name == "tpe" and config.resources.parallel > 1:
+    if name == "tpe" and plan.parallel > 1:
         # Without it, parallel workers ask while others run and get near-duplicate proposals.
         kwargs.setdefault("constant_liar", True)
     if seed is not None:
         kwargs["seed"] = seed
-    options = config.sampler.options
-    sampler = _construct(config.error, ("sampler", "options"), cls, kwargs, options)
-    return wrap_sampler(
-        sampler, name=name, parameters=config.parameters, warm_start=config.warm_start
-    )
+    sampler = _construct(plan.error, ("sampler", "options"), cls, kwargs, section.options)
+    return wrap_sampler(sampler, name=name, parameters=plan.parameters, warm_start=plan.warm_start)
 
 
 def wrap_sampler(

@@ -13,19 +13,24 @@ journal), and Optuna's cached storage re-reads unfinished trials from the databa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.storages import BaseStorage, RDBStorage
 
 from tuner._errors import ConfigError, StorageUnavailable, TunerError
+from tuner.search._registry import SamplerPlan
 from tuner.search._storage_errors import storage_unavailable
 
 if TYPE_CHECKING:
-    from tuner.config import CampaignConfig
+    from tuner._errors import ErrorAt
+    from tuner.config import CampaignConfig, PrunerConfig
 
 __all__ = [
     "StorageUnavailable",
+    "StudyPlan",
     "check_storage",
     "create_rdb",
     "create_study",
@@ -127,22 +132,49 @@ def open_storage(url: str, *, exclusive: bool) -> BaseStorage:
     return optuna.storages.get_storage(rdb)
 
 
-def create_study(config: CampaignConfig, storage: BaseStorage) -> optuna.Study:
-    """The campaign's study in ``storage``: created, or loaded when it exists with the
-    directions the config asks for (`ConfigError` otherwise). It takes the whole config:
-    the study's name, storage URL and directions, the ``sampler:`` and ``pruner:`` sections,
-    and `make_sampler`'s needs."""
-    from tuner.search._registry import make_pruner, make_sampler
+@dataclass(frozen=True)
+class StudyPlan:
+    """What making a campaign's study reads of its config."""
 
-    url = config.optuna_storage_url()
-    directions = list(config.directions)
+    #: The study's name and its storage's URL (for messages: the storage is given).
+    name: str
+    storage_url: str
+    #: Optuna directions, one per objective (``["minimize"]``).
+    directions: Sequence[str]
+    #: The sampler (`tuner.search.make_sampler`) and the ``pruner:`` section.
+    sampler: SamplerPlan
+    pruner: PrunerConfig
+    #: Phrases the one-line error at ``pruner.options``.
+    error: ErrorAt
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> StudyPlan:
+        """The plan of ``config``'s study. It takes the whole config because this is where
+        what the study reads is cut out of it; nothing past it does."""
+        return cls(
+            name=config.study_name,
+            storage_url=config.optuna_storage_url(),
+            directions=list(config.directions),
+            sampler=SamplerPlan.of(config),
+            pruner=config.pruner,
+            error=config.error,
+        )
+
+
+def create_study(plan: StudyPlan, storage: BaseStorage) -> optuna.Study:
+    """The campaign's study in ``storage``: created, or loaded when it exists with the
+    directions the plan asks for (`ConfigError` otherwise)."""
+    from tuner.search._registry import controller_seed, make_pruner, make_sampler
+
+    url = plan.storage_url
+    directions = list(plan.directions)
     try:
         study = optuna.create_study(
             storage=storage,
-            study_name=config.study_name,
+            study_name=plan.name,
             directions=directions,  # type: ignore[arg-type]
-            sampler=make_sampler(config),
-            pruner=make_pruner(config.pruner, error=config.error),
+            sampler=make_sampler(plan.sampler),
+            pruner=make_pruner(plan.pruner, error=plan.error),
             load_if_exists=True,
         )
     except ValueError as exc:
@@ -150,20 +182,19 @@ def create_study(config: CampaignConfig, storage: BaseStorage) -> optuna.Study:
     have = [d.name.lower() for d in study.directions]
     if have != directions:
         raise ConfigError(
-            f"Optuna storage {url}: study {config.study_name!r} exists with directions "
+            f"Optuna storage {url}: study {plan.name!r} exists with directions "
             f"{have}, but the config asks for {directions}; use another name"
         )
-    if config.sampler.seed is not None:
+    seed = plan.sampler.section.seed
+    if seed is not None:
         # A seeded sampler restarts its sequence in every process: a resumed controller, or a
         # second worker, would propose the first one's parameters again. Each controller to
         # open the study counts itself (under the setup lock where several share it) and
         # seeds from the count; the first keeps the seed, so a fresh campaign is reproducible.
         from tuner.search._attrs import SAMPLER_STARTS_ATTR
-        from tuner.search._registry import controller_seed
 
         starts = int(study.user_attrs.get(SAMPLER_STARTS_ATTR, 0))
         study.set_user_attr(SAMPLER_STARTS_ATTR, starts + 1)
         if starts:
-            seed = controller_seed(config.sampler.seed, starts)
-            study.sampler = make_sampler(config, seed=seed)
+            study.sampler = make_sampler(plan.sampler, seed=controller_seed(seed, starts))
     return study
