@@ -34,8 +34,13 @@ if resume is not None:
     start, total = resume[1] + 1, state["total"]
 with open("starts", "a") as fh:
     fh.write(f"{trial.number()} {os.environ['TUNER_ATTEMPT']} {start}\\n")
+run = None
+if os.environ.get("SERIES"):  # a series the script records into its own run, per half-step
+    import lineage; run = lineage.start_run()
 for step in range(start, 6):
     total += x
+    if run is not None:
+        run.log_metric("lr", 0.1 * step, 2 * step); run.log_metric("lr", 0.1 * step, 2 * step + 1)
     trial.report(step, loss=total / (step + 1) + 1.0 / (step + 1))
     if step == 4 and resume is None:
         (trial.checkpoint_dir(step) / "state.json").write_text('{"tot')  # torn: not committed
@@ -62,6 +67,7 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
         budget={"trials": 1},
         trial={"retries": 1, "retry_on": [3, "SIGTERM"]},
         checkpoint={"keep": 2},
+        env={"SERIES": "1"},
     )
     import io
 
@@ -98,6 +104,12 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     history = client.get_metric_history(runs["1"].info.run_id, "loss")
     assert sorted(m.step for m in history) == [0, 1, 2, 3, 4, 5]
     assert runs["1"].data.tags["tuner.resumed_step"] == "3"
+    # So does a series the script recorded itself: the steps before the checkpoint carried
+    # over from the first attempt's run (which keeps its lost step 4), each step once.
+    lr = client.get_metric_history(runs["1"].info.run_id, "lr")
+    assert sorted(m.step for m in lr) == list(range(12))
+    lost = client.get_metric_history(runs["0"].info.run_id, "lr")
+    assert sorted(m.step for m in lost) == list(range(10))
 
     # tuner status says which trial continues which, and from which step.
     from tuner.cli import _cmd_status

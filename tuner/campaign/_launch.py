@@ -390,6 +390,8 @@ class Launcher:
                 rt.reported_steps.update(s for s, _ in kept)
         if rt.run_id and points:
             self._recorder.trial_metrics(rt.run_id, points)
+        if not self._pbt:  # a PBT segment's series start where it was copied over
+            rt.carry_from = tuple(self._chain_runs(parent))
         self._message(
             f"trial {rt.number} continues trial {parent} from its checkpoint of step {step} "
             f"({copied} report(s) of {target!r} kept)"

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from lineage.masking import scrub_text
 from tuner.campaign._closing import ended_at
+from tuner.campaign._launch import HPARAM_PREFIX
 from tuner.campaign._state import TrialState
-from tuner.records import output_tail, trial_end_tags
+from tuner.records import carry_history, output_tail, trial_end_tags
 
 if TYPE_CHECKING:
     from tuner.campaign._running import RunningTrial
@@ -89,6 +90,11 @@ class RunEnds:
         self, rt: RunningTrial, outcome: TrialOutcome, status: str, tags: dict[str, str]
     ) -> None:
         assert rt.run_id
+        if rt.carry_from:
+            run_id, ancestors = rt.run_id, rt.carry_from
+            self._recorder.call(
+                lambda client: carry_history(client, run_id, ancestors, skip_prefix=HPARAM_PREFIX)
+            )
         self._recorder.trial_finished(
             rt.run_id,
             status=status,

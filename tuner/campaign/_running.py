@@ -37,6 +37,9 @@ class RunningTrial:
     #: parent's, copied; one it repeats (a script that evaluates its last checkpoint again)
     #: is not recorded twice.
     resumed_step: int | None = None
+    #: A continuation's ancestors' MLflow runs, nearest first: at its end their series are
+    #: carried into its run below the steps it recorded (`tuner.records.carry_history`).
+    carry_from: tuple[str, ...] = ()
     prune_reason: str | None = None
     #: Another controller re-queued this trial while it ran (the study holds it as ended):
     #: nothing more is told about it, and its process is stopped.

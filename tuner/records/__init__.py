@@ -11,6 +11,7 @@ from __future__ import annotations
 from tuner.records import _tags as tags
 from tuner.records._access import CredentialsError, check_tracking_access
 from tuner.records._campaign import open_recorder, start_campaign_run
+from tuner.records._carry import carry_history
 from tuner.records._disk_full import disk_full
 from tuner.records._reconcile import reconcile_runs
 from tuner.records._recorder import LineageRecorder
@@ -39,6 +40,7 @@ __all__ = [
     "campaign_note",
     "campaign_params",
     "campaign_tags",
+    "carry_history",
     "check_tracking_access",
     "disk_full",
     "interrupted_tags",

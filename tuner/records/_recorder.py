@@ -237,7 +237,7 @@ class LineageRecorder:
             self._note("read", exc)
             return {}
 
-    def call(self, fn: Callable[[Any], None]) -> None:
+    def call(self, fn: Callable[[Any], object]) -> None:
         """Queue ``fn(client)`` (for one-off writes such as the campaign summary)."""
         self._jobs.put(lambda: self._guard("call", lambda: fn(self._client)))
 
