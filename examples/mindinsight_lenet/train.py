@@ -8,6 +8,9 @@ metric. The only line that differs from a mindoptimizer script is the import::
     from mindinsight.optimizer import HyperConfig      # under mindoptimizer
     from tuner.compat.mindinsight import HyperConfig   # under tuner run
 
+Before ``model.eval`` it waits for a new second when the training took less than one (see
+``wait_for_a_new_second``), which a mindoptimizer script needs as much.
+
 Its mindoptimizer config is ``configs/mindinsight/lenet.yaml``; from the repository root::
 
     tuner convert mindinsight configs/mindinsight/lenet.yaml -o lenet-campaign.yaml
@@ -22,6 +25,8 @@ images (default: all 1437).
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 import mindspore as ms
 import mindspore.dataset as mds
@@ -77,6 +82,18 @@ def datasets(batch_size: int) -> tuple[mds.Dataset, mds.Dataset]:
     return train.batch(batch_size), val.batch(256)
 
 
+def wait_for_a_new_second(summary_dir: str) -> None:
+    """Return once no summary file in ``summary_dir`` is named after the current second.
+
+    ``SummaryCollector`` opens new files for ``model.eval``, named after the second they are
+    opened in, and opens them for writing: in the second the training's files were opened it
+    would overwrite the training's lineage (its hyperparameters and user-defined data). Only
+    a training shorter than a second waits here, less than a second.
+    """
+    while any(Path(summary_dir).glob(f"*.summary.{int(time.time())}.*")):
+        time.sleep(0.05)
+
+
 def main() -> None:
     config = HyperConfig()
     params = config.params
@@ -100,6 +117,7 @@ def main() -> None:
     )
     epochs = int(params.get("epoch", 4))
     model.train(epochs, ds_train, callbacks=[LossMonitor(20), summary_cb])
+    wait_for_a_new_second(config.summary_dir)
     result = model.eval(ds_eval, callbacks=[summary_cb])
     print(f"Accuracy: {result['Accuracy']:.4f}")
 

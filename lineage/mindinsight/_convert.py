@@ -50,6 +50,14 @@ Point = tuple[str, float, int, int]
 
 _SCALAR_SUFFIXES = ("/auto", "[:Scalar]")
 
+_UNFINISHED = "no train lineage: the training did not finish"
+# SummaryCollector names a record's files after the second it opens them in: a model.eval
+# whose collector opened in the training's second wrote over the training's lineage file.
+_OVERWRITTEN = (
+    "no train lineage, only an evaluation's: the training did not finish, or the evaluation "
+    "started in the second the training did and its files overwrote the training's"
+)
+
 
 @dataclass
 class TrainingRecord:
@@ -108,7 +116,7 @@ def read_run(run: SummaryRun) -> TrainingRecord:
         }
     )
     if not record.complete:
-        record.tags["mindinsight.incomplete"] = "no train lineage: the training did not finish"
+        record.tags.setdefault("mindinsight.incomplete", _UNFINISHED)
     return record
 
 
@@ -185,6 +193,8 @@ def _read_lineage(run: SummaryRun, record: TrainingRecord) -> None:
         if train.model.HasField("size"):
             record.tags["mindinsight.model.size"] = str(train.model.size)
     if evaluation is not None:
+        if train is None:
+            record.tags["mindinsight.incomplete"] = _OVERWRITTEN
         vd = evaluation.valid_dataset
         if vd.HasField("valid_dataset_size"):
             params["val_size"] = int(vd.valid_dataset_size)

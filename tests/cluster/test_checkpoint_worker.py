@@ -93,11 +93,18 @@ def test_a_dead_workers_trial_continues_from_its_checkpoint_in_the_mlflow_artifa
 
     _wait(holding, "the checkpoint of step 2")
     storage = optuna.storages.RDBStorage(pg_storage)
-    (held,) = optuna.load_study(study_name="ckpt", storage=storage).get_trials()
+
+    def launch() -> dict[str, Any]:
+        (held,) = optuna.load_study(study_name="ckpt", storage=storage).get_trials()
+        return dict(held.user_attrs.get("tuner.launch") or {})
+
+    # The worker records where the trial runs after starting it: a busy machine can run the
+    # trial to its step-2 checkpoint first.
+    _wait(lambda: "pgid" in launch(), "the recorded launch")
     # The host is lost: the worker and its trial die together, and so does the local folder.
     victim.send_signal(signal.SIGKILL)
     victim.wait()
-    os.killpg(held.user_attrs["tuner.launch"]["pgid"], signal.SIGKILL)
+    os.killpg(launch()["pgid"], signal.SIGKILL)
     for folder in tmp_path.glob(".tuner/*/checkpoints"):
         shutil.rmtree(folder)
     (tmp_path / "hold").unlink()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lineage.mindinsight import find_runs, read_run
 from lineage.store import open_store
 from tuner.compat.mindinsight import HyperConfig, HyperConfigError
 
@@ -157,3 +158,65 @@ def test_a_hyperconfig_script_runs_under_tuner_run(
     )
     assert imp.returncode == 0, imp.stderr
     assert [r["status"] for r in json.loads(imp.stdout)] == ["unchanged"]
+
+
+# Runs the script given as the first argument with MindSpore's ``Model.train`` followed by a
+# rename of the summary files it wrote to the current second: what a training shorter than a
+# second leaves, whatever the machine's speed.
+_TRAINING_WITHIN_ONE_SECOND = """
+import os, runpy, sys, time
+from pathlib import Path
+from mindspore.train import Model
+
+train = Model.train
+
+def train_within_one_second(self, *args, **kwargs):
+    result = train(self, *args, **kwargs)
+    second = str(int(time.time()))
+    for path in Path(os.environ["MINDINSIGHT_SUMMARY_BASE_DIR"]).rglob("*.summary.*"):
+        head, mark, tail = path.name.partition(".summary.")
+        path.rename(path.with_name(head + mark + second + "." + tail.split(".", 1)[1]))
+    return result
+
+Model.train = train_within_one_second
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_a_training_shorter_than_a_second_keeps_its_lineage(
+    tmp_path: Path, repo_root: Path
+) -> None:
+    """MindSpore names a collector's files after the second they are opened in and opens them
+    for writing: the example's evaluation must not open its files in the training's second,
+    where they would overwrite the training's lineage (the learning rate, user-defined data)."""
+    wrapper = tmp_path / "training_within_one_second.py"
+    wrapper.write_text(_TRAINING_WITHIN_ONE_SECOND)
+    script = repo_root / "examples" / "mindinsight_lenet" / "train.py"
+    env = {
+        **os.environ,
+        "TUNER_PARAMS": json.dumps({"learning_rate": 0.05, "batch_size": 32, "momentum": 0.9}),
+        "MINDINSIGHT_SUMMARY_BASE_DIR": str(tmp_path / "summaries"),
+        "TRAIN_SIZE": "64",
+        "GLOG_v": "3",
+        "OMP_NUM_THREADS": "1",
+    }
+    env.pop("MLFLOW_RUN_ID", None)
+    env.pop("MINDINSIGHT_USER_DEFINED", None)
+    done = subprocess.run(
+        [sys.executable, str(wrapper), str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    (run,) = find_runs(tmp_path / "summaries")
+    record = read_run(run)
+    assert record.complete, [p.name for p in run.files]
+    assert record.params["optimizer.lr"] == pytest.approx(0.05, rel=1e-6)
+    assert record.tags["mindinsight.user_defined"] == "momentum"
+    assert "val_Accuracy" in record.metric_keys()

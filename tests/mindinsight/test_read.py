@@ -98,3 +98,16 @@ def test_a_directory_without_train_lineage_is_an_incomplete_run(
     assert not record.complete
     assert "mindinsight.incomplete" in record.tags
     assert "loss" in record.metric_keys() and not record.params
+
+
+def test_an_evaluation_that_overwrote_the_train_lineage_is_named(copy_base: Path) -> None:
+    """An evaluation opened in the second the training was gets the training's file names
+    (MindSpore names them by the second) and overwrites its lineage file."""
+    run = find_runs(copy_base)[0]
+    train, evaluation = run.lineage_files
+    evaluation.replace(train)
+    (run,) = [r for r in find_runs(copy_base) if r.summary_dir == run.summary_dir]
+    record = read_run(run)
+    assert not record.complete and "val_Accuracy" in record.metric_keys()
+    reason = record.tags["mindinsight.incomplete"]
+    assert "the evaluation started in the second the training did" in reason

@@ -22,28 +22,63 @@ pytestmark = pytest.mark.slow
 #: with; each start appends ``number start origin differs changed`` to ``starts``: whether
 #: its ``x`` differs from the checkpoint's, and the tuner's ``TUNER_RESUME_CHANGED``. Fresh
 #: starts wait until all members (``MEMBERS``, default four) have started, so that every
-#: member has a value to be ranked against.
+#: member has a value to be ranked against. With ``CAMPAIGN`` (the campaign file) set, the
+#: first decision is made on events, however late the controller reads the reports: the
+#: member with the lowest ``x`` reports its step 2 once the study holds a value of every
+#: member, and the others wait after their step-2 checkpoint (running, so one can be its
+#: donor) until it has been told to stop (``judged``).
 SCRIPT = """
 import argparse, json, os, pathlib, time
 from tuner import trial
 members = int(os.environ.get("MEMBERS", "4"))
+campaign = os.environ.get("CAMPAIGN")
 ap = argparse.ArgumentParser(); ap.add_argument("--x", type=float); lr = ap.parse_args().x
+
+def wait_for(condition):
+    deadline = time.monotonic() + 120
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+def started():
+    return [line.split() for line in pathlib.Path("started").read_text().splitlines() if line]
+
+def every_member_reported():
+    import optuna
+    from tuner.config import load_config
+    from tuner.schedulers import member_of
+    from tuner.search._study import open_storage
+    config = load_config(campaign)
+    storage = open_storage(config.optuna_storage_url(), exclusive=False)
+    study = optuna.load_study(study_name=config.study_name, storage=storage)
+    return lambda: len({member_of(t) for t in study.get_trials() if t.intermediate_values}) >= members
+
 resume = trial.resume_from()
 changed = os.environ.get("TUNER_RESUME_CHANGED", "[]").replace(" ", "")
 if resume is None:
     start, origin, held = 0, trial.number(), lr
     with open("started", "a") as fh:
-        fh.write(f"{origin}\\n")
-    deadline = time.monotonic() + 60
-    while len(pathlib.Path("started").read_text().split()) < members and time.monotonic() < deadline:
-        time.sleep(0.02)
+        fh.write(f"{origin} {lr}\\n")
+    wait_for(lambda: len(started()) >= members)
 else:
     start = resume[1] + 1
     state = json.loads((resume[0] / "state.json").read_text())
     origin, held = state["origin"], state["x"]
+worst = campaign and resume is None and lr <= min(float(line[1]) for line in started())
+if worst:  # its stop comes as a SIGTERM: the others go on once it is here
+    import signal, sys
+    signal.signal(signal.SIGTERM, lambda *_: (pathlib.Path("judged").touch(), sys.exit(0)))
 with open("starts", "a") as fh:
     fh.write(f"{trial.number()} {start} {origin} {int(held != lr)} {changed}\\n")
 for step in range(start, 8):
+    if worst and step == 2:
+        wait_for(every_member_reported())
+    elif worst and step == 3:
+        wait_for(trial.should_prune)
+        pathlib.Path("judged").touch()
+    elif campaign and resume is None and step == 3:
+        wait_for(lambda: pathlib.Path("judged").exists() or trial.should_prune())
+    if trial.should_prune():
+        break
     time.sleep(0.15)  # the training's work
     trial.report(step, loss=1.0 - lr + 0.001 * step)
     state = {"origin": origin, "x": lr}
@@ -57,6 +92,7 @@ def test_the_worst_member_copies_a_top_member_and_explores(
 ) -> None:
     config = campaign(
         SCRIPT,
+        env={"CAMPAIGN": str(tmp_path / "campaign.yaml")},
         budget={"trials": 4},
         parameters={"x": {"type": "float", "low": 0.1, "high": 0.9}},
         resources={"kind": "cpu", "parallel": 4},
@@ -168,6 +204,7 @@ def test_resume_after_kill9_continues_the_population_without_duplicates(
 
     config = campaign(
         SCRIPT,
+        env={"CAMPAIGN": str(tmp_path / "campaign.yaml")},
         budget={"trials": 4},
         parameters={"x": {"type": "float", "low": 0.1, "high": 0.9}},
         resources={"kind": "cpu", "parallel": 4},
