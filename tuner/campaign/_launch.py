@@ -273,6 +273,11 @@ class Launcher:
         `tuner resume`, and in its MLflow run, whose start time becomes the process's)."""
         trial = prepared.trial
         resume = self._resume_point(trial)
+        if resume is not None:
+            # Before the process starts: a controller that dies before `_continue` leaves a
+            # trial whose reports (maybe none: a checkpoint of the last step) the next one
+            # completes from its parent's up to this step.
+            trial.set_user_attr(RESUMED_STEP_ATTR, resume[1])
         run_id = self._recorder.reserve_run()
         try:
             spec = self._spec(trial, dict(prepared.params), run_id, resume)
