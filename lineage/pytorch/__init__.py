@@ -37,7 +37,7 @@ from lineage.pytorch._checkpoint import (  # noqa: E402
     restore_checkpoint,
     save_checkpoint,
 )
-from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
+from lineage.pytorch._watch import Trial, Watcher, check_arguments  # noqa: E402
 
 
 def watch(
@@ -69,8 +69,20 @@ def watch(
     trial was pruned. ``weight_stats`` logs ``weight_norm`` and ``weight_delta`` each epoch
     (None: for models up to 50 million trainable elements, which are copied to the CPU once an
     epoch). On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
-    See :mod:`lineage.pytorch._watch` for every name recorded.
+    See :mod:`lineage.pytorch._watch` for every name recorded. A wrong argument raises
+    `lineage.UsageError` naming it before anything is recorded.
     """
+    check_arguments(
+        model,
+        optimizer,
+        scheduler=scheduler,
+        loader=loader,
+        scaler=scaler,
+        run=run,
+        experiment=experiment,
+        trial=trial,
+        params=params,
+    )
     watcher = Watcher(
         run=run,
         experiment=experiment,
