@@ -4,8 +4,9 @@
 
     import lineage.pytorch
 
-    with lineage.start_run(experiment="digits"):
-        w = lineage.pytorch.watch(model, optimizer, scheduler=scheduler, loader=train_loader)
+    with lineage.pytorch.watch(
+        model, optimizer, scheduler=scheduler, loader=train_loader, experiment="digits"
+    ) as w:                            # starts the run (on rank 0 only under torchrun)
         for epoch in range(epochs):
             for x, y in train_loader:
                 ...
@@ -13,7 +14,6 @@
                 w.log(loss=loss)
             if w.epoch_end(epoch, val_accuracy=acc):
                 break                  # pruned by the tuner (pass trial=tuner.trial)
-        w.close()
 
 Under the tuner, `save_checkpoint` after each epoch and `restore_checkpoint` before the first
 make the loop resumable: a retried or resumed trial continues after its last saved epoch.

@@ -157,11 +157,24 @@ def _one_run(uri: str) -> str:
     return runs[0].run_id
 
 
+#: The guide's other form: the script's own run, started on rank 0 only.
+OWN_RUN = SCRIPT.replace(
+    "import lineage.pytorch\n", "import contextlib, os\nimport lineage\nimport lineage.pytorch\n"
+).replace(
+    "with lineage.pytorch.watch(",
+    'rank0 = os.environ.get("RANK", "0") == "0"\n'
+    'with lineage.start_run(experiment="ddp") if rank0 else contextlib.nullcontext(), '
+    "lineage.pytorch.watch(",
+)
+
+
+@pytest.mark.parametrize("script", [SCRIPT, OWN_RUN], ids=["watch-starts", "rank-0-starts"])
 def test_torchrun_two_processes_record_one_run_and_report_once(
-    python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str, read_run: Any
+    script: str, python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str, read_run: Any
 ) -> None:
+    assert script is SCRIPT or "lineage.start_run(" in script
     ckpt = {checkpoints.CHECKPOINT_DIR: str(tmp_path / "ckpt")}
-    _, reports = _torchrun(python, SCRIPT, repo_root, tmp_path, sqlite_uri, **ckpt)
+    _, reports = _torchrun(python, script, repo_root, tmp_path, sqlite_uri, **ckpt)
     assert len(reports) == 2, reports
     view = read_run(sqlite_uri, _one_run(sqlite_uri))
     assert view.values["device.rank"] == 0
