@@ -15,7 +15,6 @@ from __future__ import annotations
 import torch
 from common import digits, mlp, params
 
-import lineage
 import lineage.pytorch
 from tuner import trial
 
@@ -41,12 +40,16 @@ else:
     opt = torch.optim.SGD(model.parameters(), lr=p["lr"], momentum=p["momentum"])
 sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=p["epochs"])
 
-with (
-    lineage.start_run(experiment="pytorch-digits"),
-    lineage.pytorch.watch(
-        model, opt, scheduler=sched, loader=loader, trial=trial, params={"epochs": p["epochs"]}
-    ) as w,
-):
+# watch starts the run (on rank 0 only under torchrun) and ends it with the block.
+with lineage.pytorch.watch(
+    model,
+    opt,
+    scheduler=sched,
+    loader=loader,
+    trial=trial,
+    experiment="pytorch-digits",
+    params={"epochs": p["epochs"]},
+) as w:
     start = lineage.pytorch.restore_checkpoint(model, opt, sched, watcher=w)  # 0: fresh
     if start:
         print(f"resumed from the checkpoint of epoch {start}", flush=True)

@@ -10,7 +10,7 @@ import lightning as L
 import torch
 
 from lineage import checkpoints
-from lineage._errors import exiting_on_bad_environment
+from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import Trial, Watcher, apply_settings, check_every, optimizer_settings
 
 #: The file the callback saves each checkpoint into, inside the trial's step folder.
@@ -104,6 +104,11 @@ class LineageCallback(L.Callback):
         #: Epochs between checkpoints in this fit (`checkpoint_every`, else the campaign's).
         self._every = 0
         self._settings: list[list[dict[str, Any]]] = []
+        #: Whether this fit's training began (on_train_start), and its validation ran.
+        self._started = False
+        self._validated = False
+        #: Whether `monitor` was found among an epoch's metrics.
+        self._monitor_found = False
         self.watcher = Watcher(
             run=run,
             experiment=experiment,
@@ -123,6 +128,7 @@ class LineageCallback(L.Callback):
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._every = 0
         self._settings = []
+        self._started = self._validated = False
         if not os.environ.get(checkpoints.CHECKPOINT_DIR):
             return
         with exiting_on_bad_environment():
@@ -148,6 +154,11 @@ class LineageCallback(L.Callback):
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.ckpt_path and self._settings:
             self._keep_settings(trainer)
+        self._begin(trainer, pl_module)
+
+    def _begin(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Record the fit's settings, model, optimizer and data (once per fit)."""
+        self._started = True
         w = self.watcher
         w.disabled = not w.all_ranks and trainer.global_rank != 0
         optimizer = trainer.optimizers[0] if trainer.optimizers else None
@@ -186,9 +197,28 @@ class LineageCallback(L.Callback):
         if loss is not None:
             self.watcher.log(loss=loss)
 
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self._validated = True
+
+    def _check_monitor(self, trainer: L.Trainer, metrics: Mapping[str, float]) -> None:
+        # A misspelt monitor would report nothing, and so never prune: under the tuner it
+        # fails at the first epoch whose validation ran (as EarlyStopping's strict check).
+        if self.monitor is None or self.watcher.trial is None or self._monitor_found:
+            return
+        if self.monitor in metrics:
+            self._monitor_found = True
+        elif self._validated or not trainer.enable_validation:
+            names = ", ".join(sorted(metrics)) or "none"
+            raise UsageError(
+                f"LineageCallback(monitor=...) must name a metric the epoch logs, got "
+                f"{self.monitor!r}; the epoch's metrics are: {names}"
+            )
+
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         w = self.watcher
         metrics = _scalars(trainer.callback_metrics)
+        self._check_monitor(trainer, metrics)
         chosen = metrics
         if self.monitor is not None:
             chosen = {self.monitor: metrics[self.monitor]} if self.monitor in metrics else {}
@@ -213,6 +243,10 @@ class LineageCallback(L.Callback):
             checkpoints.commit(folder, epoch)
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self._started:
+            # Nothing was left to train (a checkpoint that already holds the last epoch):
+            # Lightning skipped on_train_start, but the run still gets the fit's lineage.
+            self._begin(trainer, pl_module)
         self.watcher.close("FINISHED")
 
     def on_exception(

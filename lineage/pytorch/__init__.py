@@ -4,8 +4,9 @@
 
     import lineage.pytorch
 
-    with lineage.start_run(experiment="digits"):
-        w = lineage.pytorch.watch(model, optimizer, scheduler=scheduler, loader=train_loader)
+    with lineage.pytorch.watch(
+        model, optimizer, scheduler=scheduler, loader=train_loader, experiment="digits"
+    ) as w:                            # starts the run (on rank 0 only under torchrun)
         for epoch in range(epochs):
             for x, y in train_loader:
                 ...
@@ -13,7 +14,6 @@
                 w.log(loss=loss)
             if w.epoch_end(epoch, val_accuracy=acc):
                 break                  # pruned by the tuner (pass trial=tuner.trial)
-        w.close()
 
 Under the tuner, `save_checkpoint` after each epoch and `restore_checkpoint` before the first
 make the loop resumable: a retried or resumed trial continues after its last saved epoch.
@@ -37,7 +37,7 @@ from lineage.pytorch._checkpoint import (  # noqa: E402
     restore_checkpoint,
     save_checkpoint,
 )
-from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
+from lineage.pytorch._watch import Trial, Watcher, check_arguments  # noqa: E402
 
 
 def watch(
@@ -69,8 +69,20 @@ def watch(
     trial was pruned. ``weight_stats`` logs ``weight_norm`` and ``weight_delta`` each epoch
     (None: for models up to 50 million trainable elements, which are copied to the CPU once an
     epoch). On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
-    See :mod:`lineage.pytorch._watch` for every name recorded.
+    See :mod:`lineage.pytorch._watch` for every name recorded. A wrong argument raises
+    `lineage.UsageError` naming it before anything is recorded.
     """
+    check_arguments(
+        model,
+        optimizer,
+        scheduler=scheduler,
+        loader=loader,
+        scaler=scaler,
+        run=run,
+        experiment=experiment,
+        trial=trial,
+        params=params,
+    )
     watcher = Watcher(
         run=run,
         experiment=experiment,

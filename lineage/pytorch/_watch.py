@@ -96,6 +96,20 @@ def _read_all(values: list[Any]) -> list[float]:
     return out
 
 
+def _from_rank_zero(flag: bool) -> bool:
+    """Rank 0's ``flag`` on every rank of an initialized torch.distributed group of more than
+    one process (a collective: every rank calls it), else ``flag``."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return flag
+    # NCCL moves only CUDA tensors; a mixed backend ("cpu:gloo,cuda:nccl") takes CPU ones.
+    on_cuda = dist.get_backend() == "nccl"
+    device = torch.device("cuda", torch.cuda.current_device()) if on_cuda else None
+    value = torch.tensor([int(flag)], dtype=torch.int32, device=device)
+    dist.broadcast(value, src=0)
+    return bool(value.item())
+
+
 def _sample_count(value: Any) -> int:
     if value is True:
         return DEFAULT_SAMPLE
@@ -106,11 +120,63 @@ def _sample_count(value: Any) -> int:
     raise UsageError(f"data_sample must be True, False or an int in [1, 256], got {value!r}")
 
 
+def _flag(name: str, value: Any, *, none: bool = False) -> None:
+    if isinstance(value, bool) or (none and value is None):
+        return
+    rule = "True, False or None" if none else "True or False"
+    raise UsageError(f"{name} must be {rule}, got {value!r}")
+
+
+def check_arguments(
+    model: Any,
+    optimizer: Any,
+    *,
+    scheduler: Any,
+    loader: Any,
+    scaler: Any,
+    run: Any,
+    experiment: Any,
+    trial: Any,
+    params: Any,
+) -> None:
+    """Raise `UsageError` naming the first argument of `lineage.pytorch.watch` that is not
+    what it must be (the settings `Watcher` checks itself), before anything is recorded."""
+
+    def refuse(name: str, rule: str, value: Any) -> None:
+        raise UsageError(f"{name} must be {rule}, got {type(value).__name__} {value!r:.200}")
+
+    if model is not None and not isinstance(model, torch.nn.Module):
+        refuse("model", "a torch.nn.Module or None", model)
+    if optimizer is not None and not isinstance(_unwrap(optimizer), torch.optim.Optimizer):
+        refuse("optimizer", "a torch.optim.Optimizer or None", optimizer)
+    if scheduler is not None and not callable(getattr(scheduler, "step", None)):
+        refuse("scheduler", "an lr scheduler (with a step method) or None", scheduler)
+    if loader is not None and not hasattr(loader, "__iter__"):
+        refuse("loader", "an iterable (a torch DataLoader) or None", loader)
+    if scaler is not None and not callable(getattr(scaler, "is_enabled", None)):
+        refuse("scaler", "a torch.amp.GradScaler or None", scaler)
+    if run is not None and not all(
+        callable(getattr(run, m, None)) for m in ("log_params", "log_metric", "set_tags", "end")
+    ):
+        refuse("run", "a lineage run (lineage.start_run's value) or None", run)
+    if experiment is not None and not (isinstance(experiment, str) and experiment):
+        refuse("experiment", "a non-empty str or None", experiment)
+    if trial is not None and not all(
+        callable(getattr(trial, m, None)) for m in ("report", "should_prune")
+    ):
+        refuse("trial", "tuner.trial (with report and should_prune) or None", trial)
+    if params is not None and not (
+        isinstance(params, Mapping) and all(isinstance(k, str) for k in params)
+    ):
+        refuse("params", "a mapping of str names to values or None", params)
+
+
 class Watcher:
     """Records one PyTorch training into a lineage run; made by :func:`watch`.
 
     Not thread-safe: call `log` and `epoch_end` from the training loop's thread. On a rank
-    other than 0 (``torchrun``, DDP) every method is a no-op unless ``all_ranks=True``.
+    other than 0 (``torchrun``, DDP) every method is a no-op unless ``all_ranks=True``, but
+    `epoch_end` and `report` under torch.distributed return rank 0's pruning decision.
     """
 
     def __init__(
@@ -128,6 +194,13 @@ class Watcher:
     ) -> None:
         if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
             raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
+        for name, value in (
+            ("grad_norm", grad_norm),
+            ("fingerprint_data", fingerprint_data),
+            ("all_ranks", all_ranks),
+        ):
+            _flag(name, value)
+        _flag("weight_stats", weight_stats, none=True)
         self._count = _sample_count(data_sample)
         self.run = run
         self.experiment = experiment
@@ -225,7 +298,10 @@ class Watcher:
             if self.run is None:
                 self.run = lineage.start_run(experiment=self.experiment)
                 self.owns_run = True
-                atexit.register(self.close)
+                # At interpreter exit only the watcher's own work is done; lineage's exit
+                # handler, registered before this one and so run after it, ends the run
+                # FINISHED, FAILED (an uncaught exception) or KILLED (a signal).
+                atexit.register(self._release)
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Log parameters one at a time: a value the script already logged differently (MLflow
@@ -322,7 +398,7 @@ class Watcher:
         at = self.epoch + 1 if epoch is None else int(epoch)
         self.epoch = at
         if self.disabled or self.run is None:
-            return False
+            return self.report(at, {})  # takes rank 0's decision under torch.distributed
         values = {k: _number(v) for k, v in metrics.items()}
         now = time.perf_counter()
         epoch_values = dict(values)
@@ -341,21 +417,36 @@ class Watcher:
         return self.report(at, values)
 
     def report(self, step: int, metrics: Mapping[str, float]) -> bool:
-        """Report ``metrics`` to the tuner (when watching a trial); True once pruned."""
-        if self.disabled or self.trial is None:
+        """Report ``metrics`` to the tuner (when watching a trial); True once pruned.
+
+        Under torch.distributed with several processes every rank must call it (as
+        `epoch_end` does on every rank): rank 0 asks the tuner and the others get its answer,
+        so all of them stop at the same step."""
+        if self.trial is None:
             return False
-        if metrics:
-            self.trial.report(step, **metrics)
-        if self.trial.should_prune():
+        pruned = self.pruned
+        if not self.disabled:
+            if metrics:
+                self.trial.report(step, **metrics)
+            pruned = pruned or self.trial.should_prune()
+        if _from_rank_zero(pruned) and not self.pruned:
             self.pruned = True
-            if self.run is not None:
+            if self.run is not None and not self.disabled:
                 self.run.set_tags({"lineage.pruned_at": step})
         return self.pruned
 
     # -- end -------------------------------------------------------------------------------
     def close(self, status: str = "FINISHED") -> None:
-        """Remove the hooks, wait for the data pictures, and end the run if this watcher
-        started it. Safe to call more than once."""
+        """Remove the hooks, wait for the data pictures, and end the run with ``status`` if
+        this watcher started it. Safe to call more than once."""
+        if self._closed:
+            return
+        self._release()
+        if self.run is not None and self.owns_run:
+            self.run.end(status)
+
+    def _release(self) -> None:
+        """Everything `close` does but ending the run."""
         if self._closed:
             return
         self._closed = True
@@ -368,8 +459,6 @@ class Watcher:
         if self._data is not None:
             with contextlib.suppress(UsageError):
                 self._data.finish()
-        if self.run is not None and self.owns_run:
-            self.run.end(status)
 
     def __enter__(self) -> Watcher:
         return self

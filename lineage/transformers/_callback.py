@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from lineage import checkpoints
-from lineage._errors import exiting_on_bad_environment
+from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import Trial, Watcher, apply_settings, check_every
 
 # Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
@@ -118,6 +119,8 @@ class LineageCallback(TrainerCallback):
         self._every = 0
         #: The evaluation whose checkpoint the callback asked for (`on_save` places it).
         self._saving: int | None = None
+        #: Whether `monitor` was found among an evaluation's metrics.
+        self._monitor_found = False
         self.watcher = Watcher(
             run=run,
             experiment=experiment,
@@ -147,6 +150,16 @@ class LineageCallback(TrainerCallback):
         w.disabled = not w.all_ranks and not state.is_world_process_zero
         w.global_step = state.global_step
         point, changed = self._environment()
+        tuned = w.trial is not None or bool(os.environ.get(checkpoints.CHECKPOINT_DIR))
+        if tuned and str(getattr(args.eval_strategy, "value", args.eval_strategy)) == "no":
+            warnings.warn(
+                "LineageCallback reports to the tuner and saves checkpoints at evaluations, "
+                "but TrainingArguments.eval_strategy is 'no': this training will report "
+                "nothing (never pruned) and save no checkpoint for the trial; set "
+                "eval_strategy='epoch' or 'steps'",
+                UserWarning,
+                stacklevel=1,
+            )
         if changed and optimizer is not None:
             # The Trainer loaded the checkpoint's optimizer and scheduler, their lr included.
             apply_settings(optimizer, lr_scheduler, _settings(args, optimizer))
@@ -202,6 +215,7 @@ class LineageCallback(TrainerCallback):
             for k, v in (metrics or {}).items()
             if isinstance(v, int | float) and k != "epoch"
         }
+        self._check_monitor(values)
         chosen = values
         if self.monitor is not None:
             chosen = {self.monitor: values[self.monitor]} if self.monitor in values else {}
@@ -214,6 +228,19 @@ class LineageCallback(TrainerCallback):
             control.should_save = True  # the Trainer saves next, then calls on_save
         if self.watcher.epoch_end(step, report=chosen, **values):
             control.should_training_stop = True
+
+    def _check_monitor(self, values: dict[str, float]) -> None:
+        # A misspelt monitor would report nothing, and so never prune: under the tuner it
+        # fails at the first evaluation (as Lightning's EarlyStopping with strict=True).
+        if self.monitor is None or self.watcher.trial is None or self._monitor_found:
+            return
+        if self.monitor not in values:
+            names = ", ".join(sorted(values)) or "none"
+            raise UsageError(
+                f"LineageCallback(monitor=...) must name a metric of the evaluation, got "
+                f"{self.monitor!r}; the evaluation's metrics are: {names}"
+            )
+        self._monitor_found = True
 
     def on_save(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

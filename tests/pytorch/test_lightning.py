@@ -8,7 +8,7 @@ import lightning as L
 import pytest
 import torch
 
-from lineage import checkpoints
+from lineage import UsageError, checkpoints
 from lineage.lightning import LineageCallback, resume_path
 
 
@@ -104,6 +104,44 @@ def test_pruned_trial_stops_the_fit(
     assert trainer.current_epoch == 2
     assert [s for s, _ in trial.reports] == [1, 2]
     assert list(trial.reports[0][1]) == ["val_accuracy"]
+
+
+def test_a_misspelt_monitor_under_the_tuner_fails_at_the_first_epoch(
+    digits: Any, sqlite_uri: str, read_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It would report nothing, so the trial could never be pruned.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    trial = FakeTrial()
+    cb = LineageCallback(trial=trial, monitor="val_acc", data_sample=False)
+    with pytest.raises(UsageError) as info:
+        _fit(digits, cb, epochs=3)
+    assert str(info.value) == (
+        "LineageCallback(monitor=...) must name a metric the epoch logs, got 'val_acc'; "
+        "the epoch's metrics are: val_accuracy"
+    )
+    assert trial.reports == []
+    assert read_run(sqlite_uri, cb.run.run_id).record.status == "FAILED"
+
+
+def test_a_continuation_with_nothing_left_to_train_still_records_the_fit(
+    digits: Any, tmp_path: Any, sqlite_uri: str, read_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    root = tmp_path / "trial"
+    monkeypatch.setenv(checkpoints.CHECKPOINT_DIR, str(root))
+    _fit(digits, LineageCallback(data_sample=False), epochs=2)
+    # The checkpoint of the last epoch: Lightning skips the training loop, and with it
+    # on_train_start.
+    monkeypatch.setenv(checkpoints.RESUME_FROM, str(root / "step-000000002"))
+    monkeypatch.setenv(checkpoints.RESUME_STEP, "2")
+    cb = LineageCallback()
+    _fit(digits, cb, epochs=2, ckpt_path=resume_path())
+    view = read_run(sqlite_uri, cb.run.run_id)
+    v = view.values
+    assert (v["optimizer.name"], v["optimizer.momentum"], v["lr"]) == ("SGD", 0.9, 0.05)
+    assert (v["trainer.max_epochs"], v["batch_size"], v["train_size"]) == (2, 64, 256)
+    assert "dataset/train_pipeline.json" in set(view.artifacts)
+    assert view.record.status == "FINISHED"
 
 
 def test_checkpoints_follow_the_campaign_and_a_resume_keeps_only_explored_values(

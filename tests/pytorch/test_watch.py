@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,13 +184,101 @@ def test_watch_is_quiet_on_other_ranks(
     w.close()
 
 
-def test_bad_arguments_say_the_rule_and_the_value(mlp: Any) -> None:
+def test_bad_arguments_say_the_rule_and_the_value(
+    mlp: Any, sqlite_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lineage.store import open_store
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    watch: Any = lineage.pytorch.watch
     with pytest.raises(UsageError, match="log_every must be an int >= 1, got 0"):
-        lineage.pytorch.watch(model, opt, log_every=0)
+        watch(model, opt, log_every=0)
     with pytest.raises(UsageError, match=r"data_sample must be .* got 'yes'"):
-        lineage.pytorch.watch(model, opt, data_sample="yes")  # type: ignore[arg-type]
+        watch(model, opt, data_sample="yes")
+    refused = [
+        ({"all_ranks": "no"}, "all_ranks must be True or False, got 'no'"),
+        ({"grad_norm": "yes"}, "grad_norm must be True or False, got 'yes'"),
+        ({"weight_stats": "no"}, "weight_stats must be True, False or None, got 'no'"),
+        ({"fingerprint_data": 1}, "fingerprint_data must be True or False, got 1"),
+        ({"trial": object()}, "trial must be tuner.trial (with report and should_prune) or "),
+        ({"run": "abc"}, "run must be a lineage run (lineage.start_run's value) or None, got "),
+        ({"params": [1, 2]}, "params must be a mapping of str names to values or None, got "),
+        ({"experiment": 3}, "experiment must be a non-empty str or None, got int 3"),
+        ({"loader": 5}, "loader must be an iterable (a torch DataLoader) or None, got int 5"),
+        ({"scheduler": "cosine"}, "scheduler must be an lr scheduler (with a step method) or "),
+        ({"scaler": 1.0}, "scaler must be a torch.amp.GradScaler or None, got float 1.0"),
+    ]
+    for kwargs, message in refused:
+        with pytest.raises(UsageError) as info:
+            watch(model, opt, **kwargs)
+        assert str(info.value).startswith(message), kwargs
+    with pytest.raises(UsageError, match=r"^model must be a torch.nn.Module or None, got SGD"):
+        watch(opt, model)  # swapped
+    with pytest.raises(UsageError, match=r"^model must be .* got str 'model'"):
+        watch("model", opt)
+    with pytest.raises(UsageError, match=r"^optimizer must be .* got str 'sgd'"):
+        watch(model, "sgd")
+    # Refused before anything was recorded: no run was started, none left half-written.
+    assert lineage.active_run() is None
+    store = open_store(sqlite_uri)
+    assert list(store.runs([e.experiment_id for e in store.experiments()])) == []
+
+
+CRASH = """
+import sys
+import torch
+import lineage.pytorch
+
+torch.manual_seed(0)
+x = torch.randn(32, 8)
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1)), batch_size=8)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+w = lineage.pytorch.watch(model, opt, loader=loader, experiment="crash")
+for xb, yb in loader:
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(xb).squeeze(1), yb)
+    loss.backward()
+    opt.step()
+    w.log(loss=loss)
+w.epoch_end(1)
+if sys.argv[1] == "raise":
+    raise RuntimeError("the training broke")
+"""
+
+
+@pytest.mark.parametrize(("end", "status"), [("raise", "FAILED"), ("return", "FINISHED")])
+def test_a_run_watch_started_ends_as_the_script_does(
+    end: str,
+    status: str,
+    python: str,
+    repo_root: Path,
+    tmp_path: Path,
+    sqlite_uri: str,
+    read_run: Any,
+) -> None:
+    # No start_run and no close: the watcher's exit work flushes and finishes the data
+    # pictures; lineage's exit handler ends the run, FAILED after an uncaught exception.
+    from lineage.store import open_store
+
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
+    env.update({"MLFLOW_TRACKING_URI": sqlite_uri, "PYTHONPATH": str(repo_root)})
+    out = subprocess.run(
+        [python, str(script), end], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert out.returncode == (1 if end == "raise" else 0), out.stderr[-3000:]
+    store = open_store(sqlite_uri)
+    runs = list(store.runs([e.experiment_id for e in store.resolve_experiments(["crash"])]))
+    assert len(runs) == 1
+    view = read_run(sqlite_uri, runs[0].run_id)
+    assert view.record.status == status
+    assert view.values["optimizer.name"] == "SGD"
+    assert [s for s, _ in view.series("loss")] == [1, 2, 3, 4]
+    assert {"dataset/train_pipeline.json", "dataset/train_sample.json"} <= set(view.artifacts)
 
 
 def test_a_missing_framework_names_the_extra_to_install() -> None:
