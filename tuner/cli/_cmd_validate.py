@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config)
-        from tuner.cli._cmd_run import check_heartbeat
+        from tuner.cli._cmd_run import check_settings
 
-        check_heartbeat(config, (None, None))  # with the environment, as run would resolve it
+        check_settings(config, (None, None))  # with the environment, as run would resolve it
         # Option values only the Optuna constructors check (types, ranges).
         make_sampler(config)
         make_pruner(config.pruner, error=config.error)
