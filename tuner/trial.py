@@ -8,7 +8,7 @@ nothing, `should_prune` is False, so the same script runs by hand.
     p = trial.params()
     for epoch in range(p.get("epochs", 10)):
         loss = train_one_epoch(lr=p["lr"])
-        trial.report(epoch, loss=loss)      # intermediate value (pruning) + lineage metric
+        trial.report(epoch, loss=loss)      # per epoch: pruning value + lineage metric
         if trial.should_prune():
             break                            # the controller marks the trial PRUNED
 
@@ -105,7 +105,12 @@ def report(step: int, **metrics: float) -> None:
 
     The controller feeds the target metric to the pruner and records every metric in the
     trial's lineage run; when the script records into that run with ``lineage`` itself, the
-    values go through its run instead (each metric and step stored once). One short line appended and flushed: cheap enough for every step.
+    values go through its run instead (each metric and step stored once).
+
+    Cost: one short line appended and flushed, and, when the script records into its trial's
+    run with ``lineage``, one flush of that run to the store before the line (so a trial
+    killed right after a report loses nothing): a SQLite transaction (milliseconds), or a
+    round trip to a tracking server. Report per epoch or per evaluation, not per training step.
     """
     global _channel, _channel_path
     path = os.environ.get(protocol.CHANNEL)
