@@ -4,6 +4,7 @@ and the value, exits 2, shows no traceback, and makes nothing (no study, no stor
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,3 +118,12 @@ def test_a_trial_script_given_bad_params_says_so_in_one_line(tmp_path: Path) -> 
     folder = _folder(tmp_path)
     done = _run([sys.executable, "trial.py"], folder, {"TUNER_PARAMS": "{bad"})
     _refused(done, "tuner: TUNER_PARAMS must hold a JSON object, got '{bad'")
+
+
+def test_validate_json_says_a_refused_variable_is_invalid(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    argv = [sys.executable, "-m", "tuner.cli", "validate", "campaign.yaml", "--format", "json"]
+    done = _run(argv, folder, {"LINEAGE_SPOOL_WAIT": "soon"})
+    message = "LINEAGE_SPOOL_WAIT must be a number of seconds >= 0, got 'soon'"
+    _refused(done, f"tuner validate: error: {message}")
+    assert json.loads(done.stdout) == {"valid": False, "error": message}

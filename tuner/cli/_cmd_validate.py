@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from lineage import UsageError
     from tuner._errors import ConfigError
     from tuner.config import load_config
     from tuner.search import make_pruner, make_sampler
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             from tuner.history import load_history
 
             plan = load_history(config)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:  # UsageError: a refused environment variable
         if args.format == "json":
             json.dump({"valid": False, "error": str(exc)}, sys.stdout)
             sys.stdout.write("\n")
