@@ -153,7 +153,8 @@ def start_run(
     the MLflow UI's training view (see :func:`lineage.recording.ensure_experiment`).
 
     A variable of the environment that its rule refuses (a ``LINEAGE_*`` setting, an
-    ``MLFLOW_RUN_ID`` naming no run) ends the process as a bad command-line flag does: one
+    ``MLFLOW_RUN_ID`` naming no run, an ``MLFLOW_TRACKING_URI`` whose scheme MLflow cannot
+    open) ends the process as a bad command-line flag does: one
     line on stderr naming the variable, exit status 2, and no run created or left RUNNING.
     """
     with exiting_on_bad_environment():
