@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import os
 
-from lineage._errors import UsageError
+from lineage._errors import EnvironmentValueError, UsageError
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
+    "TRACKING_PLAIN_SCHEMES",
+    "TRACKING_SCHEMES",
+    "check_tracking_uri",
+    "checked_tracking_uri",
     "file_uri_path",
     "is_sql_uri",
     "local_path",
@@ -28,6 +32,7 @@ __all__ = [
     "scheme",
     "sqlite_path",
     "ui_link",
+    "unsupported_scheme",
 ]
 
 # MLflow 3's UI opens an experiment in its GenAI view (traces) unless the address asks for
@@ -35,9 +40,62 @@ __all__ = [
 TRAINING_VIEW = "workflowType=machine_learning"
 
 
+#: URI schemes MLflow's tracking-store registry opens (a test keeps this list equal to
+#: MLflow's), then those it opens only under their own name (no ``+driver``). A database
+#: scheme may name a driver: ``postgresql+psycopg``.
+TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "file")
+TRACKING_PLAIN_SCHEMES = ("databricks", "databricks-uc", "uc")
+_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
+
+
+def unsupported_scheme(uri: str) -> str | None:
+    """The scheme of tracking URI ``uri`` as written when MLflow cannot open a store with it;
+    None for a supported one and for a plain path (MLflow's file store)."""
+    head, sep, _ = uri.partition(":")
+    if not sep or len(head) <= 1 or not head[0].isalpha():
+        return None  # a path (or a Windows drive letter)
+    if not all(c.isalnum() or c in "+.-" for c in head):
+        return None  # not a scheme: a path with a colon in it
+    low = head.lower()
+    base = low.split("+", 1)[0]
+    if low in TRACKING_PLAIN_SCHEMES or (
+        base in TRACKING_SCHEMES and ("+" not in low or base in _DATABASES)
+    ):
+        return None
+    return head
+
+
+def check_tracking_uri(uri: str, *, source: str = "tracking URI") -> str:
+    """``uri``, refused with :class:`~lineage.UsageError` (one line naming ``source``, the
+    scheme, the schemes supported and the masked URI) when MLflow cannot open it: MLflow's own
+    error is about its model registry and lists no URI it accepts by name."""
+    bad = unsupported_scheme(uri)
+    if bad is None:
+        return uri
+    hint = " (SQLAlchemy spells it postgresql:)" if bad.lower().split("+")[0] == "postgres" else ""
+    supported = ", ".join(f"{s}:" for s in (*TRACKING_SCHEMES, *TRACKING_PLAIN_SCHEMES))
+    raise UsageError(
+        f"{source} must be a path or start with one of {supported}{hint}; "
+        f"got scheme {bad + ':'!r} in {masked(uri)!r}"
+    )
+
+
 def resolve_tracking_uri(uri: str | None = None) -> str:
     """``uri`` if given, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` (cwd)."""
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def checked_tracking_uri(uri: str | None = None) -> str:
+    """`resolve_tracking_uri`, refused by `check_tracking_uri` when MLflow cannot open it: an
+    :class:`~lineage.EnvironmentValueError` naming ``MLFLOW_TRACKING_URI`` when the URI came
+    from there."""
+    resolved = resolve_tracking_uri(uri)
+    if uri or resolved == DEFAULT_TRACKING_URI:
+        return check_tracking_uri(resolved)
+    try:
+        return check_tracking_uri(resolved, source="MLFLOW_TRACKING_URI")
+    except UsageError as exc:
+        raise EnvironmentValueError(str(exc)) from None
 
 
 def scheme(uri: str) -> str:

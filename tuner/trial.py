@@ -8,7 +8,7 @@ nothing, `should_prune` is False, so the same script runs by hand.
     p = trial.params()
     for epoch in range(p.get("epochs", 10)):
         loss = train_one_epoch(lr=p["lr"])
-        trial.report(epoch, loss=loss)      # intermediate value (pruning) + lineage metric
+        trial.report(epoch, loss=loss)      # per epoch: pruning value + lineage metric
         if trial.should_prune():
             break                            # the controller marks the trial PRUNED
 
@@ -39,7 +39,7 @@ from tuner import _protocol as protocol
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would cost the script
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import IO, Any
+    from typing import IO, Any, NoReturn
 
 __all__ = [
     "checkpoint_dir",
@@ -65,15 +65,35 @@ def is_tuning() -> bool:
 def number() -> int | None:
     """The Optuna trial number of this process, or None outside a campaign."""
     value = os.environ.get(protocol.TRIAL_NUMBER)
-    return int(value) if value is not None else None
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        _refuse(f"{protocol.TRIAL_NUMBER} must be a whole number, got {value[:80]!r}")
 
 
 def params() -> dict[str, Any]:
-    """The trial's hyperparameters (the JSON object the tuner passes; ``{}`` when unset)."""
+    """The trial's hyperparameters (the JSON object the tuner passes; ``{}`` when unset).
+
+    A ``TUNER_PARAMS`` that is not a JSON object ends the process as a bad command-line flag
+    does: one line on stderr naming the variable, exit status 2."""
     global _params
     if _params is None:
-        _params = protocol.decode_params(os.environ.get(protocol.PARAMS, ""))
+        try:
+            _params = protocol.decode_params(os.environ.get(protocol.PARAMS, ""))
+        except ValueError as exc:
+            _refuse(str(exc))
     return dict(_params)
+
+
+def _refuse(message: str) -> NoReturn:
+    # As lineage ends a script whose environment it refuses: a bad command-line flag's one
+    # line on stderr and exit status 2, not a traceback from inside the training script.
+    import sys
+
+    print(f"tuner: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
 
 
 def report(step: int, **metrics: float) -> None:
@@ -85,7 +105,12 @@ def report(step: int, **metrics: float) -> None:
 
     The controller feeds the target metric to the pruner and records every metric in the
     trial's lineage run; when the script records into that run with ``lineage`` itself, the
-    values go through its run instead (each metric and step stored once). One short line appended and flushed: cheap enough for every step.
+    values go through its run instead (each metric and step stored once).
+
+    Cost: one short line appended and flushed, and, when the script records into its trial's
+    run with ``lineage``, one flush of that run to the store before the line (so a trial
+    killed right after a report loses nothing): a SQLite transaction (milliseconds), or a
+    round trip to a tracking server. Report per epoch or per evaluation, not per training step.
     """
     global _channel, _channel_path
     path = os.environ.get(protocol.CHANNEL)
@@ -167,7 +192,12 @@ def checkpointed(step: int) -> None:
 
 
 def resume_from() -> tuple[Path, int] | None:
-    """``(folder, step)`` of the checkpoint to continue from, or None for a fresh start."""
-    from lineage import checkpoints
+    """``(folder, step)`` of the checkpoint to continue from, or None for a fresh start. A
+    ``TUNER_RESUME_STEP`` that is not a whole number ends the process with one line on stderr
+    and exit status 2."""
+    from lineage import EnvironmentValueError, checkpoints
 
-    return checkpoints.resume_point()
+    try:
+        return checkpoints.resume_point()
+    except EnvironmentValueError as exc:
+        _refuse(str(exc))

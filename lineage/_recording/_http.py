@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from lineage import environment
 from lineage._errors import (
     LineageError,
     NotFoundError,
@@ -70,9 +71,7 @@ class Api:
         # (connect, read): a refused or unanswered connection is a server away; a slow answer
         # is a busy server, given time (a request timed out may have been applied; resending
         # it stores nothing twice).
-        read = (
-            timeout if timeout is not None else float(os.environ.get("LINEAGE_HTTP_TIMEOUT", "60"))
-        )
+        read = timeout if timeout is not None else environment.http_timeout()
         self.timeout = (min(5.0, read), read)
         self._local = threading.local()
         self._headers = {"Content-Type": "application/json"}
@@ -150,7 +149,7 @@ class HttpWriter(Writer):
 
     def __init__(self, uri: str, *, in_flight: int | None = None, api: Api | None = None) -> None:
         self.api = api or Api(uri)
-        self.in_flight = in_flight or int(os.environ.get("LINEAGE_HTTP_IN_FLIGHT", "4"))
+        self.in_flight = in_flight or environment.http_in_flight()
         self._pool: ThreadPoolExecutor | None = None
 
     # -- reads and run creation (used by start_run and the spool) -----------------------------

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from lineage._recording._start import LazyClient
 
 STATUSES = ("FINISHED", "FAILED", "KILLED")
-_FLUSH_TIMEOUT_S = float(os.environ.get("LINEAGE_FLUSH_TIMEOUT", "60"))
+#: ``Run.flush``'s default: the run's ``LINEAGE_FLUSH_TIMEOUT``.
+_CONFIGURED: Any = object()
 
 
 class Run:
@@ -56,6 +57,7 @@ class Run:
         existing_params: Mapping[str, str],
         existing_types: Mapping[str, str],
         interval: float,
+        flush_timeout: float,
     ) -> None:
         self.run_id = run_id
         self.experiment_id = experiment_id
@@ -64,6 +66,7 @@ class Run:
         self.status = "RUNNING"
         self._client = client
         self._recorder = Recorder(writer, run_id, interval=interval)
+        self._flush_timeout = flush_timeout
         self._params: dict[str, str] = dict(existing_params)
         self._types: dict[str, str] = dict(existing_types)
         self._metric_keys: set[str] = set()
@@ -198,9 +201,10 @@ class Run:
             self._client.get().log_artifact(self.run_id, str(p), artifact_path)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def flush(self, timeout: float | None = _FLUSH_TIMEOUT_S) -> None:
-        """Block until everything logged so far is in the store (``StoreError`` after ``timeout``)."""
-        self._recorder.flush(timeout)
+    def flush(self, timeout: float | None = _CONFIGURED) -> None:
+        """Block until everything logged so far is in the store (``StoreError`` after
+        ``timeout`` seconds; by default ``LINEAGE_FLUSH_TIMEOUT``, 60; None: no limit)."""
+        self._recorder.flush(self._flush_timeout if timeout is _CONFIGURED else timeout)
 
     @property
     def rejected_params(self) -> dict[str, tuple[str, str]]:
@@ -221,7 +225,7 @@ class Run:
             tags[T.ERROR] = self._error
         self._recorder.tags.extend(tags.items())
         try:
-            self._recorder.close(_FLUSH_TIMEOUT_S)
+            self._recorder.close(self._flush_timeout)
         except StoreError:
             if isinstance(self._recorder.fatal, StoreError) and getattr(
                 self._recorder.fatal, "said_by_caller", False

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import os
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from lineage import environment
 from lineage._errors import LineageError, StoreError, TransientError
 from lineage._recording._http import HttpError, HttpWriter
 from lineage._recording._journal import (
@@ -186,7 +186,7 @@ class SpoolingWriter(Writer):
         caller that must hand the run id to another process cannot take a provisional one.
         Created once: a retry after a lost answer finds the run by its ``lineage.spool_id``."""
         if timeout is None:
-            timeout = float(os.environ.get("LINEAGE_SPOOL_CREATE_WAIT", "600"))
+            timeout = environment.spool_create_wait()
         local = uuid.uuid4().hex
         tags = {**tags, SPOOL_TAG: local}
         deadline = time.monotonic() + timeout
@@ -252,7 +252,7 @@ class SpoolingWriter(Writer):
 
     def close(self) -> None:
         """Try once more; what is still undelivered stays in the journal for the next process."""
-        wait = float(os.environ.get("LINEAGE_SPOOL_WAIT", "0"))
+        wait = environment.spool_wait()
         delivered = self.wait(wait) if self.down else True
         if not delivered and self._journal.path is not None:
             log.warning(

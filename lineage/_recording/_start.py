@@ -7,15 +7,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lineage import environment
 from lineage import tags as T
-from lineage._errors import LineageError, NotFoundError, StoreError, UsageError, one_line
+from lineage._errors import (
+    EnvironmentValueError,
+    LineageError,
+    NotFoundError,
+    StoreError,
+    UsageError,
+    exiting_on_bad_environment,
+    one_line,
+)
 from lineage._params import types_tag_from_tags
 from lineage._recording import _lifecycle
 from lineage._recording._experiment import default_run_name, experiment_from_env
 from lineage._recording._run import Run
 from lineage._recording._spool import SpoolingWriter
 from lineage._recording._writer import RunInfo, TransientError, Writer
-from lineage.uri import masked, resolve_tracking_uri
+from lineage.uri import checked_tracking_uri, masked
 
 
 class LazyClient:
@@ -45,7 +54,7 @@ def _sql_writer(uri: str, *, warn: bool) -> Writer | None:
     created yet: ``start_run`` asks again once the client has made and migrated it)."""
     from lineage.uri import is_sql_uri, scheme, sqlite_path
 
-    if not is_sql_uri(uri) or os.environ.get("LINEAGE_SQL_WRITER", "1") == "0":
+    if not is_sql_uri(uri) or not environment.sql_writer():
         return None
     if scheme(uri) == "sqlite":
         try:
@@ -77,7 +86,7 @@ def _http_writer(uri: str) -> Writer | None:
     spool while it is unreachable (``LINEAGE_HTTP_WRITER=0``: MLflow's client instead)."""
     from lineage.uri import scheme
 
-    if scheme(uri) not in ("http", "https") or os.environ.get("LINEAGE_HTTP_WRITER", "1") == "0":
+    if scheme(uri) not in ("http", "https") or not environment.http_writer():
         return None
     from lineage._recording._http import HttpWriter
     from lineage._recording._spool import SpoolingWriter
@@ -142,12 +151,44 @@ def start_run(
     ``run_name`` is called ``<script>-<6 hex digits>``, distinct per run even when the script
     seeded ``random`` (MLflow's generated names repeat then); a new experiment is tagged for
     the MLflow UI's training view (see :func:`lineage.recording.ensure_experiment`).
+
+    A variable of the environment that its rule refuses (a ``LINEAGE_*`` setting, an
+    ``MLFLOW_RUN_ID`` naming no run, an ``MLFLOW_TRACKING_URI`` whose scheme MLflow cannot
+    open) ends the process as a bad command-line flag does: one
+    line on stderr naming the variable, exit status 2, and no run created or left RUNNING.
     """
+    with exiting_on_bad_environment():
+        return _start_run(
+            experiment,
+            run_name,
+            params,
+            tags,
+            data,
+            tracking_uri,
+            run_id=run_id,
+            flush_interval=flush_interval,
+            record_identity=record_identity,
+        )
+
+
+def _start_run(
+    experiment: str | None,
+    run_name: str | None,
+    params: Mapping[str, Any] | None,
+    tags: Mapping[str, Any] | None,
+    data: Iterable[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None,
+    tracking_uri: str | None,
+    *,
+    run_id: str | None,
+    flush_interval: float | None,
+    record_identity: bool,
+) -> Run:
+    environment.check()  # before anything is opened or created
     if _lifecycle.active() is not None:
         raise UsageError(
             f"a run is already active ({_lifecycle.active().run_id}); end it before starting another"  # type: ignore[union-attr]
         )
-    uri = resolve_tracking_uri(tracking_uri)
+    uri = checked_tracking_uri(tracking_uri)
     client = LazyClient(uri)
     attach_id = run_id or os.environ.get("MLFLOW_RUN_ID") or None
     # Attaching reads the run through SQL (no MLflow import). Creating goes through MLflow,
@@ -179,11 +220,7 @@ def start_run(
         from lineage._recording._client import ClientWriter
 
         writer = ClientWriter(client.get())
-    interval = (
-        flush_interval
-        if flush_interval is not None
-        else float(os.environ.get("LINEAGE_FLUSH_INTERVAL", "0.5"))
-    )
+    interval = flush_interval if flush_interval is not None else environment.flush_interval()
     run = Run(
         client=client,
         writer=writer,
@@ -194,6 +231,7 @@ def start_run(
         existing_params=opened.params,
         existing_types=opened.types,
         interval=interval,
+        flush_timeout=environment.flush_timeout(),
     )
     _lifecycle.register(run)
     try:
@@ -271,13 +309,15 @@ def _attach(
     identity, less the creator's ``mlflow.*`` source tags."""
     existing = _read_run(writer, client, run_id)
     if existing is None:
-        raise NotFoundError(
+        # Named by the environment, it is the process's input that is wrong, as a bad flag.
+        error = EnvironmentValueError if by_env else NotFoundError
+        raise error(
             f"{'MLFLOW_RUN_ID' if by_env else 'run_id'} names no run in {masked(client.uri)}, "
             f"got {run_id!r}"
         )
     if existing.lifecycle_stage != "active":
         raise UsageError(f"run {run_id} is deleted; cannot record into it")
-    owns = not by_env or os.environ.get("LINEAGE_END_ATTACHED_RUN", "") in ("1", "true", "yes")
+    owns = not by_env or environment.end_attached_run()
     if (
         owns
         and existing.status != "RUNNING"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lineage._cli_run import Parser, run_handler
 from lineage._errors import LineageError
@@ -73,7 +73,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     named = argv[0] if argv and argv[0] in command_names() else None
     args = build_parser(named).parse_args(argv)
+    if hasattr(args, "tracking_uri"):
+        args.handler = _checking_tracking_uri(args.handler)
     return run_handler("lineage", args, (LineageError,))
+
+
+def _checking_tracking_uri(
+    handler: Callable[[argparse.Namespace], object],
+) -> Callable[[argparse.Namespace], object]:
+    # A scheme MLflow cannot open is refused by name before any store is opened: MLflow's own
+    # error speaks of its model registry.
+    def checked(args: argparse.Namespace) -> object:
+        from lineage.uri import checked_tracking_uri
+
+        checked_tracking_uri(args.tracking_uri)
+        return handler(args)
+
+    return checked
 
 
 def console() -> None:

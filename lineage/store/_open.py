@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lineage.store._base import RunStore
-from lineage.uri import is_sql_uri, resolve_tracking_uri
+from lineage.uri import checked_tracking_uri, is_sql_uri
 
 
 def open_store(tracking_uri: str | None = None, *, cache: bool = False) -> RunStore:
@@ -16,9 +16,10 @@ def open_store(tracking_uri: str | None = None, *, cache: bool = False) -> RunSt
     through ``MlflowClient``. ``cache=True`` (short-lived processes such as the CLI only: see
     ``lineage/store/_cache.py``) keeps a SQLite store's run table between processes, reused
     only while SQLite's change counter says no one wrote since. Raises :class:`~lineage.NotFoundError` for a SQLite file that
-    does not exist and :class:`~lineage.StoreError` for an unreachable database.
+    does not exist, :class:`~lineage.UsageError` for a URI whose scheme MLflow cannot open
+    and :class:`~lineage.StoreError` for an unreachable database.
     """
-    uri = resolve_tracking_uri(tracking_uri)
+    uri = checked_tracking_uri(tracking_uri)
     if is_sql_uri(uri):
         from lineage.store._sql import SchemaMismatch, SqlRunStore
 

@@ -165,10 +165,18 @@ def test_attach_via_mlflow_run_id_leaves_status_to_its_owner(
     assert client.get_run(created.info.run_id).info.status == "FINISHED"
 
 
-def test_unknown_run_id_is_not_found(store_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_run_id_is_not_found(
+    store_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(NotFoundError, match="run_id names no run"):
+        lineage.start_run(tracking_uri=store_uri, run_id="0" * 32)
+    # Named by the environment, it is the process's input: one line and exit 2, as a bad flag.
     monkeypatch.setenv("MLFLOW_RUN_ID", "0" * 32)
-    with pytest.raises(NotFoundError, match="MLFLOW_RUN_ID names no run"):
+    with pytest.raises(SystemExit) as stop:
         lineage.start_run(tracking_uri=store_uri)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.startswith("lineage: MLFLOW_RUN_ID names no run in ")
+    assert lineage.active_run() is None
 
 
 def test_dataset_tags_change_with_content(store_uri: str, tmp_path: object) -> None:

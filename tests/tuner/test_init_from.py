@@ -218,7 +218,7 @@ def test_init_unreachable_store_and_existing_file(
     assert code == 2 and "--force" in err and out.read_text() == "mine\n"
 
 
-def test_init_without_a_recorded_command_writes_a_placeholder_validate_flags(
+def test_init_without_a_recorded_command_writes_a_placeholder_validate_refuses(
     plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "c.yaml"
@@ -231,9 +231,15 @@ def test_init_without_a_recorded_command_writes_a_placeholder_validate_flags(
     assert "# PLACEHOLDER:" in text
     assert config["parameters"]["lr"]["log"] is True  # four decades
     assert "epochs" not in config["parameters"]  # constant: not a hyperparameter to tune
-    assert main(["validate", str(out)]) == 0
-    err = capsys.readouterr().err
-    assert "warning" in err and "lr" in err  # no placeholder passes the tuned params
+    for command in ("validate", "run"):  # before any trial burns the budget on it
+        assert main([command, str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.splitlines() == [
+            f"tuner {command}: error: {out}: command[0] holds a CHANGE-ME placeholder left "
+            "by tuner init; replace it with the command that trains one run, passing each "
+            "parameter as a {name} placeholder, got 'CHANGE-ME-no-command-was-recorded'."
+        ]
+    assert not (tmp_path / "optuna.db").exists()
     code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out), "--force")
     assert code == 0
 

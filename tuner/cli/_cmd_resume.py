@@ -28,14 +28,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
-    from tuner.cli._cmd_run import check_heartbeat, execute, heartbeat_flags
+    from tuner.cli._cmd_run import check_settings, execute, heartbeat_flags
     from tuner.cli._cmd_status import study_exists
     from tuner.config import load_config
     from tuner.search import check_storage
 
     timing = heartbeat_flags(args)
     config = load_config(args.config)
-    check_heartbeat(config, timing)
+    check_settings(config, timing)
     # A database that cannot be opened is named as such, not taken for "no campaign".
     check_storage(config.optuna_storage_url())
     if not study_exists(config):

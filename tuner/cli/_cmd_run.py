@@ -73,12 +73,22 @@ def heartbeat_flags(args: argparse.Namespace) -> tuple[int | None, int | None]:
     return args.heartbeat, args.stale_after
 
 
-def check_heartbeat(config: CampaignConfig, flags: tuple[int | None, int | None]) -> None:
-    """Refuse, before anything is made, heartbeat settings that resolve to a grace not longer
-    than the interval (flags, environment and the config's section together)."""
+def check_settings(config: CampaignConfig, flags: tuple[int | None, int | None]) -> None:
+    """Refuse, before anything is made, what the config file alone does not show: heartbeat
+    settings that resolve to a grace not longer than the interval (flags, environment and the
+    config's section together), a ``LINEAGE_*`` variable the trials inherit with a value
+    their recording refuses (each trial would fail), and an ``MLFLOW_TRACKING_URI`` whose
+    scheme MLflow cannot open."""
+    import os
+
+    from lineage import environment
+    from lineage.uri import checked_tracking_uri
     from tuner.coordination import heartbeat_timing
 
     heartbeat_timing(*flags, section=config.heartbeat, source=str(config.source_path or ""))
+    environment.check({k: v for k, v in os.environ.items() if k not in config.env})
+    if not config.lineage.tracking_uri:
+        checked_tracking_uri()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     timing = heartbeat_flags(args)
     config = load_config(args.config)
-    check_heartbeat(config, timing)
+    check_settings(config, timing)
     return execute(
         config,
         quiet=args.quiet,

@@ -33,15 +33,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from lineage import UsageError
     from tuner._errors import ConfigError
     from tuner.config import load_config
     from tuner.search import SamplerPlan, make_pruner, make_sampler
 
     try:
         config = load_config(args.config)
-        from tuner.cli._cmd_run import check_heartbeat
+        from tuner.cli._cmd_run import check_settings
 
-        check_heartbeat(config, (None, None))  # with the environment, as run would resolve it
+        check_settings(config, (None, None))  # with the environment, as run would resolve it
         # Option values only the Optuna constructors check (types, ranges).
         make_sampler(SamplerPlan.of(config))
         make_pruner(config.pruner, error=config.error)
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             from tuner.history import HistoryContext, load_history
 
             plan = load_history(HistoryContext.of(config))
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:  # UsageError: a refused environment variable
         if args.format == "json":
             json.dump({"valid": False, "error": str(exc)}, sys.stdout)
             sys.stdout.write("\n")

@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
     interval, grace = heartbeat_flags(args)
     config = load_config(args.config)
-    from tuner.cli._cmd_run import check_heartbeat, print_warnings
+    from tuner.cli._cmd_run import check_settings, print_warnings
 
-    check_heartbeat(config, (interval, grace))
+    check_settings(config, (interval, grace))
 
     print_warnings(config, "tuner worker")
 

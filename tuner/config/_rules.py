@@ -33,6 +33,8 @@ def check_campaign(config: CampaignConfig, *, check_options: bool = True) -> Non
     _check_objectives(config)
     _check_conditions(config)
     _check_placeholders(config)
+    _check_left_to_replace(config)
+    _check_env(config)
     _check_sampler(config, check_options=check_options)
     if check_options:
         _check_pruner(config)
@@ -214,6 +216,34 @@ def _check_placeholders(config: CampaignConfig) -> None:
                     f"trials; write {{{ref}?}} to leave this argument out when it is inactive",
                     arg,
                 )
+
+
+#: What marks a value ``tuner init`` could not derive (a run that recorded no command): the
+#: campaign cannot run until the user replaces it.
+LEFT_TO_REPLACE = "CHANGE-ME"
+
+
+def _check_left_to_replace(config: CampaignConfig) -> None:
+    rule = (
+        f"holds a {LEFT_TO_REPLACE} placeholder left by tuner init; replace it with the "
+        "command that trains one run, passing each parameter as a {name} placeholder"
+    )
+    for i, arg in enumerate(config.command):
+        if LEFT_TO_REPLACE in arg:
+            raise RuleError(("command", i), rule, arg)
+    for name, value in config.env.items():
+        if LEFT_TO_REPLACE in value:
+            raise RuleError(("env", name), f"holds a {LEFT_TO_REPLACE} placeholder", value)
+
+
+def _check_env(config: CampaignConfig) -> None:
+    # A LINEAGE_* value the trials' recording would refuse fails every trial: refuse it here.
+    from lineage import environment
+
+    found = environment.refused(config.env)
+    if found is not None:
+        name, rule, value = found
+        raise RuleError(("env", name), f"must be {rule}", value)
 
 
 def _check_sampler(config: CampaignConfig, *, check_options: bool = True) -> None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from lineage.masking import mask_uri
-from lineage.uri import DEFAULT_TRACKING_URI
+from lineage.uri import DEFAULT_TRACKING_URI, TRACKING_PLAIN_SCHEMES, unsupported_scheme
+from lineage.uri import TRACKING_SCHEMES as LINEAGE_TRACKING_SCHEMES
 from tuner.config._types import RuleError
 from tuner.search import STORAGE_SCHEMES, explain_storage_error, storage_unavailable
 
@@ -33,12 +34,11 @@ __all__ = [
     "tracking_uri",
 ]
 
-#: URI schemes MLflow's tracking-store registry opens (``mlflow.tracking``; a test keeps this
-#: list equal to MLflow's). Database schemes may name a driver: ``postgresql+psycopg``.
-TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "file")
-_TRACKING_PLAIN = ("databricks", "databricks-uc", "uc")
-_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+#: URI schemes MLflow's tracking-store registry opens, as lineage knows them. Database
+#: schemes may name a driver: ``postgresql+psycopg``.
+TRACKING_SCHEMES = LINEAGE_TRACKING_SCHEMES
+_TRACKING_PLAIN = TRACKING_PLAIN_SCHEMES
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:")  # a scheme, not a drive letter
 
 
 def check_uris(storage: str | None, tracking: str | None) -> None:
@@ -76,9 +76,9 @@ def _check_tracking(tracking: str) -> None:
 def check_tracking_uri(path: tuple[str | int, ...], tracking: str) -> None:
     """Raise :class:`RuleError` at ``path`` for a tracking URI MLflow cannot open."""
     _check_sqlite(path, tracking)
-    m = _SCHEME.match(tracking)
-    if m is None or len(m.group(1)) == 1:  # no scheme, or a Windows drive letter: a path
-        if tracking.endswith((".db", ".sqlite", ".sqlite3")):
+    bad = unsupported_scheme(tracking)
+    if bad is None:
+        if _SCHEME.match(tracking) is None and tracking.endswith((".db", ".sqlite", ".sqlite3")):
             raise RuleError(
                 path,
                 "is a bare path, which MLflow reads as a file-store directory; for a SQLite "
@@ -86,13 +86,9 @@ def check_tracking_uri(path: tuple[str | int, ...], tracking: str) -> None:
                 tracking,
             )
         return
-    scheme = m.group(1).lower()
-    base = scheme.split("+", 1)[0]
-    if scheme in _TRACKING_PLAIN or (
-        base in TRACKING_SCHEMES and ("+" not in scheme or base in _DATABASES)
-    ):
-        return
-    hint = " (SQLAlchemy spells it postgresql://)" if base == "postgres" else ""
+    hint = (
+        " (SQLAlchemy spells it postgresql://)" if bad.lower().split("+")[0] == "postgres" else ""
+    )
     raise RuleError(
         path,
         "must be a URI MLflow can open: a path, or one starting with "

@@ -16,8 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["PLACEHOLDER_PROGRAM", "default_name", "render_campaign"]
 
 #: The program of the command written when lineage recorded none: not a program anyone has,
-#: so the campaign cannot start before the user replaces it, and every parameter draws
-#: ``tuner validate``'s "appears in no command placeholder" warning.
+#: and ``tuner validate`` (like ``tuner run``) refuses the campaign until the user replaces it.
 PLACEHOLDER_PROGRAM = "CHANGE-ME-no-command-was-recorded"
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
