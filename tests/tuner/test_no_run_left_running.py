@@ -51,6 +51,16 @@ def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
         monkeypatch.setattr(InProcessExecutor, "submit", _fail_on(4, InProcessExecutor.submit))
     elif where == "launch_record":  # the process started, its launch was not recorded
         monkeypatch.setattr(launch, "secret_values", _fail_on(3, launch.secret_values))
+    elif where == "storage_dead":  # judging fails, then every read of the study fails too
+        import tuner.campaign._ahead as ahead
+        import tuner.campaign._controller as controller
+
+        def dead(*_args: Any, **_kwargs: Any) -> Any:
+            raise RuntimeError("the study's storage is gone")
+
+        monkeypatch.setattr(outcome, "judge", _fail_on(2, outcome.judge))
+        monkeypatch.setattr(controller, "best_of", dead)
+        monkeypatch.setattr(ahead.AskAhead, "drop", dead)
     elif where == "recover":
         from tuner.coordination import Standalone
 
@@ -61,7 +71,16 @@ def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
 
 @pytest.mark.parametrize(
     "where",
-    ["summary", "tell", "judge", "trial_end_tags", "submit", "launch_record", "recover"],
+    [
+        "summary",
+        "tell",
+        "judge",
+        "storage_dead",
+        "trial_end_tags",
+        "submit",
+        "launch_record",
+        "recover",
+    ],
 )
 def test_no_mlflow_run_is_left_running_whatever_ends_the_campaign(
     where: str, campaign: Any, sqlite_uri: str, monkeypatch: pytest.MonkeyPatch

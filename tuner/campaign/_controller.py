@@ -163,16 +163,17 @@ class Controller:
             error = exc
             raise
         finally:
-            close_campaign(
-                self._end(),
-                status,
-                executor=self._executor,
-                coordination=self._coordination,
-                campaign_dir=self.campaign_dir,
-                clean=clean,
-                error=error,
-            )
-            note_space_changes(self._end())
+            with cleanup_shielded():
+                close_campaign(
+                    self._end(),
+                    status,
+                    executor=self._executor,
+                    coordination=self._coordination,
+                    campaign_dir=self.campaign_dir,
+                    clean=clean,
+                    error=error,
+                )
+                note_space_changes(self._end())
         result = campaign_result(self._end(), self.budget)
         if self._importance and self._stop_reason is None and self.timings:
             result.importance = analyse(self._end())
@@ -349,7 +350,10 @@ class Controller:
         if self.study is None:
             return
         if self._parts is not None:
-            self._parts.ahead.drop()
+            try:
+                self._parts.ahead.drop()
+            except Exception as exc:  # the storage may be what failed: stop the trials anyway
+                self._observer.message(f"trials asked ahead were not put back: {exc}")
         stop_and_mark(
             self.study,
             self.running,
@@ -373,7 +377,14 @@ class Controller:
         return study_counts(self.study, self.counts)
 
     def best(self) -> dict[str, Any] | None:
-        return best_of(self.study) if self.study is not None else None
+        """The best trial so far; None before the study is loaded or when its storage
+        cannot be read (the closing steps still run: the storage may be what failed)."""
+        if self.study is None:
+            return None
+        try:
+            return best_of(self.study)
+        except Exception:
+            return None
 
     def _end(self) -> CampaignEnd:
         """What the campaign's closing steps read, as it stands now."""

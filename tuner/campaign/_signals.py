@@ -40,12 +40,14 @@ def terminate_interrupts(enabled: bool) -> Iterator[None]:
 @contextlib.contextmanager
 def cleanup_shielded() -> Iterator[None]:
     """Further signals during cleanup must not leave trials RUNNING: ignore them inside;
-    Ctrl-C works again afterwards."""
+    the handlers they had before come back afterwards (Ctrl-C works again, and a library
+    caller's own handlers are its own again)."""
+    old: dict[signal.Signals, Any] = {}
     if _main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            signal.signal(sig, signal.SIG_IGN)
+            old[sig] = signal.signal(sig, signal.SIG_IGN)
     try:
         yield
     finally:
-        if _main_thread():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig, handler in old.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)

@@ -1,0 +1,26 @@
+"""The controller's signal shield gives back the handlers it found."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from tuner.campaign._signals import cleanup_shielded
+
+
+def test_cleanup_shield_ignores_signals_inside_and_restores_the_handlers_after() -> None:
+    def mine(_signum: int, _frame: Any) -> None:
+        return None
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, mine)
+    try:
+        with cleanup_shielded():
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                assert signal.getsignal(sig) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert signal.getsignal(signal.SIGHUP) == before[signal.SIGHUP]
+        assert signal.getsignal(signal.SIGINT) == before[signal.SIGINT]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
