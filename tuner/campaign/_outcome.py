@@ -93,7 +93,13 @@ class Bookkeeping:
         retry = state is TrialState.FAIL and self._failures.count(rt, outcome, reason)
         if retry:
             self._launcher.remember(rt.number, rt.history)
-        retry_number = tell(self._study, rt, state, values, reason, retry=retry)
+        if retry:
+            # Under the study's lock: between the attempt turning stale (no longer counted)
+            # and its copy being enqueued, another worker would see room for one more trial.
+            with self._coordination.study_lock():
+                retry_number = tell(self._study, rt, state, values, reason, retry=True)
+        else:
+            retry_number = tell(self._study, rt, state, values, reason, retry=False)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
         if retry_number is None:
             self._launcher.chain_ended(rt)
