@@ -407,6 +407,10 @@ class Launcher:
         controller takes it first). It has no run yet."""
         import optuna
 
+        trial_id = internals.trial_id(prepared.trial)
         internals.storage_of(self._study).set_trial_state_values(
-            internals.trial_id(prepared.trial), optuna.trial.TrialState.WAITING
+            trial_id, optuna.trial.TrialState.WAITING
         )
+        # No longer this controller's: its heartbeat stops now, or a worker that takes the
+        # trial and dies would leave it beaten here, never stale.
+        self._coordination.trial_ended(trial_id)
