@@ -130,7 +130,18 @@ _PER_WORKER = {"_sqlite_template", "_pg_template", "_pg_databases"}
 _SERVICES = {"_launched", "ray_cluster_address"}
 
 
+# Shared fixtures that run real trainings as subprocesses (several MindSpore imports, a
+# Lightning and a Trainer run): the first test to use one pays for it, which on a loaded
+# 2-core machine can pass the suite's 300 s per-test limit. Such tests get 900 s.
+_TRAININGS = {"provoked", "summaries", "autolog_uri", "digits_runs"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _TRAININGS & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker(
+            "timeout"
+        ):
+            item.add_marker(pytest.mark.timeout(900))
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
