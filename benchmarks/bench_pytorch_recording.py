@@ -287,6 +287,8 @@ def main() -> None:
             "overhead_median_pct": round(100 * (med - bmed) / bmed, 2),
             "overhead_p99_us": round((p99 - bp99) * 1e6, 1),
             "paired_overhead_median_us": round(paired * 1e6, 1),
+            # Each round's median step: how far the same mode moves between its processes.
+            "round_medians_ms": [round(m * 1e3, 3) for m in round_medians[key]],
             "goal": {
                 "median": med - bmed <= allowed,
                 "p99": p99 - bp99 <= max(allowed, 0.01 * bp99),

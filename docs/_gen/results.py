@@ -306,10 +306,16 @@ def _outcome(f: dict[str, Any]) -> tuple[str, str, str]:
 def _pytorch(f: dict[str, Any]) -> tuple[str, str, str]:
     modes = f.get("modes") or {}
     return (
-        f"`mlflow.pytorch.autolog` +{_n(_get(modes, 'plain/autolog', 'overhead_median_us'), ' µs')}/step",
-        f"`lineage.pytorch.watch` +{_n(_get(modes, 'plain/lineage', 'overhead_median_us'), ' µs')}/step",
+        f"`mlflow.pytorch.autolog` {_signed(_get(modes, 'plain/autolog', 'overhead_median_us'))} µs/step",
+        f"`lineage.pytorch.watch` {_signed(_get(modes, 'plain/lineage', 'overhead_median_us'))} µs/step",
         "",
     )
+
+
+def _signed(value: Any) -> str:
+    """``+5.3`` or ``-115``: an overhead with its sign (one, not ``+-``)."""
+    text = _n(value)
+    return text if text.startswith(("-", "?")) else f"+{text}"
 
 
 def _cluster(f: dict[str, Any]) -> tuple[str, str, str]:
