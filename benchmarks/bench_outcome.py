@@ -390,7 +390,7 @@ def run_seed(
 ) -> dict[str, Any]:
     """Every arm on one seed: best-so-far curves over ``horizon`` trials (default ``budget``);
     the derived campaign is written for ``budget`` trials (its ``enqueue_best``)."""
-    from tuner.history import derive_campaign, render_campaign
+    from tuner.history import PLACEHOLDER_PROGRAM, derive_campaign, render_campaign
 
     uri = f"sqlite:///{work / 'mlflow.db'}"
     experiment = _record_prior(task, seed, prior_trials, uri)
@@ -403,7 +403,10 @@ def run_seed(
     warmed_rank = _config(task, work, f"{task.name}-warm-rank-s{seed}", by_rank)
     derived = derive_campaign(experiment, target=task.metric, goal=task.goal, tracking_uri=uri)
     path = work / f"{task.name}-init-s{seed}.yaml"
-    path.write_text(render_campaign(derived, trials=budget))
+    # The prior runs recorded no command: put one in place of tuner init's placeholder, as a
+    # user does before running it (the campaign's trials are evaluated here, not launched).
+    text = render_campaign(derived, trials=budget).replace(PLACEHOLDER_PROGRAM, sys.executable)
+    path.write_text(text)
     from tuner.config import load_config
 
     init = load_config(path)

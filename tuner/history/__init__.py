@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from tuner.history._derive import DerivedCampaign, DerivedParameter, derive_campaign
-from tuner.history._derive_yaml import render_campaign
+from tuner.history._derive_yaml import PLACEHOLDER_PROGRAM, render_campaign
 from tuner.history._sources import HistoryContext, SourceRuns, read_source, source_uri
 from tuner.history._warm_start import (
     SKIP_REASONS,
@@ -26,6 +26,7 @@ from tuner.history._warm_start import (
 )
 
 __all__ = [
+    "PLACEHOLDER_PROGRAM",
     "SKIP_REASONS",
     "DerivedCampaign",
     "DerivedParameter",
