@@ -227,3 +227,62 @@ def test_a_trial_re_queued_by_another_controller_while_it_ran_is_not_told(
     assert run.info.status == "FAILED"
     assert run.data.tags["tuner.fail_reason"].startswith("superseded while it ran: no heartbeat")
     assert not [r for r in runs.values() if r.info.status == "RUNNING"]
+
+
+def test_a_process_started_for_a_trial_whose_launch_fails_is_stopped_at_once(
+    campaign: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial's process started but recording its launch failed: the controller stops
+    that process before anything else (it will not follow it), not at the executor's
+    shutdown, and the trial goes back to WAITING."""
+    import optuna
+
+    import tuner.campaign._launch as launch
+    from tuner.campaign import Controller
+    from tuner.executors._inprocess import InProcessExecutor, _Handle
+
+    events: list[str] = []
+    monkeypatch.setattr(launch, "secret_values", _fail_on(1, launch.secret_values))
+    monkeypatch.setattr(_Handle, "terminate", lambda self: events.append("terminate"))
+    monkeypatch.setattr(InProcessExecutor, "shutdown", lambda self: events.append("shutdown"))
+    config = campaign(budget={"trials": 2}, resources={"parallel": 1})
+    controller = Controller(
+        config,
+        executor=InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=1),
+        importance=False,
+        handle_signals=False,
+        poll_interval=0.0,
+    )
+    with pytest.raises(Injected):
+        controller.run()
+    assert events[:2] == ["terminate", "shutdown"]
+    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    assert [t.state.name for t in study.trials] == ["WAITING"]
+
+
+def test_one_ended_trial_failing_its_bookkeeping_leaves_the_others_settled(
+    campaign: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two attempts end in the same poll and telling the first one's result fails: the
+    second is still told and counted (COMPLETE), not re-queued to train again."""
+    import optuna
+
+    import tuner.campaign._outcome as outcome
+    from tuner.campaign import Controller
+    from tuner.executors._inprocess import InProcessExecutor
+
+    monkeypatch.setattr(outcome, "tell", _fail_on(1, outcome.tell))
+    config = campaign(budget={"trials": 4}, resources={"parallel": 2})
+    controller = Controller(
+        config,
+        executor=InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=2),
+        importance=False,
+        handle_signals=False,
+        poll_interval=0.0,
+    )
+    with pytest.raises(Injected):
+        controller.run()
+    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    states = {t.number: t.state.name for t in study.trials}
+    assert states[1] == "COMPLETE", states
+    assert not [t for t in study.trials if t.user_attrs.get("tuner.rerun_of") == 1]

@@ -278,11 +278,7 @@ class Controller:
             ahead = not self._failures.spent(len(ended))
             if ended and ahead and not self._launch_closed:
                 queue.start_waiting(executor)
-            for rt, outcome in ended:
-                t0 = time.perf_counter()
-                self._finalize(rt, outcome)
-                if self.timings:
-                    self.timings[-1] += time.perf_counter() - t0
+            self._settle(ended)
             fatal = getattr(self._recorder, "fatal", None)
             if fatal is not None:  # the lineage store or its spool is on a full disk
                 raise fatal
@@ -323,13 +319,24 @@ class Controller:
         self.running[rt.number] = rt
         self.timings.append(seconds)
 
-    def _finalize(self, rt: RunningTrial, outcome: TrialOutcome) -> None:
-        """An ended attempt leaves `running`; it is judged, told, counted and its MLflow run
-        ended (`tuner.campaign._outcome.Bookkeeping`)."""
+    def _settle(self, ended: list[tuple[RunningTrial, TrialOutcome]]) -> None:
+        """Ended attempts leave `running`; each is judged, told, counted and its MLflow run
+        ended (`tuner.campaign._outcome.Bookkeeping`). One failing does not stop the others
+        (an unsettled one would be re-queued and trained again); its error is raised after."""
         assert self._parts is not None
-        self.running.pop(rt.number, None)
-        self._parts.bookkeeping.settle(rt, outcome)
-        self._notify(force=True)
+        error: Exception | None = None
+        for rt, outcome in ended:
+            t0 = time.perf_counter()
+            self.running.pop(rt.number, None)
+            try:
+                self._parts.bookkeeping.settle(rt, outcome)
+                self._notify(force=True)
+            except Exception as exc:
+                error = error or exc
+            if self.timings:
+                self.timings[-1] += time.perf_counter() - t0
+        if error is not None:
+            raise error
 
     def _count(self, state: TrialState) -> None:
         self.counts[state.value] += 1

@@ -4,22 +4,21 @@ spec (argv with ``{trial}`` and ``{run_id}`` filled) and the launch record."""
 from __future__ import annotations
 
 import os
-import re
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
+from tuner.campaign._launch_plan import HPARAM_PREFIX, LaunchPlan
 from tuner.campaign._reported import History, ReportedHistory
 from tuner.campaign._running import Prepared, RunningTrial
 from tuner.checkpoints import copy_latest, make_store
 from tuner.collectors import Collector, MlflowRunCollector, StdoutCollector, TrialApiCollector
-from tuner.executors import TrialSpec
+from tuner.executors import TrialHandle, TrialSpec
 from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
@@ -41,65 +40,11 @@ from tuner.search import (
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.config import CampaignConfig, CheckpointConfig, TrialConfig
     from tuner.coordination import Coordination
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
-__all__ = ["HPARAM_PREFIX", "LaunchPlan", "Launcher"]
-
-#: The metric series of a PBT trial's changing parameters: ``hparam/<name>``.
-HPARAM_PREFIX = "hparam/"
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What the launcher reads of a campaign: how a trial's process is made and recorded."""
-
-    #: The campaign's ``name`` (a tag on every trial run, the checkpoint subfolder).
-    campaign: str
-    #: The lineage store the trials log into.
-    tracking_uri: str
-    #: The ``trial:`` section (timeout, grace period) and the ``checkpoint:`` section.
-    trial: TrialConfig
-    checkpoint: CheckpointConfig
-    #: The campaign's ``env:``, added to every trial's environment.
-    env: Mapping[str, str]
-    workdir: Path | None
-    #: ``metrics:`` patterns read from a trial's output, by metric name.
-    patterns: Mapping[str, re.Pattern[str]]
-    #: The target metric, and the sampler's name (a tag on every trial run).
-    target: str
-    sampler: str
-    #: Under a PBT scheduler, the parameters it perturbs (logged as ``hparam/<name>``
-    #: series); None without PBT.
-    perturbed: Sequence[str] | None
-    #: A trial's argv for its parameters (`tuner.config.CampaignConfig.argv`).
-    argv: Callable[..., list[str]]
-    #: Asks an Optuna trial for its parameters (`tuner.search.sample_params`).
-    sample: Callable[[optuna.Trial], dict[str, Any]]
-
-    @classmethod
-    def of(cls, config: CampaignConfig) -> LaunchPlan:
-        """The plan of ``config``'s campaign. It takes the whole config because this is where
-        the controller cuts out what launching a trial reads; nothing past it does."""
-        from tuner.search import sample_params
-
-        scheduler = config.scheduler
-        return cls(
-            campaign=config.name,
-            tracking_uri=config.tracking_uri(),
-            trial=config.trial,
-            checkpoint=config.checkpoint,
-            env=config.env,
-            workdir=config.workdir,
-            patterns={name: m.regex for name, m in config.metrics.items()},
-            target=config.target.metric,
-            sampler=config.sampler.name,
-            perturbed=list(scheduler.perturb) if scheduler and scheduler.name == "pbt" else None,
-            argv=config.argv,
-            sample=lambda trial: sample_params(trial, config.parameters),
-        )
+__all__ = ["Launcher"]
 
 
 class Launcher:
@@ -285,6 +230,25 @@ class Launcher:
         except BaseException:
             self._recorder.release_run(run_id)
             raise
+        try:
+            return self._started(trial, spec, handle, resume)
+        except BaseException:
+            # The process runs but the controller will not follow it: it is stopped now,
+            # not at the executor's shutdown, and the trial goes back to WAITING with it.
+            handle.terminate()
+            self._recorder.release_run(run_id)
+            raise
+
+    def _started(
+        self,
+        trial: optuna.Trial,
+        spec: TrialSpec,
+        handle: TrialHandle,
+        resume: tuple[str, int] | None,
+    ) -> RunningTrial:
+        """Follow and record the attempt whose process ``handle`` runs."""
+        run_id = spec.run_id
+        assert run_id is not None
         device = handle.device_label()
         collectors: list[Collector] = [TrialApiCollector()]
         if self.plan.patterns:

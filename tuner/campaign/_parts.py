@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.campaign._ahead import AskAhead
 from tuner.campaign._intake import MetricIntake, load_online_check
-from tuner.campaign._launch import Launcher, LaunchPlan
+from tuner.campaign._launch import Launcher
+from tuner.campaign._launch_plan import LaunchPlan
 from tuner.campaign._outcome import Bookkeeping
 from tuner.campaign._run_end import RunEnds
 from tuner.records import open_recorder

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from lineage.masking import scrub_text
 from tuner.campaign._closing import ended_at
-from tuner.campaign._launch import HPARAM_PREFIX
+from tuner.campaign._launch_plan import HPARAM_PREFIX
 from tuner.campaign._state import TrialState
 from tuner.records import carry_history, output_tail, trial_end_tags
 
