@@ -239,15 +239,12 @@ def best_of(study: optuna.Study) -> dict[str, Any] | None:
     results."""
     import optuna
 
-    if not any(IMPORTED_ATTR in t.system_attrs for t in study.get_trials(deepcopy=False)):
-        try:
-            front = study.best_trials if len(study.directions) > 1 else [study.best_trial]
-        except ValueError:
-            front = []
-    else:
-        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        own = [t for t in done if IMPORTED_ATTR not in t.system_attrs]
-        front = _front(own, [d.name == "MAXIMIZE" for d in study.directions])
+    from tuner.search import best_numbers
+
+    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    own = {t.number: t for t in done if IMPORTED_ATTR not in t.system_attrs}
+    maximize = [d.name == "MAXIMIZE" for d in study.directions]
+    front = [own[n] for n in best_numbers(((n, t.values) for n, t in own.items()), maximize)]
     if not front:
         return None
     if len(study.directions) > 1:
@@ -256,24 +253,6 @@ def best_of(study: optuna.Study) -> dict[str, Any] | None:
         }
     (trial,) = front
     return {"number": trial.number, "value": trial.value, "params": trial.params}
-
-
-def _front(
-    trials: list[optuna.trial.FrozenTrial], maximize: list[bool]
-) -> list[optuna.trial.FrozenTrial]:
-    """The best trial (one objective; the first of equals) or the Pareto front, by number."""
-    keyed = [
-        (tuple(-v if up else v for v, up in zip(t.values, maximize, strict=True)), t)
-        for t in trials
-    ]
-    if len(maximize) == 1:
-        return [min(keyed, key=lambda kt: (kt[0], kt[1].number))[1]] if keyed else []
-    front = [
-        t
-        for k, t in keyed
-        if not any(all(x <= y for x, y in zip(o, k, strict=True)) and o != k for o, _ in keyed)
-    ]
-    return sorted(front, key=lambda t: t.number)
 
 
 def _last_line(text: str) -> str:

@@ -27,6 +27,7 @@ from tuner.search import (
     PROMOTED_FROM_ATTR,
     RESUMED_STEP_ATTR,
     STALE_ATTR,
+    best_numbers,
 )
 
 __all__ = ["NoStudy", "read_study", "timestamp"]
@@ -220,8 +221,8 @@ def _external(value: float, dist_json: str) -> Any:
 def _best(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The best COMPLETE trial (single objective) or the Pareto front, as trial dicts; of
     the campaign's own trials (not those imported by warm_start)."""
-    signs = [-1.0 if d == "MAXIMIZE" else 1.0 for d in data["directions"]] or [1.0]
-    n = len(signs)
+    maximize = [d == "MAXIMIZE" for d in data["directions"]] or [False]
+    n = len(maximize)
     done = [
         t
         for t in data["trials"]
@@ -230,21 +231,10 @@ def _best(data: dict[str, Any]) -> list[dict[str, Any]]:
         and len(t["values"]) == n
         and all(v is not None for v in t["values"].values())
     ]
-    for t in done:
-        t["key"] = tuple(s * t["values"][i] for i, s in enumerate(signs))
-    if not done:
-        return []
-    if n == 1:
-        return [min(done, key=lambda t: (t["key"][0], t["number"]))]
-    front: list[dict[str, Any]] = []
-    for t in sorted(done, key=lambda t: (t["key"], t["number"])):
-        if not any(_dominates(f["key"], t["key"]) or f["key"] == t["key"] for f in front):
-            front.append(t)
-    return sorted(front, key=lambda t: t["number"])
-
-
-def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return all(x <= y for x, y in zip(a, b, strict=True)) and a != b
+    by_number = {t["number"]: t for t in done}
+    values = ((t["number"], [t["values"][i] for i in range(n)]) for t in done)
+    numbers = best_numbers(values, maximize)
+    return [by_number[n] for n in numbers]
 
 
 def timestamp(value: Any) -> float | None:

@@ -9,6 +9,7 @@
 - ``_continuation``: the chain of trials a retry or a re-run belongs to;
 - ``_ranked`` and ``_transfer``: what a warm-started sampler sees of the imported runs
   (``compare: rank``; ``compare: auto``, measured from the campaign's own trials);
+- ``_best``: which finished trials are the best (one objective) or the Pareto front;
 - ``_bounds``: best trials at the bound of a range, and the widened range to try;
 - ``_focus``: a parameter's ``focus`` (most trials sample a refined sub-range; one in five,
   and every range the evidence widens, the whole);
@@ -54,6 +55,7 @@ from tuner.search._attrs import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from tuner.search import _internals as internals
+    from tuner.search._best import best_numbers
     from tuner.search._bounds import EDGE, widened
     from tuner.search._continuation import (
         chain_attrs,
@@ -121,6 +123,7 @@ if TYPE_CHECKING:
 # package at start-up for those names (`tuner status` reads them), and should not pay for the
 # rest (the study and its storage import Optuna and SQLAlchemy, about a second).
 _LAZY = {
+    "best_numbers": "tuner.search._best",
     "EDGE": "tuner.search._bounds",
     "widened": "tuner.search._bounds",
     "chain_attrs": "tuner.search._continuation",
@@ -218,6 +221,7 @@ __all__ = [
     "DiskFull",
     "SamplerPlan",
     "StudyPlan",
+    "best_numbers",
     "bound_notes",
     "bounds_of",
     "chain_attrs",
