@@ -137,9 +137,10 @@ def http_in_flight() -> int:
     return int(_read(HTTP_IN_FLIGHT, 4))
 
 
-def spool_wait() -> float:
-    """Seconds a closing spool waits for the server (``LINEAGE_SPOOL_WAIT``, 0)."""
-    return float(_read(SPOOL_WAIT, 0.0))
+def spool_wait(default: float = 0.0) -> float:
+    """Seconds a closing spool waits for the server (``LINEAGE_SPOOL_WAIT``, else
+    ``default``: 0 for a training script, which should not hang at exit)."""
+    return float(_read(SPOOL_WAIT, default))
 
 
 def spool_create_wait() -> float:

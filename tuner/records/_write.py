@@ -49,13 +49,12 @@ def close_writer(writer: Any) -> None:
     spool for the next process, which delivers it; close it. The campaign's closing records
     (the parent run's status among them) are the last ones written, often just after the
     server came back and before the spool tried it again."""
-    import os
-
+    from lineage import environment
     from lineage.recording import SpoolingWriter
 
     if isinstance(writer, SpoolingWriter):
         if writer.down:
-            writer.wait(float(os.environ.get("LINEAGE_SPOOL_WAIT") or 30))
+            writer.wait(environment.spool_wait(default=30.0))
         writer.close()
 
 
