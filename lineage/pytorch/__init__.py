@@ -37,7 +37,8 @@ from lineage.pytorch._checkpoint import (  # noqa: E402
     restore_checkpoint,
     save_checkpoint,
 )
-from lineage.pytorch._watch import Trial, Watcher, check_arguments  # noqa: E402
+from lineage.pytorch._checks import check_arguments  # noqa: E402
+from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
 
 
 def watch(

@@ -46,11 +46,10 @@ import torch
 from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.pytorch import _introspect as intro
+from lineage.pytorch._checks import flag, sample_count, unwrap
 from lineage.pytorch._data import DataRecord
 from lineage.pytorch._weights import WeightStats, weight_stats
 
-#: Rows drawn when ``data_sample=True``.
-DEFAULT_SAMPLE = 16
 #: Points of accelerator tensors kept before they are read (one device sync) and logged.
 DEFERRED_POINTS = 256
 
@@ -61,18 +60,6 @@ class Trial(Protocol):
     def report(self, step: int, **metrics: float) -> None: ...
 
     def should_prune(self) -> bool: ...
-
-
-def _unwrap(optimizer: Any) -> Any:
-    # accelerate's AcceleratedOptimizer and Lightning's LightningOptimizer wrap the torch
-    # optimizer; its hooks and hyperparameters live on the inner one.
-    seen = 0
-    while type(optimizer).__name__ != "Optimizer" and seen < 4:
-        inner = getattr(optimizer, "optimizer", None)
-        if not isinstance(inner, torch.optim.Optimizer):
-            break
-        optimizer, seen = inner, seen + 1
-    return optimizer
 
 
 def _number(value: Any) -> float:
@@ -110,67 +97,6 @@ def _from_rank_zero(flag: bool) -> bool:
     return bool(value.item())
 
 
-def _sample_count(value: Any) -> int:
-    if value is True:
-        return DEFAULT_SAMPLE
-    if value is False or value is None:
-        return 0
-    if isinstance(value, int) and 1 <= value <= 256:
-        return value
-    raise UsageError(f"data_sample must be True, False or an int in [1, 256], got {value!r}")
-
-
-def _flag(name: str, value: Any, *, none: bool = False) -> None:
-    if isinstance(value, bool) or (none and value is None):
-        return
-    rule = "True, False or None" if none else "True or False"
-    raise UsageError(f"{name} must be {rule}, got {value!r}")
-
-
-def check_arguments(
-    model: Any,
-    optimizer: Any,
-    *,
-    scheduler: Any,
-    loader: Any,
-    scaler: Any,
-    run: Any,
-    experiment: Any,
-    trial: Any,
-    params: Any,
-) -> None:
-    """Raise `UsageError` naming the first argument of `lineage.pytorch.watch` that is not
-    what it must be (the settings `Watcher` checks itself), before anything is recorded."""
-
-    def refuse(name: str, rule: str, value: Any) -> None:
-        raise UsageError(f"{name} must be {rule}, got {type(value).__name__} {value!r:.200}")
-
-    if model is not None and not isinstance(model, torch.nn.Module):
-        refuse("model", "a torch.nn.Module or None", model)
-    if optimizer is not None and not isinstance(_unwrap(optimizer), torch.optim.Optimizer):
-        refuse("optimizer", "a torch.optim.Optimizer or None", optimizer)
-    if scheduler is not None and not callable(getattr(scheduler, "step", None)):
-        refuse("scheduler", "an lr scheduler (with a step method) or None", scheduler)
-    if loader is not None and not hasattr(loader, "__iter__"):
-        refuse("loader", "an iterable (a torch DataLoader) or None", loader)
-    if scaler is not None and not callable(getattr(scaler, "is_enabled", None)):
-        refuse("scaler", "a torch.amp.GradScaler or None", scaler)
-    if run is not None and not all(
-        callable(getattr(run, m, None)) for m in ("log_params", "log_metric", "set_tags", "end")
-    ):
-        refuse("run", "a lineage run (lineage.start_run's value) or None", run)
-    if experiment is not None and not (isinstance(experiment, str) and experiment):
-        refuse("experiment", "a non-empty str or None", experiment)
-    if trial is not None and not all(
-        callable(getattr(trial, m, None)) for m in ("report", "should_prune")
-    ):
-        refuse("trial", "tuner.trial (with report and should_prune) or None", trial)
-    if params is not None and not (
-        isinstance(params, Mapping) and all(isinstance(k, str) for k in params)
-    ):
-        refuse("params", "a mapping of str names to values or None", params)
-
-
 class Watcher:
     """Records one PyTorch training into a lineage run; made by :func:`watch`.
 
@@ -199,9 +125,9 @@ class Watcher:
             ("fingerprint_data", fingerprint_data),
             ("all_ranks", all_ranks),
         ):
-            _flag(name, value)
-        _flag("weight_stats", weight_stats, none=True)
-        self._count = _sample_count(data_sample)
+            flag(name, value)
+        flag("weight_stats", weight_stats, none=True)
+        self._count = sample_count(data_sample)
         self.run = run
         self.experiment = experiment
         self.log_every = log_every
@@ -252,7 +178,7 @@ class Watcher:
             self._weights = weight_stats(model, self.weight_stats)
             self._classes = intro.output_size(model)
         if optimizer is not None:
-            optimizer = _unwrap(optimizer)
+            optimizer = unwrap(optimizer)
             self.attach_optimizer(optimizer)
             values.update(intro.optimizer_params(optimizer))
         values.update(intro.scheduler_params(scheduler))
