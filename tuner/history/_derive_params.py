@@ -116,8 +116,6 @@ def derive_parameter(
     """``declared``: the parameter as the source campaign declared it (its run's
     ``space.<name>``); its type, scale, step and choices are kept, and only its bounds are
     refined (inside them) or widened."""
-    from lineage.importance import infer_spec
-
     present = [r for r in rows if _present(r.params.get(name))]
     texts = [r.params[name] for r in present]
     kind = _infer_kind(recorded_type, texts)
@@ -147,66 +145,11 @@ def derive_parameter(
     as_categorical = kind in ("bool", "categorical") or (
         kind == "int" and len(distinct) <= FEW_INTS
     )
-    log = False
     if as_categorical:
-        recorded: tuple[Any, ...] = tuple(_sorted(distinct))
-        choices = _sorted(dict.fromkeys(top)) if refine else list(recorded)
-        spec: dict[str, Any] = {"type": "categorical", "choices": list(recorded)}
-        how = f"every recorded choice ({len(present)} runs)"
-        if choices != list(recorded):
-            spec["focus"] = {"choices": choices}
-            how = (
-                f"every recorded choice, with a focus on the choices the best {len(top)} of "
-                f"{len(present)} runs used (one trial in five samples every choice, and the "
-                "focus gives way when the best trial has another)"
-            )
+        recorded, spec, how = _choices_spec(distinct, top, len(present), refine=refine)
+        log = False
     else:
-        log = bool(declared.get("log")) if declared else bool(infer_spec(name, values).log)
-        lo_all, hi_all = min(values), max(values)
-        step = None
-        if declared is not None:
-            lo_all, hi_all = declared["low"], declared["high"]
-            step = declared.get("step")
-        recorded = (lo_all, hi_all)
-        share = margin_share(len(top))
-        span = [*values, lo_all, hi_all]
-        lo, hi = refined_span(span, top, log=log, share=share) if refine else recorded
-        side = at_bound(values, lo_all, hi_all, log=log)
-        low, high = recorded
-        if side is not None:
-            low, high = widen(kind, lo_all, hi_all, log=log, side=side, values=values, step=step)
-            lo, hi = (low, hi) if side == "low" else (lo, high)
-        spec = numeric_spec(kind, low, high, log=log, values=values)
-        if declared is not None:  # the campaign's own scale and grid, not inferred ones
-            spec = {"type": kind, "low": spec["low"], "high": spec["high"]}
-            if kind == "float" and side is None:
-                spec["low"], spec["high"] = float(lo_all), float(hi_all)
-            if log:
-                spec["log"] = True
-            if step is not None:
-                spec["step"] = step
-        if refine:
-            add_focus(spec, kind, lo, hi)
-        how = (
-            f"the span of the best {len(top)} of {len(present)} runs, widened on each side by "
-            f"{share:.2f} of the recorded span [{_show(lo_all)}, {_show(hi_all)}] "
-            f"({MARGIN:g}/sqrt({len(top)}))" + (" on the log scale" if log else "")
-            if refine
-            else f"the recorded range ({len(present)} runs)"
-        )
-        if refine and "focus" in spec:
-            how = (
-                f"a focus on {how}, inside the recorded range (one trial in five samples all "
-                "of it, and the focus widens when the best trials sit at its edge or beyond)"
-            )
-        if side is not None:
-            bound = lo_all if side == "low" else hi_all
-            how += (
-                f"; the best {TOP_EDGE} runs mostly sit at the {side} bound of the recorded "
-                f"range ({_show(bound)}): the optimum may lie beyond it, so the range reaches "
-                f"{_show(spec[side])}, half its width further"
-                + (" on the log scale" if log else "")
-            )
+        recorded, spec, how, log = _range_spec(name, kind, values, top, declared, refine=refine)
     reason = _reason(tuned, importance, near, how)
     return DerivedParameter(
         name=name,
@@ -222,6 +165,85 @@ def derive_parameter(
         is_range=not as_categorical,
         in_best=in_best,
     )
+
+
+def _choices_spec(
+    distinct: list[Any], top: list[Any], n_present: int, *, refine: bool
+) -> tuple[tuple[Any, ...], dict[str, Any], str]:
+    """A parameter derived as choices: ``(recorded choices, spec, how it was derived)``."""
+    recorded: tuple[Any, ...] = tuple(_sorted(distinct))
+    choices = _sorted(dict.fromkeys(top)) if refine else list(recorded)
+    spec: dict[str, Any] = {"type": "categorical", "choices": list(recorded)}
+    how = f"every recorded choice ({n_present} runs)"
+    if choices != list(recorded):
+        spec["focus"] = {"choices": choices}
+        how = (
+            f"every recorded choice, with a focus on the choices the best {len(top)} of "
+            f"{n_present} runs used (one trial in five samples every choice, and the "
+            "focus gives way when the best trial has another)"
+        )
+    return recorded, spec, how
+
+
+def _range_spec(
+    name: str,
+    kind: str,
+    values: list[Any],
+    top: list[Any],
+    declared: dict[str, Any] | None,
+    *,
+    refine: bool,
+) -> tuple[tuple[Any, ...], dict[str, Any], str, bool]:
+    """A parameter derived as a range: ``(recorded bounds, spec, how it was derived, log)``."""
+    from lineage.importance import infer_spec
+
+    n_present = len(values)
+    log = bool(declared.get("log")) if declared else bool(infer_spec(name, values).log)
+    lo_all, hi_all = min(values), max(values)
+    step = None
+    if declared is not None:
+        lo_all, hi_all = declared["low"], declared["high"]
+        step = declared.get("step")
+    recorded = (lo_all, hi_all)
+    share = margin_share(len(top))
+    span = [*values, lo_all, hi_all]
+    lo, hi = refined_span(span, top, log=log, share=share) if refine else recorded
+    side = at_bound(values, lo_all, hi_all, log=log)
+    low, high = recorded
+    if side is not None:
+        low, high = widen(kind, lo_all, hi_all, log=log, side=side, values=values, step=step)
+        lo, hi = (low, hi) if side == "low" else (lo, high)
+    spec = numeric_spec(kind, low, high, log=log, values=values)
+    if declared is not None:  # the campaign's own scale and grid, not inferred ones
+        spec = {"type": kind, "low": spec["low"], "high": spec["high"]}
+        if kind == "float" and side is None:
+            spec["low"], spec["high"] = float(lo_all), float(hi_all)
+        if log:
+            spec["log"] = True
+        if step is not None:
+            spec["step"] = step
+    if refine:
+        add_focus(spec, kind, lo, hi)
+    how = (
+        f"the span of the best {len(top)} of {n_present} runs, widened on each side by "
+        f"{share:.2f} of the recorded span [{_show(lo_all)}, {_show(hi_all)}] "
+        f"({MARGIN:g}/sqrt({len(top)}))" + (" on the log scale" if log else "")
+        if refine
+        else f"the recorded range ({n_present} runs)"
+    )
+    if refine and "focus" in spec:
+        how = (
+            f"a focus on {how}, inside the recorded range (one trial in five samples all "
+            "of it, and the focus widens when the best trials sit at its edge or beyond)"
+        )
+    if side is not None:
+        bound = lo_all if side == "low" else hi_all
+        how += (
+            f"; the best {TOP_EDGE} runs mostly sit at the {side} bound of the recorded "
+            f"range ({_show(bound)}): the optimum may lie beyond it, so the range reaches "
+            f"{_show(spec[side])}, half its width further" + (" on the log scale" if log else "")
+        )
+    return recorded, spec, how, log
 
 
 def _derive_declared_choices(
