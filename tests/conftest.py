@@ -136,6 +136,8 @@ _SERVICES = {"_launched", "ray_cluster_address"}
 _TRAININGS = {"provoked", "summaries", "autolog_uri", "digits_runs"}
 
 
+# Before xdist's own hook, which reads the group marks each worker sends its controller.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _TRAININGS & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker(
@@ -156,6 +158,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             fixture = defs[-1]
             if fixture.scope == "session" and fixture.baseid.startswith("tests"):
                 shared.add(name)
+        if item.get_closest_marker("ray"):
+            # A test may take the cluster through `request.getfixturevalue` (the executor
+            # contract's Ray backend), out of `names_closure`: the mark puts it beside the rest.
+            shared.add("ray_cluster_address")
         if shared:
             group = "services" if shared & _SERVICES else min(shared)
             item.add_marker(pytest.mark.xdist_group(group))
