@@ -165,3 +165,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if shared:
             group = "services" if shared & _SERVICES else min(shared)
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse a pytest whose node ids pytest-xdist 3.8 cannot suffix with the ``@group`` its
+    loadgroup scheduler reads (pytest 9.2 and later): the groups would be ignored and every
+    worker would start its own Ray cluster and MLflow servers."""
+    if config.getoption("dist", None) == "loadgroup" and pytest.version_tuple[:2] >= (9, 2):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} makes --dist loadgroup ignore the suite's xdist_group "
+            "marks: install the dev extra's pytest (pip install 'pytest>=8,<9.2')"
+        )
