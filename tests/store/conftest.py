@@ -69,7 +69,19 @@ def _launch_early(_http_server: Server | None) -> None:
     ],
 )
 def sample(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Logged:
-    """The sample runs in a session-wide store. Read it, never write it."""
+    """The sample runs in a session-wide store. Read it, never write it.
+
+    Logged once per backend and session: pytest sets a parametrized session fixture up again
+    when its tests are not contiguous (the ``http`` server still holds the first runs)."""
+    if request.param not in _LOGGED:
+        _LOGGED[request.param] = _log_sample(request, tmp_path_factory)
+    return _LOGGED[request.param]
+
+
+_LOGGED: dict[str, Logged] = {}
+
+
+def _log_sample(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Logged:
     base = tmp_path_factory.mktemp(f"sample-{request.param}")
     if request.param == "http":
         server: Server = request.getfixturevalue("_http_server")
