@@ -357,6 +357,20 @@ def wait_for(name):
     while len(pathlib.Path(name).read_text().split()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
 
+# The members train in step: one that set up faster would otherwise train all its epochs
+# (tens of ms each) before the other reports one, leaving PBT no population to rank it in.
+# Each member waits after its first report for the other's, and paces its reports.
+report = trial.report
+
+def paced(step, **metrics):
+    report(step, **metrics)
+    if trial.resume_from() is None and step == 1:
+        with open("first", "a") as fh:
+            fh.write(f"{trial.number()}\\n")
+        wait_for("first")
+    time.sleep(0.3)
+
+trial.report = paced
 if trial.resume_from() is None:
     with open("started", "a") as fh:
         fh.write(f"{trial.number()}\\n")
