@@ -32,6 +32,25 @@ def _fail_on(call: int, real: Any) -> Any:
     return wrapper
 
 
+def _echo_loss(spec: Any) -> Any:
+    """An in-process trial that reports its ``x`` as its loss at step 0."""
+    return [(0, {"loss": spec.params["x"]})], 0
+
+
+def _controller(config: Any, slots: int) -> Any:
+    """A controller over ``slots`` in-process trials, polling without pause."""
+    from tuner.campaign import Controller
+    from tuner.executors._inprocess import InProcessExecutor
+
+    return Controller(
+        config,
+        executor=InProcessExecutor(_echo_loss, slots=slots),
+        importance=False,
+        handle_signals=False,
+        poll_interval=0.0,
+    )
+
+
 def _patch(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     import tuner.campaign._closing as closing
     import tuner.campaign._launch as launch
@@ -87,18 +106,9 @@ def test_no_mlflow_run_is_left_running_whatever_ends_the_campaign(
 ) -> None:
     from mlflow.tracking import MlflowClient
 
-    from tuner.campaign import Controller
-    from tuner.executors._inprocess import InProcessExecutor
-
     config = campaign(budget={"trials": 6}, resources={"parallel": 2})
     _patch(monkeypatch, where)
-    controller = Controller(
-        config,
-        executor=InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=2),
-        importance=False,
-        handle_signals=False,
-        poll_interval=0.0,
-    )
+    controller = _controller(config, slots=2)
     with pytest.raises(Injected):
         controller.run()
 
@@ -141,7 +151,7 @@ def test_a_trial_told_before_its_run_was_ended_is_ended_as_it_finished_on_resume
     from tuner.executors._inprocess import InProcessExecutor
 
     def executor() -> InProcessExecutor:
-        return InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=1)
+        return InProcessExecutor(_echo_loss, slots=1)
 
     config = campaign(budget={"trials": 3}, resources={"parallel": 1})
     first = Controller(config, executor=executor(), importance=False, handle_signals=False)
@@ -208,7 +218,7 @@ def test_a_trial_re_queued_by_another_controller_while_it_ran_is_not_told(
 
     controller = Controller(
         config,
-        executor=Superseding(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=1),
+        executor=Superseding(_echo_loss, slots=1),
         storage=storage,
         importance=False,
         handle_signals=False,
@@ -238,7 +248,6 @@ def test_a_process_started_for_a_trial_whose_launch_fails_is_stopped_at_once(
     import optuna
 
     import tuner.campaign._launch as launch
-    from tuner.campaign import Controller
     from tuner.executors._inprocess import InProcessExecutor, _Handle
 
     events: list[str] = []
@@ -246,13 +255,7 @@ def test_a_process_started_for_a_trial_whose_launch_fails_is_stopped_at_once(
     monkeypatch.setattr(_Handle, "terminate", lambda self: events.append("terminate"))
     monkeypatch.setattr(InProcessExecutor, "shutdown", lambda self: events.append("shutdown"))
     config = campaign(budget={"trials": 2}, resources={"parallel": 1})
-    controller = Controller(
-        config,
-        executor=InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=1),
-        importance=False,
-        handle_signals=False,
-        poll_interval=0.0,
-    )
+    controller = _controller(config, slots=1)
     with pytest.raises(Injected):
         controller.run()
     assert events[:2] == ["terminate", "shutdown"]
@@ -268,18 +271,10 @@ def test_one_ended_trial_failing_its_bookkeeping_leaves_the_others_settled(
     import optuna
 
     import tuner.campaign._outcome as outcome
-    from tuner.campaign import Controller
-    from tuner.executors._inprocess import InProcessExecutor
 
     monkeypatch.setattr(outcome, "tell", _fail_on(1, outcome.tell))
     config = campaign(budget={"trials": 4}, resources={"parallel": 2})
-    controller = Controller(
-        config,
-        executor=InProcessExecutor(lambda spec: ([(0, {"loss": spec.params["x"]})], 0), slots=2),
-        importance=False,
-        handle_signals=False,
-        poll_interval=0.0,
-    )
+    controller = _controller(config, slots=2)
     with pytest.raises(Injected):
         controller.run()
     study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
