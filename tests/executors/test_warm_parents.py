@@ -129,7 +129,12 @@ def test_warm_up_starts_the_parents_before_the_first_trial(
 ) -> None:
     before = set(_warm_parents())
     warm.warm_up([sys.executable, TRIAL, "{out}"], None)  # placeholders left unfilled
-    (parent,) = set(_warm_parents()) - before
+    # Popen returns once the exec has begun; the new argv shows in /proc a moment later.
+    deadline = time.monotonic() + 30
+    while not (started := set(_warm_parents()) - before):
+        assert time.monotonic() < deadline, "no warm parent started"
+        time.sleep(0.02)
+    (parent,) = started
     out = tmp_path / "seen.json"
     (result,) = drive(warm, [warm.submit(_spec(0, str(out)))])
     assert result.outcome.exit_code == 0 and json.loads(out.read_text())["ppid"] == parent

@@ -46,6 +46,7 @@ with lineage.pytorch.watch(model, opt, loader=loader, trial=trial, experiment="d
             w.log(loss=loss)
         w.epoch_end(epoch, val_accuracy=0.5)
         lineage.pytorch.save_checkpoint(epoch, model, opt, watcher=w)  # rank 0 writes
+dist.barrier()  # rank 0 ends its run in watch's exit: the ranks leave gloo together
 dist.destroy_process_group()
 """
 
@@ -75,6 +76,7 @@ with lineage.pytorch.watch(model, opt, trial=trial, experiment="ddp", data_sampl
         if w.epoch_end(epoch, val_accuracy=0.5):
             break
 print(f"rank {dist.get_rank()} stopped after epoch {epoch}", flush=True)
+dist.barrier()
 dist.destroy_process_group()
 """
 

@@ -69,6 +69,7 @@ value = torch.tensor([x * (dist.get_rank() + 1)])
 dist.all_reduce(value)
 for step in range(2):
     trial.report(step, loss=float(value) + step, world=float(dist.get_world_size()))
+dist.barrier()
 dist.destroy_process_group()
 """
 
