@@ -26,6 +26,7 @@ __all__ = [
     "http_timeout",
     "http_writer",
     "refused",
+    "rules",
     "spool_create_wait",
     "spool_wait",
     "sql_writer",
@@ -93,6 +94,12 @@ def _read(name: str, default: Any) -> Any:
     if value is None:
         raise _refusal(name, rule, raw)
     return value
+
+
+def rules() -> dict[str, str]:
+    """Each ``LINEAGE_*`` variable recording checks, and the rule its value must meet (the
+    text that follows ``must be`` in a refusal)."""
+    return {name: rule for name, (rule, _parse) in _RULES.items()}
 
 
 def refused(environ: Mapping[str, str]) -> tuple[str, str, str] | None:

@@ -207,6 +207,44 @@ def test_config_reference_has_every_key_of_the_model(
     assert re.search(r"`sampler\.name` \| `tpe` \\\| `gp`", page)
 
 
+def test_environment_reference_lists_every_variable_the_code_spells(
+    gen: tuple[types.ModuleType, types.ModuleType],
+) -> None:
+    _, hooks = gen
+    page = _page(hooks, "environment.md")
+    in_code = hooks.listings.variables_in_code()
+    assert "LINEAGE_DEBUG" in in_code and "TUNER_PARAMS" in in_code
+    for name in in_code:
+        assert f"| `{name}` |" in page, f"the environment reference lacks {name}"
+    # the rule a checked variable must meet comes from lineage.environment
+    assert re.search(r"`LINEAGE_HTTP_IN_FLIGHT` \|.*\| must be a whole number >= 1 \|", page)
+
+
+def test_environment_reference_refuses_a_variable_it_does_not_describe(
+    gen: tuple[types.ModuleType, types.ModuleType],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, hooks = gen
+    spelled = {**hooks.listings.variables_in_code(), "TUNER_SOMETHING_NEW": ["tuner.x"]}
+    monkeypatch.setattr(hooks.listings, "variables_in_code", lambda: spelled)
+    with pytest.raises(SystemExit, match="not described: \\['TUNER_SOMETHING_NEW'\\]"):
+        hooks.listings.environment_reference()
+
+
+def test_extras_reference_describes_every_extra_of_pyproject(
+    gen: tuple[types.ModuleType, types.ModuleType],
+) -> None:
+    _, hooks = gen
+    page = _page(hooks, "extras.md")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for name, requirements in extras.items():
+        assert f"| `{name}` |" in page
+        for requirement in requirements:
+            assert f"`{requirement}`" in page
+
+
 def test_campaign_guide_names_only_real_keys(
     gen: tuple[types.ModuleType, types.ModuleType],
 ) -> None:
@@ -407,3 +445,18 @@ def test_the_design_page_draws_the_layers_the_contract_checks() -> None:
         for module in layer.split("|"):
             assert (ROOT / "tuner" / module.strip()).is_dir(), module
             assert f"├── {module.strip()}/" in page, f"the design page's tree lacks tuner/{module}"
+
+
+def test_troubleshooting_quotes_only_errors_the_code_still_raises() -> None:
+    page = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    source = "\n".join(
+        path.read_text(encoding="utf-8")
+        for package in ("lineage", "tuner")
+        for path in (ROOT / package).rglob("*.py")
+    )
+    entries = re.findall(r"^### .*\n(.*)$", page, flags=re.M)
+    assert len(entries) >= 10
+    for line in entries:
+        found = re.fullmatch(r'<!-- raised: "(.+)" -->', line)
+        assert found, f"a troubleshooting entry lacks its <!-- raised: --> marker: {line!r}"
+        assert found.group(1) in source, f"no code raises {found.group(1)!r} any more"

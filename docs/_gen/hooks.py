@@ -1,7 +1,8 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): fill the generated references at build time.
 
-A page holds a marker line, ``<!-- generated: cli -->`` or ``<!-- generated: config -->``,
-and the hook replaces it with the reference built from the code, so the published reference
+A page holds a marker line, ``<!-- generated: cli -->``, ``config``, ``environment`` or
+``extras``, and the hook replaces it with the reference built from the code (``reference.py``,
+``listings.py``), so the published reference
 cannot drift from the parsers and the config model. ``<!-- results: NAME -->`` becomes the
 figures of ``benchmarks/results/NAME.json`` (``results.py``).
 """
@@ -34,9 +35,18 @@ assert _rspec is not None and _rspec.loader is not None
 results = importlib.util.module_from_spec(_rspec)
 _rspec.loader.exec_module(results)
 
+_lspec = importlib.util.spec_from_file_location(
+    "lineage_tuner_docs_listings", os.path.join(_HERE, "listings.py")
+)
+assert _lspec is not None and _lspec.loader is not None
+listings = importlib.util.module_from_spec(_lspec)
+_lspec.loader.exec_module(listings)
+
 _MARKERS = {
     "<!-- generated: cli -->": reference.cli_reference,
     "<!-- generated: config -->": reference.config_reference,
+    "<!-- generated: environment -->": listings.environment_reference,
+    "<!-- generated: extras -->": listings.extras_reference,
 }
 
 
