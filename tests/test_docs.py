@@ -245,6 +245,45 @@ def test_extras_reference_describes_every_extra_of_pyproject(
             assert f"`{requirement}`" in page
 
 
+def _example_key_paths(text: str) -> set[str]:
+    """The key paths ``configs/example-full.yaml`` spells, counting keys in comments (the
+    alternatives it shows commented out, read as if the ``# `` were not there): a key's parent
+    is the nearest key above it in a column to its left; a key under a mapping of names
+    (``parameters``, ``perturb``) reads as ``NAME``, a key of a list item as ``KEY[]``, and
+    the keys of a flow mapping (``{factor: [0.8, 1.2]}``) as the line key's children."""
+    named = {"parameters", "perturb", "metrics"}
+    stack: list[tuple[int, str]] = []
+    paths: set[str] = set()
+    for line in text.splitlines():
+        found = re.match(r"^(\s*)(# ?)?(\s*)(- )?([a-z_][\w-]*):(.*)$", line)
+        if not found:
+            continue
+        lead, _hash, pad, dash, key, rest = found.groups()
+        column = len(lead) + len(pad) + (2 if dash else 0)
+        while stack and stack[-1][0] >= column:
+            stack.pop()
+        if dash and stack and not stack[-1][1].endswith("[]"):
+            stack[-1] = (stack[-1][0], stack[-1][1] + "[]")
+        if stack and stack[-1][1].removesuffix("[]") in named:
+            key = "NAME"
+        stack.append((column, key))
+        path = ".".join(segment for _, segment in stack)
+        paths.add(path)
+        flow = re.match(r"\s*\{(.*)\}", rest)
+        if flow:
+            paths.update(f"{path}.{child}" for child in re.findall(r"(\w+):", flow.group(1)))
+    return paths
+
+
+def test_the_full_example_config_holds_every_key_of_the_schema() -> None:
+    from tuner.config import CampaignConfig
+
+    text = (ROOT / "configs" / "example-full.yaml").read_text(encoding="utf-8")
+    spelled = _example_key_paths(text)
+    missing = [key for key in _leaf_keys(CampaignConfig) if key not in spelled]
+    assert not missing, f"configs/example-full.yaml lacks {missing}"
+
+
 def test_campaign_guide_names_only_real_keys(
     gen: tuple[types.ModuleType, types.ModuleType],
 ) -> None:

@@ -2,8 +2,8 @@
 
 The server outage itself (a real ``mlflow server`` stopped and started) is
 ``tests/cluster/test_mlflow_outage.py``. A full disk is simulated at the write layer
-(``os.fsync`` raising ENOSPC in the script's process): this machine cannot mount a small
-file system for a test.
+(``os.fsync`` raising ENOSPC in the script's process), which reaches each journal write;
+``tests/tuner/test_disk_full.py`` fills a real tmpfs under a whole campaign.
 """
 
 from __future__ import annotations
