@@ -135,10 +135,16 @@ def plan(
     for recorder, figures in _RECORDER_FIGURES.items():
         if any(m == recorder or m.startswith(recorder + ".") for m in found):
             found += figures
-    modules = [m for m in dict.fromkeys([*found, *declared]) if _installed(m)]
     path0 = os.path.abspath(cwd or os.getcwd())
     if not module:
         path0 = os.path.dirname(os.path.abspath(source))
+    # A declared module may sit beside the script: the parent finds it there (path0 is first
+    # on its sys.path), though the tuner's own interpreter does not.
+    modules = [
+        m
+        for m in dict.fromkeys([*found, *declared])
+        if _installed(m) or (m in declared and _beside(m, path0))
+    ]
     return Plan(target, module, tuple(args), tuple(modules), path0), None
 
 
@@ -154,6 +160,13 @@ def _find_spec(name: str) -> Any:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
+
+
+def _beside(name: str, folder: str) -> bool:
+    try:
+        return importlib.machinery.PathFinder.find_spec(name.split(".")[0], [folder]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _installed(name: str) -> bool:
