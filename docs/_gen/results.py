@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,9 +80,30 @@ def source_line(result: dict[str, Any]) -> str:
         f"Python {machine.get('python', '?')}",
         f"{result.get('date', '?')}",
         f"load average {', '.join(str(x) for x in load_avg)}" if load_avg else "load unknown",
-        f"commit {result.get('commit') or '?'}",
+        _commit(result.get("commit")),
     ]
     return "Source: " + " · ".join(parts)
+
+
+def _commit(commit: str | None) -> str:
+    """The result's commit, and how many commits of this checkout came after it."""
+    if not commit:
+        return "commit ?"
+    try:
+        done = subprocess.run(
+            ["git", "rev-list", "--count", f"{commit}..HEAD"],
+            cwd=os.path.dirname(RESULTS),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return f"commit {commit}"
+    count = done.stdout.strip()
+    if done.returncode != 0 or not count.isdigit():
+        return f"commit {commit}"
+    after = "the docs' own commit" if count == "0" else f"{count} commits before the docs'"
+    return f"commit {commit} ({after})"
 
 
 #: ``bench_schedulers.py``'s per-arm figures, as its table's columns.
