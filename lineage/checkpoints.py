@@ -55,14 +55,22 @@ __all__ = [
 ]
 
 CHECKPOINT_DIR = "TUNER_CHECKPOINT_DIR"
+"""The variable naming the trial's checkpoint folder, kept across its attempts."""
 RESUME_FROM = "TUNER_RESUME_FROM"
+"""The variable naming the checkpoint folder an attempt continues from."""
 RESUME_STEP = "TUNER_RESUME_STEP"
+"""The variable holding the step that checkpoint holds."""
 RESUME_CHANGED = "TUNER_RESUME_CHANGED"
+"""The variable listing (JSON) the hyperparameters whose values differ from the checkpoint's."""
 KEEP = "TUNER_CHECKPOINT_KEEP"
+"""The variable holding how many committed checkpoints a trial keeps (default 2)."""
 STORE = "TUNER_CHECKPOINT_STORE"
+"""The variable that, set to ``mlflow``, also uploads committed checkpoints to the run."""
 EVERY = "TUNER_CHECKPOINT_EVERY"
+"""The variable holding the epochs between a framework callback's checkpoints (default 1)."""
 
 MANIFEST = ".complete.json"
+"""The file, written last and atomically, that commits a checkpoint folder."""
 _PREFIX = "step-"
 DEFAULT_KEEP = 2
 DEFAULT_EVERY = 1

@@ -16,6 +16,7 @@ import os
 from lineage._errors import EnvironmentValueError, UsageError
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+"""The store used when neither ``--tracking-uri`` nor ``MLFLOW_TRACKING_URI`` names one."""
 
 __all__ = [
     "DEFAULT_TRACKING_URI",

@@ -43,7 +43,8 @@ _CONFIGURED: Any = object()
 
 class Run:
     """One MLflow run being recorded. Log calls are cheap and thread-safe; they return before
-    the data is stored (``flush`` waits for it). Use as a context manager or call ``end``."""
+    the data is stored (``flush`` waits for it). Use as a context manager or call ``end``.
+    Made by `lineage.start_run`; not constructed directly."""
 
     def __init__(
         self,
@@ -86,7 +87,18 @@ class Run:
     def log_metric(
         self, key: str, value: float, step: int | None = None, timestamp: int | None = None
     ) -> None:
-        """Record one point. ``step`` defaults to 0 and ``timestamp`` to now (ms), as in MLflow."""
+        """Record one point; returns at once (a writer thread stores it).
+
+        Args:
+            key: The metric's name.
+            value: A number.
+            step: The step of the point (default 0).
+            timestamp: Milliseconds since the epoch (default: now).
+
+        Raises:
+            UsageError: The run has ended, the name breaks MLflow's rules, or the value is
+                not a number.
+        """
         if key not in self._metric_keys:
             validate_key(key, "metric")
             self._check_open()
@@ -108,7 +120,13 @@ class Run:
     def log_metrics(
         self, metrics: Mapping[str, float], step: int | None = None, timestamp: int | None = None
     ) -> None:
-        """Record several metrics at the same step and timestamp."""
+        """Record several metrics at the same step and timestamp.
+
+        Args:
+            metrics: Metric name to number.
+            step: The step of the points (default 0).
+            timestamp: Milliseconds since the epoch (default: now).
+        """
         ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
         for key, value in metrics.items():
             self.log_metric(key, value, step, ts)
@@ -117,7 +135,12 @@ class Run:
         """Record values the script also reports to another tool (``tuner.trial.report``),
         so that each (metric, step) is stored once: a value this run's last point of that
         metric already holds at ``step`` is not logged again, and a ``log_metric`` of the
-        same metric, step and value right after this call is skipped."""
+        same metric, step and value right after this call is skipped.
+
+        Args:
+            step: The step the values were reported at.
+            metrics: Metric name to number.
+        """
         s = int(step)
         for key, value in metrics.items():
             v = float(value)
@@ -155,6 +178,7 @@ class Run:
                 self._recorder.tags.append((name, value))
 
     def log_param(self, key: str, value: Any) -> None:
+        """Record one hyperparameter (``log_params({key: value})``)."""
         self.log_params({key: value})
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
@@ -172,6 +196,7 @@ class Run:
         self._recorder.tags.extend(checked)
 
     def set_tag(self, key: str, value: Any) -> None:
+        """Set one tag (``set_tags({key: value})``)."""
         self.set_tags({key: value})
 
     def log_dataset(self, path: str | os.PathLike[str], name: str | None = None) -> DataFingerprint:
@@ -190,7 +215,15 @@ class Run:
         return fp
 
     def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
-        """Upload a file or folder to the run's artifact store (synchronously)."""
+        """Upload a file or folder to the run's artifact store (synchronously).
+
+        Args:
+            path: The file or folder.
+            artifact_path: The folder under the run's artifacts (default: the top).
+
+        Raises:
+            UsageError: The run has ended, or ``path`` does not exist.
+        """
         self._check_open()
         p = Path(path)
         if not p.exists():
@@ -213,7 +246,16 @@ class Run:
 
     def end(self, status: str = "FINISHED") -> None:
         """Flush and end the run. An attached run that this process does not own keeps its
-        status (the tuner sets it); ``lineage.outcome`` records what this process saw."""
+        status (the tuner sets it); ``lineage.outcome`` records what this process saw.
+
+        Args:
+            status: ``FINISHED``, ``FAILED`` or ``KILLED``.
+
+        Raises:
+            UsageError: ``status`` is not one of the three.
+            StoreError: The store did not take the records in time; they are saved to a
+                local file that a line on stderr names.
+        """
         if status not in STATUSES:
             raise UsageError(f"run status must be one of {', '.join(STATUSES)}, got {status!r}")
         if self._ended:

@@ -156,6 +156,27 @@ def start_run(
     ``MLFLOW_RUN_ID`` naming no run, an ``MLFLOW_TRACKING_URI`` whose scheme MLflow cannot
     open) ends the process as a bad command-line flag does: one
     line on stderr naming the variable, exit status 2, and no run created or left RUNNING.
+
+    Args:
+        experiment: The experiment's name (created if missing).
+        run_name: The run's name (default ``<script>-<6 hex digits>``).
+        params: Hyperparameters to record at once (as `log_params`).
+        tags: Tags to set at once (as `set_tags`).
+        data: Dataset files or folders to fingerprint (as `log_dataset`), or names mapped to
+            them.
+        tracking_uri: The store (default ``MLFLOW_TRACKING_URI``, else
+            ``sqlite:///mlflow.db``).
+        run_id: An existing run to record into instead of creating one.
+        flush_interval: Seconds between the writer thread's flushes (default
+            ``LINEAGE_FLUSH_INTERVAL``, 0.5).
+        record_identity: Whether to record the git commit, command line, host and versions.
+
+    Returns:
+        The run handle; a context manager that ends the run (FAILED when the block raised).
+
+    Raises:
+        UsageError: A run is already active in this process, or an argument breaks its rule.
+        StoreError: The store cannot be opened or refuses the run.
     """
     with exiting_on_bad_environment():
         return _start_run(

@@ -13,8 +13,8 @@ from lineage import checkpoints
 from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import Trial, Watcher, apply_settings, check_every, optimizer_settings
 
-#: The file the callback saves each checkpoint into, inside the trial's step folder.
 CHECKPOINT_FILE = "lightning.ckpt"
+"""The file the callback saves each checkpoint into, inside the trial's step folder."""
 
 _TRAINER_SETTINGS = (
     "max_epochs",

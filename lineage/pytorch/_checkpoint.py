@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 CHECKPOINT_FILE = "pytorch.pt"
+"""The file `save_checkpoint` writes inside the trial's step folder."""
 
 
 def _state(obj: Any) -> Any:
