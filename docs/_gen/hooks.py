@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from typing import Any
 
@@ -48,6 +49,15 @@ _MARKERS = {
     "<!-- generated: environment -->": listings.environment_reference,
     "<!-- generated: extras -->": listings.extras_reference,
 }
+
+
+# Docstrings cross-reference in Sphinx's roles (``:func:`name```), which the API reference's
+# renderer leaves as text before the code span: keep the code span, drop the role.
+_ROLE = re.compile(r":(?:mod|func|class|meth|attr|exc|data|obj):\s*(?=<code)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return _ROLE.sub("", html)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
