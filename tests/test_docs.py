@@ -499,3 +499,15 @@ def test_troubleshooting_quotes_only_errors_the_code_still_raises() -> None:
         found = re.fullmatch(r'<!-- raised: "(.+)" -->', line)
         assert found, f"a troubleshooting entry lacks its <!-- raised: --> marker: {line!r}"
         assert found.group(1) in source, f"no code raises {found.group(1)!r} any more"
+
+
+def test_every_stated_goal_is_checked_against_a_figure_its_result_file_holds(
+    gen: tuple[types.ModuleType, types.ModuleType],
+) -> None:
+    _, hooks = gen
+    results = hooks.results
+    for name, goals in results.GOALS.items():
+        lines = results.goal_lines(name, results.load(name))
+        assert len(lines) == len(goals)
+        assert not [line for line in lines if "not measured" in line], name
+        assert all("**met**" in line or "**not met**" in line for line in lines)

@@ -169,6 +169,63 @@ def _figure_table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: The goals a result's figures are held to, each (what it says, the figure's path in
+#: ``figures``, ``>=`` or ``<=``, the bound). A results block states each goal with its
+#: verdict, so that a page can neither quote a goal the figures are not checked against nor
+#: leave a missed one unflagged.
+GOALS: dict[str, list[tuple[str, tuple[str, ...], str, float]]] = {
+    "recording_sqlite": [
+        ("points recorded per second", ("lineage", "points_per_s"), ">=", 20_000),
+        ("µs per `log_metric` call (median)", ("lineage", "median_us"), "<=", 20),
+    ],
+    "query_sqlite": [
+        ("full table, s (warm)", ("full table", "lineage_warm_s"), "<=", 0.5),
+        (
+            "full table, x MLflow's time (warm)",
+            ("full table", "speedup_warm_vs_mlflow_warm"),
+            ">=",
+            10,
+        ),
+        ("filtered + sorted, s (warm)", ("filtered + sorted", "lineage_warm_s"), "<=", 0.5),
+        (
+            "filtered + sorted, x MLflow's time (warm)",
+            ("filtered + sorted", "speedup_warm_vs_mlflow_warm"),
+            ">=",
+            10,
+        ),
+    ],
+    "tuner": [
+        ("scheduling efficiency", ("efficiency", "tuner", "efficiency"), ">=", 0.95),
+        (
+            "controller ms per trial (median)",
+            ("per_trial", "tuner_controller", "median_ms"),
+            "<=",
+            20,
+        ),
+    ],
+    "bench_startup": [
+        ("campaign efficiency, cold", ("efficiency_cold", "efficiency"), ">=", 0.95),
+        ("campaign efficiency, warm", ("efficiency_warm", "efficiency"), ">=", 0.95),
+    ],
+}
+
+
+def goal_lines(name: str, result: dict[str, Any]) -> list[str]:
+    """One line per goal of ``name``: the goal, its verdict, and the figure."""
+    lines = []
+    for what, path, op, bound in GOALS.get(name, []):
+        value = _get(result.get("figures") or {}, *path)
+        if not isinstance(value, int | float):
+            lines.append(f"Goal: {what} {op} {_cell(bound)}: **not measured** in this file.")
+            continue
+        met = value >= bound if op == ">=" else value <= bound
+        verdict = "met" if met else "not met"
+        lines.append(
+            f"Goal: {what} {op.replace('>=', '≥').replace('<=', '≤')} {_cell(bound)}: **{verdict}** ({_cell(value)})."
+        )
+    return lines
+
+
 #: Result files shown as a table of their own rather than one row per figure.
 TABLES = {"importance_power": _power_table, "schedulers": _schedulers_table}
 
@@ -180,6 +237,9 @@ def render(name: str) -> str:
     except FileNotFoundError:
         return f"*No result file `benchmarks/results/{name}.json` yet: run the script.*"
     lines = [source_line(result), "", *TABLES.get(name, _figure_table)(result)]
+    goals = goal_lines(name, result)
+    if goals:
+        lines += ["", *(f"{line}  " for line in goals)]
     params = result.get("params") or {}
     if params:
         shown = ", ".join(f"{k}={_cell(v)}" for k, v in params.items() if v is not None)
