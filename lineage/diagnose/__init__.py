@@ -226,8 +226,9 @@ def online_check(
     :mod:`lineage.diagnose._goal`). Curves are judged against the best level they reached in
     that direction, never by the magnitude of their values: a loss that falls below zero is
     improving. A metric whose goal is unknown (a loss component, a score) is never stopped on:
-    the result is None, whatever its values (the checks on the finished run report it). Cost:
-    one pass over the values (numpy); safe to call from several threads.
+    the result is None, whatever its values (``diagnose_run`` on the finished run still
+    reports a loss component that ran away). Cost: one pass over the values (numpy); safe to
+    call from several threads.
     """
     if len(steps) != len(values):
         raise UsageError(
