@@ -10,7 +10,8 @@ yields no finding at all.
 ========================  ==================================================================
 check id                  reads
 ========================  ==================================================================
-``loss_runaway``          every loss-like metric: NaN, +/-Inf, or 100x its initial level
+``loss_runaway``          every loss-like metric: NaN, +/-Inf, or a level 100x the curve's
+                          scale worse than the best level it reached
 ``divergence``            training loss climbing back far above its best level
 ``slow_convergence``      training loss improving by < 5 % over the run
 ``oscillation``           training loss swinging widely with no progress (2nd half)
@@ -50,7 +51,8 @@ as counts). MLflow stores +/-Inf as +/-1.797e308; they are read back as +/-Inf.
 
 Public functions: :func:`diagnose_histories` (plain data, no store), :func:`diagnose_run`
 (a run of a lineage store) and :func:`online_check` (runaway and divergence on the
-intermediate values of a running trial, for early stopping).
+intermediate values of a running trial, for early stopping, judged in the metric's goal
+direction; :func:`goal_of` says which direction a metric name implies).
 """
 
 from __future__ import annotations
@@ -61,13 +63,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lineage._errors import UsageError
-from lineage.diagnose import _names
 from lineage.diagnose._base import SEVERITIES, Check, Finding, RunData, Series
 from lineage.diagnose._constant_column import ConstantColumn
 from lineage.diagnose._data_out_of_range import DataOutOfRange
 from lineage.diagnose._distribution_shift import DistributionShift
 from lineage.diagnose._divergence import Divergence
 from lineage.diagnose._frozen_weights import FrozenWeights
+from lineage.diagnose._goal import GOALS, goal_of
 from lineage.diagnose._gradient_exploding import GradientExploding
 from lineage.diagnose._gradient_vanishing import GradientVanishing
 from lineage.diagnose._hyperparameter_range import HyperparameterRange
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKS",
     "DEFAULT_THRESHOLDS",
+    "GOALS",
     "Check",
     "Finding",
     "RunData",
@@ -97,6 +100,7 @@ __all__ = [
     "default_checks",
     "diagnose_histories",
     "diagnose_run",
+    "goal_of",
     "online_check",
 ]
 
@@ -211,20 +215,29 @@ def online_check(
     steps: Sequence[int],
     values: Sequence[float],
     *,
+    goal: str | None = None,
     thresholds: Thresholds | None = None,
 ) -> Finding | None:
     """Runaway and divergence on the intermediate values of one metric of a running trial.
 
-    Meant for early stopping: a finding means the trial is doomed. Loss-like metrics (see
-    :mod:`lineage.diagnose._names`) get both checks; any other metric (an accuracy, a score)
-    only the NaN/Inf part of ``loss_runaway``. Cost: one pass over the values (numpy); safe
-    to call from several threads.
+    Meant for early stopping: a finding means the trial is doomed. ``goal``
+    (``"minimize"``/``"maximize"``) is the metric's direction; when None it is read from the
+    name (a plain loss is minimized, a plain accuracy maximized; see
+    :mod:`lineage.diagnose._goal`). Curves are judged against the best level they reached in
+    that direction, never by the magnitude of their values: a loss that falls below zero is
+    improving. A metric whose goal is unknown (a loss component, a score) is never stopped on:
+    the result is None, whatever its values (``diagnose_run`` on the finished run still
+    reports a loss component that ran away). Cost: one pass over the values (numpy); safe to
+    call from several threads.
     """
     if len(steps) != len(values):
         raise UsageError(
             f"online_check: steps and values must have the same length, got "
             f"{len(steps)} and {len(values)}"
         )
+    direction = goal_of(metric, goal)
+    if direction is None:
+        return None
     t = thresholds or DEFAULT_THRESHOLDS
     pair = _ONLINE.get(t)
     if pair is None:
@@ -236,6 +249,4 @@ def online_check(
         order = np.argsort(step_arr, kind="stable")
         step_arr, value_arr = step_arr[order], value_arr[order]
     series = Series(metric, step_arr, value_arr)
-    if not _names.is_loss_like(metric):
-        return runaway.check_series(series) if not np.isfinite(value_arr).all() else None
-    return runaway.check_series(series) or divergence.check_series(series)
+    return runaway.check_series(series, direction) or divergence.check_series(series, direction)

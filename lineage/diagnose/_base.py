@@ -101,6 +101,16 @@ class Series:
         rolled = pd.Series(self.values).rolling(w, center=True, min_periods=1).median()
         return np.asarray(rolled.to_numpy(), dtype=np.float64)
 
+    def trailing(self, t: Thresholds) -> np.ndarray:
+        """Rolling median over the window that *ends* at each point, from the first full
+        window on (element ``j`` is the level of points ``j .. j + w - 1``): what a running
+        trial's curve shows at each report, before the points after it exist."""
+        import pandas as pd
+
+        w = self.window_size(t)
+        rolled = pd.Series(self.values).rolling(w).median().to_numpy()[w - 1 :]
+        return np.asarray(rolled, dtype=np.float64)
+
     def step_at(self, index: int) -> int:
         return int(self.steps[index])
 

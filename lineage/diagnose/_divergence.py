@@ -5,15 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from lineage.diagnose._base import Check, Finding, RunData, Series, fmt
+from lineage.diagnose._goal import Goal, oriented
 
 
 class Divergence(Check):
     """Compares the final level of the training loss with the best smoothed level.
 
-    The rise (final - best) must reach ``divergence_giveback`` of the improvement achieved
-    (initial - best) and ``divergence_rel_best`` of the best level's magnitude, and the best
-    must lie before the final window: a restart of the learning-rate schedule or a warmup
-    bump gives back far less than half of what was learned.
+    Levels are read in the goal's direction (``check_series`` takes it; the training loss is
+    minimized). The move away from the best (final - best, in the worse direction) must
+    reach ``divergence_giveback`` of the improvement achieved (initial - best) and
+    ``divergence_rel_best`` of the best level's magnitude; the larger of these two must itself
+    stand ``divergence_noise`` times above the curve's noise (a robust deviation read from its
+    second differences); and the best must lie before the final window. A restart of
+    the learning-rate schedule or a warmup bump gives back far less than half of what was
+    learned, and a noisy curve hovering near zero has learned nothing its noise could not
+    give back.
     """
 
     id = "divergence"
@@ -41,35 +47,42 @@ class Divergence(Check):
         finding = self.check_series(series)
         return [finding] if finding is not None else []
 
-    def check_series(self, series: Series) -> Finding | None:
+    def check_series(self, series: Series, goal: Goal = "minimize") -> Finding | None:
+        """The finding for one metric whose goal is ``goal``, or None."""
         t = self.thresholds
         s = series.finite()
         if len(s) < t.min_points_trend:
             return None
         w = s.window_size(t)
-        smooth = s.smoothed(t)
+        smoothed = s.smoothed(t)
+        smooth = oriented(smoothed, goal)  # lower is better from here on
         ibest = int(np.argmin(smooth))
         if ibest >= len(s) - w:
             return None
+        values = oriented(s.values, goal)
         best = float(smooth[ibest])
-        initial = s.initial_level(t)
-        final = s.final_level(t)
+        initial = float(np.median(values[:w]))
+        final = float(np.median(values[-w:]))
+        # second differences: a steady trend does not count as noise
+        noise = 1.4826 * float(np.median(np.abs(np.diff(s.values, 2)))) / np.sqrt(6.0)
         rise = final - best
         need = max(
-            t.divergence_giveback * max(initial - best, 0.0),
-            t.divergence_rel_best * abs(best),
+            t.divergence_giveback * max(initial - best, 0.0), t.divergence_rel_best * abs(best)
         )
-        if rise <= 0 or rise < need:
+        if rise <= 0 or rise < need or need < t.divergence_noise * noise:
             return None
+        sign = 1.0 if goal == "minimize" else -1.0
+        moved = "rose" if goal == "minimize" else "fell"
         return self.finding(
             "error",
-            f"{s.name} rose from its best {fmt(best)} (step {s.step_at(ibest)}) to "
-            f"{fmt(final)} at the end (initial level {fmt(initial)})",
+            f"{s.name} {moved} from its best {fmt(sign * best)} (step {s.step_at(ibest)}) to "
+            f"{fmt(sign * final)} at the end (initial level {fmt(sign * initial)})",
             metric=s.name,
             step=s.step_at(len(s) - 1),
-            value=final,
+            value=sign * final,
             window=[s.step_at(ibest), s.step_at(len(s) - 1)],
-            best=best,
+            goal=goal,
+            best=sign * best,
             best_step=s.step_at(ibest),
-            initial_level=initial,
+            initial_level=sign * initial,
         )

@@ -95,6 +95,11 @@ def is_accuracy_like(name: str) -> bool:
     return any(tok in _ACC_TOKENS for tok in tokens(name))
 
 
+def core_tokens(name: str) -> list[str]:
+    """The tokens of a metric name less its role and modifiers (``val/loss_epoch``: ``loss``)."""
+    return [t for t in tokens(name) if t not in _ROLE_TOKENS and t not in _MODIFIERS]
+
+
 def primary_kind(name: str) -> Kind | None:
     """``"loss"``/``"accuracy"`` when the name is a plain loss/accuracy of some role."""
     rest = [t for t in tokens(name) if t not in _ROLE_TOKENS and t not in _MODIFIERS]

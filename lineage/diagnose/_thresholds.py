@@ -31,10 +31,12 @@ class Thresholds:
     min_points_oscillation: int = 20
 
     # -- loss_runaway --------------------------------------------------------------------
-    #: A loss whose magnitude exceeds this many times its initial level has run away
-    #: (on top of NaN and +/-Inf, which always count).
+    #: A curve whose level moved away from the best level it reached, in the direction its
+    #: goal calls worse, by this many times its own scale has run away (on top of NaN and
+    #: +/-Inf, which always count). The scale is the largest of the magnitudes of the initial
+    #: and best levels, the improvement achieved and the spread of the first window.
     runaway_factor: float = 100.0
-    #: Floor of the initial level used by ``runaway_factor`` (a loss starting at ~0).
+    #: Floor of that scale (a curve that starts flat at exactly 0).
     runaway_floor: float = 1e-3
 
     # -- divergence ----------------------------------------------------------------------
@@ -43,6 +45,11 @@ class Thresholds:
     divergence_giveback: float = 0.5
     #: ... and by at least this share of the best level's magnitude.
     divergence_rel_best: float = 1.0
+    #: The larger of those two must be at least this many times the curve's noise (1.4826 x
+    #: the median absolute second difference / sqrt(6): a standard deviation for Gaussian
+    #: noise, not raised by a steady trend), so a noisy curve hovering near zero, which has learned
+    #: nothing its noise could not give back, is not read as climbing back.
+    divergence_noise: float = 5.0
 
     # -- slow_convergence ----------------------------------------------------------------
     #: The training loss improved by less than this share of its initial level.

@@ -126,3 +126,39 @@ def test_cli_json_on_the_provoked_runs(provoked: dict[str, str]) -> None:
     assert runs[provoked["healthy"]] == []
     assert runs[provoked["runaway"]][0]["check"] == "loss_runaway"
     assert {"step", "value", "window"} <= set(runs[provoked["runaway"]][0]["evidence"])
+
+
+def _first_stops(provoked: dict[str, str], name: str) -> dict[str, int | None]:
+    """Each recorded metric replayed report by report through ``online_check`` (as the tuner's
+    default early stop reads a running trial): the first report count that stops it."""
+    import math
+
+    from lineage.diagnose import online_check
+    from lineage.store import open_store
+
+    with open_store(provoked["uri"]) as store:
+        histories = store.metric_histories(provoked[name])
+    stops: dict[str, int | None] = {}
+    for metric, points in histories.items():
+        steps = [p.step for p in points]
+        # MLflow stores +/-Inf as +/-max float; a running trial reports the infinity itself
+        values = [
+            math.copysign(math.inf, p.value) if abs(p.value) >= sys.float_info.max else p.value
+            for p in points
+        ]
+        stops[metric] = next(
+            (n for n in range(1, len(values) + 1) if online_check(metric, steps[:n], values[:n])),
+            None,
+        )
+    return stops
+
+
+def test_early_stop_stops_the_runaway_training_and_not_the_healthy_or_slow_ones(
+    provoked: dict[str, str],
+) -> None:
+    runaway = _first_stops(provoked, "runaway")
+    assert runaway["loss"] is not None
+    for name in ("healthy", "slow"):
+        stops = _first_stops(provoked, name)
+        assert "loss" in stops and "val_accuracy" in stops
+        assert all(n is None for n in stops.values()), (name, stops)

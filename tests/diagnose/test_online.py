@@ -34,7 +34,11 @@ def test_nan_stops_at_the_first_bad_report() -> None:
 
 def test_huge_values_and_accuracy_nan() -> None:
     f = online_check("loss", list(range(8)), [2.3, 2.2, 2.1, 2.5, 20, 300, 4e3, 5e4])
-    assert f is not None and f.check == "loss_runaway" and f.evidence["step"] == 5
+    # the level (median of the 3 points ending at a step) of 20, 300, 4e3 is 300 at step 6
+    assert f is not None and f.check == "loss_runaway" and f.evidence["step"] == 6
+    assert f.evidence["value"] == 300 and f.evidence["best"] == 2.2
+    # one huge point is a spike, not a level
+    assert online_check("loss", list(range(8)), [2.3, 2.2, 2.1, 2.0, 500, 1.9, 1.8, 1.8]) is None
     assert online_check("val_accuracy", [1, 2], [0.5, math.nan]) is not None
     # an accuracy that only grows is never "runaway"
     assert online_check("val_accuracy", list(range(20)), list(np.linspace(0.1, 0.99, 20))) is None

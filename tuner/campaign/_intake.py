@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuner.campaign._running import RunningTrial
@@ -128,14 +128,20 @@ class MetricIntake:
                     return
 
 
-def load_online_check() -> Callable[..., Any]:
-    """`lineage.diagnose.online_check`, or the NaN/Inf check alone when it is missing."""
+def load_online_check(goals: Mapping[str, str] | None = None) -> Callable[..., Any]:
+    """`lineage.diagnose.online_check`, told the goal of each objective's metric (``goals``:
+    metric -> ``minimize``/``maximize``; other metrics go by their names), or the NaN/Inf
+    check alone when it is missing."""
     try:
         from lineage.diagnose import online_check
-
-        return online_check
     except ImportError:
         return _fallback_online_check
+    known = dict(goals or {})
+
+    def check(metric: str, steps: Any, values: Any) -> Any:
+        return online_check(metric, steps, values, goal=known.get(metric))
+
+    return check
 
 
 class _FallbackFinding:

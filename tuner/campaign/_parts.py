@@ -118,7 +118,11 @@ def build_parts(
     )
     intake = MetricIntake(
         recorder,
-        load_online_check() if config.diagnosis.early_stop else None,
+        (
+            load_online_check(dict(zip(config.metric_names, config.directions, strict=True)))
+            if config.diagnosis.early_stop
+            else None
+        ),
         prune_on=None if config.multi_objective else config.target.metric,
         pruner=config.pruner.name,
         scheduler=scheduler,
