@@ -104,6 +104,13 @@ class TrialOutcome:
     duration: float = 0.0
     stdout_tail: str = ""
     stderr_tail: str = ""
+    #: The most other trials that ran on its device(s) at once (None: not known).
+    neighbours: int | None = None
+    #: The most device memory its processes held, in MiB (None: not measured).
+    peak_memory_mib: float | None = None
+    #: It failed out of device memory while sharing its device: the packing's fault, not
+    #: its configuration's; it is retried alone, outside ``trial.retries``.
+    packed_oom: bool = False
 
     @property
     def signal_name(self) -> str | None:

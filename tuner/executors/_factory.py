@@ -37,6 +37,12 @@ def default_executor(
             from tuner.executors._ray import RayExecutor
         except ImportError as exc:
             raise TunerError(f"executor.name: ray is not available here: {exc}") from None
+        if resources.per_trial == "auto":
+            raise ConfigError(
+                "resources.per_trial must be a number of devices or a fraction 1/k with "
+                "executor.name: ray (Ray places trials by the resources they ask for, not by "
+                "measured memory), got 'auto'"
+            )
         return RayExecutor(
             address=executor.address,
             kind=resources.kind,
@@ -59,10 +65,21 @@ def default_executor(
                 f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
                 f"{resources.devices}"
             )
-    slots = make_slots(kind, resources.devices, resources.per_trial, resources.parallel)
+    # A shared device takes what fits unless `parallel` says otherwise.
+    parallel = resources.parallel if resources.parallel_given else None
+    if resources.trials_per_device == 1 or kind == "cpu":
+        parallel = resources.parallel if resources.trials_per_device == 1 else parallel or 1
+    slots = make_slots(kind, resources.devices, resources.per_trial, parallel)
+    packing = None
+    if resources.per_trial == "auto" and kind != "cpu":
+        from tuner.executors._packing import Packing
+
+        packing = Packing(memory_params=resources.memory_params)
     # Trials get the campaign's `env:` anyway; in the base environment it also reaches the
     # warm parents, so what a library sizes at import (OMP_NUM_THREADS) is the trials'.
     base_env = {**os.environ, **env}
-    local = LocalExecutor(slots, run_dir=trials_dir, base_env=base_env, preload=preload)
+    local = LocalExecutor(
+        slots, run_dir=trials_dir, base_env=base_env, preload=preload, packing=packing
+    )
     local.warm_up(command, str(workdir) if workdir else None)
     return local
