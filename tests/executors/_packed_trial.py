@@ -18,7 +18,12 @@ params = json.loads(os.environ["TUNER_PARAMS"])
 folder = Path(params["folder"])
 me = f"{os.environ['TUNER_TRIAL_NUMBER']}-{os.environ['TUNER_ATTEMPT']}"
 (folder / f"env-{me}.json").write_text(
-    json.dumps({"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")})
+    json.dumps(
+        {
+            k: os.environ.get(k)
+            for k in ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "DEVICE_ID")
+        }
+    )
 )
 if params.get("mib"):
     allocate(float(params["mib"]))

@@ -106,7 +106,7 @@ def test_auto_packs_by_measured_memory_and_records_neighbours_and_peaks(
     assert [o.neighbours for o in outcomes] == [3, 3, 3, 3]
     assert [o.peak_memory_mib for o in outcomes] == [200.0] * 4
     envs = [json.loads((gpu / f"env-{n}-1.json").read_text()) for n in range(4)]
-    assert envs == [{"CUDA_VISIBLE_DEVICES": "0"}] * 4
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0"] * 4
 
 
 def test_a_packed_trial_out_of_memory_is_retried_alone_and_packing_grows_cautious(
@@ -175,3 +175,19 @@ def test_the_estimate_scales_with_the_named_parameters() -> None:
     assert not packing.admits(device, settled, {"batch": 128, "lr": 0.2})  # + 4000
     packing.ran_out()
     assert not packing.admits(device, settled, {"batch": 64, "lr": 0.2})  # 1500 + 3000
+
+
+def test_the_warm_parent_code_imports_no_framework_that_takes_a_device() -> None:
+    # A warm parent imports the script's framework and nothing of its own that would open a
+    # device, so it holds no device memory before a trial is forked (the trials' memory is
+    # what `Placement` measures, by session, and each trial leads its own).
+    import subprocess
+
+    code = (
+        "import sys, tuner.executors._forkserver_main, tuner.executors._warm\n"
+        "grab = {'torch', 'mindspore', 'tensorflow', 'jax', 'cupy', 'pycuda', 'numba', 'acl'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in grab))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -82,9 +82,13 @@ def _tuner(
             "resources.parallel must be <= 8 (2 devices listed, 4 trials per device at "
             "per_trial: 0.25), got 9.",
         ),
+        (
+            {"per_trial": "auto", "memory_params": ["y"]},
+            "resources.memory_params[0] must name a parameter of the campaign, got 'y'.",
+        ),
     ],
 )
-def test_a_share_that_is_not_1_over_k_is_refused_in_one_line(
+def test_bad_resources_are_refused_in_one_line(
     tmp_path: Path, resources: dict[str, Any], rule: str
 ) -> None:
     path = _config(tmp_path, resources)

@@ -7,6 +7,7 @@ then defaults to what fits rather than 1.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
@@ -14,9 +15,9 @@ from pydantic_core import PydanticCustomError
 
 from tuner.config._base import _Model
 from tuner.config._sections import Int
-from tuner.config._types import RuleError
+from tuner.config._types import RuleError, suggest
 
-__all__ = ["ResourcesConfig"]
+__all__ = ["ResourcesConfig", "check_resources"]
 
 #: ``resources.per_trial: auto``: at most this many trials share one device (the measured
 #: memory decides how many actually do).
@@ -147,3 +148,15 @@ class ResourcesConfig(_Model):
                 self.parallel,
             )
         return self
+
+
+def check_resources(resources: ResourcesConfig, parameters: Iterable[str]) -> None:
+    """The rule between ``resources:`` and the space: ``memory_params`` names parameters."""
+    known = list(parameters)
+    for i, name in enumerate(resources.memory_params or ()):
+        if name not in known:
+            raise RuleError(
+                ("resources", "memory_params", i),
+                "must name a parameter of the campaign" + suggest(name, known),
+                name,
+            )
