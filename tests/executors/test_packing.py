@@ -191,3 +191,56 @@ def test_the_warm_parent_code_imports_no_framework_that_takes_a_device() -> None
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+NPU_SMI = """+------------------------------------------------------------------------------------------------+
+| npu-smi 23.0.rc2                 Version: 23.0.rc2                                             |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 93.2        37                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3167 / 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | OK            | 90.1        36                0    / 0             |
+| 0                         | 0000:C2:00.0  | 0           0    / 0          5000 / 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 0       0                 | 4242          | python                   | 2345                    |
++===========================+===============+====================================================+
+| 1       0                 | 4343          | python                   | 4100                    |
++===========================+===============+====================================================+
+"""
+
+
+def test_ascend_memory_is_read_from_npu_smi_info(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tuner.executors._packing import read_memory
+
+    (tmp_path / "npu-smi.txt").write_text(NPU_SMI)
+    smi = tmp_path / "npu-smi"
+    smi.write_text(f'#!/bin/sh\n[ "$1" = info ] && [ -z "$2" ] && cat {tmp_path}/npu-smi.txt\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    memory = read_memory("npu", ["0", "1", "7"])
+    assert sorted(memory) == ["0", "1"]
+    assert (memory["0"].total, memory["0"].used) == (65536.0, 3167.0)
+    assert (memory["1"].total, memory["1"].used) == (65536.0, 5000.0)
+    assert memory["0"].by_pid == {4242: 2345.0, 4343: 4100.0}
+
+
+def test_a_mig_instance_is_as_large_as_its_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tuner.executors._packing import read_memory
+
+    gpus = [{"index": 0, "uuid": "GPU-a", "total": 40960,
+             "mig": [{"profile": "3g.20gb", "n": 0, "uuid": "MIG-aa"}]}]  # fmt: skip
+    bin_dir, _ = install(tmp_path, gpus)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    memory = read_memory("gpu", ["MIG-aa", "0"])
+    assert memory["MIG-aa"].total == 20 * 1024
+    assert memory["0"].total == 40960

@@ -29,6 +29,8 @@ MIG_GPUS = [
 
 
 def _config(tmp_path: Path, resources: dict[str, Any]) -> Path:
+    resources = dict(resources)
+    executor = resources.pop("executor", {"name": "local"})
     path = tmp_path / "c.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -39,6 +41,7 @@ def _config(tmp_path: Path, resources: dict[str, Any]) -> Path:
                 "parameters": {"x": {"type": "float", "low": 0, "high": 1}},
                 "budget": {"trials": 2},
                 "resources": resources,
+                "executor": executor,
             }
         )
     )
@@ -85,6 +88,11 @@ def _tuner(
         (
             {"per_trial": "auto", "memory_params": ["y"]},
             "resources.memory_params[0] must name a parameter of the campaign, got 'y'.",
+        ),
+        (
+            {"per_trial": "auto", "executor": {"name": "ray"}},
+            "resources.per_trial must be a number of devices or a fraction 1/k with "
+            "executor.name: ray (auto packs by measured memory on local slots only), got 'auto'.",
         ),
     ],
 )

@@ -37,12 +37,6 @@ def default_executor(
             from tuner.executors._ray import RayExecutor
         except ImportError as exc:
             raise TunerError(f"executor.name: ray is not available here: {exc}") from None
-        if resources.per_trial == "auto":
-            raise ConfigError(
-                "resources.per_trial must be a number of devices or a fraction 1/k with "
-                "executor.name: ray (Ray places trials by the resources they ask for, not by "
-                "measured memory), got 'auto'"
-            )
         return RayExecutor(
             address=executor.address,
             kind=resources.kind,
