@@ -37,6 +37,8 @@ def default_executor(
             from tuner.executors._ray import RayExecutor
         except ImportError as exc:
             raise TunerError(f"executor.name: ray is not available here: {exc}") from None
+        # The config refuses per_trial: auto with Ray (it packs by measured memory locally).
+        assert not isinstance(resources.per_trial, str)
         return RayExecutor(
             address=executor.address,
             kind=resources.kind,
