@@ -94,7 +94,7 @@ class Bookkeeping:
         internals.storage_of(self._study).set_trial_user_attr(
             internals.trial_id(rt.trial),
             T.PLACEMENT_ATTR,
-            placement_attr(rt.device, rt.handle.started_at, outcome),
+            placement_attr(rt.device, getattr(rt.handle, "started_at", None), outcome),
         )
         # A failed attempt counts against budget.max_failures; a retry keeps its reports.
         retry = state is TrialState.FAIL and self._failures.count(rt, outcome, reason)

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _slots(config_path: str) -> dict[str, Any]:
     from tuner.config import load_config
-    from tuner.executors import detect_devices, make_slots
+    from tuner.executors import detect_devices, slots_for
 
     config = load_config(config_path)
     res = config.resources
@@ -47,10 +47,7 @@ def _slots(config_path: str) -> dict[str, Any]:
             "slots": [],
         }
     kind = res.kind if res.kind != "auto" else detect_devices(None)[0]
-    parallel = res.parallel if res.parallel_given or res.trials_per_device == 1 else None
-    if kind == "cpu" and res.trials_per_device != 1:
-        parallel = parallel or 1
-    slots = make_slots(kind, res.devices, res.per_trial, parallel)
+    slots = slots_for(res, kind)
     return {
         "executor": "local",
         "asks": res.kind,

@@ -1,7 +1,7 @@
 """The executor interface: where and how a trial process runs.
 
 An executor owns a fixed set of *slots* (a slot is the devices one trial holds: one GPU, two
-NPUs, or a CPU share). The controller asks Optuna for parameters, builds a `TrialSpec`,
+NPUs, a share of one device that other slots share too, or a CPU share). The controller asks Optuna for parameters, builds a `TrialSpec`,
 and hands it to `Executor.submit` when `Executor.free_slots` is positive. What comes back is a
 `TrialHandle` that the controller polls until it yields a `TrialOutcome`.
 
@@ -201,7 +201,9 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def free_slots(self) -> int:
-        """Slots not held by a running trial (a trial holds its slot until `poll` returns)."""
+        """Slots a trial may start on now: not held by a running trial (a trial holds its slot
+        until `poll` returns), and, where slots share a device by measured memory, on a
+        device with room for one more (so it may be 0 while slots are unheld)."""
 
     @abc.abstractmethod
     def submit(self, spec: TrialSpec) -> TrialHandle:

@@ -24,7 +24,7 @@ from tuner._errors import ConfigError
 from tuner._protocol import ASCEND_DEVICES, CUDA_DEVICES, device_env
 from tuner.config import ResourcesConfig
 
-__all__ = ["Slot", "detect_devices", "make_slots", "parse_gpus"]
+__all__ = ["Slot", "detect_devices", "make_slots", "parse_gpus", "slots_for"]
 
 
 @dataclass(frozen=True)
@@ -172,3 +172,13 @@ def make_slots(
         )
     count = parallel or possible
     return [Slot(i, kind, tuple(ids[i * per_trial : (i + 1) * per_trial])) for i in range(count)]
+
+
+def slots_for(resources: ResourcesConfig, kind: str) -> list[Slot]:
+    """The slots a ``resources:`` section gives on devices of ``kind`` (``auto`` resolved):
+    `make_slots`, with ``parallel`` as the config set it, else 1 for whole devices and what
+    fits for shared ones (one CPU slot where a shared device turned out to be the CPU)."""
+    parallel: int | None = resources.parallel
+    if resources.trials_per_device != 1 and not resources.parallel_given:
+        parallel = 1 if kind == "cpu" else None
+    return make_slots(kind, resources.devices, resources.per_trial, parallel)

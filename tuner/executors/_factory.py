@@ -47,7 +47,7 @@ def default_executor(
             preload=preload,
             preload_env=env,
         )
-    from tuner.executors._devices import make_slots
+    from tuner.executors._devices import slots_for
     from tuner.executors._local import LocalExecutor
 
     kind: str = resources.kind
@@ -61,11 +61,7 @@ def default_executor(
                 f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
                 f"{resources.devices}"
             )
-    # A shared device takes what fits unless `parallel` says otherwise.
-    parallel = resources.parallel if resources.parallel_given else None
-    if resources.trials_per_device == 1 or kind == "cpu":
-        parallel = resources.parallel if resources.trials_per_device == 1 else parallel or 1
-    slots = make_slots(kind, resources.devices, resources.per_trial, parallel)
+    slots = slots_for(resources, kind)
     packing = None
     if resources.per_trial == "auto" and kind != "cpu":
         from tuner.executors._packing import Packing

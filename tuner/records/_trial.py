@@ -110,7 +110,7 @@ def placement_tags(outcome: TrialOutcome) -> dict[str, str]:
     return tags
 
 
-def placement_attr(device: str, started: float, outcome: TrialOutcome) -> dict[str, Any]:
+def placement_attr(device: str, started: float | None, outcome: TrialOutcome) -> dict[str, Any]:
     """The Optuna trial's ``PLACEMENT_ATTR``: where it ran, beside how many, its peak device
     memory, and when (what the campaign's device-hours are summed from)."""
     return {
