@@ -289,7 +289,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"resources.devices": "all"},
         "resources.devices must be auto or a list of device ids, got 'all'.",
     ),
-    ("per-trial-zero", {"resources.per_trial": 0}, "resources.per_trial must be >= 1, got 0."),
+    (
+        "per-trial-zero",
+        {"resources.per_trial": 0},
+        "resources.per_trial must be a whole number of devices (1, 2, ...), a fraction 1/k of "
+        "one device (0.5, 0.25, ...) or auto, got 0.",
+    ),
     (
         "regex-invalid",
         {"metrics": {"loss": {"pattern": "loss is ([0-9.]+"}}},
@@ -501,7 +506,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "unknown-key-no-close-match",
         {"resources.gpus": 2},
-        "unknown key 'resources.gpus'; known keys: kind, devices, per_trial, parallel.",
+        "unknown key 'resources.gpus'; known keys: kind, devices, per_trial, parallel, memory_params.",
     ),
     (
         "sampler-name-close",

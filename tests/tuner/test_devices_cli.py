@@ -43,17 +43,14 @@ def _devices(
     return subprocess.run(argv, env=base, capture_output=True, text=True, timeout=120)
 
 
-def test_without_gpu_tools_one_line_per_problem(tmp_path: Path) -> None:
+def test_without_gpu_tools_cpu_slots_and_no_problem(tmp_path: Path) -> None:
     done = _devices(tmp_path, fake=False)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "GPUs (nvidia-smi -L): none" in lines
     assert "resources.devices: auto gives CPU slots (no GPU or NPU usable)" in lines
-    problems = [line for line in lines if line.startswith("problem: ")]
-    assert problems == [
-        "problem: no CUDA GPU found: nvidia-smi not found on PATH",
-        "problem: no Ascend NPU found: npu-smi not found on PATH, and no /dev/davinci* device",
-    ]
+    # A machine without accelerators is meant to lack their tools.
+    assert [line for line in lines if line.startswith("problem: ")] == []
 
 
 def test_faked_gpus_a_visible_list_and_the_slots_of_a_config(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from tuner.records import (
     NOTE_TAG,
     Analysis,
     campaign_note,
+    device_usage_tags,
     disk_full,
     interrupted_tags,
     output_tail,
@@ -103,6 +104,11 @@ def close_campaign(
             )
             tags[NOTE_TAG] = _note(end)
             tags.update(_search_notes(end))
+            if end.study is not None:
+                trials = end.study.get_trials(deepcopy=False)
+                tags.update(
+                    device_usage_tags(t.user_attrs.get(T.PLACEMENT_ATTR) or {} for t in trials)
+                )
         except BaseException as exc:  # the runs are closed all the same
             failures.append(exc)
             tags = {f"{T.COUNT_PREFIX}{k}": str(v) for k, v in end.counts.items()}

@@ -1,9 +1,12 @@
 """A campaign's failure budget: ``budget.max_failures`` failed trial attempts (a retried
 failure counts too; an interrupted trial does not), and whether a failed attempt is retried
-(``trial.retries``, ``trial.retry_on``)."""
+(``trial.retries``, ``trial.retry_on``). An attempt that ran out of device memory while
+sharing its device is the packing's fault, not its configuration's: it is always retried (alone),
+and neither counts as a failure nor uses up a retry."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +27,7 @@ class FailureBudget:
         self._trial = trial
         self.failures = 0
         self._last: str | None = None
+        self._forgiven: dict[str, int] = {}  # packing failures, by the parameters' JSON
 
     def spent(self, more: int = 0) -> bool:
         """Whether the budget is spent, or would be after ``more`` further failures."""
@@ -45,10 +49,15 @@ class FailureBudget:
 
     def count(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
         """Count a failed attempt; whether it is retried."""
+        # A retry keeps the parameters, so they name the chain of attempts across copies.
+        key = json.dumps(rt.params, sort_keys=True, default=str)
+        if outcome.packed_oom:
+            self._forgiven[key] = self._forgiven.get(key, 0) + 1
+            return True
         self.failures += 1
         self._last = f"trial {rt.number}: {reason}"
         return (
-            rt.attempt <= self._trial.retries
+            rt.attempt - self._forgiven.get(key, 0) <= self._trial.retries
             and self.failures < self._max
             and self._trial.retries_on(outcome.exit_code, outcome.signal_name, outcome.timed_out)
         )

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from lineage.masking import scrub_text
 from tuner import _protocol as protocol
 from tuner.campaign._state import TrialState
+from tuner.records import placement_attr
+from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
     FAIL_ATTR,
@@ -89,6 +91,11 @@ class Bookkeeping:
             self._run_ends.superseded(rt, outcome, state, values, taken)
             return
         rt.state = rt.state.to(state)
+        internals.storage_of(self._study).set_trial_user_attr(
+            internals.trial_id(rt.trial),
+            T.PLACEMENT_ATTR,
+            placement_attr(rt.device, getattr(rt.handle, "started_at", None), outcome),
+        )
         # A failed attempt counts against budget.max_failures; a retry keeps its reports.
         retry = state is TrialState.FAIL and self._failures.count(rt, outcome, reason)
         if retry:
@@ -161,10 +168,13 @@ def judge(
         )
     if outcome.exit_code != 0:
         last = _last_line(outcome.stderr_tail) or _last_line(outcome.stdout_tail)
+        packed = " (out of device memory beside other trials: retried alone)"
         return (
             TrialState.FAIL,
             None,
-            f"exit code {outcome.exit_code}" + (f": {last}" if last else ""),
+            f"exit code {outcome.exit_code}"
+            + (packed if outcome.packed_oom else "")
+            + (f": {last}" if last else ""),
         )
     missing = [m for m in metric_names if m not in rt.latest]
     if missing:

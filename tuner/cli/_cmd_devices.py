@@ -1,5 +1,6 @@
-"""``tuner devices [--config FILE]``: what the tuner finds on this machine (GPUs, NPUs, the
-visible-device lists) and how a campaign's ``resources`` would cut them into trial slots."""
+"""``tuner devices [CONFIG]``: what the tuner finds on this machine (GPUs and their MIG
+instances, NPUs, the visible-device lists) and how a campaign's ``resources`` would cut them
+into trial slots."""
 
 from __future__ import annotations
 
@@ -16,36 +17,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "devices",
         help="show the GPUs/NPUs the tuner finds and how a config's slots would be cut",
         description="Probe this machine as resources.devices: auto does (nvidia-smi -L for "
-        "CUDA GPUs, npu-smi info -l or /dev/davinci* for Ascend NPUs), show the "
-        "CUDA_VISIBLE_DEVICES and ASCEND_RT_VISIBLE_DEVICES the tuner was started with, and "
-        "one line per problem (a tool missing or failing, a visible list naming devices the "
-        "machine lacks). With --config, the trial slots that campaign would get. Exit 0, or "
-        "2 for a bad config.",
+        "CUDA GPUs and their MIG instances, npu-smi info -l or /dev/davinci* for Ascend "
+        "NPUs), show the CUDA_VISIBLE_DEVICES and ASCEND_RT_VISIBLE_DEVICES the tuner was "
+        "started with, and one line per problem (a tool failing, a visible list naming "
+        "devices the machine lacks; a tool missing only when nothing was found and the "
+        "config asks for GPUs or NPUs). With CONFIG, the trial slots that campaign would "
+        "get. Exit 0, or 2 for a bad config.",
     )
-    parser.add_argument("--config", default=None, metavar="FILE", help="a campaign YAML file")
+    parser.add_argument("config", nargs="?", default=None, metavar="CONFIG",
+                        help="a campaign YAML file")  # fmt: skip
+    parser.add_argument("--config", dest="config_option", default=None, metavar="FILE",
+                        help="the same as CONFIG")  # fmt: skip
     parser.add_argument("--format", choices=["table", "json"], default="table")
     parser.set_defaults(handler=run)
 
 
 def _slots(config_path: str) -> dict[str, Any]:
     from tuner.config import load_config
-    from tuner.executors import detect_devices, make_slots
+    from tuner.executors import detect_devices, slots_for
 
     config = load_config(config_path)
     res = config.resources
     if config.executor.name == "ray":
         return {
             "executor": "ray",
+            "asks": res.kind,
             "note": "slots are Ray resources of the cluster's nodes (num_gpus, NPU), "
             f"{res.per_trial} per trial",
             "slots": [],
         }
     kind = res.kind if res.kind != "auto" else detect_devices(None)[0]
-    slots = make_slots(kind, res.devices, res.per_trial, res.parallel)
+    slots = slots_for(res, kind)
     return {
         "executor": "local",
+        "asks": res.kind,
         "kind": kind,
-        "slots": [{"label": s.label, "env": s.env()} for s in slots],
+        "per_trial": res.per_trial,
+        "slots": [{"label": s.label, "share": s.share, "env": s.env()} for s in slots],
     }
 
 
@@ -53,11 +61,15 @@ def run(args: argparse.Namespace) -> int:
     from tuner.executors import take_inventory
 
     inv = take_inventory()
-    plan = _slots(args.config) if args.config else None
+    path = args.config or args.config_option
+    plan = _slots(path) if path else None
+    # A machine without accelerators is meant to lack their tools, unless the config asks.
+    if plan is not None and plan["asks"] in ("gpu", "npu"):
+        inv.problems = inv.missing + inv.problems
     if args.format == "json":
         doc = inv.to_dict()
         if plan is not None:
-            doc["config"] = {"path": args.config, **plan}
+            doc["config"] = {"path": path, **plan}
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
@@ -78,13 +90,19 @@ def run(args: argparse.Namespace) -> int:
     )
     if plan is not None:
         if plan["executor"] == "ray":
-            lines.append(f"{args.config}: Ray executor: {plan['note']}")
+            lines.append(f"{path}: Ray executor: {plan['note']}")
         else:
             slots = plan["slots"]
             shown = "; ".join(
                 s["label"] + "".join(f" {k}={v!r}" for k, v in s["env"].items()) for s in slots
             )
-            lines.append(f"{args.config}: {len(slots)} slot(s) of kind {plan['kind']}: {shown}")
+            shared = slots[0]["share"] if slots else 1
+            how = (
+                f", up to {shared} trials per device (per_trial: {plan['per_trial']})"
+                if shared > 1
+                else ""
+            )
+            lines.append(f"{path}: {len(slots)} slot(s) of kind {plan['kind']}{how}: {shown}")
     for problem in inv.problems:
         lines.append(f"problem: {problem}")
     print("\n".join(lines))

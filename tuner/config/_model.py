@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from tuner.config._base import _NAME, Objective, _Model
 from tuner.config._parameter import Parameter
+from tuner.config._resources import ResourcesConfig
 from tuner.config._scheduler import SchedulerConfig
 from tuner.config._sections import (
     AnalysisConfig,
@@ -37,7 +38,6 @@ from tuner.config._sections import (
     LineageConfig,
     MetricPattern,
     PrunerConfig,
-    ResourcesConfig,
     SamplerConfig,
     TrialConfig,
 )
@@ -281,7 +281,7 @@ class CampaignConfig(_Model):
         """
         from tuner.config._placeholders import free_port, render_argv
 
-        n = self.resources.per_trial
+        n = self.resources.devices_per_trial
         filled: dict[str, Any] = {
             **values,
             "workdir": str(self.workdir),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tuner.config._placeholders import BUILTINS, placeholders
+from tuner.config._resources import check_resources
 from tuner.config._scheduler import check_scheduler
 from tuner.config._types import RuleError, UnknownKey, format_value, suggest
 from tuner.config._uris import check_uris
@@ -41,6 +42,7 @@ def check_campaign(config: CampaignConfig, *, check_options: bool = True) -> Non
     check_uris(config.storage, config.lineage.tracking_uri)
     check_warm_start(config)
     check_scheduler(config)
+    check_resources(config.resources, config.parameters, config.executor.name)
 
 
 def campaign_warnings(config: CampaignConfig) -> list[str]:

@@ -27,7 +27,6 @@ __all__ = [
     "LineageConfig",
     "MetricPattern",
     "PrunerConfig",
-    "ResourcesConfig",
     "SamplerConfig",
     "TrialConfig",
 ]
@@ -145,50 +144,6 @@ class PrunerConfig(_Model):
     options: dict[str, Any] = Field(
         default_factory=dict, description="keyword arguments of the Optuna pruner class"
     )
-
-
-class ResourcesConfig(_Model):
-    """Device slots: which devices exist and how many each trial holds."""
-
-    kind: Literal["auto", "cpu", "gpu", "npu"] = Field(
-        default="auto", description="auto: CUDA GPUs, else Ascend NPUs, else CPU slots"
-    )
-    devices: Literal["auto"] | list[int | str] = Field(
-        default="auto", description="auto, or the device ids to use, e.g. [0, 1, 2, 3]"
-    )
-    per_trial: Int = Field(default=1, ge=1, description="devices each trial holds")
-    parallel: Int = Field(default=1, ge=1, description="trials running at once")
-
-    @field_validator("devices", mode="before")
-    @classmethod
-    def _devices(cls, value: Any) -> Any:
-        if value == "auto":
-            return value
-        if not isinstance(value, list):
-            raise PydanticCustomError("devices_type", "must be auto or a list of device ids")
-        if not value:
-            raise PydanticCustomError("devices_empty", "must list at least one device id")
-        seen: set[str] = set()
-        for i, item in enumerate(value):
-            if isinstance(item, bool) or not isinstance(item, int | str) or item == "":
-                raise RuleError((i,), "must be a device id (an integer or a name)", item)
-            if isinstance(item, int) and item < 0:
-                raise RuleError((i,), "must be >= 0", item)
-            if str(item) in seen:
-                raise RuleError((i,), "repeats an earlier device id", item)
-            seen.add(str(item))
-        return value
-
-    @model_validator(mode="after")
-    def _fits(self) -> ResourcesConfig:
-        if isinstance(self.devices, list) and self.parallel * self.per_trial > len(self.devices):
-            raise RuleError(
-                ("parallel",),
-                f"times per_trial ({self.per_trial}) must be <= the {len(self.devices)} "
-                "devices listed",
-                self.parallel,
-            )
-        return self
 
 
 class MetricPattern(_Model):

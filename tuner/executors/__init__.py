@@ -16,7 +16,7 @@ from tuner.executors._procs import end_attempt, end_group, known_ended
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tuner.executors._devices import detect_devices, make_slots
+    from tuner.executors._devices import detect_devices, make_slots, slots_for
     from tuner.executors._factory import default_executor
     from tuner.executors._inventory import take_inventory
 
@@ -26,6 +26,7 @@ _LAZY = {
     "default_executor": "tuner.executors._factory",
     "detect_devices": "tuner.executors._devices",
     "make_slots": "tuner.executors._devices",
+    "slots_for": "tuner.executors._devices",
     "take_inventory": "tuner.executors._inventory",
 }
 
@@ -46,5 +47,6 @@ __all__ = [
     "end_group",
     "known_ended",
     "make_slots",
+    "slots_for",
     "take_inventory",
 ]

@@ -1,7 +1,7 @@
 """The executor interface: where and how a trial process runs.
 
 An executor owns a fixed set of *slots* (a slot is the devices one trial holds: one GPU, two
-NPUs, or a CPU share). The controller asks Optuna for parameters, builds a `TrialSpec`,
+NPUs, a share of one device that other slots share too, or a CPU share). The controller asks Optuna for parameters, builds a `TrialSpec`,
 and hands it to `Executor.submit` when `Executor.free_slots` is positive. What comes back is a
 `TrialHandle` that the controller polls until it yields a `TrialOutcome`.
 
@@ -104,6 +104,13 @@ class TrialOutcome:
     duration: float = 0.0
     stdout_tail: str = ""
     stderr_tail: str = ""
+    #: The most other trials that ran on its device(s) at once (None: not known).
+    neighbours: int | None = None
+    #: The most device memory its processes held, in MiB (None: not measured).
+    peak_memory_mib: float | None = None
+    #: It failed out of device memory while sharing its device: the packing's fault, not
+    #: its configuration's; it is retried alone, outside ``trial.retries``.
+    packed_oom: bool = False
 
     @property
     def signal_name(self) -> str | None:
@@ -194,7 +201,9 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def free_slots(self) -> int:
-        """Slots not held by a running trial (a trial holds its slot until `poll` returns)."""
+        """Slots a trial may start on now: not held by a running trial (a trial holds its slot
+        until `poll` returns), and, where slots share a device by measured memory, on a
+        device with room for one more (so it may be 0 while slots are unheld)."""
 
     @abc.abstractmethod
     def submit(self, spec: TrialSpec) -> TrialHandle:

@@ -37,6 +37,8 @@ def default_executor(
             from tuner.executors._ray import RayExecutor
         except ImportError as exc:
             raise TunerError(f"executor.name: ray is not available here: {exc}") from None
+        # The config refuses per_trial: auto with Ray (it packs by measured memory locally).
+        assert not isinstance(resources.per_trial, str)
         return RayExecutor(
             address=executor.address,
             kind=resources.kind,
@@ -45,7 +47,7 @@ def default_executor(
             preload=preload,
             preload_env=env,
         )
-    from tuner.executors._devices import make_slots
+    from tuner.executors._devices import slots_for
     from tuner.executors._local import LocalExecutor
 
     kind: str = resources.kind
@@ -59,10 +61,17 @@ def default_executor(
                 f"(nvidia-smi) or NPU (npu-smi, /dev/davinci*); set resources.kind, got "
                 f"{resources.devices}"
             )
-    slots = make_slots(kind, resources.devices, resources.per_trial, resources.parallel)
+    slots = slots_for(resources, kind)
+    packing = None
+    if resources.per_trial == "auto" and kind != "cpu":
+        from tuner.executors._packing import Packing
+
+        packing = Packing(memory_params=resources.memory_params)
     # Trials get the campaign's `env:` anyway; in the base environment it also reaches the
     # warm parents, so what a library sizes at import (OMP_NUM_THREADS) is the trials'.
     base_env = {**os.environ, **env}
-    local = LocalExecutor(slots, run_dir=trials_dir, base_env=base_env, preload=preload)
+    local = LocalExecutor(
+        slots, run_dir=trials_dir, base_env=base_env, preload=preload, packing=packing
+    )
     local.warm_up(command, str(workdir) if workdir else None)
     return local

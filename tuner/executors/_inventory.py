@@ -25,13 +25,16 @@ __all__ = ["Inventory", "take_inventory"]
 class Inventory:
     """``gpus``/``npus``: ``{"id", "name"}`` per device found; ``visible``: the visible-device
     variables as set (None when unset); ``usable``: the device kind and ids trials would get
-    (`tuner.executors._devices.detect_devices`); ``problems``: one line each."""
+    (`tuner.executors._devices.detect_devices`); ``problems``: one line each; ``missing``:
+    the tools absent on a machine that has no GPU or NPU at all, one line each (a problem only
+    for a campaign that asks for GPUs or NPUs: a CPU machine is meant to lack them)."""
 
     gpus: list[dict[str, str]] = field(default_factory=list)
     npus: list[dict[str, str]] = field(default_factory=list)
     visible: dict[str, str | None] = field(default_factory=dict)
     usable: tuple[str, list[str]] = ("cpu", [])
     problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +43,7 @@ class Inventory:
             "visible": self.visible,
             "usable": {"kind": self.usable[0], "devices": self.usable[1]},
             "problems": self.problems,
+            "missing": self.missing,
         }
 
 
@@ -64,28 +68,31 @@ def _missing(variable: str, found: list[dict[str, str]], kind: str) -> str | Non
     if value is None or not value.strip():
         return None
     listed = [d.strip() for d in value.split(",") if d.strip()]
-    if not all(d.isdigit() for d in listed):
-        return None  # UUIDs or MIG names: not comparable with indices
     ids = {d["id"] for d in found}
+    if not all(d.isdigit() or d in ids for d in listed):
+        return None  # GPU UUIDs: not comparable with indices
     absent = [d for d in listed if d not in ids]
     if not absent:
         return None
     return (
         f"{variable}={value} names {kind} device(s) {', '.join(absent)} that this machine "
-        f"does not have (found: {', '.join(sorted(ids, key=int)) or 'none'})"
+        f"does not have (found: {', '.join(sorted(ids, key=_order)) or 'none'})"
     )
+
+
+def _order(device: str) -> tuple[int, str]:
+    return (int(device), "") if device.isdigit() else (-1, device)
 
 
 def take_inventory() -> Inventory:
     """Probe this machine; never raises."""
-    from tuner.executors._devices import detect_devices
+    from tuner.executors._devices import detect_devices, parse_gpus
 
     inv = Inventory(visible={v: os.environ.get(v) for v in (CUDA_DEVICES, ASCEND_DEVICES)})
     absent: list[tuple[bool, str]] = []  # (the tool is missing rather than failing, line)
     out, why = _probe(["nvidia-smi", "-L"])
     if out is not None:
-        for m in re.finditer(r"^GPU (\d+): (.*?)(?: \(UUID: [^)]*\))?$", out, re.M):
-            inv.gpus.append({"id": m.group(1), "name": m.group(2).strip()})
+        inv.gpus = parse_gpus(out)
     elif why is not None:
         absent.append((why.endswith("not found on PATH"), f"no CUDA GPU found: {why}"))
     out, why = _probe(["npu-smi", "info", "-l"])
@@ -98,10 +105,12 @@ def take_inventory() -> Inventory:
         if not ids and why is not None:
             line = f"no Ascend NPU found: {why}, and no /dev/davinci* device"
             absent.append((why.endswith("not found on PATH"), line))
-    # A missing tool of the other kind is no problem on a GPU or an NPU machine; a failing
-    # one always is (a driver that does not answer).
+    # A missing tool is no problem on a GPU or an NPU machine, and on a CPU machine only for a
+    # campaign that asks for GPUs or NPUs; a failing one always is (a driver that does not
+    # answer).
     found_any = bool(inv.gpus or inv.npus)
-    inv.problems += [line for missing, line in absent if not (missing and found_any)]
+    inv.problems += [line for missing, line in absent if not missing]
+    inv.missing = [line for missing, line in absent if missing and not found_any]
     for variable, found, kind in (
         (CUDA_DEVICES, inv.gpus, "GPU"),
         (ASCEND_DEVICES, inv.npus, "NPU"),

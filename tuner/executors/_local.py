@@ -26,6 +26,8 @@ from tuner.executors._base import (
     attempt_folder,
 )
 from tuner.executors._devices import Slot
+from tuner.executors._packing import Packing
+from tuner.executors._placement import Placement
 from tuner.executors._warm import Plan, WarmChild, WarmParent, WarmStartError, plan
 
 __all__ = ["LocalExecutor"]
@@ -42,6 +44,8 @@ class LocalExecutor(Executor):
     ``preload`` (``trial.preload``): True or a list of modules starts Python trials as forks
     of one warm parent per slot that imported them once (`tuner.executors._warm`); False
     starts every trial as a fresh process.
+    ``packing``: the memory policy of slots that share a device under ``per_trial: auto``
+    (`tuner.executors._packing`); ``sample_interval``: seconds between memory samples.
     """
 
     name = "local"
@@ -53,6 +57,8 @@ class LocalExecutor(Executor):
         run_dir: str | os.PathLike[str],
         base_env: Mapping[str, str] | None = None,
         preload: bool | Sequence[str] = False,
+        packing: Packing | None = None,
+        sample_interval: float = 1.0,
     ) -> None:
         if not slots:
             raise ValueError("LocalExecutor needs at least one slot")
@@ -66,6 +72,7 @@ class LocalExecutor(Executor):
         self._preload = preload
         self._parents: dict[int, WarmParent] = {}
         self._said: set[str] = set()
+        self._placement = Placement(self._slots, packing, interval=sample_interval)
 
     def warm_up(self, argv: Sequence[str], workdir: str | None) -> None:
         """Start every slot's warm parent now for trials of ``argv`` (placeholders may stay
@@ -120,28 +127,32 @@ class LocalExecutor(Executor):
         return len(self._slots)
 
     def free_slots(self) -> int:
-        return len(self._free)
+        return self._placement.free(self._free)
 
     def submit(self, spec: TrialSpec) -> TrialHandle:
         if self._closed:
             raise RuntimeError("LocalExecutor.submit after shutdown")
         if not self._free:
             raise ExecutorFullError(f"all {self.capacity} slots are busy")
-        slot = self._free.pop(0)
+        slot, alone = self._placement.choose(self._free, spec.params)
+        self._free.remove(slot)
         trial_dir = attempt_folder(self._run_dir, spec.number, spec.attempt)
         trial_dir.mkdir(parents=True, exist_ok=True)
         parent, how = self._warm_parent(spec, slot)
         handle = _LocalHandle(
             spec, slot, trial_dir, self._base_env, self._wake, self._release, parent, how
         )
+        self._placement.started(handle, slot, handle.pid, alone)
         self._handles = [h for h in self._handles if not h.finished] + [handle]
         return handle
 
-    def _release(self, slot: Slot) -> None:
-        self._free.append(slot)
+    def _release(self, handle: _LocalHandle, outcome: TrialOutcome) -> TrialOutcome:
+        self._free.append(handle.slot)
         self._free.sort(key=lambda s: s.index)
+        return self._placement.ended(handle, outcome)
 
     def wait(self, timeout: float) -> None:
+        self._placement.sample()
         self._wake.wait(timeout)
         self._wake.clear()
 
@@ -159,6 +170,9 @@ class LocalExecutor(Executor):
         slot = self._slots[0]
         if slot.kind == "cpu":
             return f"local: {self.capacity} cpu slot(s)"
+        if slot.share > 1:
+            devices = len({s.devices for s in self._slots})
+            return f"local: up to {self.capacity} trial(s) on {devices} shared {slot.kind}"
         return f"local: {self.capacity} slot(s) of {len(slot.devices)} {slot.kind}"
 
 
@@ -201,6 +215,7 @@ class _LocalHandle(TrialHandle):
         self._info: dict[str, Any] = {}
         self._threads: list[threading.Thread] = []
         self._launch_error: str | None = None
+        self.pid: int | None = None
 
         env = self._env(base_env)
         self.started_at = time.time()
@@ -217,6 +232,7 @@ class _LocalHandle(TrialHandle):
             self._outcome = TrialOutcome(exit_code=None, launch_error=self._launch_error)
             wake.set()
             return
+        self.pid = self._proc.pid
         self._info = _procs.identity(self._proc.pid)
         # Every trial leads a session of its own (a cold one from `start_new_session`, a warm
         # child by calling setsid first thing), so its group is its pid, even when a warm
@@ -349,11 +365,10 @@ class _LocalHandle(TrialHandle):
         return self._delivered
 
     def poll(self) -> TrialOutcome | None:
-        outcome = self._outcome
-        if outcome is not None and not self._delivered:
+        if self._outcome is not None and not self._delivered:
             self._delivered = True
-            self._release(self.slot)
-        return outcome
+            self._outcome = self._release(self, self._outcome)
+        return self._outcome
 
     def reports(self) -> list[Report]:
         if self._channel is None:

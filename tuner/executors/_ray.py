@@ -59,7 +59,7 @@ class RayExecutor(Executor):
 
     ``kind`` is ``gpu``, ``npu``, ``cpu`` or ``auto`` (GPU if the cluster has any, else NPU,
     else CPU); each trial requests ``per_trial`` of that resource (accelerator trials also take
-    one CPU). ``parallel`` caps the trials in flight; Ray queues what the cluster cannot place
+    one CPU); a fraction such as 0.25 lets Ray put four trials on one GPU or NPU. ``parallel`` caps the trials in flight; Ray queues what the cluster cannot place
     yet. ``preload``: as `tuner.executors.LocalExecutor`'s, with one warm actor per slot;
     ``preload_env`` (the campaign's ``env:``) is the environment its parent imports under.
     """
@@ -71,7 +71,7 @@ class RayExecutor(Executor):
         *,
         address: str | None,
         kind: str = "auto",
-        per_trial: int = 1,
+        per_trial: float = 1,
         parallel: int = 1,
         poll_interval: float = 0.1,
         init_kwargs: Mapping[str, Any] | None = None,

@@ -27,7 +27,14 @@ from tuner.records._summary import (
     run_importance,
     summary_tags,
 )
-from tuner.records._trial import interrupted_tags, output_tail, trial_end_tags, trial_run_name
+from tuner.records._trial import (
+    interrupted_tags,
+    output_tail,
+    placement_attr,
+    trial_end_tags,
+    trial_run_name,
+)
+from tuner.records._usage import device_usage, device_usage_tags
 
 __all__ = [
     "NOTE_TAG",
@@ -42,11 +49,14 @@ __all__ = [
     "campaign_tags",
     "carry_history",
     "check_tracking_access",
+    "device_usage",
+    "device_usage_tags",
     "disk_full",
     "interrupted_tags",
     "open_recorder",
     "output_tail",
     "pareto_line",
+    "placement_attr",
     "reconcile_runs",
     "run_importance",
     "start_campaign_run",

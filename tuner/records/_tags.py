@@ -27,6 +27,9 @@ __all__ = [
     "CONFIG_PATH",
     "COUNT_PREFIX",
     "DEVICE",
+    "DEVICE_HOURS",
+    "DEVICE_NEIGHBOURS",
+    "DEVICE_PEAK_MEMORY",
     "DURATION",
     "ENV_PREFIX",
     "ERROR",
@@ -34,9 +37,11 @@ __all__ = [
     "FAIL_REASON",
     "MLFLOW_PARENT_RUN_ID",
     "MLFLOW_RUN_NAME",
+    "OCCUPANCY_PREFIX",
     "PARETO_FRONT",
     "PARETO_NUMBERS",
     "PARETO_SIZE",
+    "PLACEMENT_ATTR",
     "PRUNE_REASON",
     "RETRIED_AS",
     "RUN_TYPE",
@@ -65,6 +70,17 @@ TRIAL_NUMBER = "tuner.trial_number"
 ATTEMPT = "tuner.attempt"
 SAMPLER = "tuner.sampler"
 DEVICE = "tuner.device"
+#: The most other trials that shared the trial's device at once, and its peak device memory
+#: (MiB, as the driver measured its processes); on the trial run, and in the Optuna trial's
+#: ``PLACEMENT_ATTR`` user attribute ``{"device", "neighbours", "peak_memory_mib",
+#: "started", "duration"}``.
+DEVICE_NEIGHBOURS = "tuner.device.neighbours"
+DEVICE_PEAK_MEMORY = "tuner.device.peak_memory_mib"
+PLACEMENT_ATTR = "tuner.placement"
+#: The campaign's device-hours (each device's time with at least one trial on it, summed) and
+#: each device's mean occupancy (trials on it at once, averaged over that time).
+DEVICE_HOURS = "tuner.device_hours"
+OCCUPANCY_PREFIX = "tuner.occupancy."
 #: The trial's command line, secrets masked (also under `COMMAND`, lineage's own name).
 TRIAL_COMMAND = "tuner.command"
 #: ``tuner.env.<NAME>``: the campaign's ``env`` entries, secrets masked.

@@ -17,6 +17,8 @@ __all__ = [
     "finished_trial_tags",
     "interrupted_tags",
     "output_tail",
+    "placement_attr",
+    "placement_tags",
     "trial_end_tags",
     "trial_run_name",
     "trial_start_tags",
@@ -85,6 +87,7 @@ def trial_end_tags(
         tags[T.EXIT_CODE] = str(outcome.exit_code)
     if outcome.signal_name is not None:
         tags[T.SIGNAL] = outcome.signal_name
+    tags.update(placement_tags(outcome))
     if state == "PRUNED":
         tags[T.PRUNE_REASON] = reason or "pruned"
     elif state == "FAIL":
@@ -95,6 +98,28 @@ def trial_end_tags(
         for name, value in zip(metric_names, values, strict=True):
             tags[f"{T.VALUE_PREFIX}{name}"] = repr(value)
     return tags
+
+
+def placement_tags(outcome: TrialOutcome) -> dict[str, str]:
+    """How many trials shared the attempt's device and its peak device memory, as known."""
+    tags = {}
+    if outcome.neighbours is not None:
+        tags[T.DEVICE_NEIGHBOURS] = str(outcome.neighbours)
+    if outcome.peak_memory_mib is not None:
+        tags[T.DEVICE_PEAK_MEMORY] = f"{outcome.peak_memory_mib:.0f}"
+    return tags
+
+
+def placement_attr(device: str, started: float | None, outcome: TrialOutcome) -> dict[str, Any]:
+    """The Optuna trial's ``PLACEMENT_ATTR``: where it ran, beside how many, its peak device
+    memory, and when (what the campaign's device-hours are summed from)."""
+    return {
+        "device": device,
+        "neighbours": outcome.neighbours,
+        "peak_memory_mib": outcome.peak_memory_mib,
+        "started": started,
+        "duration": outcome.duration,
+    }
 
 
 def finished_trial_tags(trial: FrozenTrial, metric_names: Sequence[str]) -> dict[str, str]:
