@@ -135,7 +135,9 @@ def _tally(
                     "launched": bool(launch),
                     "attempt": chain.get(t["number"], 1),
                     "device": launch.get("device"),
+                    # Where to find the trial's process: ``ps -p PID`` on that host.
                     "host": launch.get("host"),
+                    "pid": launch.get("pid"),
                     "elapsed_s": round(now - float(started), 1),
                     "run_id": launch.get("run_id"),
                     "params": t.get("params", {}),
