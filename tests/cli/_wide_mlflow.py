@@ -38,6 +38,11 @@ def main() -> None:
                 mlflow.log_metric("train_loss", loss, step=step)
                 mlflow.log_metric("validation_accuracy_top1", 0.5 + step / 100 - i / 300, step=step)
             ids[str(i)] = run.info.run_id
+    # A campaign's parent run: no training of its own, so diagnose leaves it out.
+    with mlflow.start_run(run_name="the-campaign") as run:
+        mlflow.set_tag("lineage.run_type", "campaign")
+        mlflow.log_metric("train_loss", 1.0, step=0)
+        ids["campaign"] = run.info.run_id
     print(json.dumps(ids))
 
 

@@ -173,3 +173,4 @@ def test_diagnose_summarises_an_experiment_in_one_table(wide: dict[str, str]) ->
     runaway = [row for row in rows if "loss_runaway" in row]
     assert {row.split("│")[1].strip() for row in runaway} == {wide[str(i)][:8] for i in (3, 7, 11)}
     assert len(text.splitlines()) < 25, text
+    assert "the-campaign" not in text and wide["campaign"][:8] not in text  # not a training
