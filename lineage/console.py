@@ -4,12 +4,21 @@ turns every error into one line and an exit code, and the table/JSON/CSV printer
 from __future__ import annotations
 
 from lineage._cli_run import Parser, one_line, run_handler
-from lineage.cli import FORMATS, add_common, format_cell, print_csv, print_json, print_table
+from lineage.cli import (
+    FORMATS,
+    add_common,
+    fit_widths,
+    format_cell,
+    print_csv,
+    print_json,
+    print_table,
+)
 
 __all__ = [
     "FORMATS",
     "Parser",
     "add_common",
+    "fit_widths",
     "format_cell",
     "one_line",
     "print_csv",

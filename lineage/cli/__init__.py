@@ -20,6 +20,7 @@ from lineage._errors import LineageError
 from lineage.cli._common import (
     FORMATS,
     add_common,
+    fit_widths,
     format_cell,
     print_csv,
     print_json,
@@ -31,6 +32,7 @@ __all__ = [
     "add_common",
     "build_parser",
     "console",
+    "fit_widths",
     "format_cell",
     "main",
     "print_csv",

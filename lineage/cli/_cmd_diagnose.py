@@ -15,6 +15,8 @@ ORDER = 60
 _EPILOG = """\
 examples:
   lineage diagnose 3f2a9c1e                     one run (id or unique prefix)
+  lineage diagnose --experiment digits                one line per run with findings
+  lineage diagnose --experiment digits --details      and each finding's causes and next steps
   lineage diagnose --experiment digits --where "params.lr > 1" --format json
 exit codes: 0 diagnosed (findings or not), 1 store failure, 2 bad input or unknown run.
 """
@@ -46,6 +48,12 @@ def register(subparsers: Any) -> None:
         metavar="ID",
         help="run only this check (repeatable); default: all",
     )
+    parser.add_argument(
+        "--details",
+        action="store_true",
+        help="after the summary, each finding with its likely causes and next steps "
+        "(the default when RUN ids are given)",
+    )
     add_common(parser)
     parser.set_defaults(handler=run)
 
@@ -72,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 for r in search_runs(
                     store, experiments=args.experiment, where=args.where, limit=args.limit
                 )
-                if r.tags.get(tags.RUN_TYPE) != tags.RUN_TYPE_ANALYSIS
+                # A campaign's parent run and the analyses record no training of their own.
+                if r.tags.get(tags.RUN_TYPE) not in tags.RUN_KINDS_APART
             ]
         results = [(r, diagnose_run(r, store=store, checks=checks)) for r in records]
 
@@ -110,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             ),
         )
     else:
-        _print_report(results)
+        _print_report(results, details=args.details or bool(args.runs))
     return 0
 
 
@@ -123,54 +132,83 @@ def _window(evidence: dict[str, Any]) -> str:
     return f"{window[0]}-{window[1]}" if window else ""
 
 
-def _print_report(results: list[tuple[Any, list[Any]]]) -> None:
+def _print_report(results: list[tuple[Any, list[Any]]], *, details: bool) -> None:
+    """One summary table (a line per run with findings, its counts by check), then with
+    ``details`` each finding in words; text wraps at word boundaries, never inside one."""
+    from lineage.cli._common import print_table
+
+    if not results:
+        print("no runs matched")
+        return
+    flagged = [(r, findings) for r, findings in results if findings]
+    healthy = [r for r, findings in results if not findings]
+    if flagged:
+        print_table(
+            ["run", "name", "errors", "warnings", "checks"],
+            [_summary_row(r, findings) for r, findings in flagged],
+            title=f"{len(flagged)} of {len(results)} run{'s' if len(results) != 1 else ''} "
+            "with findings",
+            drop=(1,),
+            key=0,
+        )
+    if healthy:
+        ids = ", ".join(r.run_id[:8] for r in healthy)
+        _say(f"no findings: {len(healthy)} run{'s' if len(healthy) != 1 else ''}: {ids}")
+    if not details:
+        if flagged:
+            _say("--details: each finding with its likely causes and next steps")
+        return
+    for record, findings in flagged:
+        print()
+        _say(f"run {record.run_id} ({record.name}, {record.experiment}):")
+        for f in findings:
+            _say(f"{f.severity} {f.check}{_where(f.evidence)}: {f.summary}", indent="  ")
+            for title, lines in (("likely causes", f.causes), ("next steps", f.next_steps)):
+                _say(f"{title}:", indent="    ")
+                for line in lines:
+                    _say(f"- {line}", indent="      ", hang="  ")
+
+
+def _summary_row(record: Any, findings: list[Any]) -> list[Any]:
+    from collections import Counter
+
+    severities = Counter(f.severity for f in findings)
+    checks = Counter(f.check for f in findings)
+    return [
+        record.run_id[:8],
+        record.name,
+        severities["error"],
+        severities["warning"],
+        ", ".join(c if n == 1 else f"{c} x{n}" for c, n in checks.items()),
+    ]
+
+
+def _where(evidence: dict[str, Any]) -> str:
+    """`` (train_loss, step 29, value inf, steps 28-29)``: what the finding points at."""
+    parts = [_subject(evidence)]
+    if evidence.get("step") is not None:
+        parts.append(f"step {format_cell(evidence['step'])}")
+    if evidence.get("value") is not None:
+        parts.append(f"value {format_cell(evidence['value'])}")
+    if _window(evidence):
+        parts.append(f"steps {_window(evidence)}")
+    shown = [p for p in parts if p]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
+def _say(text: str, *, indent: str = "", hang: str = "") -> None:
+    """``text`` wrapped at word boundaries to the terminal's width (80 in a pipe)."""
     import textwrap
 
-    from rich.console import Console
-    from rich.table import Table
+    from lineage.cli._common import terminal_columns
 
-    console = Console(soft_wrap=False, highlight=False)
-    if not results:
-        console.print("no runs matched")
-        return
-    healthy = [r for r, findings in results if not findings]
-    for record, findings in results:
-        if not findings:
-            continue
-        label = f"{record.run_id} ({record.name}, {record.experiment})"
-        console.print(f"[bold]run {label}[/bold]: {len(findings)} finding(s)")
-        table = Table(show_lines=False)
-        for col in ("severity", "check", "metric/param", "step", "value", "window", "summary"):
-            table.add_column(col, overflow="fold")
-        for f in findings:
-            colour = "red" if f.severity == "error" else "yellow"
-            table.add_row(
-                f"[{colour}]{f.severity}[/{colour}]",
-                f.check,
-                _subject(f.evidence),
-                format_cell(f.evidence.get("step")),
-                format_cell(f.evidence.get("value")),
-                _window(f.evidence),
-                f.summary,
-            )
-        console.print(table)
-        width = max(console.width, 60)
-        for f in findings:
-            console.print(f"[bold]{f.check}[/bold]: {f.summary}")
-            for title, lines in (("likely causes", f.causes), ("next steps", f.next_steps)):
-                console.print(f"  {title}:")
-                for line in lines:
-                    console.print(
-                        textwrap.fill(
-                            line,
-                            width,
-                            initial_indent="    - ",
-                            subsequent_indent="      ",
-                            break_on_hyphens=False,
-                        ),
-                        markup=False,
-                    )
-        console.print()
-    if healthy:
-        ids = ", ".join(r.run_id for r in healthy)
-        console.print(f"no findings: {len(healthy)} run(s): {ids}")
+    print(
+        textwrap.fill(
+            text,
+            max(terminal_columns() or 80, 40),
+            initial_indent=indent,
+            subsequent_indent=indent + hang + ("  " if not hang else ""),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )

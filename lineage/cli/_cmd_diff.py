@@ -57,5 +57,8 @@ def run(args: argparse.Namespace) -> int:
     title = f"{changed} difference{'s' if changed != 1 else ''}" + (
         "" if args.all else " (params first; --all for equal keys too)"
     )
-    print_table(["section", "key", label_a, label_b, "state"], rows, title=title)
+    # Narrow terminals lose the state column first, then the section, never a value.
+    print_table(
+        ["section", "key", label_a, label_b, "state"], rows, title=title, drop=(4, 0), key=1
+    )
     return 0

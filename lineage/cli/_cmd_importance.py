@@ -10,7 +10,14 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from lineage._errors import UsageError
-from lineage.cli._common import add_common, format_cell, print_csv, print_json, print_table
+from lineage.cli._common import (
+    add_common,
+    format_cell,
+    print_csv,
+    print_json,
+    print_table,
+    print_text,
+)
 
 if TYPE_CHECKING:
     from lineage.importance import ImportanceResult
@@ -140,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_tables(result, top=args.top, runs_shown=args.runs_shown)
     _print_notes(result)
-    print(model_line(result))
+    print_text(model_line(result))
     if result.analysis_run_id:
-        print(f"analysis logged: run {result.analysis_run_id} (lineage.run_type=analysis)")
+        print_text(f"analysis logged: run {result.analysis_run_id} (lineage.run_type=analysis)")
     return 0
 
 
@@ -207,15 +214,15 @@ def _print_tables(result: ImportanceResult, *, top: float | None, runs_shown: in
 def _print_notes(result: ImportanceResult) -> None:
     """What was read and what was left out: parameters, aliases, runs."""
     if result.param_source:
-        print(f"params: {result.param_source} (--params to choose others)")
+        print_text(f"params: {result.param_source} (--params to choose others)")
     for name in result.never_active:
-        print(f"{name}: {result.dropped[name]}")
+        print_text(f"{name}: {result.dropped[name]}")
     notes = [
         f"{name} ({why})" for name, why in result.dropped.items() if name not in result.never_active
     ]
     if notes:
-        print(f"not ranked: {', '.join(notes)}")
+        print_text(f"not ranked: {', '.join(notes)}")
     for name, same in result.aliases.items():
-        print(f"aliases: {name} = {' = '.join(same)} (identical in every run, ranked as one)")
+        print_text(f"aliases: {name} = {' = '.join(same)} (identical in every run, ranked as one)")
     if result.excluded:
-        print("runs left out: " + ", ".join(f"{n} {k}" for k, n in result.excluded.items()))
+        print_text("runs left out: " + ", ".join(f"{n} {k}" for k, n in result.excluded.items()))

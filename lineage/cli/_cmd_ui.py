@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from lineage._errors import LineageError, UsageError
 from lineage.cli._common import add_common
@@ -38,12 +38,22 @@ def register(subparsers: Any) -> None:
         default=120.0,
         help="seconds to wait for the server to answer (default: 120)",
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the server's own messages: its start-up lines and one access-log line per "
+        "request (default: only its warnings and errors, and its start-up lines when it fails "
+        "to start)",
+    )
     add_common(parser)
     parser.set_defaults(handler=run)
 
 
-def server_command(uri: str, host: str, port: int, artifact_root: str | None) -> list[str]:
-    """The ``mlflow server`` command line for a tracking URI."""
+def server_command(
+    uri: str, host: str, port: int, artifact_root: str | None, *, verbose: bool = False
+) -> list[str]:
+    """The ``mlflow server`` command line for a tracking URI; unless ``verbose``, its web
+    server logs warnings and errors only, without the access log."""
     from pathlib import Path
 
     from lineage.uri import is_sql_uri, masked, scheme, sqlite_path
@@ -78,7 +88,67 @@ def server_command(uri: str, host: str, port: int, artifact_root: str | None) ->
         str(port),
         "--workers",
         "1",
+        *([] if verbose else ["--uvicorn-opts", "--log-level warning --no-access-log"]),
     ]
+
+
+def _server_env(verbose: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # an existing file store is still served
+    # MLflow 3 starts a GenAI job runner beside the UI (about eight huey consumer processes,
+    # each importing MLflow): nothing the training-runs view uses, and on a small machine it
+    # doubles the wait for the first page. MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true keeps it.
+    env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+    if not verbose:
+        env["MLFLOW_LOGGING_LEVEL"] = "WARNING"
+        # The server's own imports warn of their libraries' deprecations: nothing a user acts on.
+        warnings = [w for w in [env.get("PYTHONWARNINGS", "")] if w]
+        env["PYTHONWARNINGS"] = ",".join([*warnings, "ignore::DeprecationWarning"])
+    return env
+
+
+class _Relay:
+    """Copies the server's output to stderr: all of it with ``verbose``; else only what it
+    says once the links are out (its warnings and errors), keeping the start-up lines to show
+    if it fails to start."""
+
+    def __init__(self, stream: IO[bytes], verbose: bool) -> None:
+        import collections
+        import threading
+
+        self._stream = stream
+        self._held: collections.deque[bytes] = collections.deque(maxlen=200)
+        self._lock = threading.Lock()
+        self._live = verbose
+        self._thread = threading.Thread(target=self._copy, daemon=True, name="mlflow-server")
+        self._thread.start()
+
+    def _copy(self) -> None:
+        for line in iter(self._stream.readline, b""):
+            with self._lock:
+                if not self._live:
+                    self._held.append(line)
+                    continue
+            _write(line)
+
+    def go_live(self) -> None:
+        """From now on every line is shown (the start-up lines stay held back)."""
+        with self._lock:
+            self._live = True
+            self._held.clear()
+
+    def show_held(self) -> None:
+        """Show what the server said so far (it failed: its own words say why)."""
+        self._thread.join(timeout=5.0)
+        with self._lock:
+            for line in self._held:
+                _write(line)
+            self._held.clear()
+
+
+def _write(line: bytes) -> None:
+    sys.stderr.write(line.decode(errors="replace"))
+    sys.stderr.flush()
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -148,15 +218,9 @@ def run(args: argparse.Namespace) -> int:
     uri = resolve_tracking_uri(args.tracking_uri)
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in 1..65535, got {args.port}")
-    cmd = server_command(uri, args.host, args.port, args.artifact_root)
+    cmd = server_command(uri, args.host, args.port, args.artifact_root, verbose=args.verbose)
     if not _port_free(args.host, args.port):
         raise UsageError(f"port {args.port} on {args.host} is in use: choose another with --port")
-    env = dict(os.environ)
-    env.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # an existing file store is still served
-    # MLflow 3 starts a GenAI job runner beside the UI (about eight huey consumer processes,
-    # each importing MLflow): nothing the training-runs view uses, and on a small machine it
-    # doubles the wait for the first page. MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true keeps it.
-    env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     recent = _recent_experiments(uri)
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"
@@ -168,18 +232,29 @@ def run(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
-    proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=_server_env(args.verbose),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    relay = _Relay(proc.stdout, args.verbose)
     try:
         deadline = time.monotonic() + args.timeout
         while not _answers(url):
             if proc.poll() is not None:
+                relay.show_held()
                 raise LineageError(
                     f"mlflow server exited with code {proc.returncode} before answering "
                     f"on {url} (see its messages above)"
                 )
             if time.monotonic() > deadline:
+                relay.show_held()
                 raise LineageError(f"mlflow server did not answer on {url} in {args.timeout:g} s")
             time.sleep(0.05)  # the URL is printed within 50 ms of the first answer
+        relay.go_live()
         print(
             f"MLflow UI for {masked(uri)} at {ui_link(url)}  (Ctrl-C to stop)",
             *(f"  {name}: {ui_link(url, experiment_id=eid)}" for eid, name in recent),

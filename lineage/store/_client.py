@@ -4,7 +4,6 @@ does."""
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 from lineage import tags as T
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
-from lineage.store._records import Experiment, MetricPoint, RunRecord
+from lineage.store._records import Experiment, MetricPoint, RunRecord, metric_value
 
 
 class ClientRunStore(RunStore):
@@ -131,7 +130,10 @@ class ClientRunStore(RunStore):
                 key,
             )
             out[key] = sorted(
-                (MetricPoint(int(p.step), float(p.value), int(p.timestamp)) for p in points),
+                (
+                    MetricPoint(int(p.step), metric_value(float(p.value)), int(p.timestamp))
+                    for p in points
+                ),
                 key=lambda p: (p.step, p.timestamp),
             )
         return out
@@ -146,7 +148,7 @@ def _id_key(experiment_id: str) -> tuple[int, int]:
 
 def _record(run: Any, names: dict[str, str]) -> RunRecord:
     info, data = run.info, run.data
-    metrics = {k: (math.nan if v != v else float(v)) for k, v in data.metrics.items()}
+    metrics = {k: metric_value(float(v)) for k, v in data.metrics.items()}
     return RunRecord(
         run_id=info.run_id,
         experiment_id=str(info.experiment_id),

@@ -26,7 +26,7 @@ from lineage import tags as T
 from lineage._errors import NotFoundError, StoreError
 from lineage.store._client import ClientRunStore, _id_key
 from lineage.store._mlflow_filter import mlflow_filters, presence_filter
-from lineage.store._records import Experiment, RunRecord
+from lineage.store._records import Experiment, RunRecord, metric_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ def _each(fn: Callable[[str], Any], items: Sequence[str]) -> list[Any]:
 
 def _number(value: Any) -> float:
     # Protobuf's JSON writes NaN and the infinities as strings.
-    return float(value)
+    return metric_value(float(value))
 
 
 def _record(run: dict[str, Any], names: dict[str, str]) -> RunRecord:

@@ -7,6 +7,19 @@ from __future__ import annotations
 
 from lineage._values import Value
 
+_LARGEST = 1.7976931348623157e308
+
+
+def metric_value(value: float, is_nan: bool = False) -> float:
+    """A stored metric value as it was logged. MLflow's SQL stores keep a NaN as 0 with a flag
+    (``is_nan``) and an infinity as the largest float, which every reader here turns back into
+    NaN, ``inf`` and ``-inf``: a diverged loss then reads ``inf``, not ``1.79769e+308``."""
+    if is_nan:
+        return float("nan")
+    if -_LARGEST < value < _LARGEST or value != value:
+        return value
+    return float("inf") if value > 0 else float("-inf")
+
 
 class Experiment(Value):
     """An active MLflow experiment."""

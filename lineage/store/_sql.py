@@ -13,14 +13,13 @@ falls back to ``MlflowClient``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from lineage._errors import NotFoundError, UsageError
 from lineage.store._base import MIN_PREFIX, RunStore, check_run_ref
 from lineage.store._dialect import map_error
 from lineage.store._prefilter import Prefilter
-from lineage.store._records import Experiment, MetricPoint, RunRecord
+from lineage.store._records import Experiment, MetricPoint, RunRecord, metric_value
 from lineage.store._sql_db import REQUIRED_COLUMNS, SchemaMismatch, connect
 from lineage.store._sql_text import (
     ACTIVE,
@@ -295,10 +294,9 @@ class SqlRunStore(RunStore):
                 [rid],
             )
         out: dict[str, list[MetricPoint]] = {}
-        nan = math.nan
         for key, step, value, is_nan, ts in rows:
             out.setdefault(key, []).append(
-                MetricPoint(int(step), nan if is_nan else float(value), int(ts))
+                MetricPoint(int(step), metric_value(float(value), is_nan), int(ts))
             )
         return out
 

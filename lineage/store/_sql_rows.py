@@ -6,7 +6,7 @@ import json
 import math
 from collections import defaultdict
 
-from lineage.store._records import RunRecord
+from lineage.store._records import RunRecord, metric_value
 from lineage.tags import MLFLOW_RUN_NAME as RUN_NAME
 
 TYPE_CHECKING = False
@@ -50,9 +50,8 @@ def assemble(
 
 def _latest(metrics: list[tuple[Any, ...]]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = defaultdict(dict)
-    nan = math.nan
     for run, key, value, is_nan in metrics:
-        out[run][key] = nan if is_nan else value
+        out[run][key] = metric_value(value, is_nan)
     return out
 
 
@@ -92,7 +91,7 @@ def assemble_folded(
 
 def assemble_json(doc: str, big: list[tuple[Any, ...]]) -> list[RunRecord]:
     """Records from what ``SqlRunStore._read_json`` read, newest first."""
-    exact = {(run, key): value for run, key, value in big}
+    exact = {(run, key): metric_value(value) for run, key, value in big}
     heads = json.loads(doc)
     heads.sort(key=lambda h: h[0])
     heads.sort(key=lambda h: -(h[5] or 0))  # newest first, ties by id

@@ -2,8 +2,9 @@
 counterparts of ``run_document_sql`` and ``rendered_runs_sql`` in ``_sql_text.py``.
 
 PostgreSQL (12+) prints a ``float8`` with the shortest digits that read back exactly, in
-JSON too, so every finite metric arrives exact; only a true infinity (a foreign writer's:
-MLflow clamps them to the largest float) has no JSON number and takes the "big" path. Each
+JSON too, so every finite metric arrives exact; an infinity (MLflow clamps one to the largest
+float; a foreign writer's true infinity has no JSON number) takes the "big" path, or prints
+as ``"inf"``/``"-inf"``. Each
 statement returns text (``::text``): one ``json.loads`` in Python, no per-value driver
 conversion.
 """
@@ -14,6 +15,9 @@ from collections.abc import Sequence
 
 from lineage.store._sql_text import FROM, RUN_COLUMNS, RUN_KIND, order_keys
 from lineage.tags import MLFLOW_RUN_NAME
+
+# The largest float, which MLflow stores for an infinity (see ``lineage.store.metric_value``).
+_LARGEST = "'1.7976931348623157e308'::float8"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +42,8 @@ def run_document_sql(scope: str) -> str:
     """The runs of ``scope`` as one JSON array (see ``SqlRunStore._read_json``)."""
     metrics = (
         "coalesce((SELECT json_object_agg(m.key, CASE WHEN m.is_nan THEN NULL "
-        "WHEN m.value IN ('Infinity', '-Infinity') THEN to_json('big'::text) "
+        "WHEN m.value IN ('Infinity', '-Infinity') "
+        f"OR abs(m.value) >= {_LARGEST} THEN to_json('big'::text) "
         "ELSE to_json(m.value) END) FROM latest_metrics m "
         "WHERE m.run_uuid = r.run_uuid), '{}'::json)"
     )
@@ -58,8 +63,8 @@ def rendered_runs_sql(
     keys, args = order_keys(order, _ORDER_ATTRIBUTES)
     metrics = (
         "coalesce((SELECT json_object_agg(m.key, CASE WHEN m.is_nan THEN to_json('nan'::text) "
-        "WHEN m.value = 'Infinity' THEN to_json('inf'::text) "
-        "WHEN m.value = '-Infinity' THEN to_json('-inf'::text) "
+        f"WHEN m.value >= {_LARGEST} THEN to_json('inf'::text) "
+        f"WHEN m.value <= -{_LARGEST} THEN to_json('-inf'::text) "
         "ELSE to_json(m.value) END) FROM latest_metrics m "
         "WHERE m.run_uuid = r.run_uuid), '{}'::json)"
     )

@@ -51,7 +51,7 @@ def _running() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("columns", [60, 80, 120])
 def test_on_a_terminal_every_line_fits_its_width(
     monkeypatch: pytest.MonkeyPatch, columns: int
 ) -> None:
@@ -75,3 +75,38 @@ def test_a_pipe_gets_one_line_per_record(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(best) == 1 and best[0].endswith("hidden_units=256 dropout=0.1235")
     row = [line for line in lines if line.startswith("3 ")]
     assert len(row) == 1 and "optimizer=momentum" in row[0]
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_the_live_view_keeps_one_line_per_trial(columns: int) -> None:
+    """`tuner run`'s live view: the bar and the running trials' table fit the terminal, each
+    trial on one line, a cell too long cut with an ellipsis rather than folded."""
+    from types import SimpleNamespace
+
+    from rich.console import Console, Group
+
+    from tuner.campaign._progress import progress_bar, running_table
+
+    metric = "validation_accuracy_top1_over_the_held_out_split"
+    trials = {
+        n: SimpleNamespace(
+            number=n,
+            attempt=1,
+            device=f"cuda:{n} (NVIDIA H100 80GB HBM3, host gpu-node-{n}.example.org)",
+            latest={metric: 0.912345678},
+            handle=SimpleNamespace(started_at=1000.0),
+        )
+        for n in range(3)
+    }
+    view: Any = SimpleNamespace(config=SimpleNamespace(target=SimpleNamespace(metric=metric)),
+                                running=trials)  # fmt: skip
+    out = io.StringIO()
+    console = Console(file=out, width=columns, force_terminal=False)
+    bar = progress_bar(console)
+    bar.add_task("a-campaign-with-a-rather-long-name", total=16, detail="✓3 ✂1 ✗0  best #2 = 0.9")
+    console.print(Group(bar, running_table(view, 1012.5, columns)))
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= columns, out.getvalue()
+    rows = [line for line in lines if line.split()[:1] in (["0"], ["1"], ["2"])]
+    assert len(rows) == 3 and all("12.5s" in row for row in rows), out.getvalue()
+    assert len(lines) == 5, out.getvalue()  # the bar, the header, three trials

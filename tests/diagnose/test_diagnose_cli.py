@@ -104,8 +104,14 @@ def test_table_and_csv(store: dict[str, str], capsys: pytest.CaptureFixture[str]
     uri = store["uri"]
     assert main(["diagnose", "-e", "diag", "--tracking-uri", uri]) == 0
     text = capsys.readouterr().out
-    assert "loss_runaway" in text and "likely causes:" in text and "next steps:" in text
-    assert f"no findings: 1 run(s): {store['healthy']}" in text
+    # One summary line per run with findings; the causes and next steps with --details.
+    (row,) = [line for line in text.splitlines() if store["runaway"][:8] in line]
+    assert "loss_runaway, hyperparameter_range" in row and "likely causes:" not in text
+    assert f"no findings: 1 run: {store['healthy'][:8]}" in text
+    assert main(["diagnose", "-e", "diag", "--tracking-uri", uri, "--details"]) == 0
+    text = capsys.readouterr().out
+    assert "error loss_runaway (loss, step 120, value nan, steps 119-120)" in text
+    assert "likely causes:" in text and "next steps:" in text
     assert main(["diagnose", store["runaway"][:8], "--tracking-uri", uri, "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "run_id,check,severity,subject,step,value,window,summary"

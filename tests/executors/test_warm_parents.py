@@ -73,6 +73,22 @@ def _wait_for(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def test_a_warm_trial_shows_its_own_command_in_ps(warm: LocalExecutor, tmp_path: Path) -> None:
+    out = tmp_path / "seen.json"
+    handle = warm.submit(_spec(0, str(out), "--sleep", "60"))
+    pid = _wait_for(out)["pid"]
+    expected = f"{sys.executable} {TRIAL} {out} --sleep 60"
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip().decode()
+    assert cmdline == expected
+    ps = subprocess.run(
+        ["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True
+    )
+    found = [line.split(None, 1) for line in ps.stdout.splitlines() if TRIAL in line]
+    assert [int(p) for p, _ in found] == [pid], ps.stdout  # the parent shows its own command
+    handle.request_prune()
+    drive(warm, [handle])
+
+
 @pytest.mark.parametrize("how", ["prune", "timeout", "sigterm", "kill -9"])
 def test_a_warm_trial_can_be_stopped(warm: LocalExecutor, tmp_path: Path, how: str) -> None:
     out = tmp_path / "seen.json"

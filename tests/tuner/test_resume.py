@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -117,6 +118,9 @@ def test_sigterm_then_kill9_then_resume_finishes_exact_budget(campaign, tmp_path
     launched = [r for r in status["running"] if r["launched"]]
     assert len(launched) == 2 and status["trials"]["RUNNING"] in (2, 3)
     assert {r["device"] for r in launched} == {"cpu#0", "cpu#1"}
+    # Each running trial says where its process is: the pid the trial itself wrote.
+    assert {r["pid"] for r in launched} == set(orphans)
+    assert {r["host"] for r in launched} == {socket.gethostname()}
     assert all(r["elapsed_s"] >= 0 for r in status["running"])
 
     # 3. resume: orphans ended, stale trials failed and re-run with the same params.

@@ -43,23 +43,9 @@ class RichObserver(Observer):
             return
         from rich.console import Console
         from rich.live import Live
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
 
         self._console = Console(stderr=True)
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(),
-            console=self._console,
-        )
+        self._progress = progress_bar(self._console)
         self._task: Any = None
         self._live = Live(console=self._console, refresh_per_second=4, transient=False)
         self._started = False
@@ -69,7 +55,6 @@ class RichObserver(Observer):
             self._plain.update(controller)
             return
         from rich.console import Group
-        from rich.table import Table
 
         if self._task is None:
             self._task = self._progress.add_task(
@@ -81,20 +66,7 @@ class RichObserver(Observer):
         if best is not None and "value" in best:
             detail += f"  best #{best['number']} = {best['value']:.6g}"
         self._progress.update(self._task, completed=sum(counts.values()), detail=detail)
-        table = Table(box=None, show_edge=False, pad_edge=False)
-        for col in ("trial", "attempt", "device", "elapsed", controller.config.target.metric):
-            table.add_column(col)
-        now = time.time()
-        target = controller.config.target.metric
-        for rt in list(controller.running.values()):
-            last = rt.latest.get(target)
-            table.add_row(
-                str(rt.number),
-                str(rt.attempt),
-                rt.device,
-                f"{now - rt.handle.started_at:.1f}s",
-                "" if last is None else f"{last:.6g}",
-            )
+        table = running_table(controller, time.time(), self._console.width)
         self._live.update(Group(self._progress, table))
         if not self._started:
             self._live.start()
@@ -113,6 +85,57 @@ class RichObserver(Observer):
         if self._started:
             self._live.stop()
             self._started = False
+
+
+def progress_bar(console: Any) -> Any:
+    """The live view's bar: name, bar, count, states and best, elapsed time; each on one
+    line whatever the width (a text too long ends in an ellipsis, never breaks)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
+    def text(template: str) -> TextColumn:
+        return TextColumn(template, table_column=Column(no_wrap=True, overflow="ellipsis"))
+
+    return Progress(
+        text("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        text("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def running_table(controller: CampaignView, now: float, width: int) -> Any:
+    """The running trials, one line each, in ``width`` columns: a cell too long ends in an
+    ellipsis, a column that does not fit is left out (the rightmost first), never folded."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from lineage.console import fit_widths
+
+    target = controller.config.target.metric
+    headers = ["trial", "attempt", "device", "elapsed", target]
+    rows = []
+    for rt in list(controller.running.values()):
+        last = rt.latest.get(target)
+        rows.append(
+            [
+                str(rt.number),
+                str(rt.attempt),
+                rt.device,
+                f"{now - rt.handle.started_at:.1f}s",
+                "" if last is None else f"{last:.6g}",
+            ]
+        )
+    widths = fit_widths(headers, rows, width)
+    shown = [i for i, w in enumerate(widths) if w is not None]
+    table = Table(box=None, show_edge=False, pad_edge=False)
+    for i in shown:
+        table.add_column(Text(headers[i]), width=widths[i], no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        table.add_row(*(Text(row[i]) for i in shown))
+    return table
 
 
 class PlainObserver(Observer):

@@ -135,7 +135,11 @@ def _tally(
                     "launched": bool(launch),
                     "attempt": chain.get(t["number"], 1),
                     "device": launch.get("device"),
+                    # Where to find the trial's process: ``ps -p PID`` on that host, or on
+                    # the Ray node at ``node_ip`` (``host`` is then the controller's).
                     "host": launch.get("host"),
+                    "pid": launch.get("pid"),
+                    **({"node_ip": launch["node_ip"]} if launch.get("node_ip") else {}),
                     "elapsed_s": round(now - float(started), 1),
                     "run_id": launch.get("run_id"),
                     "params": t.get("params", {}),

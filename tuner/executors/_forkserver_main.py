@@ -76,6 +76,7 @@ def _child(
     (atexit handlers, non-daemon threads, stream flushes) runs as for a cold start.
     ``parent``: the pid of a parent the trial must not outlive (``--die-with-owner``)."""
     sock.close()
+    _take_title(request)
     if parent is not None:
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:
@@ -111,6 +112,15 @@ def _child(
     sys.exit(0)
 
 
+def _take_title(request: dict[str, Any]) -> None:
+    """Show the trial's own command line in ``ps``, ``top`` and ``/proc/PID/cmdline`` (a fork
+    keeps its parent's), so that ``ps aux | grep train.py`` finds a warm trial as a cold one."""
+    import setproctitle
+
+    head = [sys.executable, "-m"] if request["module"] else [sys.executable]
+    setproctitle.setproctitle(" ".join([*head, request["target"], *request["args"]]))
+
+
 def _wait(pid: int, sock: socket.socket | None) -> int:
     """The child's wait status; with ``sock``, ends the child (and this process) as soon as
     the owner's end of ``sock`` closes."""
@@ -137,6 +147,8 @@ def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     started = time.monotonic()
     sys.path.insert(0, path0)  # what a cold trial finds first; the child keeps it there
+    import setproctitle  # noqa: F401  (imported once here, so that no trial pays for it)
+
     unsafe = _preload(modules)
     gc.collect()
     gc.freeze()  # keeps the children's copy-on-write pages shared
