@@ -64,6 +64,8 @@ import argparse
 import json
 import math
 import os
+import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -229,6 +231,30 @@ def _quad(moved: float, level: float) -> Callable[[dict[str, Any], bool], float]
     return evaluate
 
 
+def _quad_decoy(p: dict[str, Any], variant: bool) -> float:
+    """The prior's optimum is still good here but not best: the task keeps the prior's bowl,
+    half a unit above its own best, and adds a second, deeper one 2 decades away on ``lr`` and
+    2 on ``wd``, where the prior scored poorly (a loss of 6 and more)."""
+    shared = 0.05 * (math.log2(p["width"]) - 6.0) ** 2 + (0.0 if p["act"] == "gelu" else 0.2)
+    lr, wd = math.log10(p["lr"]), math.log10(p["wd"])
+    old = (lr + 2.0) ** 2 + 0.5 * (wd + 4.0) ** 2
+    if variant:
+        return old + shared
+    return min(old + 0.5, (lr + 4.0) ** 2 + 0.5 * (wd + 6.0) ** 2) + shared
+
+
+def _quad_constant(p: dict[str, Any], variant: bool) -> float:
+    """A parameter the prior found not to matter decides here: the prior's loss does not
+    depend on ``act`` at all, the task's is 0.6 higher for any activation but ``tanh``; the
+    rest (the optimum of ``lr``, ``wd`` and ``width``) carries over."""
+    loss = (
+        (math.log10(p["lr"]) + 2.0) ** 2
+        + 0.5 * (math.log10(p["wd"]) + 4.0) ** 2
+        + 0.05 * (math.log2(p["width"]) - 6.0) ** 2
+    )
+    return loss if variant else loss + (0.0 if p["act"] == "tanh" else 0.6)
+
+
 _QUAD_SPACE: dict[str, dict[str, Any]] = {
     "lr": {"type": "float", "low": 1.0e-5, "high": 1.0, "log": True},
     "wd": {"type": "float", "low": 1.0e-8, "high": 1.0e-1, "log": True},
@@ -240,6 +266,10 @@ TASKS = {
     "quad-carry": Task("quad-carry", "loss", "minimize", _QUAD_SPACE, _quad(0.2, 1.0)),
     "quad-mislead": Task(
         "quad-mislead", "loss", "minimize", _QUAD_SPACE, _quad(2.5, 0.0), misleads=True
+    ),
+    "quad-decoy": Task("quad-decoy", "loss", "minimize", _QUAD_SPACE, _quad_decoy, misleads=True),
+    "quad-constant": Task(
+        "quad-constant", "loss", "minimize", _QUAD_SPACE, _quad_constant, misleads=True
     ),
     "digits-svc": Task(
         "digits-svc", "val_accuracy", "maximize", _SVC_SPACE, _digits_svc(moved=False)
@@ -312,6 +342,21 @@ def _config(task: Task, work: Path, name: str, extra: dict[str, Any]) -> Any:
     path = work / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return load_config(path)
+
+
+_EMPTY: list[Path] = []
+
+
+def _empty_store() -> Path:
+    """An empty MLflow SQLite store, created once per process: every (task, seed) starts
+    from a copy of it rather than running MLflow's schema migrations again."""
+    if not _EMPTY:
+        from mlflow.tracking import MlflowClient
+
+        path = Path(tempfile.mkdtemp(prefix="bench-outcome-store-")) / "empty.db"
+        MlflowClient(f"sqlite:///{path}").search_experiments()
+        _EMPTY.append(path)
+    return _EMPTY[0]
 
 
 def _record_prior(task: Task, seed: int, trials: int, uri: str) -> str:
@@ -392,7 +437,9 @@ def run_seed(
     the derived campaign is written for ``budget`` trials (its ``enqueue_best``)."""
     from tuner.history import PLACEHOLDER_PROGRAM, derive_campaign, render_campaign
 
-    uri = f"sqlite:///{work / 'mlflow.db'}"
+    db = work / "mlflow.db"
+    shutil.copyfile(_empty_store(), db)
+    uri = f"sqlite:///{db}"
     experiment = _record_prior(task, seed, prior_trials, uri)
     warm = {"warm_start": {"from": [{"experiment": experiment}]}, "lineage": {"tracking_uri": uri}}
     plain = _config(task, work, f"{task.name}-s{seed}", {"lineage": {"tracking_uri": uri}})
@@ -464,6 +511,10 @@ def summarize(
             "median_final_best": statistics.median(s["curves"][method][-1] for s in seeds),
         }
     cold = out["methods"]["tpe-cold"]["median"]
+    cold_counts = [
+        h if h is not None else horizon + 1 for h in out["methods"]["tpe-cold"]["trials_to_target"]
+    ]
+    out["cold_median_interval"] = _median_interval(cold_counts)
     for m in out["methods"].values():
         m["ratio_to_cold"] = m["median"] / cold
     out["tuned"] = [s["tuned"] for s in seeds]
@@ -564,32 +615,41 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: The goals: where the prior carries over, a warm start needs at most this share of cold
-#: TPE's median trials ...
+#: The goals: on every task a warm start needs at most cold TPE's median trials, and leaves
+#: no more seeds short of the target than cold TPE; where the prior carries over, it needs
+#: at most this share of cold TPE's median trials.
 CARRY_GOAL = 0.5
-#: ... and where it misleads, at most this share, with no more seeds that never get there.
-MISLEAD_GOAL = 1.1
+MISLEAD_GOAL = 1.0
 
 
 def _goals(summary: dict[str, Any], misleads: bool) -> dict[str, Any]:
     """Per warm-started arm (``tpe-warm``: the default ``compare: auto``; ``tuner-init``):
-    the goal, whether it is met, and by how much it is missed."""
+    the goal, whether it is met, by how much it is missed, and whether the median stays
+    within cold TPE's noise (the upper end of the bootstrap interval of its median)."""
     methods = summary["methods"]
     cold_never = methods["tpe-cold"]["never_reached"]
+    noise_high = summary["cold_median_interval"][1]
     out: dict[str, Any] = {}
     for arm in ("tpe-warm", "tuner-init"):
         m = methods[arm]
         limit = MISLEAD_GOAL if misleads else CARRY_GOAL
         ratio_over = max(0.0, m["ratio_to_cold"] - limit)
-        never_over = max(0, m["never_reached"] - cold_never) if misleads else 0
-        goal = f"ratio <= {limit:g}" + (" and never <= cold's" if misleads else "")
+        never_over = max(0, m["never_reached"] - cold_never)
         out[arm] = {
-            "goal": goal,
+            "goal": f"ratio <= {limit:g} and never <= cold's",
             "met": ratio_over == 0 and never_over == 0,
             "ratio_over_goal": round(ratio_over, 3),
             "more_never_than_cold": never_over,
+            "median_within_cold_noise": m["median"] <= noise_high,
         }
     return out
+
+
+def _median_interval(counts: list[int], rounds: int = 2000) -> list[float]:
+    """The 90% bootstrap interval of the median of ``counts`` (resampled seeds)."""
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(counts, k=len(counts))) for _ in range(rounds))
+    return [medians[int(0.05 * rounds)], medians[int(0.95 * rounds) - 1]]
 
 
 def _figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -602,6 +662,7 @@ def _figures(summary: dict[str, Any]) -> dict[str, Any]:
         "target": summary["target"],
         "seeds": summary["seeds"],
         "prior": "misleads" if misleads else "carries over",
+        "cold_median_interval": summary["cold_median_interval"],
         **{m: {k: v[k] for k in keys} for m, v in summary["methods"].items()},
         "goals": _goals(summary, misleads),
     }

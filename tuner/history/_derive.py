@@ -69,6 +69,7 @@ from tuner._errors import ConfigError
 from tuner.history._derive_command import command_flags, derive_command
 from tuner.history._derive_params import (
     FIX_BELOW,
+    FIX_RUNS,
     DerivedParameter,
     add_conditions,
     derive_parameter,
@@ -249,14 +250,21 @@ def _parameters(
     flags = command_flags(rows)
     ranked, near, decided = rank.ranked, rank.near, rank.decided
 
+    negligible = {
+        n for n in names if decided and _negligible(ranked.get(n)) and _negligible(near.get(n))
+    }
+    # Fixed only when enough runs back the analysis; otherwise tuned, pinned to the best value.
+    fixed = negligible if len(rows) >= FIX_RUNS else set()
+
     def derive(refined: set[str]) -> list[DerivedParameter]:
         return [
             derive_parameter(
                 n,
                 rows,
                 types.get(n),
-                tuned=not (decided and _negligible(ranked.get(n)) and _negligible(near.get(n))),
+                tuned=n not in fixed,
                 refine=n in refined,
+                pin=n in negligible - fixed,
                 importance=ranked.get(n),
                 near=near.get(n),
                 flag=flags.get(n),
@@ -354,11 +362,12 @@ def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:
 
 
 def _inside(run: RunRecord, params: Sequence[DerivedParameter]) -> bool:
-    """Whether the run's values lie in every tuned range or focus (a focused trial's sampler
-    would see it)."""
+    """Whether the run's values lie in every refined range or focus (a focused trial's sampler
+    would see it); a focus pinned to the best run's value does not count (it gives way as
+    soon as the campaign's best trial has another value)."""
     for p in params:
         text = run.params.get(p.name)
-        if not p.tuned or text is None:
+        if not p.tuned or p.pinned or text is None:
             continue
         spec = p.spec
         if spec["type"] == "categorical":
