@@ -18,22 +18,27 @@ query API), ranks their varying hyperparameters with lineage's importance analys
 - **widened beyond a bound** when most of the 5 best runs sit at one end of the recorded
   range (within `tuner.search.EDGE` of it): the optimum may lie beyond it, so the range grows
   by half its width on that side (`tuner.search.widened`; a decade or more on a log range);
-- **fixed** at the best run's value (written into the command, where the recorded command
-  line passes it), with its importance in a comment, only when the analysis is confident it
+- **pinned**, tuned with a focus on the best run's value, when the analysis is confident it
   does not matter: not significant, and the upper end of its interval below `FIX_BELOW`
   (0.05 of the explained variation), both over all the runs and over the best half of them
   (`NEAR_TOP`; what still matters once the dominant parameters are right: a learning rate
   spread over decades can explain 99% of the variation over all runs while the leaf size
-  still decides the last few percent near the optimum). With fewer than 16 runs there is
-  no best half to analyse, and nothing is fixed;
+  still decides the last few percent near the optimum). Most trials use the best run's
+  value; the exploring ones try the rest, and the focus gives way once the campaign's best
+  trial has another value, since a parameter that did not matter on the earlier task may
+  decide on this one;
+- **fixed** at the best run's value (written into the command, where the recorded command
+  line passes it), with its importance in a comment, only when that confidence rests on at
+  least `FIX_RUNS` (100) runs. With fewer than 16 runs there is no best half to analyse,
+  and nothing is fixed or pinned;
 - **tuned over its recorded range** otherwise: not shown to matter, nor shown not to.
 
 The campaign warm-starts from the same runs: those inside the tuned ranges (and choices) are
 imported, whatever their values of the fixed parameters, which is sound only because a
 parameter is fixed when it does not matter; a focused trial's sampler sees those inside the
 focus (the best runs it was built around among them). A focus pays off only while the
-imported runs still cover it: when the refined focuses and choices together would hold fewer
-than half of the runs, nothing is refined (the sampler keeps the poor runs that show it where
+imported runs still cover it: when the refined focuses and choices of the significant
+parameters together would hold fewer than half of the runs, nothing is refined (the sampler keeps the poor runs that show it where
 not to look).
 
 When no parameter is significant (or there are fewer runs than the analysis needs) every
