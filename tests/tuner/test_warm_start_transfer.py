@@ -191,6 +191,16 @@ def test_a_trial_far_from_every_earlier_run_pairs_with_their_prediction(tmp_path
     assert predicted[2] < predicted[1] < predicted[0]  # 0.8 best, as the parabola says
 
 
+def test_a_large_source_is_modelled_from_an_even_pick_of_its_runs() -> None:
+    from tuner.search._prior_model import MAX_FIT, PriorModel
+
+    members = [_imported(i / 999, (i / 999 - 0.3) ** 2, i) for i in range(1000)]
+    model = PriorModel(members, 1.0)
+    assert model.fitted_runs == MAX_FIT
+    low, mid, high = model.predict([_imported(x, 0.0, 0) for x in (0.0, 0.3, 0.9)])
+    assert mid < low < high
+
+
 def test_the_weight_fades_with_own_evidence(tmp_path: Path) -> None:
     weights = [
         _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, n))[0]

@@ -12,7 +12,10 @@ whether the two tasks agree there.
 A configuration is encoded over the study's distributions: a number scaled to [0, 1] (on the
 log scale for a log range), a categorical one-hot, scaled so that two choices are 1 apart; a
 parameter a trial lacks (a conditional one) sits at the middle of its range, or on no choice.
-The model of a source depends on its runs only, so it is fitted once and kept.
+The model of a source depends on its runs only, so it is fitted once and kept. A Gaussian
+process costs the cube of its runs: a source of more than `MAX_FIT` runs is modelled from
+that many of them, picked evenly over their order by value (its best and its worst among
+them).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
     from optuna.trial import FrozenTrial
 
-__all__ = ["PriorModel"]
+__all__ = ["MAX_FIT", "PriorModel"]
+
+#: The most runs of one source the model is fitted to.
+MAX_FIT = 300
 
 
 def _space(trials: Sequence[FrozenTrial]) -> dict[str, BaseDistribution]:
@@ -63,7 +69,12 @@ class PriorModel:
     def __init__(self, members: Sequence[FrozenTrial], sign: float) -> None:
         self.space = _space(members)
         self._fitted: Any = None
-        self._mean = 0.0
+        if len(members) > MAX_FIT:
+            ordered = sorted(members, key=lambda t: sign * t.values[0])
+            step = (len(ordered) - 1) / (MAX_FIT - 1)
+            members = [ordered[round(i * step)] for i in range(MAX_FIT)]
+        #: The runs the model was fitted to.
+        self.fitted_runs = len(members)
         y = [sign * t.values[0] for t in members]
         self._mean = sum(y) / len(y) if y else 0.0
         if len(y) < 2 or max(y) == min(y):
