@@ -352,13 +352,14 @@ def _config(task: Task, work: Path, name: str, extra: dict[str, Any]) -> Any:
 _EMPTY: list[Path] = []
 
 
-def _empty_store() -> Path:
-    """An empty MLflow SQLite store, created once per process: every (task, seed) starts
-    from a copy of it rather than running MLflow's schema migrations again."""
+def _empty_store(folder: Path) -> Path:
+    """An empty MLflow SQLite store in ``folder``, created once per process: every
+    (task, seed) starts from a copy of it rather than running MLflow's schema migrations
+    again."""
     if not _EMPTY:
         from mlflow.tracking import MlflowClient
 
-        path = Path(tempfile.mkdtemp(prefix="bench-outcome-store-")) / "empty.db"
+        path = folder / f"empty-{os.getpid()}.db"
         MlflowClient(f"sqlite:///{path}").search_experiments()
         _EMPTY.append(path)
     return _EMPTY[0]
@@ -443,7 +444,7 @@ def run_seed(
     from tuner.history import PLACEHOLDER_PROGRAM, derive_campaign, render_campaign
 
     db = work / "mlflow.db"
-    shutil.copyfile(_empty_store(), db)
+    shutil.copyfile(_empty_store(work.parent), db)
     uri = f"sqlite:///{db}"
     experiment = _record_prior(task, seed, prior_trials, uri)
     warm = {"warm_start": {"from": [{"experiment": experiment}]}, "lineage": {"tracking_uri": uri}}
