@@ -308,16 +308,25 @@ def test_init_reruns_the_best_configurations_within_a_quarter_of_the_budget(
     assert ("re-run first" in said) == bool(enqueued)
 
 
+@pytest.mark.parametrize("fix_runs", [16, None])
 def test_init_fixes_only_what_surely_does_not_matter(
-    plain_runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+    plain_runs: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: Any,
+    fix_runs: int | None,
 ) -> None:
     """A parameter is fixed only when the upper end of its importance interval is below 0.05
-    over all the runs and over their best half; one whose interval reaches 0.05 in either is
-    tuned over its recorded range. The analysis's intervals are set here (a fake around the
-    real analysis): which intervals come out of 16 runs is the analysis's business."""
+    over all the runs and over their best half, on at least ``FIX_RUNS`` runs (set to the 16
+    runs here in the first case); on fewer it is tuned with a focus on the best run's value,
+    which the exploring trials and the focus's widening keep from trapping the campaign. One
+    whose interval reaches 0.05 in either is tuned over its recorded range. The analysis's
+    intervals are set here (a fake around the real analysis): which intervals come out of 16
+    runs is the analysis's business."""
     import dataclasses
 
     import lineage.importance as importance
+    from tuner.history import _derive
 
     real = importance.get_param_importances
 
@@ -333,20 +342,32 @@ def test_init_fixes_only_what_surely_does_not_matter(
         return result
 
     monkeypatch.setattr(importance, "get_param_importances", intervals)
+    if fix_runs is not None:
+        monkeypatch.setattr(_derive, "FIX_RUNS", fix_runs)
     out = tmp_path / "c.yaml"
     argv = ["--from", "cmd", "--target", "acc", "--goal", "maximize"]
     code, err = _init(capsys, *argv, "--tracking-uri", plain_runs, "-o", str(out))
     assert code == 0, err
     text = out.read_text()
     config = yaml.safe_load(text)
-    assert set(config["parameters"]) == {"lr", "hidden"}
-    assert config["parameters"]["hidden"] == {"type": "categorical", "choices": [16, 32, 64]}
+    params = config["parameters"]
+    assert params["hidden"] == {"type": "categorical", "choices": [16, 32, 64]}
     flat = _flat(text)
     assert "so it may matter) over every recorded choice" in flat
-    assert "# optimizer = " in text and "are below 0.05, so it does not matter" in flat
     command = config["command"]
     assert command[command.index("--hidden") + 1] == "{hidden}"
-    assert command[command.index("--optimizer") + 1] in ("sgd", "momentum")
+    if fix_runs is not None:
+        assert set(params) == {"lr", "hidden"}
+        assert "# optimizer = " in text and "are below 0.05, so it does not matter" in flat
+        assert command[command.index("--optimizer") + 1] in ("sgd", "momentum")
+    else:
+        # tuned over every choice, with a focus on the best run's (sgd: acc peaks there)
+        assert set(params) == {"lr", "hidden", "optimizer", "momentum"}
+        assert params["optimizer"]["choices"] == ["momentum", "sgd"]
+        assert params["optimizer"]["focus"] == {"choices": ["sgd"]}
+        assert "focus" in params["momentum"]
+        assert "runs are too few to be sure it does not matter here" in flat
+        assert command[command.index("--optimizer") + 1] == "{optimizer}"
     assert main(["validate", str(out)]) == 0
 
 

@@ -154,6 +154,10 @@ def test_from_an_earlier_campaign(
 
     (note,) = transfer_notes(StudyPlan.of(config))
     assert note.startswith("warm start from campaign 'prior': 1 pair(s) with this campaign's")
+    # one trial of its own is too little to tell whether the earlier runs carry over: the
+    # line says so, and the sampler saw none of them
+    assert "too thin to act on, none of the 2 earlier runs seen by the sampler yet" in note
+    assert decision["mode"] == "thin" and decision["weight"] == 0.0
     assert note in out.splitlines()
     (first_parent,) = [
         r for r in mlflow_runs(sqlite_uri, "next") if r.data.tags["lineage.run_type"] == "campaign"

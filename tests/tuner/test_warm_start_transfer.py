@@ -131,9 +131,7 @@ def _moved_at_the_top(x: float) -> tuple[float, float]:
     return x, x
 
 
-def test_agreement_on_a_plateau_does_not_hide_a_moved_optimum(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_agreement_on_a_plateau_does_not_hide_a_moved_optimum() -> None:
     """Most pairs agree (the ramp where both tasks score alike), so Kendall's tau over all
     pairs would trust the source; the agreement is weighted toward each side's best pairs,
     where the two tasks disagree, and the source is discounted."""
@@ -141,24 +139,66 @@ def test_agreement_on_a_plateau_does_not_hide_a_moved_optimum(
 
     import tuner.search._transfer as transfer
 
-    def study() -> Any:
-        return _study(
-            tmp_path, lambda x: _moved_at_the_top(x)[0], lambda x: _moved_at_the_top(x)[1], 16
-        )
-
-    (d,) = _measured(study())
-    assert d.mode == "discount" and d.agreement is not None and d.agreement < transfer.AGREE
+    pairs = [_moved_at_the_top(k / 23) for k in range(24)]
+    agreement = transfer._agreement(pairs)
+    assert agreement < transfer.AGREE
+    assert transfer._decide(agreement, 0.0, transfer._noise(24), 24)[0] in ("discount", "thin")
     # The same pairs by plain Kendall's tau: the plateau outvotes the top.
-    monkeypatch.setattr(scipy.stats, "weightedtau", scipy.stats.kendalltau)
-    monkeypatch.setattr(transfer, "_last", None)
-    (plain,) = _measured(study())
-    assert plain.mode == "value" and plain.agreement is not None
-    assert plain.agreement >= transfer.AGREE
+    plain = scipy.stats.kendalltau(*zip(*pairs, strict=True)).statistic
+    assert transfer._decide(plain, 0.0, transfer._noise(24), 24)[0] == "value"
 
 
-def test_before_enough_pairs_the_prior_counts_in_full_by_rank(tmp_path: Path) -> None:
-    (d,) = _measured(_study(tmp_path, lambda x: x, lambda x: -x, 2))
-    assert d.agreement is None and d.mode == "rank" and d.weight == 1.0 and d.shown == 24
+def test_before_enough_pairs_the_evidence_is_thin_and_the_prior_waits(tmp_path: Path) -> None:
+    """Trust is earned: until enough of the campaign's own trials are compared with the
+    earlier runs, the sampler sees none of them (a cold campaign's first trials)."""
+    from tuner.search._transfer import transfer_view
+
+    study = _study(tmp_path, lambda x: x, lambda x: x, 3)
+    (d,) = _measured(study)
+    assert d.agreement is None and d.mode == "thin" and d.weight == 0.0 and d.shown == 0
+    view = transfer_view(study.get_trials(deepcopy=False), study.directions)
+    assert [t.number for t in view if t.state == optuna.trial.TrialState.COMPLETE] == [
+        24,
+        25,
+        26,
+    ]
+
+
+def test_an_agreement_within_chance_is_too_thin_to_act_on(tmp_path: Path) -> None:
+    """Over few pairs a weak agreement is what unrelated tasks show by chance: the source
+    weighs nothing, and its line says the evidence is too thin; the same agreement over
+    many pairs is no longer chance."""
+    from tuner.search._transfer import SourceTransfer, _decide, _noise, line
+
+    assert _noise(4) > 0.4 > _noise(10) > 0.2 > _noise(40)
+    assert _decide(0.3, 0.0, _noise(5), 5) == ("thin", 0.0)
+    mode, weight = _decide(0.3, 0.0, _noise(60), 60)
+    assert mode == "discount" and 0 < weight < 1
+    assert _decide(-0.6, 0.0, _noise(8), 8) == ("discount", 0.0)
+    d = SourceTransfer("a", 24, 5, 0, 0.2, _noise(5), 0.1, "thin", 0.0, 0)
+    assert "+0.20 over 5 pairs (0 re-runs; by chance +/-0.41)" in line(d)
+    assert "within chance, too thin to act on: weight 0.00" in line(d)
+
+
+def test_a_trial_far_from_every_earlier_run_pairs_with_their_prediction(tmp_path: Path) -> None:
+    """The earlier runs cover only the lower half of the space; the campaign's trials lie in
+    the upper half, where the earlier runs' model still tells which is better."""
+    from tuner.search._prior_model import PriorModel
+
+    members = [_imported(i / 46, (i / 46 - 0.8) ** 2, i) for i in range(24)]
+    own = [_imported(0.6 + 0.1 * k, 0.0, 100 + k) for k in range(4)]
+    predicted = PriorModel(members, 1.0).predict(own)
+    assert predicted[2] < predicted[1] < predicted[0]  # 0.8 best, as the parabola says
+
+
+def test_a_large_source_is_modelled_from_an_even_pick_of_its_runs() -> None:
+    from tuner.search._prior_model import MAX_FIT, PriorModel
+
+    members = [_imported(i / 999, (i / 999 - 0.3) ** 2, i) for i in range(1000)]
+    model = PriorModel(members, 1.0)
+    assert model.fitted_runs == MAX_FIT
+    low, mid, high = model.predict([_imported(x, 0.0, 0) for x in (0.0, 0.3, 0.9)])
+    assert mid < low < high
 
 
 def test_the_weight_fades_with_own_evidence(tmp_path: Path) -> None:
@@ -207,9 +247,10 @@ def test_the_decision_reads_as_one_line_per_source(tmp_path: Path) -> None:
     (d,) = _measured(_study(tmp_path, lambda x: (x - 0.1) ** 2, lambda x: (x - 0.9) ** 2, 8))
     text = line(d)
     assert text.startswith("warm start from a: rank agreement -")
-    assert "over 8 pairs (3 re-runs)" in text and "discount, weight 0.00 (0 of 24" in text
+    assert "over 8 pairs (3 re-runs; by chance +/-0.29)" in text
+    assert "discount, weight 0.00 (0 of 24" in text
     (early,) = _measured(_study(tmp_path, lambda x: x, lambda x: x, 2))
-    assert "fewer than 4: all 24 earlier runs seen by rank" in line(early)
+    assert "fewer than 4: too thin to act on, none of the 24 earlier runs" in line(early)
 
 
 @pytest.mark.parametrize(
@@ -305,6 +346,7 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
     earlier runs it was built from."""
     from tuner.search import sample_params
     from tuner.search._registry import wrap_sampler
+    from tuner.search._transfer import MIN_PAIRS
     from tuner.search._view import EXPLORE_EVERY
 
     config = _config(tmp_path, focus=focus)
@@ -324,8 +366,8 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
         study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.3) ** 2)
     for number, (imported, own) in seeing.seen.items():
         assert own == number - 24  # every own trial finished before it is seen
-        if (number + 1) % EXPLORE_EVERY == 0:
-            assert imported == 0, number
+        if (number + 1) % EXPLORE_EVERY == 0 or own < MIN_PAIRS:
+            assert imported == 0, number  # exploring, or trust not yet earned
         else:
             assert imported > 0, number
     imported_trials = [t for t in study.trials if IMPORTED_ATTR in t.system_attrs]

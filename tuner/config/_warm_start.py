@@ -148,9 +148,10 @@ class WarmStartConfig(_Model):
     compare: Literal["auto", "value", "rank"] = Field(
         default="auto",
         description="how the sampler weighs imported runs against the campaign's own trials: "
-        "auto (measured from the campaign's trials: each source's rank agreement and level "
-        "shift choose value, rank or a discount, and its weight fades with the campaign's own "
-        "trials and with disagreement, down to none), value (as recorded) or rank (while an imported run is ahead of the campaign's best, "
+        "auto (measured from the campaign's trials: a source counts only once its rank "
+        "agreement with them exceeds chance; the agreement and level shift then choose value, "
+        "rank or a discount, and its weight fades with the campaign's own trials and with "
+        "disagreement, down to none), value (as recorded) or rank (while an imported run is ahead of the campaign's best, "
         "each set's values are replaced by their normal scores within the set, so earlier runs "
         "that scored better than the new task can do not hold the search at their optimum)",
     )

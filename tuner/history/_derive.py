@@ -18,22 +18,27 @@ query API), ranks their varying hyperparameters with lineage's importance analys
 - **widened beyond a bound** when most of the 5 best runs sit at one end of the recorded
   range (within `tuner.search.EDGE` of it): the optimum may lie beyond it, so the range grows
   by half its width on that side (`tuner.search.widened`; a decade or more on a log range);
-- **fixed** at the best run's value (written into the command, where the recorded command
-  line passes it), with its importance in a comment, only when the analysis is confident it
+- **pinned**, tuned with a focus on the best run's value, when the analysis is confident it
   does not matter: not significant, and the upper end of its interval below `FIX_BELOW`
   (0.05 of the explained variation), both over all the runs and over the best half of them
   (`NEAR_TOP`; what still matters once the dominant parameters are right: a learning rate
   spread over decades can explain 99% of the variation over all runs while the leaf size
-  still decides the last few percent near the optimum). With fewer than 16 runs there is
-  no best half to analyse, and nothing is fixed;
+  still decides the last few percent near the optimum). Most trials use the best run's
+  value; the exploring ones try the rest, and the focus gives way once the campaign's best
+  trial has another value, since a parameter that did not matter on the earlier task may
+  decide on this one;
+- **fixed** at the best run's value (written into the command, where the recorded command
+  line passes it), with its importance in a comment, only when that confidence rests on at
+  least `FIX_RUNS` (100) runs. With fewer than 16 runs there is no best half to analyse,
+  and nothing is fixed or pinned;
 - **tuned over its recorded range** otherwise: not shown to matter, nor shown not to.
 
 The campaign warm-starts from the same runs: those inside the tuned ranges (and choices) are
 imported, whatever their values of the fixed parameters, which is sound only because a
 parameter is fixed when it does not matter; a focused trial's sampler sees those inside the
 focus (the best runs it was built around among them). A focus pays off only while the
-imported runs still cover it: when the refined focuses and choices together would hold fewer
-than half of the runs, nothing is refined (the sampler keeps the poor runs that show it where
+imported runs still cover it: when the refined focuses and choices of the significant
+parameters together would hold fewer than half of the runs, nothing is refined (the sampler keeps the poor runs that show it where
 not to look).
 
 When no parameter is significant (or there are fewer runs than the analysis needs) every
@@ -69,6 +74,7 @@ from tuner._errors import ConfigError
 from tuner.history._derive_command import command_flags, derive_command
 from tuner.history._derive_params import (
     FIX_BELOW,
+    FIX_RUNS,
     DerivedParameter,
     add_conditions,
     derive_parameter,
@@ -249,14 +255,21 @@ def _parameters(
     flags = command_flags(rows)
     ranked, near, decided = rank.ranked, rank.near, rank.decided
 
+    negligible = {
+        n for n in names if decided and _negligible(ranked.get(n)) and _negligible(near.get(n))
+    }
+    # Fixed only when enough runs back the analysis; otherwise tuned, pinned to the best value.
+    fixed = negligible if len(rows) >= FIX_RUNS else set()
+
     def derive(refined: set[str]) -> list[DerivedParameter]:
         return [
             derive_parameter(
                 n,
                 rows,
                 types.get(n),
-                tuned=not (decided and _negligible(ranked.get(n)) and _negligible(near.get(n))),
+                tuned=n not in fixed,
                 refine=n in refined,
+                pin=n in negligible - fixed,
                 importance=ranked.get(n),
                 near=near.get(n),
                 flag=flags.get(n),
@@ -354,11 +367,12 @@ def _param_types(rows: Sequence[RunRecord]) -> dict[str, str]:
 
 
 def _inside(run: RunRecord, params: Sequence[DerivedParameter]) -> bool:
-    """Whether the run's values lie in every tuned range or focus (a focused trial's sampler
-    would see it)."""
+    """Whether the run's values lie in every refined range or focus (a focused trial's sampler
+    would see it); a focus pinned to the best run's value does not count (it gives way as
+    soon as the campaign's best trial has another value)."""
     for p in params:
         text = run.params.get(p.name)
-        if not p.tuned or text is None:
+        if not p.tuned or p.pinned or text is None:
             continue
         spec = p.spec
         if spec["type"] == "categorical":

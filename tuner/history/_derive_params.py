@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIX_BELOW",
+    "FIX_RUNS",
     "NEAR_TOP",
     "DerivedParameter",
     "add_conditions",
@@ -40,8 +41,12 @@ TOP_MIN = 3
 #: A parameter is fixed only when the upper end of the 95% interval of its importance is
 #: below this share of the explained variation: the analysis is confident it does not matter.
 FIX_BELOW = 0.05
-#: ... and the same holds over this best share of the runs (enough runs to analyse them).
+#: ... and the same holds over this best share of the runs (enough runs to analyse them) ...
 NEAR_TOP = 0.5
+#: ... and at least this many runs back the analysis. With fewer, such a parameter is tuned
+#: with a focus on the best run's value (`pin`): an interval from a few dozen runs of a
+#: related task says little about the new one, where the parameter may decide.
+FIX_RUNS = 100
 #: An int parameter with at most this many distinct recorded values is a categorical.
 FEW_INTS = 4
 
@@ -69,6 +74,9 @@ class DerivedParameter:
     reason: str = ""
     #: The command-line flag that passes it (``--batch-size``), when the runs recorded one.
     flag: str | None = None
+    #: Tuned with a focus on the best run's value: the analysis found it negligible, on too
+    #: few runs to fix it (`FIX_RUNS`).
+    pinned: bool = False
 
 
 def _parse(kind: str, text: str) -> Any:
@@ -112,10 +120,12 @@ def derive_parameter(
     flag: str | None,
     near: ParamImportance | None = None,
     declared: dict[str, Any] | None = None,
+    pin: bool = False,
 ) -> DerivedParameter:
     """``declared``: the parameter as the source campaign declared it (its run's
     ``space.<name>``); its type, scale, step and choices are kept, and only its bounds are
-    refined (inside them) or widened."""
+    refined (inside them) or widened. ``pin``: the focus is refined around the best run's
+    value alone (a parameter found negligible on too few runs to fix it)."""
     present = [r for r in rows if _present(r.params.get(name))]
     texts = [r.params[name] for r in present]
     kind = _infer_kind(recorded_type, texts)
@@ -129,10 +139,11 @@ def derive_parameter(
                 texts,
                 declared,
                 tuned=tuned,
-                refine=refine,
+                refine=refine or pin,
                 importance=importance,
                 near=near,
                 flag=flag,
+                pin=pin,
             )
     values = [_parse(kind, t) for t in texts]
     best = next((v for r, v in zip(present, values, strict=True) if r is rows[0]), None)
@@ -141,16 +152,21 @@ def derive_parameter(
         best = values[0]  # the best run lacks it: a conditional parameter, not active there
     k = max(TOP_MIN, math.ceil(TOP_SHARE * len(present)))
     top = values[:k]  # rows come best first
+    refine = refine or pin
     distinct = list(dict.fromkeys(values))
     as_categorical = kind in ("bool", "categorical") or (
         kind == "int" and len(distinct) <= FEW_INTS
     )
     if as_categorical:
-        recorded, spec, how = _choices_spec(distinct, top, len(present), refine=refine)
+        chosen = [best] if pin else top
+        recorded, spec, how = _choices_spec(distinct, chosen, len(present), refine=refine)
         log = False
     else:
-        recorded, spec, how, log = _range_spec(name, kind, values, top, declared, refine=refine)
-    reason = _reason(tuned, importance, near, how)
+        around = [best] * len(top) if pin else top
+        recorded, spec, how, log = _range_spec(name, kind, values, around, declared, refine=refine)
+    if pin:
+        how = _pinned_how(spec, best)
+    reason = _reason(tuned, importance, near, how, pinned=pin)
     return DerivedParameter(
         name=name,
         kind=kind,  # type: ignore[arg-type]
@@ -164,6 +180,18 @@ def derive_parameter(
         flag=flag,
         is_range=not as_categorical,
         in_best=in_best,
+        pinned=pin,
+    )
+
+
+def _pinned_how(spec: dict[str, Any], best: Any) -> str:
+    whole = "every choice" if spec["type"] == "categorical" else "all of it"
+    return (
+        f"a focus on the best run's value {_show(best)}"
+        + (" and its surroundings" if spec["type"] != "categorical" else "")
+        + f", inside {'the recorded choices' if spec['type'] == 'categorical' else 'the recorded range'}"
+        f" (one trial in five samples {whole}, and the focus widens when the best trials "
+        "lie beyond it or at its edge)"
     )
 
 
@@ -258,9 +286,10 @@ def _derive_declared_choices(
     importance: ParamImportance | None,
     near: ParamImportance | None,
     flag: str | None,
+    pin: bool = False,
 ) -> DerivedParameter:
     """A categorical the source campaign declared: every declared choice (one only a pruned
-    trial tried too), with a focus on those the best runs used."""
+    trial tried too), with a focus on those the best runs used (``pin``: the best run's)."""
     choices = list(declared.get("choices") or [])
     by_text = {str(c).lower(): c for c in choices}
     values = [by_text.get(t.strip().lower(), t) for t in texts]
@@ -269,6 +298,8 @@ def _derive_declared_choices(
     if best is None and values:
         best = values[0]
     top = values[: max(TOP_MIN, math.ceil(TOP_SHARE * len(present)))]
+    if pin:
+        top = [best]
     spec: dict[str, Any] = {"type": "categorical", "choices": choices}
     how = f"every choice the source campaign declared ({len(present)} runs)"
     used = [c for c in choices if c in top]
@@ -279,6 +310,8 @@ def _derive_declared_choices(
             f"{len(present)} runs used (one trial in five samples every choice, and the "
             "focus gives way when the best trial has another)"
         )
+    if pin:
+        how = _pinned_how(spec, best)
     return DerivedParameter(
         name=name,
         kind="categorical",
@@ -288,10 +321,11 @@ def _derive_declared_choices(
         log=False,
         best=best,
         importance=importance,
-        reason=_reason(tuned, importance, near, how),
+        reason=_reason(tuned, importance, near, how, pinned=pin),
         flag=flag,
         is_range=False,
         in_best=in_best,
+        pinned=pin,
     )
 
 
@@ -312,7 +346,12 @@ def _show(x: Any) -> str:
 
 
 def _reason(
-    tuned: bool, imp: ParamImportance | None, near: ParamImportance | None, how: str
+    tuned: bool,
+    imp: ParamImportance | None,
+    near: ParamImportance | None,
+    how: str,
+    *,
+    pinned: bool = False,
 ) -> str:
     if imp is None:
         return f"tuned (not ranked) over {how}" if tuned else "fixed at the best run's value"
@@ -329,6 +368,12 @@ def _reason(
         )
     if imp.significant:
         return f"tuned ({rank}; significant) over {how}"
+    if pinned:
+        return (
+            f"tuned ({rank}: the upper ends of its intervals are below {FIX_BELOW:g}, but "
+            f"fewer than {FIX_RUNS} runs are too few to be sure it does not matter here) "
+            f"with {how}"
+        )
     return (
         f"tuned ({rank}; not significant, but not shown to be below {FIX_BELOW:g} either, so "
         f"it may matter) over {how}"

@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from tuner.history._derive import enqueue_count
-from tuner.history._derive_params import FIX_BELOW, MARGIN
+from tuner.history._derive_params import FIX_BELOW, FIX_RUNS, MARGIN
 
 if TYPE_CHECKING:
     from tuner.history._derive import DerivedCampaign, DerivedParameter
@@ -169,8 +169,11 @@ def _header(d: DerivedCampaign, invocation: str | None) -> list[str]:
             "once the best trial has another). Fixed, at the "
             "best run's value in the command: only the parameters the analysis is confident "
             f"do not matter (the upper end of their interval is below {FIX_BELOW:g}, over all "
-            "the runs and over their best half, where what decides the last percent shows). Tuned "
-            "over the recorded range: the others (not shown to matter, nor shown not to)."
+            "the runs and over their best half, where what decides the last percent shows), "
+            f"on at least {FIX_RUNS} runs; on fewer, such a parameter is tuned with a focus on "
+            "the best run's value, since a related task's runs cannot rule out that it "
+            "matters on this one. Tuned over the recorded range: the others (not shown to "
+            "matter, nor shown not to)."
         )
     else:
         head.append("Tuned: every varying parameter, over its recorded range or choices.")

@@ -1,30 +1,35 @@
 """``warm_start.compare: auto``: measure how far each set of earlier runs carries over, and
-let the sampler see it only as much as it does.
+let the sampler see it only as much as the campaign's own trials show that it does.
 
-The campaign's own finished trials are paired with the earlier runs: a re-run of an imported
-configuration (``enqueue_best``) pairs exactly, any other trial with the nearest imported
-configuration of the same source (parameters scaled to [0, 1], log ranges in log space, a
-different category at distance 1). Over the pairs, per source and for the first objective:
+The campaign's own finished trials are paired with what each source of earlier runs says of
+the same configurations: a re-run of an imported configuration (``enqueue_best``) with that
+run's recorded value, any other trial with the prediction of a model of the source's runs
+(`tuner.search._prior_model.PriorModel`, a Gaussian process). Over the pairs, per source and
+for the first objective:
 
 - ``agreement``: Kendall's tau between the earlier values and this task's, weighted toward
   the best pairs (``scipy.stats.weightedtau``: hyperbolic weights on the ranks, averaged over
   the earlier runs' order and this task's), so that a plateau of configurations both tasks
   score alike cannot outvote the best ones, where an optimum that moved shows;
+- ``noise``: what the agreement of that many pairs shows by chance (`_noise`, the standard
+  deviation of Kendall's tau between unrelated rankings);
 - ``shift``: the median of (this task - earlier) in units of the earlier values' spread
   (their interquartile range), signed so that positive means this task scores worse.
 
-From these each source gets a **mode**:
+Trust is earned (`_decide`): until `MIN_PAIRS` pairs exist, and while the agreement lies
+within its noise, the evidence is too thin to act on (mode ``thin``): the source weighs
+nothing and the campaign runs as a cold one. Past that, each source gets a **mode**:
 
 - ``value``: the values carry over as recorded (agreement, and a level within half a spread);
 - ``rank``: the order carries over but the level does not: the sampler sees each set's normal
   scores, as ``compare: rank`` does (`tuner.search._ranked.ranked_view`; the whole view is
   ranked as soon as one shown source is not seen by value);
-- ``discount``: the earlier runs disagree with this task (tau below ``AGREE``): ranked, and
-  their weight falls with the agreement.
+- ``discount``: the earlier runs agree with this task less than ``AGREE``, or disagree:
+  ranked, and their weight falls with the agreement.
 
-and a **weight** in [0, 1]: ``clip(tau / AGREE, 0, 1) * FADE / (FADE + own)``, 1 until
-``MIN_PAIRS`` pairs exist. The weight falls as the campaign's own evidence grows (``own``: its
-finished trials) and to zero when the earlier runs disagree, as the decaying prior of pi-BO
+and a **weight** in [0, 1]: ``clip((tau - noise) / AGREE, 0, 1) * FADE / (FADE + own)``: it
+grows as the campaign's own trials agree with the source beyond chance, and falls as the
+campaign's own evidence grows (``own``: its finished trials), as the decaying prior of pi-BO
 (Hvarfner et al., 2022) falls with the trials, here scaled by the measured similarity, as
 the task weights of meta-learning TPE (Watanabe et al., 2022) are. The sampler sees a weight
 ``w`` as ``round(w * n)`` of the source's ``n`` runs, picked evenly over their order, so the
@@ -49,9 +54,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR
+from tuner.search._prior_model import PriorModel
 
 if TYPE_CHECKING:
-    from optuna.distributions import BaseDistribution
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
@@ -85,6 +90,8 @@ class SourceTransfer:
     pairs: int
     exact_pairs: int
     agreement: float | None
+    #: How far the agreement of this many pairs strays by chance (`_noise`).
+    noise: float | None
     shift: float | None
     mode: str
     weight: float
@@ -104,55 +111,17 @@ def _label(group: str) -> str:
     return group.rsplit("\n", 1)[-1] or "earlier runs"
 
 
-def _coord(value: Any, dist: BaseDistribution) -> float | None:
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
-    if isinstance(dist, CategoricalDistribution):
-        return None
-    if isinstance(dist, (FloatDistribution, IntDistribution)):
-        low, high, v = float(dist.low), float(dist.high), float(value)
-        if dist.log and low > 0 and v > 0:
-            low, high, v = math.log(low), math.log(high), math.log(v)
-        return 0.0 if high <= low else (v - low) / (high - low)
-    return None
+#: The model of each source, by what it was fitted to (a source's runs do not change).
+_models: dict[Any, PriorModel] = {}
 
 
-class _Nearest:
-    """The nearest of ``members`` to a trial: over the trial's parameters, the squared
-    difference of scaled numbers, 1 for another category or a parameter the member lacks.
-    The members' scaled values are computed once per parameter and distribution."""
-
-    def __init__(self, members: list[FrozenTrial]) -> None:
-        self.members = members
-        self._columns: dict[tuple[str, BaseDistribution], Any] = {}
-
-    def _column(self, name: str, dist: BaseDistribution) -> Any:
-        import numpy as np
-
-        key = (name, dist)
-        if key not in self._columns:
-            coords = [
-                _coord(m.params[name], dist) if name in m.params else None for m in self.members
-            ]
-            self._columns[key] = np.array([np.nan if c is None else c for c in coords])
-        return self._columns[key]
-
-    def __call__(self, own: FrozenTrial) -> FrozenTrial:
-        import numpy as np
-
-        total = np.zeros(len(self.members))
-        for name, dist in own.distributions.items():
-            x = _coord(own.params[name], dist)
-            if x is not None:
-                column = self._column(name, dist)
-                total += np.where(np.isnan(column), 1.0, (column - x) ** 2)
-                continue
-            mine = own.params[name]
-            total += [0.0 if m.params.get(name, _MISSING) == mine else 1.0 for m in self.members]
-        return self.members[int(np.argmin(total))]
-
-
-_MISSING = object()
+def _model(members: list[FrozenTrial], sign: float) -> PriorModel:
+    key = (sign, tuple((t.number, tuple(t.values), tuple(t.params.items())) for t in members))
+    if key not in _models:
+        if len(_models) > 16:  # another study's sources: keep the cache small
+            _models.clear()
+        _models[key] = PriorModel(members, sign)
+    return _models[key]
 
 
 def _spread(values: list[float]) -> float:
@@ -221,36 +190,21 @@ def _measured(
     out = []
     for group, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
         by_run = {str(t.system_attrs.get(IMPORTED_ATTR)): t for t in members}
-        pairs: list[tuple[float, float]] = []
-        exact = 0
-        nearest = _Nearest(members)
-        for t in own:
-            match = by_run.get(str(t.user_attrs.get(ENQUEUED_FROM_ATTR)))
-            if match is not None:
-                exact += 1
-            else:
-                match = nearest(t)
-            pairs.append((sign * match.values[0], sign * t.values[0]))
-        agreement = shift = None
+        matches = [by_run.get(str(t.user_attrs.get(ENQUEUED_FROM_ATTR))) for t in own]
+        exact = sum(m is not None for m in matches)
+        unmatched = [t for t, m in zip(own, matches, strict=True) if m is None]
+        predicted = iter(_model(members, sign).predict(unmatched))
+        pairs = [
+            (sign * m.values[0] if m is not None else next(predicted), sign * t.values[0])
+            for t, m in zip(own, matches, strict=True)
+        ]
+        agreement = shift = noise = None
         if len(pairs) >= MIN_PAIRS:
-            from scipy.stats import weightedtau
-
-            # Higher counts as better for weightedtau: the values are negated losses.
-            tau = weightedtau([-p[0] for p in pairs], [-p[1] for p in pairs]).statistic
-            agreement = 0.0 if tau is None or math.isnan(tau) else float(tau)
+            noise = _noise(len(pairs))
+            agreement = _agreement(pairs)
             diffs = sorted(b - a for a, b in pairs)
             shift = diffs[len(diffs) // 2] / _spread([sign * m.values[0] for m in members])
-        if agreement is None:
-            mode, weight = "rank", 1.0
-        else:
-            assert shift is not None
-            if agreement < AGREE:
-                mode = "discount"
-            elif abs(shift) <= LEVEL:
-                mode = "value"
-            else:
-                mode = "rank"
-            weight = min(1.0, max(0.0, agreement / AGREE)) * FADE / (FADE + len(own))
+        mode, weight = _decide(agreement, shift, noise, len(own))
         n = len(members)
         out.append(
             (
@@ -261,6 +215,7 @@ def _measured(
                     pairs=len(pairs),
                     exact_pairs=exact,
                     agreement=None if agreement is None else round(agreement, 3),
+                    noise=None if noise is None else round(noise, 3),
                     shift=None if shift is None else round(shift, 3),
                     mode=mode,
                     weight=round(weight, 3),
@@ -269,6 +224,44 @@ def _measured(
             )
         )
     return out
+
+
+def _agreement(pairs: Sequence[tuple[float, float]]) -> float:
+    """Kendall's tau between the (earlier, this task) losses of ``pairs``, weighted toward the
+    best of either ranking (`scipy.stats.weightedtau`); 0 when it is undefined."""
+    from scipy.stats import weightedtau
+
+    # Higher counts as better for weightedtau: the values are negated losses.
+    tau = weightedtau([-p[0] for p in pairs], [-p[1] for p in pairs]).statistic
+    return 0.0 if tau is None or math.isnan(tau) else float(tau)
+
+
+def _noise(pairs: int) -> float:
+    """The standard deviation of Kendall's tau between two unrelated rankings of ``pairs``
+    items, ``sqrt(2 (2n + 5) / (9 n (n - 1)))``: what an agreement over that many pairs shows
+    by chance (0.49 over 4 pairs, 0.25 over 10, 0.14 over 25)."""
+    n = max(pairs, 2)
+    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1)))
+
+
+def _decide(
+    agreement: float | None, shift: float | None, noise: float | None, own: int
+) -> tuple[str, float]:
+    """``(mode, weight)`` of a source: trust is earned. Until `MIN_PAIRS` pairs exist, and
+    while the agreement is within its noise either way, the evidence is ``thin`` and the
+    source weighs nothing; the weight grows with the agreement above its noise."""
+    if agreement is None or noise is None or shift is None:
+        return "thin", 0.0
+    earned = agreement - noise
+    if earned <= 0 and agreement > -noise:
+        return "thin", 0.0
+    if agreement < AGREE:
+        mode = "discount"
+    elif abs(shift) <= LEVEL:
+        mode = "value"
+    else:
+        mode = "rank"
+    return mode, min(1.0, max(0.0, earned / AGREE)) * FADE / (FADE + own)
 
 
 def _evenly(members: list[FrozenTrial], k: int, sign: float) -> list[FrozenTrial]:
@@ -326,11 +319,20 @@ def line(d: SourceTransfer) -> str:
     if d.agreement is None:
         return (
             f"warm start from {d.source}: {d.pairs} pair(s) with this campaign's trials, fewer "
-            f"than {MIN_PAIRS}: all {d.runs} earlier runs seen by rank"
+            f"than {MIN_PAIRS}: too thin to act on, none of the {d.runs} earlier runs seen by "
+            "the sampler yet"
         )
-    return (
+    measured = (
         f"warm start from {d.source}: rank agreement {d.agreement:+.2f} over {d.pairs} pairs "
-        f"({d.exact_pairs} re-runs), level shift {d.shift:+.2f} spreads: {d.mode}, weight "
-        f"{d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the sampler, none by "
-        f"its exploring trials)"
+        f"({d.exact_pairs} re-runs; by chance +/-{d.noise:.2f}), level shift "
+        f"{d.shift:+.2f} spreads: "
+    )
+    if d.mode == "thin":
+        return measured + (
+            f"within chance, too thin to act on: weight 0.00 (none of the {d.runs} earlier "
+            "runs seen by the sampler until the agreement exceeds chance)"
+        )
+    return measured + (
+        f"{d.mode}, weight {d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the "
+        "sampler, none by its exploring trials)"
     )
