@@ -25,6 +25,8 @@ __all__ = [
     "ERROR",
     "EXPERIMENT_KIND",
     "EXPERIMENT_KIND_TRAINING",
+    "EXPERIMENT_TARGET",
+    "EXPERIMENT_TUNED",
     "FRAMEWORK_PREFIX",
     "FROZEN_PARAMS",
     "FROZEN_PARAMS_KEYS",
@@ -170,6 +172,12 @@ IDENTITY_KEYS = frozenset({MLFLOW_USER})
 NOT_IDENTITY = frozenset({PARAM_TYPES, PID, OUTCOME, ERROR, RUN_TYPE})
 
 # -- read for display: a tuning campaign's runs (written by ``tuner``) -----------------------
+#: Experiment tags a campaign sets on its experiment, so that every reader knows what the
+#: experiment optimises whichever runs a query selects: the target as ``metric:goal``
+#: (several objectives comma-separated, as ``CAMPAIGN_OBJECTIVES``) and the tuned
+#: parameters' names, comma-separated.
+EXPERIMENT_TARGET = "lineage.target"
+EXPERIMENT_TUNED = "lineage.tuned"
 #: On a campaign's parent run and on each of its trial runs: the campaign's name.
 CAMPAIGN = "tuner.campaign"
 #: Params of a campaign's parent run: ``space.<name>`` per tuned parameter, and ``target``

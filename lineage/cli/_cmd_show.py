@@ -26,12 +26,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query import identity, other_tags, summarize_all
+    from lineage.query import experiment_focus, identity, other_tags, summarize_all
     from lineage.store import open_store
 
     with open_store(args.tracking_uri) as store:
         record = store.get_run(args.run_id)
-        summaries = summarize_all(store.metric_histories(record.run_id))
+        # The experiment's target first, best in its goal's direction.
+        focus = experiment_focus(store, [record.experiment_id])
+        summaries = summarize_all(store.metric_histories(record.run_id), focus.targets)
         try:
             artifacts: list[str] | None = store.artifacts(record.run_id)
             artifact_error = None
@@ -87,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             [s.key, s.last, s.last_step, s.best, s.goal, s.best_step, s.min, s.max, s.count]
             for s in summaries
         ],
-        "metrics (best = min for loss/error names, else max)",
+        "metrics (best: the experiment's goal for its target; else min for loss/error "
+        "names, max for others)",
     )
     _section(["tag", "value"], list(ident.items()), "identity")
     _section(["tag", "value"], list(tags.items()), "tags")

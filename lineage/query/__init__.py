@@ -15,6 +15,7 @@ from lineage.query._where import Node, parse_where
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lineage.query._compare import ABSENT, diff_runs, identity, other_tags, summarize_all
+    from lineage.query._focus import Focus, experiment_focus, focus_of, parse_targets
     from lineage.query._layout import format_table, table_layout
     from lineage.query._table import (
         continued_trials,
@@ -36,6 +37,10 @@ _LAZY = {
     "identity": "lineage.query._compare",
     "other_tags": "lineage.query._compare",
     "summarize_all": "lineage.query._compare",
+    "Focus": "lineage.query._focus",
+    "experiment_focus": "lineage.query._focus",
+    "focus_of": "lineage.query._focus",
+    "parse_targets": "lineage.query._focus",
     "format_table": "lineage.query._layout",
     "table_layout": "lineage.query._layout",
     "continued_trials": "lineage.query._table",
@@ -56,11 +61,14 @@ __all__ = [
     "ABSENT",
     "ATTRIBUTES",
     "Field",
+    "Focus",
     "Node",
     "check_known",
     "continued_trials",
     "diff_runs",
+    "experiment_focus",
     "export_columns",
+    "focus_of",
     "format_table",
     "identity",
     "is_training",
@@ -68,6 +76,7 @@ __all__ = [
     "other_tags",
     "parse_field",
     "parse_sort",
+    "parse_targets",
     "parse_where",
     "rows",
     "run_kind",

@@ -94,7 +94,7 @@ def report_experiment(
     :class:`~lineage.UsageError` (no run with the target, goals that do not match) before
     anything is written, and :class:`~lineage.StoreError` when the store fails.
     """
-    from lineage.query import search_runs
+    from lineage.query import experiment_focus, search_runs
     from lineage.store import open_store
     from lineage.uri import resolve_tracking_uri
 
@@ -109,7 +109,10 @@ def report_experiment(
             if r.tags.get(tags.RUN_TYPE) not in _NOT_TRAINING and r.status != "RUNNING"
         ]
         kept, superseded = _without_superseded(kept)
-        objectives, spaces = _campaign_info(runs)
+        # The experiment's target and its campaign's space, whichever runs ``where`` kept.
+        focus = experiment_focus(store, [exp.experiment_id])
+        objectives, spaces = _campaign_info(focus.records)
+        objectives = [(m, _GOALS[g]) for m, g in focus.targets] or objectives
         names, directions, notes = _targets(exp.name, kept, objectives, targets, goals)
         known = sorted({k for r in kept for k in r.params})
         for p in params or ():

@@ -82,14 +82,14 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
     return uri
 
 
-def _in_pty(uri: str, columns: int) -> str:
+def _in_pty(uri: str, columns: int, *query: str) -> str:
     """``lineage runs`` with stdout and stderr on a pseudo-terminal ``columns`` wide."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["LINEAGE_CACHE_DIR"] = CACHE_DIR
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", uri],
+        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", uri, *query],
         stdin=subprocess.DEVNULL,
         stdout=slave,
         stderr=slave,
@@ -411,3 +411,47 @@ def test_params_follow_an_importance_ranking_only_from_a_model_that_explains_the
     # A model worse than the mean ranks nothing: the param taking more values first.
     assert params([campaign, *trials, analysis(-0.86)]) == ["lr", "momentum"]
     assert params([campaign, *trials]) == ["lr", "momentum"]
+
+
+FILTERS = (
+    (
+        "--where",
+        "status = 'FINISHED' and metrics.val_accuracy > 0.5",
+        "--sort=-metrics.val_accuracy",
+    ),
+    ("--where", "params.optimizer = 'adam'"),
+    ("--limit", "3"),
+)
+
+
+@pytest.mark.parametrize("query", FILTERS)
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_target_leads_whatever_the_filter_leaves_out(
+    campaign_store: str, columns: int, query: tuple[str, ...]
+) -> None:
+    # A store written before campaigns tagged their experiment: the campaign run, filtered
+    # out of the table, still names the target and the tuned parameters.
+    lines = _in_pty(campaign_store, columns, *query).rstrip("\n").split("\n")
+    titles = [t for t in lines[1].split() if t != "start"]
+    assert titles[:4] == ["run", "name", "status", "val_accuracy"], lines
+    assert titles[4] in TUNED, titles
+    assert not any(line.split()[1:2] == ["quickstart"] for line in lines[2:]), lines
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_campaign_tags_its_experiment_with_its_target(
+    real_campaign_store: str, columns: int
+) -> None:
+    exp = MlflowClient(tracking_uri=real_campaign_store).get_experiment_by_name("digits-search")
+    assert exp.tags["lineage.target"] == "val_loss:minimize"
+    assert sorted(exp.tags["lineage.tuned"].split(",")) == ["batch", "lr", "optimizer"]
+    where = "status = 'FINISHED' and metrics.val_loss < 1e9"
+    lines = _in_pty(
+        real_campaign_store, columns, "--where", where, "--sort=metrics.val_loss"
+    ).split("\n")
+    titles = [t for t in lines[1].split() if t != "start"]
+    assert titles[:5] == ["run", "name", "status", "val_loss", "lr"], lines
+    header = lines[1].split()  # a start time is two words: its date and its time
+    at = header.index("val_loss") + ("start" in header)
+    losses = [float(line.split()[at]) for line in lines[2:10]]
+    assert losses == sorted(losses) and len(losses) == 8

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tuner.records import _tags as T
 from tuner.records._access import check_tracking_access
 from tuner.records._reconcile import EndedRun
 from tuner.records._recorder import LineageRecorder
@@ -60,6 +61,17 @@ def start_campaign_run(
     )
     if recorder.parent_run_id and recorder.parent_run_id != parent:
         study.set_user_attr(PARENT_RUN_ATTR, recorder.parent_run_id)
+    recorder.call(lambda client: _tag_experiment(client, recorder.experiment_id, config))
+
+
+def _tag_experiment(client: Any, experiment_id: str | None, config: CampaignConfig) -> None:
+    """The experiment's target and tuned parameters, for the readers that select only some
+    of its runs (``lineage runs --where``, ``show``, ``report``)."""
+    if experiment_id is None:
+        return
+    target = ",".join(f"{o.metric}:{o.goal}" for o in config.all_objectives)
+    client.set_experiment_tag(experiment_id, T.EXPERIMENT_TARGET, target)
+    client.set_experiment_tag(experiment_id, T.EXPERIMENT_TUNED, ",".join(config.parameters))
 
 
 def _ended_runs(study: optuna.Study, metric_names: Sequence[str]) -> dict[str, EndedRun]:
