@@ -44,6 +44,7 @@ __all__ = [
     "MINDSPORE_TRAINABLE_PARAMS",
     "MLFLOW_PARENT_RUN_ID",
     "MLFLOW_RUN_NAME",
+    "MLFLOW_SHARED_VIEW_PREFIX",
     "MLFLOW_SOURCE_GIT_BRANCH",
     "MLFLOW_SOURCE_GIT_COMMIT",
     "MLFLOW_SOURCE_GIT_REPO_URL",
@@ -163,6 +164,10 @@ MLFLOW_SOURCE_GIT_REPO_URL = "mlflow.source.git.repoURL"
 #: (``custom_model_development``) rather than on the GenAI traces view.
 EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND_TRAINING = "custom_model_development"
+#: The experiment-tag prefix of a view of the runs page the MLflow UI opens on
+#: (``?viewStateShareKey=KEY`` reads ``mlflow.sharedViewState.KEY``): filter, order, columns,
+#: expanded rows, as JSON.
+MLFLOW_SHARED_VIEW_PREFIX = "mlflow.sharedViewState."
 
 # -- what ``show`` and ``diff`` call identity ------------------------------------------------
 #: Tags that say where, from what and on what a run ran.

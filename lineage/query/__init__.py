@@ -15,7 +15,7 @@ from lineage.query._where import Node, parse_where
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lineage.query._compare import ABSENT, diff_runs, identity, other_tags, summarize_all
-    from lineage.query._focus import Focus, experiment_focus, focus_of, parse_targets
+    from lineage.query._focus import Focus, experiment_focus, focus_of, parse_targets, ui_links
     from lineage.query._layout import format_table, table_layout
     from lineage.query._table import (
         continued_trials,
@@ -41,6 +41,7 @@ _LAZY = {
     "experiment_focus": "lineage.query._focus",
     "focus_of": "lineage.query._focus",
     "parse_targets": "lineage.query._focus",
+    "ui_links": "lineage.query._focus",
     "format_table": "lineage.query._layout",
     "table_layout": "lineage.query._layout",
     "continued_trials": "lineage.query._table",
@@ -90,4 +91,5 @@ __all__ = [
     "summarize_all",
     "table_layout",
     "to_number",
+    "ui_links",
 ]

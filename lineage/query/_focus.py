@@ -108,3 +108,27 @@ def experiment_focus(store: RunStore, experiment_ids: Sequence[str]) -> Focus:
     targets += [t for t in found.targets if t not in targets]
     tuned += [n for n in found.tuned if n not in tuned]
     return Focus(targets, tuned, records)
+
+
+def ui_links(store: RunStore, base: str, experiment_id: str) -> list[tuple[str, str]]:
+    """The MLflow UI addresses to print for an experiment, as ``(label, url)``: its runs
+    (``trials`` when a campaign recorded its trials view: the trials best first, target
+    and tuned parameters as columns; else ``runs``), and with trials, ``compare``: MLflow's
+    parallel coordinates, scatter and contour plots of them (``lineage.uri``)."""
+    from lineage.query._pushdown import to_prefilter
+    from lineage.query._where import parse_where
+    from lineage.uri import TRIALS_VIEW, compare_link, trials_link, ui_link
+
+    tags = store.experiment_tags(experiment_id)
+    if T.MLFLOW_SHARED_VIEW_PREFIX + TRIALS_VIEW not in tags:
+        return [("runs", ui_link(base, experiment_id=experiment_id))]
+    links = [("trials", trials_link(base, experiment_id, tags))]
+    prefilter = to_prefilter(parse_where(f"tags.`{T.RUN_TYPE}` = '{T.RUN_TYPE_TRIAL}'"))
+    trials = [
+        r.run_id
+        for r in store.candidates([experiment_id], prefilter)
+        if r.tags.get(T.RUN_TYPE) == T.RUN_TYPE_TRIAL
+    ]
+    if trials:
+        links.append(("compare", compare_link(base, experiment_id, trials[::-1])))
+    return links

@@ -445,6 +445,10 @@ def test_a_campaign_tags_its_experiment_with_its_target(
     exp = MlflowClient(tracking_uri=real_campaign_store).get_experiment_by_name("digits-search")
     assert exp.tags["lineage.target"] == "val_loss:minimize"
     assert sorted(exp.tags["lineage.tuned"].split(",")) == ["batch", "lr", "optimizer"]
+    # The MLflow UI view the printed links open: the trials, lowest val_loss first.
+    view = json.loads(exp.tags["mlflow.sharedViewState.lineage-trials"])
+    assert view["orderByKey"] == "metrics.`val_loss`" and view["orderByAsc"] is True
+    assert "tags.`lineage.run_type` = 'trial'" in view["searchFilter"]
     where = "status = 'FINISHED' and metrics.val_loss < 1e9"
     lines = _in_pty(
         real_campaign_store, columns, "--where", where, "--sort=metrics.val_loss"
