@@ -223,7 +223,8 @@ def print_runs_table(
         # A blank line, then the campaign and analysis runs under their own heading.
         split = len(runs) - len(records)
         kinds = sorted({run_kind(r) for r in records})
-        lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} run(s):"]
+        noun = "run" if len(records) == 1 else "runs"
+        lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} {noun}:"]
     sys.stdout.write("\n".join(lines) + "\n")
     if hidden:
         sys.stdout.flush()

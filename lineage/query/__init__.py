@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from lineage.lazy import lazy_names
 from lineage.query._fields import ATTRIBUTES, Field, parse_field, to_number
-from lineage.query._goal import metric_goal
+from lineage.query._goal import best_position, metric_goal
 from lineage.query._search import check_known, parse_sort, search_runs, search_runs_json, sort_runs
 from lineage.query._where import Node, parse_where
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lineage.query._compare import ABSENT, diff_runs, identity, other_tags, summarize_all
-    from lineage.query._focus import Focus, experiment_focus, focus_of, parse_targets, ui_links
+    from lineage.query._focus import (
+        Focus,
+        experiment_focus,
+        focus_of,
+        importance_ranking,
+        parse_targets,
+        ui_links,
+    )
     from lineage.query._layout import format_table, table_layout
     from lineage.query._table import (
         continued_trials,
@@ -41,6 +48,7 @@ _LAZY = {
     "experiment_focus": "lineage.query._focus",
     "focus_of": "lineage.query._focus",
     "parse_targets": "lineage.query._focus",
+    "importance_ranking": "lineage.query._focus",
     "ui_links": "lineage.query._focus",
     "format_table": "lineage.query._layout",
     "table_layout": "lineage.query._layout",
@@ -64,6 +72,7 @@ __all__ = [
     "Field",
     "Focus",
     "Node",
+    "best_position",
     "check_known",
     "continued_trials",
     "diff_runs",
@@ -72,6 +81,7 @@ __all__ = [
     "focus_of",
     "format_table",
     "identity",
+    "importance_ranking",
     "is_training",
     "metric_goal",
     "other_tags",

@@ -48,6 +48,39 @@ class Focus(Value):
         return next((g for m, g in self.targets if m == metric), None)
 
 
+def importance_ranking(
+    runs: Sequence[RunRecord], targets: Sequence[str] = (), *, fitted_only: bool = True
+) -> dict[str, float]:
+    """``{param: importance}``, most important first, of the newest importance analysis
+    among ``runs`` (of one of ``targets`` where given); empty without one, and with
+    ``fitted_only`` where its model predicted held-out runs no better than their mean
+    (``r2.<model>`` <= 0: such a ranking orders nothing a table should follow; a report's
+    figures follow it as the campaign's own report does)."""
+    import math
+
+    analyses = [
+        r
+        for r in runs
+        if r.tags.get(T.RUN_TYPE) == T.RUN_TYPE_ANALYSIS
+        and r.tags.get("lineage.analysis.kind") == "importance"
+        and (not targets or r.tags.get("lineage.analysis.target") in targets)
+    ]
+    if not analyses:
+        return {}
+    newest = max(analyses, key=lambda r: r.start_time or 0)
+    model = newest.tags.get("lineage.analysis.model", "").replace(" ", "_")
+    r2 = newest.metrics.get(f"r2.{model}")
+    if fitted_only and r2 is not None and not r2 > 0:
+        return {}
+    prefix = "importance."
+    found = {
+        k[len(prefix) :]: v
+        for k, v in newest.metrics.items()
+        if k.startswith(prefix) and math.isfinite(v)
+    }
+    return dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
 def parse_targets(text: str) -> list[tuple[str, str]]:
     """``"acc:maximize,loss:min"`` -> ``[("acc", "max"), ("loss", "min")]``; a pair
     without a known goal is skipped."""

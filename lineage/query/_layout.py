@@ -19,9 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from lineage import tags as T
 from lineage.query._fields import Field, to_number
-from lineage.query._focus import Focus, focus_of
+from lineage.query._focus import Focus, focus_of, importance_ranking
 from lineage.query._table import is_training
 from lineage.store import RunRecord
 
@@ -60,7 +59,9 @@ def candidate_columns(runs: Sequence[RunRecord], focus: Focus | None = None) -> 
         focus = focus_of(runs)
     targets = focus.metrics
     shown = {r.run_id for r in runs}
-    importance = _importance([*runs, *(r for r in focus.records if r.run_id not in shown)], targets)
+    importance = importance_ranking(
+        [*runs, *(r for r in focus.records if r.run_id not in shown)], targets
+    )
     metrics = _metrics_by_use(training, targets)
     varying = _varying(training)
     ranked = _by_weight(varying, training, importance)
@@ -82,33 +83,6 @@ def candidate_columns(runs: Sequence[RunRecord], focus: Focus | None = None) -> 
     out += [Field("params", k) for k in params]
     out += [Field("metrics", k) for k in metrics if k not in lead]
     return out
-
-
-def _importance(runs: Sequence[RunRecord], targets: Sequence[str]) -> dict[str, float]:
-    """``importance.<param>`` of the newest importance analysis among ``runs`` (of a
-    target's, where the campaign names one); empty without one, and where its model
-    predicted held-out runs no better than their mean (``r2.<model>`` <= 0): such a ranking
-    orders nothing."""
-    analyses = [
-        r
-        for r in runs
-        if r.tags.get(T.RUN_TYPE) == T.RUN_TYPE_ANALYSIS
-        and r.tags.get("lineage.analysis.kind") == "importance"
-        and (not targets or r.tags.get("lineage.analysis.target") in targets)
-    ]
-    if not analyses:
-        return {}
-    newest = max(analyses, key=lambda r: r.start_time or 0)
-    model = newest.tags.get("lineage.analysis.model", "").replace(" ", "_")
-    r2 = newest.metrics.get(f"r2.{model}")
-    if r2 is not None and not r2 > 0:
-        return {}
-    prefix = "importance."
-    return {
-        k[len(prefix) :]: v
-        for k, v in newest.metrics.items()
-        if k.startswith(prefix) and math.isfinite(v)
-    }
 
 
 def _by_weight(

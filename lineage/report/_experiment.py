@@ -94,7 +94,7 @@ def report_experiment(
     :class:`~lineage.UsageError` (no run with the target, goals that do not match) before
     anything is written, and :class:`~lineage.StoreError` when the store fails.
     """
-    from lineage.query import experiment_focus, search_runs
+    from lineage.query import experiment_focus, importance_ranking, search_runs
     from lineage.store import open_store
     from lineage.uri import resolve_tracking_uri
 
@@ -122,6 +122,12 @@ def report_experiment(
                     f"{_suggest(p, known)}"
                 )
         chosen = list(params) if params else [p for p in _params(kept, spaces) if p in known]
+        # Contours and slices over what the experiment's importance analysis ranked first
+        # (as the campaign's own report), not over what fANOVA finds in these trials alone.
+        ranked = {
+            n: _ranking(importance_ranking(focus.records, [n], fitted_only=False), focus.tuned)
+            for n in names
+        }
         histories = store.metric_histories if len(names) == 1 else None
         study = study_from_runs(
             kept,
@@ -141,8 +147,10 @@ def report_experiment(
         study,
         directory,
         target_names=names,
+        importances={n: r for n, r in ranked.items() if r},
         best=best,
-        title=f"{exp.name}: report of {len(kept)} run(s)" + (f" where {where}" if where else ""),
+        title=f"{exp.name}: report of {len(kept)} run{'' if len(kept) == 1 else 's'}"
+        + (f" where {where}" if where else ""),
         superseded=superseded,
     )
     report.notes[:0] = notes
@@ -151,6 +159,16 @@ def report_experiment(
             report, tracking_uri=uri, experiment_id=exp.experiment_id, targets=names
         )
     return report
+
+
+def _ranking(scores: dict[str, float], tuned: Sequence[str]) -> list[str]:
+    """The parameters by importance, most first, ties (and those the analysis did not
+    rank) in the campaign's order, as the campaign's own report orders them."""
+    if not scores:
+        return []
+    order = {p: i for i, p in enumerate(tuned)}
+    ranked = sorted(scores, key=lambda p: (-scores[p], order.get(p, len(order)), p))
+    return ranked + [p for p in tuned if p not in scores]
 
 
 def _without_superseded(runs: list[Any]) -> tuple[list[Any], int]:

@@ -120,7 +120,7 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
     header, rows, note = lines[1], lines[2:10], lines[-1]
     assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
     # The trials first; the campaign's own run apart, under a heading of its own.
-    assert lines[10:13] == ["", "1 campaign run(s):", lines[12]]
+    assert lines[10:13] == ["", "1 campaign run:", lines[12]]
     assert lines[12].split()[1] == "quickstart"
     assert all(r.split()[1].startswith("quickstart-trial-") for r in rows)
     titles = header.split()
@@ -262,7 +262,7 @@ def test_every_objective_leads_and_a_float32_copy_is_one_column(two_objective_st
     data = next(i for i, t in enumerate(every) if t.startswith("data.train"))
     assert every.index("aaa_loss") < data
     # The newest run is the analysis: it still comes after the trials, apart.
-    assert out[6:8] == ["", "2 analysis and campaign run(s):"]
+    assert out[6:8] == ["", "2 analysis and campaign runs:"]
 
 
 @pytest.mark.parametrize(
@@ -356,7 +356,7 @@ def test_a_real_campaign_leads_with_its_target_and_most_important_params(
     # One column per setting: the callback's spellings of lr and optimizer are aliases.
     assert "optimizer.lr" not in titles and "optimizer.name" not in titles, titles
     # The importance analysis and the campaign's run are listed apart, after the trials.
-    heading = lines.index("2 analysis and campaign run(s):")
+    heading = lines.index("2 analysis and campaign runs:")
     assert all(r.split()[1].startswith("digits-search-") for r in lines[2 : heading - 1])
     assert lines[heading - 1] == ""
 
