@@ -286,8 +286,10 @@ def log_report(
 
 def report_note(report: Report) -> str:
     """Markdown naming the report's views, for a run's description."""
-    views = ", ".join(v["title"] for v in report.views)
+    views = "; ".join(f"`{ARTIFACT_DIR}/{v['png']}`: {v['title']}" for v in report.views)
     return (
-        f"**{report.title}**. Open `{ARTIFACT_DIR}/report.html` in the artifacts for the "
-        f"interactive page; one PNG per view: {views}."
+        f"**{report.title}**. One picture per view, shown by MLflow's artifact viewer: "
+        f"{views}. `{ARTIFACT_DIR}/report.html` holds every view interactive (zoom, hover; "
+        "a few MB with plotly.js inside): the viewer draws it after loading it, or download "
+        "it to open it in a browser tab."
     )

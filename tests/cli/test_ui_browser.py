@@ -5,7 +5,9 @@ parameters as columns, on the first screen; the compare link opens MLflow's plot
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -17,12 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cli_helpers import lineage
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from lineage.query import ui_links
 from lineage.store import open_store
-from lineage.uri import trials_view
+from lineage.uri import trials_view, ui_link
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +38,8 @@ SCORES = [round(0.5 + 0.029 * ((n * 7) % 16), 3) for n in range(16)]
 def campaign(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -> dict[str, str]:
     """A campaign's store as the tuner writes it: a parent run, 16 trial runs under it
     (30 constant params each beside the tuned ``lr`` and ``optimizer``), and on the
-    experiment the trials view the campaign records (`trials_view`)."""
+    experiment the tags the campaign records: the trials view (`trials_view`), its target
+    and its tuned parameters."""
     base = tmp_path_factory.mktemp("ui-browser")
     shutil.copyfile(_sqlite_template, base / "mlflow.db")
     uri = f"sqlite:///{base / 'mlflow.db'}"
@@ -73,6 +77,8 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -
         parent_run_id=parent,
     )
     client.set_experiment_tag(exp, key, view)
+    client.set_experiment_tag(exp, "lineage.target", "val_accuracy:maximize")
+    client.set_experiment_tag(exp, "lineage.tuned", "lr,optimizer")
     return {"uri": uri, "experiment_id": exp, "parent": parent}
 
 
@@ -167,5 +173,37 @@ def test_the_compare_link_opens_mlflows_plots_of_the_trials(
         for tab in ("Parallel Coordinates Plot", "Scatter Plot", "Contour Plot"):
             assert page.get_by_text(tab, exact=True).first.is_visible(), tab
         page.screenshot(path=str(tmp_path / "compare.png"))
+    finally:
+        page.close()
+
+
+def test_the_figures_a_description_names_render_in_mlflows_artifact_viewer(
+    campaign: dict[str, str], ui: str, browser: object, tmp_path: Path
+) -> None:
+    # A report recorded as an analysis run: its description names a picture per view and
+    # the interactive page; MLflow's artifact viewer draws both.
+    args = ["report", "-e", "quickstart", "--tracking-uri", campaign["uri"], "--log"]
+    out = lineage(*args, "-o", str(tmp_path / "report"), "--format", "json")
+    run_id = json.loads(out.stdout)["run_id"]
+    note = MlflowClient(tracking_uri=campaign["uri"]).get_run(run_id).data.tags
+    pictures = re.findall(r"`(report/[\w-]+\.png)`", note["mlflow.note.content"])
+    assert len(pictures) >= 3 and "report/report.html" in note["mlflow.note.content"]
+    page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
+    try:
+        eid = campaign["experiment_id"]
+        page.goto(ui_link(ui, experiment_id=eid, run_id=run_id, artifact=pictures[0]))
+        page.wait_for_function(
+            "() => [...document.images].some(i => i.complete && i.naturalWidth > 300)",
+            timeout=120_000,
+        )
+        page.close()
+        page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
+        page.goto(ui_link(ui, experiment_id=eid, run_id=run_id, artifact="report/report.html"))
+        # The page runs in a sandboxed frame (scripts allowed): its plotly figures draw.
+        figure = page.frame_locator("iframe").locator(".main-svg").first
+        figure.wait_for(timeout=120_000)
+        box = figure.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 200, box
+        page.screenshot(path=str(tmp_path / "artifact-viewer.png"))
     finally:
         page.close()
