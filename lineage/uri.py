@@ -39,6 +39,7 @@ __all__ = [
     "sqlite_path",
     "trials_link",
     "trials_view",
+    "trials_view_link",
     "ui_link",
     "unsupported_scheme",
 ]
@@ -255,6 +256,11 @@ def trials_link(base: str, experiment_id: str, experiment_tags: Mapping[str, str
 
     if T.MLFLOW_SHARED_VIEW_PREFIX + TRIALS_VIEW not in experiment_tags:
         return ui_link(base, experiment_id=experiment_id)
+    return trials_view_link(base, experiment_id)
+
+
+def trials_view_link(base: str, experiment_id: str) -> str:
+    """The address of the trials view (`trials_view`) of an experiment that holds it."""
     # The view is read on the runs tab's own route: the experiment's address redirects
     # there and drops the key on the way.
     prefix = base.rstrip("/") + "/" if base else ""
