@@ -64,3 +64,17 @@ def test_report_takes_the_target_from_the_experiment(
     report = json.loads(out.stdout)
     assert report["trials"], report
     assert not any("guessed" in n for n in report["notes"]), report["notes"]
+
+
+def test_an_infinite_metric_reads_inf_in_runs_and_show(tagged: tuple[str, list[str]]) -> None:
+    uri, ids = tagged
+    client = MlflowClient(tracking_uri=uri)
+    client.log_metric(ids[1], "train_loss", float("inf"))
+    client.log_metric(ids[2], "train_loss", float("-inf"))
+    table = lineage(
+        "runs", "-e", "tagged", "--tracking-uri", uri, "-c", "run_name,metrics.train_loss"
+    )
+    rows = dict(line.split() for line in table.stdout.splitlines()[2:] if len(line.split()) == 2)
+    assert (rows["r1"], rows["r2"]) == ("inf", "-inf"), table.stdout
+    shown = lineage("show", ids[1], "--tracking-uri", uri).stdout
+    assert "1.79769e+308" not in shown and " inf " in shown, shown
