@@ -25,6 +25,8 @@ __all__ = [
     "ERROR",
     "EXPERIMENT_KIND",
     "EXPERIMENT_KIND_TRAINING",
+    "EXPERIMENT_TARGET",
+    "EXPERIMENT_TUNED",
     "FRAMEWORK_PREFIX",
     "FROZEN_PARAMS",
     "FROZEN_PARAMS_KEYS",
@@ -42,6 +44,7 @@ __all__ = [
     "MINDSPORE_TRAINABLE_PARAMS",
     "MLFLOW_PARENT_RUN_ID",
     "MLFLOW_RUN_NAME",
+    "MLFLOW_SHARED_VIEW_PREFIX",
     "MLFLOW_SOURCE_GIT_BRANCH",
     "MLFLOW_SOURCE_GIT_COMMIT",
     "MLFLOW_SOURCE_GIT_REPO_URL",
@@ -161,6 +164,10 @@ MLFLOW_SOURCE_GIT_REPO_URL = "mlflow.source.git.repoURL"
 #: (``custom_model_development``) rather than on the GenAI traces view.
 EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND_TRAINING = "custom_model_development"
+#: The experiment-tag prefix of a view of the runs page the MLflow UI opens on
+#: (``?viewStateShareKey=KEY`` reads ``mlflow.sharedViewState.KEY``): filter, order, columns,
+#: expanded rows, as JSON.
+MLFLOW_SHARED_VIEW_PREFIX = "mlflow.sharedViewState."
 
 # -- what ``show`` and ``diff`` call identity ------------------------------------------------
 #: Tags that say where, from what and on what a run ran.
@@ -170,6 +177,12 @@ IDENTITY_KEYS = frozenset({MLFLOW_USER})
 NOT_IDENTITY = frozenset({PARAM_TYPES, PID, OUTCOME, ERROR, RUN_TYPE})
 
 # -- read for display: a tuning campaign's runs (written by ``tuner``) -----------------------
+#: Experiment tags a campaign sets on its experiment, so that every reader knows what the
+#: experiment optimises whichever runs a query selects: the target as ``metric:goal``
+#: (several objectives comma-separated, as ``CAMPAIGN_OBJECTIVES``) and the tuned
+#: parameters' names, comma-separated.
+EXPERIMENT_TARGET = "lineage.target"
+EXPERIMENT_TUNED = "lineage.tuned"
 #: On a campaign's parent run and on each of its trial runs: the campaign's name.
 CAMPAIGN = "tuner.campaign"
 #: Params of a campaign's parent run: ``space.<name>`` per tuned parameter, and ``target``

@@ -15,6 +15,10 @@ import os
 
 from lineage._errors import EnvironmentValueError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 """The store used when neither ``--tracking-uri`` nor ``MLFLOW_TRACKING_URI`` names one."""
 
@@ -22,8 +26,10 @@ __all__ = [
     "DEFAULT_TRACKING_URI",
     "TRACKING_PLAIN_SCHEMES",
     "TRACKING_SCHEMES",
+    "TRIALS_VIEW",
     "check_tracking_uri",
     "checked_tracking_uri",
+    "compare_link",
     "file_uri_path",
     "is_sql_uri",
     "local_path",
@@ -32,6 +38,9 @@ __all__ = [
     "resolve_tracking_uri",
     "scheme",
     "sqlite_path",
+    "trials_link",
+    "trials_view",
+    "trials_view_link",
     "ui_link",
     "unsupported_scheme",
 ]
@@ -39,6 +48,9 @@ __all__ = [
 # MLflow 3's UI opens an experiment in its GenAI view (traces) unless the address asks for
 # the view of training runs; every link the tools print asks for it.
 TRAINING_VIEW = "workflowType=machine_learning"
+#: The key of the view of a campaign's trials that a campaign stores on its experiment (the
+#: experiment tag ``mlflow.sharedViewState.lineage-trials``, see `trials_view`).
+TRIALS_VIEW = "lineage-trials"
 
 
 #: URI schemes MLflow's tracking-store registry opens (a test keeps this list equal to
@@ -194,3 +206,76 @@ def ui_link(
                 route += f"/artifactPath/{artifact}"
     prefix = base.rstrip("/") + "/" if base else ""
     return f"{prefix}{route}?{TRAINING_VIEW}"
+
+
+def trials_view(
+    *,
+    campaign: str,
+    targets: Sequence[tuple[str, str]],
+    tuned: Sequence[str],
+    parent_run_id: str | None = None,
+) -> tuple[str, str]:
+    """The experiment tag (key, JSON value) of the MLflow UI view that opens on campaign
+    ``campaign``'s trials: only its trial runs (so none hides under the campaign's run),
+    best first by the first of ``targets`` (``(metric, goal)``, goal ``min``/``max`` or
+    ``minimize``/``maximize``), the targets and the ``tuned`` parameters as columns, the
+    campaign's run expanded should a filter ever show it. MLflow's UI reads the
+    ``searchFilter``, ``orderByKey`` and ``orderByAsc`` facets and the ``selectedColumns``,
+    ``runsExpanded`` and ``runsHiddenMode`` state from such a tag (its ``viewStateShareKey``)."""
+    import json
+
+    from lineage import tags as T
+
+    def column(kind: str, key: str) -> str:
+        return f"{kind}.`{key}`"
+
+    quoted = campaign.replace("'", "\\'")
+    state: dict[str, object] = {
+        "searchFilter": (
+            f"tags.`{T.CAMPAIGN}` = '{quoted}' and tags.`{T.RUN_TYPE}` = '{T.RUN_TYPE_TRIAL}'"
+        ),
+        "selectedColumns": [
+            column("attributes", "Run Name"),
+            *(column("metrics", m) for m, _ in targets),
+            *(column("params", p) for p in tuned),
+        ],
+        "runsHiddenMode": "SHOW_ALL",
+    }
+    if targets:
+        metric, goal = targets[0]
+        state["orderByKey"] = column("metrics", metric)
+        state["orderByAsc"] = goal in ("min", "minimize")
+    if parent_run_id:
+        state["runsExpanded"] = {parent_run_id: True}
+    return T.MLFLOW_SHARED_VIEW_PREFIX + TRIALS_VIEW, json.dumps(state)
+
+
+def trials_link(base: str, experiment_id: str, experiment_tags: Mapping[str, str]) -> str:
+    """The MLflow UI address of an experiment opened on its campaign's trials where the
+    experiment holds the view (`trials_view`), else on its runs (`ui_link`)."""
+    from lineage import tags as T
+
+    if T.MLFLOW_SHARED_VIEW_PREFIX + TRIALS_VIEW not in experiment_tags:
+        return ui_link(base, experiment_id=experiment_id)
+    return trials_view_link(base, experiment_id)
+
+
+def trials_view_link(base: str, experiment_id: str) -> str:
+    """The address of the trials view (`trials_view`) of an experiment that holds it."""
+    # The view is read on the runs tab's own route: the experiment's address redirects
+    # there and drops the key on the way.
+    prefix = base.rstrip("/") + "/" if base else ""
+    route = f"#/experiments/{experiment_id}/runs"
+    return f"{prefix}{route}?viewStateShareKey={TRIALS_VIEW}&{TRAINING_VIEW}"
+
+
+def compare_link(base: str, experiment_id: str, run_ids: Sequence[str]) -> str:
+    """The MLflow UI address comparing ``run_ids`` (a campaign's trials): its parallel
+    coordinates, scatter and contour plots over their params and metrics."""
+    import json
+    from urllib.parse import quote
+
+    prefix = base.rstrip("/") + "/" if base else ""
+    runs = quote(json.dumps(list(run_ids), separators=(",", ":")))
+    experiments = quote(json.dumps([experiment_id], separators=(",", ":")))
+    return f"{prefix}#/compare-runs?runs={runs}&experiments={experiments}&{TRAINING_VIEW}"

@@ -31,13 +31,17 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query import export_columns, rows
+    from lineage.query import experiment_focus, export_columns, rows
 
     if args.format == "parquet" and not args.output:
         raise UsageError("--format parquet writes a binary file: give --output FILE")
     store, runs = query_from_args(args)
-    store.close()
-    fields = export_columns(runs)
+    try:
+        focus = experiment_focus(store, [r.experiment_id for r in runs])
+    finally:
+        store.close()
+    # The experiment's target metrics lead the metric columns, whichever runs were selected.
+    fields = export_columns(runs, focus.metrics)
     headers = [str(f) for f in fields]
     table = rows(runs, fields)
     if args.format == "parquet":

@@ -225,4 +225,8 @@ def _print_notes(result: ImportanceResult) -> None:
     for name, same in result.aliases.items():
         print_text(f"aliases: {name} = {' = '.join(same)} (identical in every run, ranked as one)")
     if result.excluded:
-        print_text("runs left out: " + ", ".join(f"{n} {k}" for k, n in result.excluded.items()))
+        left = [
+            f"{n} {k[:-1] if n == 1 and k.endswith(' runs') else k}"
+            for k, n in result.excluded.items()
+        ]
+        print_text("runs left out: " + ", ".join(left))

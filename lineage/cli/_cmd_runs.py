@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from lineage.cli._common import add_common, format_cell, print_csv
-from lineage.query import to_number
+from lineage.query import as_logged, to_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         fields = select_columns(runs, args.columns) if args.columns or args.format == "csv" else []
         if args.columns:
             _check_columns(store, args.experiment, fields)
+        focus = selected_focus(store, runs) if fitted else None
     finally:
         store.close()
     if args.format == "json":
@@ -122,8 +123,16 @@ def run(args: argparse.Namespace) -> int:
         headers = [str(f) for f in fields]
         print_csv(headers, ([_csv_cell(v) for v in row] for row in rows(runs, fields)))
         return 0
-    print_runs_table(runs, fields or None, width=terminal_width() if fitted else None)
+    print_runs_table(runs, fields or None, width=terminal_width() if fitted else None, focus=focus)
     return 0
+
+
+def selected_focus(store: Any, runs: Sequence[Any]) -> Any:
+    """What the experiments of ``runs`` optimise, whichever of their runs were selected
+    (``lineage.query.experiment_focus``)."""
+    from lineage.query import experiment_focus
+
+    return experiment_focus(store, [r.experiment_id for r in runs])
 
 
 def terminal_width() -> int | None:
@@ -144,11 +153,16 @@ def terminal_width() -> int | None:
 
 
 def print_runs_table(
-    runs: Sequence[Any], fields: Sequence[Any] | None, *, width: int | None
+    runs: Sequence[Any],
+    fields: Sequence[Any] | None,
+    *,
+    width: int | None,
+    focus: Any = None,
 ) -> None:
     """The run table as plain text. ``fields`` None: the columns a person wants, as many
-    as fit ``width`` (see ``lineage.query._layout``), and on stderr a line saying what was
-    left out; else exactly ``fields``."""
+    as fit ``width`` (see ``lineage.query._layout``; ``focus``: what the experiments
+    optimise, else read from ``runs``), and on stderr a line saying what was left out; else
+    exactly ``fields``."""
     from lineage.query import (
         continued_trials,
         format_table,
@@ -173,6 +187,7 @@ def print_runs_table(
     def render(field: Any, value: Any) -> str:
         if value is None:
             return ""
+        value = as_logged(value)
         if field.kind == "attributes":
             if field.key == "run_id":
                 return str(value)[:8]
@@ -185,7 +200,7 @@ def print_runs_table(
         return format_cell(value)
 
     if fields is None:
-        layout = table_layout(runs, render, short_headers, width, value=value)
+        layout = table_layout(runs, render, short_headers, width, value=value, focus=focus)
         chosen, widths, hidden = layout.fields, layout.widths, layout.hidden
     else:
         chosen, hidden = list(fields), []
@@ -209,7 +224,8 @@ def print_runs_table(
         # A blank line, then the campaign and analysis runs under their own heading.
         split = len(runs) - len(records)
         kinds = sorted({run_kind(r) for r in records})
-        lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} run(s):"]
+        noun = "run" if len(records) == 1 else "runs"
+        lines[2 + split : 2 + split] = ["", f"{len(records)} {' and '.join(kinds)} {noun}:"]
     sys.stdout.write("\n".join(lines) + "\n")
     if hidden:
         sys.stdout.flush()

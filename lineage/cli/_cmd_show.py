@@ -26,12 +26,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lineage.query import identity, other_tags, summarize_all
+    from lineage.query import experiment_focus, identity, other_tags, summarize_all
     from lineage.store import open_store
 
     with open_store(args.tracking_uri) as store:
         record = store.get_run(args.run_id)
-        summaries = summarize_all(store.metric_histories(record.run_id))
+        # The experiment's target first, best in its goal's direction.
+        focus = experiment_focus(store, [record.experiment_id])
+        summaries = summarize_all(store.metric_histories(record.run_id), focus.targets)
         try:
             artifacts: list[str] | None = store.artifacts(record.run_id)
             artifact_error = None
@@ -75,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         print_csv(cols, out)
         return 0
     from lineage.cli._cmd_runs import format_time
+    from lineage.query import as_logged
 
     shown = dict(head)
     shown["start_time"] = format_time(record.start_time)
@@ -83,11 +86,9 @@ def run(args: argparse.Namespace) -> int:
     _section(["param", "value"], sorted(record.params.items()), "params")
     _section(
         ["metric", "last", "step", "best", "goal", "best step", "min", "max", "points"],
-        [
-            [s.key, s.last, s.last_step, s.best, s.goal, s.best_step, s.min, s.max, s.count]
-            for s in summaries
-        ],
-        "metrics (best = min for loss/error names, else max)",
+        [_summary_row(s, as_logged) for s in summaries],
+        "metrics (best: the experiment's goal for its target; else min for loss/error "
+        "names, max for others)",
     )
     _section(["tag", "value"], list(ident.items()), "identity")
     _section(["tag", "value"], list(tags.items()), "tags")
@@ -107,3 +108,9 @@ def _section(columns: list[str], rows: list[Any], title: str) -> None:
 
 def _summary_cells(s: Any) -> list[Any]:
     return [s.last, s.last_step, s.best, s.best_step, s.goal, s.min, s.max, s.count]
+
+
+def _summary_row(s: Any, shown: Any) -> list[Any]:
+    # ``shown``: an infinity MLflow stored as the largest float reads as inf.
+    values = [shown(v) for v in (s.last, s.best, s.min, s.max)]
+    return [s.key, values[0], s.last_step, values[1], s.goal, s.best_step, *values[2:], s.count]

@@ -22,6 +22,7 @@ from lineage.importance._types import (
     infer_spec,
     numeric_values,
 )
+from lineage.query import best_position
 
 __all__ = ["MIN_RUNS", "get_param_importances", "normalize_goal"]
 
@@ -39,20 +40,32 @@ def normalize_goal(goal: str) -> str:
 
 
 #: A run as the analysis reads it: (run_id, name, params, metrics).
-_Row = tuple[str, str, dict[str, Any], dict[str, float]]
+_Row = tuple[str, str, dict[str, Any], dict[str, float], int | None]
 
 
 def _rows(runs: Any) -> list[_Row]:
-    """``(run_id, name, params, metrics)`` from RunRecords or an ``mlflow.search_runs`` frame."""
+    """``(run_id, name, params, metrics, start_time)`` from RunRecords or an
+    ``mlflow.search_runs`` frame (start time in ms, None where unknown)."""
     if hasattr(runs, "columns") and hasattr(runs, "to_dict"):  # a pandas DataFrame
         out = []
         for rec in runs.to_dict("records"):
             params = {k[7:]: v for k, v in rec.items() if k.startswith("params.")}
             metrics = {k[8:]: v for k, v in rec.items() if k.startswith("metrics.")}
             name = rec.get("tags.mlflow.runName") or ""
-            out.append((str(rec.get("run_id", "")), str(name), params, metrics))
+            start = _ms(rec.get("start_time"))
+            out.append((str(rec.get("run_id", "")), str(name), params, metrics, start))
         return out
-    return [(r.run_id, r.name, dict(r.params), dict(r.metrics)) for r in runs]
+    return [
+        (r.run_id, r.name, dict(r.params), dict(r.metrics), getattr(r, "start_time", None))
+        for r in runs
+    ]
+
+
+def _ms(when: Any) -> int | None:
+    try:
+        return int(when.timestamp() * 1000)  # a pandas Timestamp (NaT raises)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def get_param_importances(
@@ -108,7 +121,7 @@ def get_param_importances(
         target=target,
         goal=goal,
         n_runs=len(y),
-        params=_ranked(evaluator, specs, values, y, goal, aliases),
+        params=_ranked(evaluator, specs, values, y, goal, aliases, [r[4] for r in usable]),
         evaluator=repr(evaluator),
         model=model,
         model_reason=reason,
@@ -122,6 +135,7 @@ def get_param_importances(
         target_values=y,
         run_ids=[r[0] for r in usable],
         run_names=[r[1] for r in usable],
+        run_starts=[r[4] for r in usable],
     )
 
 
@@ -211,6 +225,7 @@ def _ranked(
     y: np.ndarray,
     goal: str,
     aliases: dict[str, list[str]],
+    starts: Sequence[int | None],
 ) -> list[ParamImportance]:
     """The fitted ``evaluator``'s scores as shares that sum to one (equal shares when no
     parameter has a measurable effect), most important first."""
@@ -221,7 +236,7 @@ def _ranked(
     else:  # no detectable effect anywhere: equal shares, wide open intervals
         shares = np.full(len(specs), 1.0 / len(specs))
         bounds = np.tile([0.0, 1.0], (len(specs), 1))
-    best_i = int(np.argmin(y) if goal == "minimize" else np.argmax(y))
+    best_i = best_position(list(y), goal, starts)
     ranked = [
         ParamImportance(
             name=spec.name,
@@ -252,7 +267,7 @@ def _finite(value: Any) -> bool:
 
 
 def _param_names(
-    rows: Sequence[tuple[str, str, dict[str, Any], dict[str, float]]],
+    rows: Sequence[_Row],
     params: Sequence[str] | None,
     where: str,
     known: set[str],

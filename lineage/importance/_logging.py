@@ -67,7 +67,10 @@ def _note(result: ImportanceResult) -> str:
     lines = [
         f"**Parameter importance for `{result.target}`** ({result.goal}, {result.n_runs} runs"
         + (f", best {result.top:g} of runs" if result.top else "")
-        + "). Open `importance/importance.html` for the interactive page.",
+        + "). `importance/importance.png` (the ranking) and `importance/scatter/<param>.png` "
+        "show in MLflow's artifact viewer; `importance/importance.html` is the interactive "
+        "page (a few MB with plotly.js inside): the viewer draws it after loading it, or "
+        "download it to open it in a browser tab.",
         "",
         "| param | importance | 95% CI | significant | Spearman | best |",
         "|---|---|---|---|---|---|",

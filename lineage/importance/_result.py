@@ -106,12 +106,17 @@ class ImportanceResult:
     target_values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     run_ids: list[str] = field(default_factory=list, repr=False)
     run_names: list[str] = field(default_factory=list, repr=False)
+    #: The runs' start times (ms), where known: among equal target values the earliest run
+    #: is the best (`best_index`).
+    run_starts: list[int | None] = field(default_factory=list, repr=False)
 
     @property
     def best_index(self) -> int:
-        """Position of the best run in ``run_ids`` / ``target_values``."""
-        y = self.target_values
-        return int(np.argmin(y) if self.goal == "minimize" else np.argmax(y))
+        """Position of the best run in ``run_ids`` / ``target_values``; among equal values
+        the earliest run (``lineage.query.best_position``: the tuner's rule)."""
+        from lineage.query import best_position
+
+        return best_position(list(self.target_values), self.goal, self.run_starts or None)
 
     def importances(self) -> dict[str, float]:
         """``{name: importance}`` in ranking order, summing to one."""

@@ -59,22 +59,32 @@ class MetricSummary:
         }
 
 
-def summarize(key: str, points: Sequence[MetricPoint]) -> MetricSummary:
+def summarize(key: str, points: Sequence[MetricPoint], goal: str | None = None) -> MetricSummary:
     """Last (highest step, then latest), best, min and max of one metric; NaN ignored for
-    best/min/max unless every point is NaN."""
+    best/min/max unless every point is NaN. ``goal`` (``min``/``max``): the experiment's for
+    a target metric; else guessed from the name."""
     last = max(points, key=lambda p: (p.step, p.timestamp))
     finite = [p for p in points if not math.isnan(p.value)] or list(points)
     low = min(finite, key=lambda p: p.value)
     high = max(finite, key=lambda p: p.value)
-    goal = metric_goal(key)
+    goal = goal or metric_goal(key)
     best = low if goal == "min" else high
     return MetricSummary(
         key, last.value, last.step, best.value, best.step, goal, low.value, high.value, len(points)
     )
 
 
-def summarize_all(histories: Mapping[str, Sequence[MetricPoint]]) -> list[MetricSummary]:
-    return [summarize(k, pts) for k, pts in sorted(histories.items()) if pts]
+def summarize_all(
+    histories: Mapping[str, Sequence[MetricPoint]], targets: Sequence[tuple[str, str]] = ()
+) -> list[MetricSummary]:
+    """Every metric's summary: the ``targets`` (``(metric, goal)``, an experiment's) first,
+    with their goals, then the others by name."""
+    goals: dict[str, str] = {}
+    for metric, goal in targets:
+        goals.setdefault(metric, goal)
+    order = {m: i for i, m in enumerate(goals)}
+    keys = sorted(histories, key=lambda k: (order.get(k, len(order)), k))
+    return [summarize(k, histories[k], goals.get(k)) for k in keys if histories[k]]
 
 
 @dataclass(frozen=True, slots=True)

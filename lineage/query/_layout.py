@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from lineage import tags as T
 from lineage.query._fields import Field, to_number
+from lineage.query._focus import Focus, focus_of, importance_ranking
 from lineage.query._table import is_training
 from lineage.store import RunRecord
 
@@ -47,20 +47,26 @@ class Layout:
         self.hidden = hidden
 
 
-def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
-    """Every column worth showing, most wanted first (see the module docstring)."""
+def candidate_columns(runs: Sequence[RunRecord], focus: Focus | None = None) -> list[Field]:
+    """Every column worth showing, most wanted first (see the module docstring). ``focus``:
+    what the runs' experiments optimise (:func:`~lineage.query.experiment_focus`), read
+    from the runs themselves when not given."""
     training = [r for r in runs if is_training(r)] or list(runs)
     base = [Field("attributes", k) for k in ("run_name", "run_id", "status", "start_time")]
     if len({r.experiment_id for r in runs}) > 1:
         base.append(Field("attributes", "experiment"))
-    tuned, targets = _campaign(runs)
+    if focus is None:
+        focus = focus_of(runs)
+    targets = focus.metrics
+    shown = {r.run_id for r in runs}
+    importance = importance_ranking(
+        [*runs, *(r for r in focus.records if r.run_id not in shown)], targets
+    )
     metrics = _metrics_by_use(training, targets)
     varying = _varying(training)
-    ranked = _by_weight(varying, training, _importance(runs, targets))
+    ranked = _by_weight(varying, training, importance)
     tuned = _by_weight(
-        [k for k in tuned if any(k in r.params for r in training)],
-        training,
-        _importance(runs, targets),
+        [k for k in focus.tuned if any(k in r.params for r in training)], training, importance
     )
     params = _one_per_alias(tuned + [k for k in ranked if k not in tuned], training)
     lead = [k for k in targets if k in metrics] or metrics[:1]
@@ -77,33 +83,6 @@ def candidate_columns(runs: Sequence[RunRecord]) -> list[Field]:
     out += [Field("params", k) for k in params]
     out += [Field("metrics", k) for k in metrics if k not in lead]
     return out
-
-
-def _importance(runs: Sequence[RunRecord], targets: Sequence[str]) -> dict[str, float]:
-    """``importance.<param>`` of the newest importance analysis among ``runs`` (of a
-    target's, where the campaign names one); empty without one, and where its model
-    predicted held-out runs no better than their mean (``r2.<model>`` <= 0): such a ranking
-    orders nothing."""
-    analyses = [
-        r
-        for r in runs
-        if r.tags.get(T.RUN_TYPE) == T.RUN_TYPE_ANALYSIS
-        and r.tags.get("lineage.analysis.kind") == "importance"
-        and (not targets or r.tags.get("lineage.analysis.target") in targets)
-    ]
-    if not analyses:
-        return {}
-    newest = max(analyses, key=lambda r: r.start_time or 0)
-    model = newest.tags.get("lineage.analysis.model", "").replace(" ", "_")
-    r2 = newest.metrics.get(f"r2.{model}")
-    if r2 is not None and not r2 > 0:
-        return {}
-    prefix = "importance."
-    return {
-        k[len(prefix) :]: v
-        for k, v in newest.metrics.items()
-        if k.startswith(prefix) and math.isfinite(v)
-    }
 
 
 def _by_weight(
@@ -136,13 +115,14 @@ def table_layout(
     headers: Callable[[Sequence[Field]], list[str]],
     width: int | None,
     value: Callable[[Field, RunRecord], Any] | None = None,
+    focus: Focus | None = None,
 ) -> Layout:
     """The columns of :func:`candidate_columns` that fit in ``width`` characters (``None``:
     all of them, cells uncut). ``render(field, value)`` gives a cell's text, ``headers``
     the column titles of a list of fields, ``value(field, run)`` a cell's value (default:
-    the field's own)."""
+    the field's own); ``focus``: as in :func:`candidate_columns`."""
     get = value or (lambda field, run: field.value(run))
-    wanted = candidate_columns(runs)
+    wanted = candidate_columns(runs, focus)
     titles = headers(wanted)
     natural = []
     # Fitted, the name column is as wide as the training runs' names: a campaign's or an
@@ -190,29 +170,6 @@ def _display_rank(field: Field, priority: int, first_param: int) -> tuple[int, i
     if field.kind == "params":
         return (2, priority)
     return (1 if priority < first_param else 3, priority)
-
-
-def _campaign(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
-    """The tuned parameters and target metrics of the campaigns among ``runs``: their parent
-    runs (``lineage.run_type=campaign``) carry ``space.<name>``, ``target`` and, with several
-    objectives, ``objectives`` params (``metric:goal``, comma-separated)."""
-    tuned: list[str] = []
-    targets: list[str] = []
-    for run in runs:
-        if run.tags.get(T.RUN_TYPE) != T.RUN_TYPE_CAMPAIGN and T.CAMPAIGN not in run.tags:
-            continue
-        for key in sorted(run.params):
-            if key.startswith(T.CAMPAIGN_SPACE_PREFIX):
-                name = key[len(T.CAMPAIGN_SPACE_PREFIX) :]
-                if name not in tuned:
-                    tuned.append(name)
-        named = [run.params.get(T.CAMPAIGN_TARGET, "")]
-        named += run.params.get(T.CAMPAIGN_OBJECTIVES, "").split(",")
-        for target in named:
-            metric = (target.rpartition(":")[0] if ":" in target else target).strip()
-            if metric and metric not in targets:
-                targets.append(metric)
-    return tuned, targets
 
 
 def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str]:

@@ -110,12 +110,15 @@ def default_columns(runs: Sequence[RunRecord]) -> list[Field]:
     )
 
 
-def export_columns(runs: Sequence[RunRecord]) -> list[Field]:
-    """Every attribute, param, metric and tag: the full run table."""
+def export_columns(runs: Sequence[RunRecord], targets: Sequence[str] = ()) -> list[Field]:
+    """Every attribute, param, metric and tag: the full run table; the ``targets`` (the
+    experiment's target metrics) first among the metrics."""
+    metrics = keys_of(runs, "metrics")
+    lead = [k for k in dict.fromkeys(targets) if k in metrics]
     return (
         [Field("attributes", k) for k in EXPORT_ATTRIBUTES]
         + [Field("params", k) for k in keys_of(runs, "params")]
-        + [Field("metrics", k) for k in keys_of(runs, "metrics")]
+        + [Field("metrics", k) for k in [*lead, *(m for m in metrics if m not in lead)]]
         + [Field("tags", k) for k in keys_of(runs, "tags")]
     )
 

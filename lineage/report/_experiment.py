@@ -94,7 +94,7 @@ def report_experiment(
     :class:`~lineage.UsageError` (no run with the target, goals that do not match) before
     anything is written, and :class:`~lineage.StoreError` when the store fails.
     """
-    from lineage.query import search_runs
+    from lineage.query import experiment_focus, importance_ranking, search_runs
     from lineage.store import open_store
     from lineage.uri import resolve_tracking_uri
 
@@ -109,7 +109,10 @@ def report_experiment(
             if r.tags.get(tags.RUN_TYPE) not in _NOT_TRAINING and r.status != "RUNNING"
         ]
         kept, superseded = _without_superseded(kept)
-        objectives, spaces = _campaign_info(runs)
+        # The experiment's target and its campaign's space, whichever runs ``where`` kept.
+        focus = experiment_focus(store, [exp.experiment_id])
+        objectives, spaces = _campaign_info(focus.records)
+        objectives = [(m, _GOALS[g]) for m, g in focus.targets] or objectives
         names, directions, notes = _targets(exp.name, kept, objectives, targets, goals)
         known = sorted({k for r in kept for k in r.params})
         for p in params or ():
@@ -119,6 +122,12 @@ def report_experiment(
                     f"{_suggest(p, known)}"
                 )
         chosen = list(params) if params else [p for p in _params(kept, spaces) if p in known]
+        # Contours and slices over what the experiment's importance analysis ranked first
+        # (as the campaign's own report), not over what fANOVA finds in these trials alone.
+        ranked = {
+            n: _ranking(importance_ranking(focus.records, [n], fitted_only=False), focus.tuned)
+            for n in names
+        }
         histories = store.metric_histories if len(names) == 1 else None
         study = study_from_runs(
             kept,
@@ -138,8 +147,10 @@ def report_experiment(
         study,
         directory,
         target_names=names,
+        importances={n: r for n, r in ranked.items() if r},
         best=best,
-        title=f"{exp.name}: report of {len(kept)} run(s)" + (f" where {where}" if where else ""),
+        title=f"{exp.name}: report of {len(kept)} run{'' if len(kept) == 1 else 's'}"
+        + (f" where {where}" if where else ""),
         superseded=superseded,
     )
     report.notes[:0] = notes
@@ -148,6 +159,16 @@ def report_experiment(
             report, tracking_uri=uri, experiment_id=exp.experiment_id, targets=names
         )
     return report
+
+
+def _ranking(scores: dict[str, float], tuned: Sequence[str]) -> list[str]:
+    """The parameters by importance, most first, ties (and those the analysis did not
+    rank) in the campaign's order, as the campaign's own report orders them."""
+    if not scores:
+        return []
+    order = {p: i for i, p in enumerate(tuned)}
+    ranked = sorted(scores, key=lambda p: (-scores[p], order.get(p, len(order)), p))
+    return ranked + [p for p in tuned if p not in scores]
 
 
 def _without_superseded(runs: list[Any]) -> tuple[list[Any], int]:
@@ -265,8 +286,10 @@ def log_report(
 
 def report_note(report: Report) -> str:
     """Markdown naming the report's views, for a run's description."""
-    views = ", ".join(v["title"] for v in report.views)
+    views = "; ".join(f"`{ARTIFACT_DIR}/{v['png']}`: {v['title']}" for v in report.views)
     return (
-        f"**{report.title}**. Open `{ARTIFACT_DIR}/report.html` in the artifacts for the "
-        f"interactive page; one PNG per view: {views}."
+        f"**{report.title}**. One picture per view, shown by MLflow's artifact viewer: "
+        f"{views}. `{ARTIFACT_DIR}/report.html` holds every view interactive (zoom, hover; "
+        "a few MB with plotly.js inside): the viewer draws it after loading it, or download "
+        "it to open it in a browser tab."
     )

@@ -116,8 +116,8 @@ def parallel(study: Study, index: int, name: str, params: Sequence[str], k: int)
     fig = _quiet(pv.plot_parallel_coordinate, study, list(params), target=target, target_name=name)
     ax = _quiet(pm.plot_parallel_coordinate, study, list(params), target=target, target_name=name)
     maximize = study.directions[index].name == "MAXIMIZE"
-    # At most a quarter of the trials: red on half the lines would single nothing out.
-    shown = min(k, max(1, len(_complete(study)) // 4))
+    # The count ``--best`` asks for (every complete trial when there are fewer).
+    shown = min(k, len(_complete(study)))
     out = Figure(
         f"parallel-{name}" if several else "parallel",
         f"Parallel coordinates: {', '.join(params)} and {name}",

@@ -130,7 +130,7 @@ def render_report(
 
     Per objective: the optimization history with the best-so-far line (warm-started trials
     as diamonds), parallel coordinates of the parameters and the objective with the
-    ``best`` best trials in red (at most a quarter of them), a contour of the two most important parameters and a slice
+    ``best`` best trials in red, a contour of the two most important parameters and a slice
     of each. Then the intermediate values (pruned trials dotted, an x where each stopped)
     when trials reported any, and the Pareto front for two or three objectives. Trials a
     scheduler paused, promoted or copied over (PBT) are marked apart in the history and the

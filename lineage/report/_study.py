@@ -123,6 +123,7 @@ def study_from_runs(
         )
     finally:
         optuna.logging.set_verbosity(verbosity)
+    curves = _curves(ordered, targets, histories)
     trials = []
     for run in ordered:
         values = [run.metrics.get(t) for t in targets]
@@ -137,12 +138,7 @@ def study_from_runs(
             for p, d in dists.items()
             if p in run.params and run.params[p].strip().lower() not in _MISSING
         }
-        steps: dict[int, float] = {}
-        if histories is not None and len(targets) == 1 and state != TrialState.FAIL:
-            points = histories(run.run_id).get(targets[0], [])
-            steps = {int(p.step): float(p.value) for p in points if math.isfinite(p.value)}
-            if len(steps) < 2:
-                steps = {}
+        steps = curves.get(run.run_id, {}) if state != TrialState.FAIL else {}
         attrs = {"mlflow.run_id": run.run_id, "mlflow.run_name": run.name}
         attrs.update({k: run.tags[k] for k in warm_tags if k in run.tags})
         trials.append(
@@ -157,6 +153,26 @@ def study_from_runs(
         )
     study.add_trials(trials)
     return study
+
+
+def _curves(
+    runs: Sequence[RunRecord],
+    targets: Sequence[str],
+    histories: Callable[[str], Mapping[str, Sequence[MetricPoint]]] | None,
+) -> dict[str, dict[int, float]]:
+    """Each run's target history by step (single target only). Kept where the target was
+    reported step by step, that is where some run has two points or more: then a run
+    stopped (pruned) after its first report keeps its one point, as the tuner's own study
+    holds it; a target logged once at the end by every run is no curve."""
+    if histories is None or len(targets) != 1:
+        return {}
+    curves = {}
+    for run in runs:
+        points = histories(run.run_id).get(targets[0], [])
+        curves[run.run_id] = {int(p.step): float(p.value) for p in points if math.isfinite(p.value)}
+    if not any(len(c) >= 2 for c in curves.values()):
+        return {}
+    return {k: c for k, c in curves.items() if c}
 
 
 def _direction(goal: str) -> Any:

@@ -107,6 +107,21 @@ class RunStore(abc.ABC):
         del experiments, limit, where, order
         return None
 
+    def experiment_tags(self, experiment_id: str) -> dict[str, str]:
+        """The tags of one active experiment (empty for an unknown id). This default asks
+        MLflow's client; SQL stores read the table directly."""
+        from mlflow.tracking import MlflowClient
+
+        try:
+            exp = MlflowClient(tracking_uri=self._tracking_uri or self.uri).get_experiment(
+                experiment_id
+            )
+        except Exception as exc:
+            if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
+                return {}
+            raise StoreError(f"reading experiment {experiment_id} of {self.uri}: {exc}") from exc
+        return dict(exp.tags or {}) if exp.lifecycle_stage == "active" else {}
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections. The store must not be used afterwards."""
 

@@ -90,6 +90,17 @@ class SqlRunStore(RunStore):
             )
         return [Experiment(str(i), str(n)) for i, n in rows]
 
+    def experiment_tags(self, experiment_id: str) -> dict[str, str]:
+        if not str(experiment_id).lstrip("-").isdigit():
+            return {}
+        rows = self._rows(
+            "SELECT t.key, t.value FROM experiment_tags t JOIN experiments e "
+            "ON e.experiment_id = t.experiment_id "
+            "WHERE t.experiment_id = ? AND e.lifecycle_stage = 'active'",
+            (int(experiment_id),),
+        )
+        return {str(k): str(v) for k, v in rows}
+
     def runs(self, experiments: Sequence[str] | None = None) -> list[RunRecord]:
         cache = None
         if self._cache_file is not None and self._db.dialect.renders_json:

@@ -82,14 +82,14 @@ def campaign_store(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: P
     return uri
 
 
-def _in_pty(uri: str, columns: int) -> str:
+def _in_pty(uri: str, columns: int, *query: str) -> str:
     """``lineage runs`` with stdout and stderr on a pseudo-terminal ``columns`` wide."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["LINEAGE_CACHE_DIR"] = CACHE_DIR
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", uri],
+        [sys.executable, "-m", "lineage.cli", "runs", "--tracking-uri", uri, *query],
         stdin=subprocess.DEVNULL,
         stdout=slave,
         stderr=slave,
@@ -120,7 +120,7 @@ def test_a_terminal_shows_what_fits_and_says_what_is_left_out(
     header, rows, note = lines[1], lines[2:10], lines[-1]
     assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
     # The trials first; the campaign's own run apart, under a heading of its own.
-    assert lines[10:13] == ["", "1 campaign run(s):", lines[12]]
+    assert lines[10:13] == ["", "1 campaign run:", lines[12]]
     assert lines[12].split()[1] == "quickstart"
     assert all(r.split()[1].startswith("quickstart-trial-") for r in rows)
     titles = header.split()
@@ -262,7 +262,7 @@ def test_every_objective_leads_and_a_float32_copy_is_one_column(two_objective_st
     data = next(i for i, t in enumerate(every) if t.startswith("data.train"))
     assert every.index("aaa_loss") < data
     # The newest run is the analysis: it still comes after the trials, apart.
-    assert out[6:8] == ["", "2 analysis and campaign run(s):"]
+    assert out[6:8] == ["", "2 analysis and campaign runs:"]
 
 
 @pytest.mark.parametrize(
@@ -356,7 +356,7 @@ def test_a_real_campaign_leads_with_its_target_and_most_important_params(
     # One column per setting: the callback's spellings of lr and optimizer are aliases.
     assert "optimizer.lr" not in titles and "optimizer.name" not in titles, titles
     # The importance analysis and the campaign's run are listed apart, after the trials.
-    heading = lines.index("2 analysis and campaign run(s):")
+    heading = lines.index("2 analysis and campaign runs:")
     assert all(r.split()[1].startswith("digits-search-") for r in lines[2 : heading - 1])
     assert lines[heading - 1] == ""
 
@@ -411,3 +411,51 @@ def test_params_follow_an_importance_ranking_only_from_a_model_that_explains_the
     # A model worse than the mean ranks nothing: the param taking more values first.
     assert params([campaign, *trials, analysis(-0.86)]) == ["lr", "momentum"]
     assert params([campaign, *trials]) == ["lr", "momentum"]
+
+
+FILTERS = (
+    (
+        "--where",
+        "status = 'FINISHED' and metrics.val_accuracy > 0.5",
+        "--sort=-metrics.val_accuracy",
+    ),
+    ("--where", "params.optimizer = 'adam'"),
+    ("--limit", "3"),
+)
+
+
+@pytest.mark.parametrize("query", FILTERS)
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_target_leads_whatever_the_filter_leaves_out(
+    campaign_store: str, columns: int, query: tuple[str, ...]
+) -> None:
+    # A store written before campaigns tagged their experiment: the campaign run, filtered
+    # out of the table, still names the target and the tuned parameters.
+    lines = _in_pty(campaign_store, columns, *query).rstrip("\n").split("\n")
+    titles = [t for t in lines[1].split() if t != "start"]
+    assert titles[:4] == ["run", "name", "status", "val_accuracy"], lines
+    assert titles[4] in TUNED, titles
+    assert not any(line.split()[1:2] == ["quickstart"] for line in lines[2:]), lines
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_campaign_tags_its_experiment_with_its_target(
+    real_campaign_store: str, columns: int
+) -> None:
+    exp = MlflowClient(tracking_uri=real_campaign_store).get_experiment_by_name("digits-search")
+    assert exp.tags["lineage.target"] == "val_loss:minimize"
+    assert sorted(exp.tags["lineage.tuned"].split(",")) == ["batch", "lr", "optimizer"]
+    # The MLflow UI view the printed links open: the trials, lowest val_loss first.
+    view = json.loads(exp.tags["mlflow.sharedViewState.lineage-trials"])
+    assert view["orderByKey"] == "metrics.`val_loss`" and view["orderByAsc"] is True
+    assert "tags.`lineage.run_type` = 'trial'" in view["searchFilter"]
+    where = "status = 'FINISHED' and metrics.val_loss < 1e9"
+    lines = _in_pty(
+        real_campaign_store, columns, "--where", where, "--sort=metrics.val_loss"
+    ).split("\n")
+    titles = [t for t in lines[1].split() if t != "start"]
+    assert titles[:5] == ["run", "name", "status", "val_loss", "lr"], lines
+    header = lines[1].split()  # a start time is two words: its date and its time
+    at = header.index("val_loss") + ("start" in header)
+    losses = [float(line.split()[at]) for line in lines[2:10]]
+    assert losses == sorted(losses) and len(losses) == 8

@@ -132,6 +132,8 @@ def test_log_records_an_analysis_run_with_plots(
     rc, out, _ = _run(capsys, mlflow_uri, *BOWL, "--format", "json")
     doc = json.loads(out)
     assert doc["n_runs"] == 48 and doc["excluded_runs"] == {"analysis runs": 1}
+    rc, out, _ = _run(capsys, mlflow_uri, *BOWL)
+    assert "runs left out: 1 analysis run\n" in out  # one run, said in the singular
 
 
 def test_cli_process_reads_sql_store_without_importing_mlflow(mlflow_uri: str) -> None:

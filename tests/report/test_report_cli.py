@@ -60,14 +60,14 @@ def test_report_of_plain_runs_draws_every_view(single: dict[str, Any]) -> None:
     parallel = next(v for v in data["views"] if v["name"] == "parallel")
     assert "batch_size" not in parallel["title"]
     assert all(p in parallel["title"] for p in ("lr", "optimizer", "width"))
-    assert "the 3 best in red" in parallel["caption"]  # 5, capped at a quarter of 14
+    assert "the 5 best in red" in parallel["caption"]  # --best's default
 
 
 def test_report_page_holds_the_plotly_figures(single: dict[str, Any]) -> None:
     page = (single["out"] / "report.html").read_text(encoding="utf-8")
     assert page.count("Plotly.newPlot") == len(single["json"]["views"])
     assert page.count("plotly.js v") == 1  # plotly.js inlined once, no network needed
-    assert "Optimization history of loss" in page and "best 3" in page
+    assert "Optimization history of loss" in page and "best 5" in page
 
 
 def test_report_log_records_an_analysis_run(single: dict[str, Any]) -> None:

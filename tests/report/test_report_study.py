@@ -40,6 +40,22 @@ def test_runs_become_trials_with_their_states_and_curves() -> None:
     assert sorted(dist["opt"].choices) == ["adam", "sgd"]
 
 
+def test_a_trial_pruned_after_its_first_report_keeps_its_one_point() -> None:
+    runs = [_run(i) for i in range(4)] + [_run(4, **{"tuner.state": "PRUNED"})]
+    curves = {r.run_id: {"loss": [MetricPoint(s, 2.0 - s, 0) for s in range(3)]} for r in runs}
+    curves["r004"] = {"loss": [MetricPoint(1, 1.9, 0)]}
+    study = study_from_runs(
+        runs, targets=["loss"], goals=["minimize"], params=["lr"], histories=curves.__getitem__
+    )
+    assert study.get_trials()[4].intermediate_values == {1: 1.9}
+    # A target every run logged once, at its end, is no curve.
+    once = {r.run_id: {"loss": [MetricPoint(0, 1.0, 0)]} for r in runs}
+    study = study_from_runs(
+        runs, targets=["loss"], goals=["minimize"], params=["lr"], histories=once.__getitem__
+    )
+    assert all(not t.intermediate_values for t in study.get_trials())
+
+
 def test_a_campaign_space_decides_kind_and_scale() -> None:
     space = {"type": "float", "low": 0.001, "high": 0.5, "log": True}
     dist = distribution_for("lr", ["0.01", "0.2"], space)

@@ -30,6 +30,8 @@ def log_sample_runs(uri: str, artifact_dir: Path) -> Logged:
     exp_a = client.create_experiment("alpha", artifact_location=f"{art}/alpha")
     exp_b = client.create_experiment("beta", artifact_location=f"{art}/beta")
     gone = client.create_experiment("gone", artifact_location=f"{art}/gone")
+    client.set_experiment_tag(exp_a, "lineage.target", "accuracy:maximize")
+    client.set_experiment_tag(gone, "lineage.target", "loss:minimize")
     logged = Logged(uri, exp_a, exp_b, gone)
     specs = [
         ("sgd", exp_a, {"lr": "0.1", "optimizer": "sgd", "epochs": "10"}, [1.0, 0.5, 0.3], 0.80),

@@ -41,6 +41,14 @@ def test_experiments_are_the_active_ones(store: RunStore, logged: Logged) -> Non
     assert names == {"Default": "0", "alpha": logged.exp_a, "beta": logged.exp_b}
 
 
+def test_experiment_tags_of_active_experiments(store: RunStore, logged: Logged) -> None:
+    assert store.experiment_tags(logged.exp_a)["lineage.target"] == "accuracy:maximize"
+    assert "lineage.target" not in store.experiment_tags(logged.exp_b)
+    gone = next(i for i in map(str, range(1, 10)) if i not in (logged.exp_a, logged.exp_b, "0"))
+    assert store.experiment_tags(gone) == {}  # deleted: invisible, as its runs are
+    assert store.experiment_tags("999999") == {}
+
+
 def test_runs_hold_params_latest_metrics_tags_newest_first(store: RunStore, logged: Logged) -> None:
     runs = store.runs()
     assert [r.name for r in runs] == ["beta1", "adam2", "adam", "sgd"]

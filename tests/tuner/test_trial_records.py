@@ -126,6 +126,11 @@ def test_parent_description_links_the_importance_analysis(campaign, run_campaign
         "?workflowType=machine_learning"
     )
     assert f"]({link})" in note
+    trials = (
+        f"#/experiments/{parent.info.experiment_id}/runs?viewStateShareKey=lineage-trials"
+        "&workflowType=machine_learning"
+    )
+    assert f"[The trials]({trials})" in note
     assert "importance of each parameter for `loss` (minimize)" in note
     assert "scatter plot per parameter" in note and "Best trial: #" in note
     # The campaign report is in the analysis run's artifacts; the description

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from lineage.uri import trials_view
+from tuner.records import _tags as T
 from tuner.records._access import check_tracking_access
 from tuner.records._reconcile import EndedRun
 from tuner.records._recorder import LineageRecorder
@@ -60,6 +62,32 @@ def start_campaign_run(
     )
     if recorder.parent_run_id and recorder.parent_run_id != parent:
         study.set_user_attr(PARENT_RUN_ATTR, recorder.parent_run_id)
+    recorder.call(
+        lambda client: _tag_experiment(
+            client, recorder.experiment_id, recorder.parent_run_id, config
+        )
+    )
+
+
+def _tag_experiment(
+    client: Any, experiment_id: str | None, parent_run_id: str | None, config: CampaignConfig
+) -> None:
+    """The experiment's target and tuned parameters, for the readers that select only some
+    of its runs (``lineage runs --where``, ``show``, ``report``), and the MLflow UI view of
+    the campaign's trials that the printed links open."""
+    if experiment_id is None:
+        return
+    objectives = [(o.metric, o.goal) for o in config.all_objectives]
+    target = ",".join(f"{m}:{g}" for m, g in objectives)
+    client.set_experiment_tag(experiment_id, T.EXPERIMENT_TARGET, target)
+    client.set_experiment_tag(experiment_id, T.EXPERIMENT_TUNED, ",".join(config.parameters))
+    key, view = trials_view(
+        campaign=config.name,
+        targets=objectives,
+        tuned=list(config.parameters),
+        parent_run_id=parent_run_id,
+    )
+    client.set_experiment_tag(experiment_id, key, view)
 
 
 def _ended_runs(study: optuna.Study, metric_names: Sequence[str]) -> dict[str, EndedRun]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage.uri import ui_link
+from lineage.uri import trials_view_link, ui_link
 from tuner.records import _tags as T
 
 if TYPE_CHECKING:
@@ -263,6 +263,13 @@ def campaign_note(
         ]
     if stop_reason:
         lines += ["", f"Stopped: {stop_reason}"]
+    if experiment_id:
+        lines += [
+            "",
+            f"[The trials]({trials_view_link('', experiment_id)}), best first, with the "
+            "target and the tuned parameters as columns (select them there and press "
+            "**Compare** for MLflow's parallel coordinates, scatter and contour plots).",
+        ]
     linked = [a for a in analyses if a.run_id]
     if linked:
         lines += ["", "**Hyperparameter importance**"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from lineage.tags import (
     CAMPAIGN,
     COMMAND,
+    EXPERIMENT_TARGET,
+    EXPERIMENT_TUNED,
     MLFLOW_PARENT_RUN_ID,
     MLFLOW_RUN_NAME,
     RUN_TYPE,
@@ -34,6 +36,8 @@ __all__ = [
     "ENV_PREFIX",
     "ERROR",
     "EXIT_CODE",
+    "EXPERIMENT_TARGET",
+    "EXPERIMENT_TUNED",
     "FAIL_REASON",
     "MLFLOW_PARENT_RUN_ID",
     "MLFLOW_RUN_NAME",
