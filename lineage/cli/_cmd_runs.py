@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from lineage.cli._common import add_common, format_cell, print_csv
-from lineage.query import as_logged, to_number
+from lineage.query import to_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -187,7 +187,6 @@ def print_runs_table(
     def render(field: Any, value: Any) -> str:
         if value is None:
             return ""
-        value = as_logged(value)
         if field.kind == "attributes":
             if field.key == "run_id":
                 return str(value)[:8]

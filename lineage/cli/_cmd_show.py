@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
         print_csv(cols, out)
         return 0
     from lineage.cli._cmd_runs import format_time
-    from lineage.query import as_logged
 
     shown = dict(head)
     shown["start_time"] = format_time(record.start_time)
@@ -86,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
     _section(["param", "value"], sorted(record.params.items()), "params")
     _section(
         ["metric", "last", "step", "best", "goal", "best step", "min", "max", "points"],
-        [_summary_row(s, as_logged) for s in summaries],
+        [
+            [s.key, s.last, s.last_step, s.best, s.goal, s.best_step, s.min, s.max, s.count]
+            for s in summaries
+        ],
         "metrics (best: the experiment's goal for its target; else min for loss/error "
         "names, max for others)",
     )
@@ -108,9 +110,3 @@ def _section(columns: list[str], rows: list[Any], title: str) -> None:
 
 def _summary_cells(s: Any) -> list[Any]:
     return [s.last, s.last_step, s.best, s.best_step, s.goal, s.min, s.max, s.count]
-
-
-def _summary_row(s: Any, shown: Any) -> list[Any]:
-    # ``shown``: an infinity MLflow stored as the largest float reads as inf.
-    values = [shown(v) for v in (s.last, s.best, s.min, s.max)]
-    return [s.key, values[0], s.last_step, values[1], s.goal, s.best_step, *values[2:], s.count]

@@ -7,7 +7,7 @@ comparisons, multi-key sorting, and key lookup shared by the CLI's columns.
 from __future__ import annotations
 
 from lineage.lazy import lazy_names
-from lineage.query._fields import ATTRIBUTES, Field, as_logged, parse_field, to_number
+from lineage.query._fields import ATTRIBUTES, Field, parse_field, to_number
 from lineage.query._goal import best_position, metric_goal
 from lineage.query._search import check_known, parse_sort, search_runs, search_runs_json, sort_runs
 from lineage.query._where import Node, parse_where
@@ -72,7 +72,6 @@ __all__ = [
     "Field",
     "Focus",
     "Node",
-    "as_logged",
     "best_position",
     "check_known",
     "continued_trials",

@@ -115,16 +115,3 @@ def to_number(value: Any) -> float | None:
             return None
         return None if math.isnan(number) else number
     return None
-
-
-#: MLflow's SQL stores keep an infinite metric as the largest float (and -inf as its
-#: negative): read back, it is shown as what was logged.
-_FLOAT_MAX = 1.7976931348623157e308
-
-
-def as_logged(value: Any) -> Any:
-    """``value``, with MLflow's stand-in for an infinity (the largest float) read as
-    ``inf`` or ``-inf``; anything else unchanged."""
-    if isinstance(value, float) and abs(value) >= _FLOAT_MAX:
-        return math.copysign(math.inf, value)
-    return value
