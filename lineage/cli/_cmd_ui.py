@@ -190,17 +190,27 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _recent_experiments(uri: str, count: int = 5) -> list[tuple[str, str]]:
-    """``(id, name)`` of the last ``count`` experiments created, newest first: one link each,
-    since MLflow's home page opens on its GenAI view rather than the training runs."""
+def _recent_links(uri: str, url: str, count: int = 5) -> list[str]:
+    """A line per link of the last ``count`` experiments created, newest first, since
+    MLflow's home page opens on its GenAI view rather than the training runs: a campaign's
+    trials best first and their compare view, or an experiment's runs
+    (`lineage.query.ui_links`)."""
+    from lineage.query import ui_links
     from lineage.store import open_store
 
     try:
-        experiments = open_store(uri).experiments()
+        store = open_store(uri)
+        experiments = store.experiments()
+        newest = sorted(experiments, key=lambda e: _id_order(e.experiment_id), reverse=True)
+        lines = []
+        for e in newest[:count]:
+            for index, (label, link) in enumerate(ui_links(store, url, e.experiment_id)):
+                lines.append(
+                    f"  {e.name}: {link}" if index == 0 else f"  {e.name} ({label}): {link}"
+                )
+        return lines
     except LineageError:
         return []  # the server reports a store it cannot read itself
-    newest = sorted(experiments, key=lambda e: _id_order(e.experiment_id), reverse=True)
-    return [(e.experiment_id, e.name) for e in newest[:count]]
 
 
 def _id_order(experiment_id: str) -> tuple[int, str]:
@@ -221,9 +231,9 @@ def run(args: argparse.Namespace) -> int:
     cmd = server_command(uri, args.host, args.port, args.artifact_root, verbose=args.verbose)
     if not _port_free(args.host, args.port):
         raise UsageError(f"port {args.port} on {args.host} is in use: choose another with --port")
-    recent = _recent_experiments(uri)
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"
+    recent = _recent_links(uri, url)
     stopping = False
 
     def on_term(signum: int, frame: Any) -> None:
@@ -257,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         relay.go_live()
         print(
             f"MLflow UI for {masked(uri)} at {ui_link(url)}  (Ctrl-C to stop)",
-            *(f"  {name}: {ui_link(url, experiment_id=eid)}" for eid, name in recent),
+            *recent,
             sep="\n",
             flush=True,
         )

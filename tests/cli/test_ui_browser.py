@@ -5,6 +5,7 @@ parameters as columns, on the first screen; the compare link opens MLflow's plot
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -79,7 +80,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path) -
     client.set_experiment_tag(exp, key, view)
     client.set_experiment_tag(exp, "lineage.target", "val_accuracy:maximize")
     client.set_experiment_tag(exp, "lineage.tuned", "lr,optimizer")
-    return {"uri": uri, "experiment_id": exp, "parent": parent}
+    return {"uri": uri, "experiment_id": exp, "name": "quickstart", "parent": parent}
 
 
 def _free_port() -> int:
@@ -88,10 +89,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclasses.dataclass
+class Ui:
+    base: str
+    printed: str  # what `lineage ui` printed once the server answered
+
+
 @pytest.fixture(scope="module")
-def ui(campaign: dict[str, str]) -> Iterator[str]:
-    """``lineage ui`` on the campaign's store, as a user starts it; its address once it
-    printed its links (it prints them when the server answers)."""
+def ui(campaign: dict[str, str]) -> Iterator[Ui]:
+    """``lineage ui`` on the campaign's store, as a user starts it: its address and the
+    links it printed (all at once, when the server answers)."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "lineage.cli", "ui", "--tracking-uri", campaign["uri"],
@@ -102,14 +109,14 @@ def ui(campaign: dict[str, str]) -> Iterator[str]:
     assert proc.stdout is not None
     deadline, out = time.monotonic() + 180, b""
     try:
-        while b"http://" not in out:
-            assert time.monotonic() < deadline, f"no link printed: {out!r}"
+        while not (b"(compare): " in out and out.endswith(b"\n")):
+            assert time.monotonic() < deadline, f"no compare link printed: {out!r}"
             ready, _, _ = select.select([proc.stdout], [], [], 1.0)
             if ready:
-                chunk = os.read(proc.stdout.fileno(), 4096)
+                chunk = os.read(proc.stdout.fileno(), 65536)
                 assert chunk or proc.poll() is None, f"lineage ui exited: {out!r}"
                 out += chunk
-        yield f"http://127.0.0.1:{port}"
+        yield Ui(f"http://127.0.0.1:{port}", out.decode())
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -127,16 +134,21 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
-def _links(campaign: dict[str, str], base: str) -> dict[str, str]:
-    """The links printed for the campaign's experiment (``lineage.query.ui_links``)."""
-    with open_store(campaign["uri"]) as store:
-        links = dict(ui_links(store, base, campaign["experiment_id"]))
-    assert set(links) == {"trials", "compare"}, links
+def _links(campaign: dict[str, str], ui: Ui) -> dict[str, str]:
+    """The links ``lineage ui`` printed for the campaign's experiment, by label: the first
+    (``NAME: URL``) opens its trials, the next (``NAME (compare): URL``) compares them."""
+    found = dict(
+        re.findall(rf"^  {re.escape(campaign['name'])}(?: \((\w+)\))?: (\S+)$", ui.printed, re.M)
+    )
+    links = {label or "trials": url for label, url in found.items()}
+    assert set(links) == {"trials", "compare"}, ui.printed
+    with open_store(campaign["uri"]) as store:  # the same as the library's
+        assert links == dict(ui_links(store, ui.base, campaign["experiment_id"]))
     return links
 
 
 def test_the_trials_link_shows_the_best_trials_on_the_first_screen(
-    campaign: dict[str, str], ui: str, browser: object, tmp_path: Path
+    campaign: dict[str, str], ui: Ui, browser: object, tmp_path: Path
 ) -> None:
     link = _links(campaign, ui)["trials"]
     assert "viewStateShareKey=" in link and "workflowType=machine_learning" in link
@@ -164,7 +176,7 @@ def test_the_trials_link_shows_the_best_trials_on_the_first_screen(
 
 
 def test_the_compare_link_opens_mlflows_plots_of_the_trials(
-    campaign: dict[str, str], ui: str, browser: object, tmp_path: Path
+    campaign: dict[str, str], ui: Ui, browser: object, tmp_path: Path
 ) -> None:
     page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
     try:
@@ -178,7 +190,7 @@ def test_the_compare_link_opens_mlflows_plots_of_the_trials(
 
 
 def test_the_figures_a_description_names_render_in_mlflows_artifact_viewer(
-    campaign: dict[str, str], ui: str, browser: object, tmp_path: Path
+    campaign: dict[str, str], ui: Ui, browser: object, tmp_path: Path
 ) -> None:
     # A report recorded as an analysis run: its description names a picture per view and
     # the interactive page; MLflow's artifact viewer draws both.
@@ -191,14 +203,14 @@ def test_the_figures_a_description_names_render_in_mlflows_artifact_viewer(
     page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
     try:
         eid = campaign["experiment_id"]
-        page.goto(ui_link(ui, experiment_id=eid, run_id=run_id, artifact=pictures[0]))
+        page.goto(ui_link(ui.base, experiment_id=eid, run_id=run_id, artifact=pictures[0]))
         page.wait_for_function(
             "() => [...document.images].some(i => i.complete && i.naturalWidth > 300)",
             timeout=120_000,
         )
         page.close()
         page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
-        page.goto(ui_link(ui, experiment_id=eid, run_id=run_id, artifact="report/report.html"))
+        page.goto(ui_link(ui.base, experiment_id=eid, run_id=run_id, artifact="report/report.html"))
         # The page runs in a sandboxed frame (scripts allowed): its plotly figures draw.
         figure = page.frame_locator("iframe").locator(".main-svg").first
         figure.wait_for(timeout=120_000)

@@ -170,19 +170,20 @@ def execute(
         for note in [*transfer_notes(plan), *bound_notes(plan)]:
             print(note)
         if result.experiment_id is not None:
-            print(_mlflow_line(config, result.experiment_id, result.parent_run_id))
+            print(_mlflow_line(config, result.experiment_id))
         if result.lineage_errors:
             print(f"warning: lineage store errors: {result.lineage_errors}")
     return 0
 
 
-def _mlflow_line(config: Any, experiment_id: str, run_id: str | None) -> str:
-    """Where to see the campaign in the MLflow UI: the experiment's training-runs view on a
-    tracking server, else the `lineage ui` command that serves the store and the page to open."""
-    from lineage.uri import masked, scheme, ui_link
+def _mlflow_line(config: Any, experiment_id: str) -> str:
+    """Where to see the campaign in the MLflow UI: its trials, best first, with the target
+    and the tuned parameters as columns, on a tracking server; else the `lineage ui` command
+    that serves the store and the page to open."""
+    from lineage.uri import masked, scheme, trials_view_link
 
     uri = config.tracking_uri()
     if scheme(uri) in ("http", "https"):
-        return f"MLflow: {masked(ui_link(uri, experiment_id=experiment_id, run_id=run_id))}"
-    page = ui_link(experiment_id=experiment_id)
+        return f"MLflow: {masked(trials_view_link(uri, experiment_id))}"
+    page = trials_view_link("", experiment_id)
     return f"MLflow: lineage ui --tracking-uri {masked(uri)}, then open /{page}"
