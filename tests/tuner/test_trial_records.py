@@ -134,7 +134,7 @@ def test_parent_description_links_the_importance_analysis(campaign, run_campaign
     assert "importance of each parameter for `loss` (minimize)" in note
     assert "scatter plot per parameter" in note and "Best trial: #" in note
     # The campaign report is in the analysis run's artifacts; the description
-    # links its page.
+    # links its views.
     from mlflow.tracking import MlflowClient
 
     from tests.report._report_helpers import check_png
@@ -145,7 +145,11 @@ def test_parent_description_links_the_importance_analysis(campaign, run_campaign
         assert f"report/{name}" in logged, logged
     local = client.download_artifacts(analysis.info.run_id, "report/history.png", "dl")
     check_png(Path(local))
-    assert f"runs/{analysis.info.run_id}/artifactPath/report/report.html" in note
+    # Each view's link opens its picture, which MLflow's artifact viewer draws; the
+    # interactive page is named as a download.
+    for name in ("history.png", "parallel.png", "slice.png", "intermediate.png"):
+        assert f"runs/{analysis.info.run_id}/artifactPath/report/{name}" in note
+    assert "`report/report.html`" in note and "download it" in note
 
 
 def test_run_prints_the_config_warnings(campaign, tmp_path):

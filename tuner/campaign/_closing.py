@@ -145,10 +145,11 @@ def link_analyses(end: CampaignEnd, analyses: Sequence[Analysis]) -> None:
 
 def log_campaign_report(
     end: CampaignEnd, analyses: Sequence[Analysis]
-) -> tuple[str, list[str]] | None:
+) -> tuple[str, list[tuple[str, str]]] | None:
     """Draw the campaign's report from its study (`lineage.report`) into the artifacts
     (``report/``) of the first importance analysis run; return that run's id and the views
-    drawn, or ``None`` (no analysis run, or the report failed: a warning, never an error)."""
+    drawn as (title, PNG file), or ``None`` (no analysis run, or the report failed: a warning,
+    never an error)."""
     run_id = next((a.run_id for a in analyses if a.run_id), None)
     if run_id is None or end.study is None:
         return None
@@ -171,7 +172,7 @@ def log_campaign_report(
     except Exception as exc:  # the campaign is over and recorded; the pictures are extra
         end.message(f"warning: the campaign report was not drawn: {_describe(exc)}")
         return None
-    return run_id, [v["title"] for v in report.views]
+    return run_id, [(v["title"], v["png"]) for v in report.views]
 
 
 def _importance_order(
@@ -193,14 +194,20 @@ def _importance_order(
     return order
 
 
-def _report_note(end: CampaignEnd, run_id: str, views: Sequence[str]) -> str:
+def _report_note(end: CampaignEnd, run_id: str, views: Sequence[tuple[str, str]]) -> str:
+    # The links open the PNGs, which MLflow's artifact viewer always draws; the interactive
+    # page (a few MB of plotly) is named as a download.
     exp = end.recorder.experiment_id if end.recorder else None
-    link = (
-        ui_link(experiment_id=exp, run_id=run_id, artifact="report/report.html") if exp else run_id
-    )
+
+    def link(png: str) -> str:
+        return (
+            ui_link(experiment_id=exp, run_id=run_id, artifact=f"report/{png}") if exp else run_id
+        )
+
+    shown = "; ".join(f"[{title}]({link(png)})" for title, png in views)
     return (
-        f"**Campaign report**: [how the search went]({link}) (`report/report.html`, "
-        f"interactive; one PNG per view in `report/`): {'; '.join(views)}."
+        f"**Campaign report** (one picture per view): {shown}. `report/report.html` holds "
+        "every view interactive (zoom, hover): download it to open it in a browser tab."
     )
 
 
