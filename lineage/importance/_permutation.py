@@ -34,15 +34,15 @@ fold are scored by one model, and each fold's runs trained the models that score
 folds, so a chance association between a no-effect parameter and the target in the runs
 reaches every fold (no unbiased estimator of a cross-validated mean's variance exists for this
 reason; Bengio and Grandvalet, 2004). How much that matters depends on how closely the model
-fits such chance patterns. Measured on the power benchmark's no-effect parameters (variance of
-the t statistic against the variance of its distribution): the Gaussian process fitted on 60
-runs, 1.25 (false-positive rate 3-5% against 2.5%; averaging more rounds made it worse, 1.15
-with one round, since it shrinks the per-run spread and not the shared part); the Gaussian
-process on 200 runs, 0.95; the forest, whose leaves cannot follow single runs, at or below
-its nominal rate from 15 runs on. So the default evaluator fits the Gaussian process only from
-200 runs (:class:`~lineage.importance.AutoImportance`). A variance from the spread of the fold
-means instead (clusters of runs) brought the 60-run figure to 1.03 but cost the 200-run test
-a sixth of its power (a Spearman-0.5 effect found in 82% of replicates instead of 100%).
+fits such chance patterns. On the power benchmark's no-effect parameters the Gaussian process
+fitted on 60-100 runs was over the test's level (its t statistic's variance about a quarter
+above the t distribution's; averaging more rounds made it worse, since that shrinks the
+per-run spread and not the shared part), while at 200 runs it held its level, and the forest,
+whose leaves cannot follow single runs, held it at every size measured. So the default
+evaluator fits the Gaussian process only from 200 runs
+(:class:`~lineage.importance.AutoImportance`). A variance from the spread of the fold means
+instead (clusters of runs) held the level at 60 runs but cost the 200-run test much of its
+power, so it is not used.
 """
 
 from __future__ import annotations
