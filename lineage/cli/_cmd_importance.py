@@ -30,15 +30,21 @@ examples:
   lineage importance -e mnist --target acc --goal maximize --top 0.2 --format json
   lineage importance -e mnist --target val_loss --goal minimize --where "params.optimizer = 'adam'" --log
 model (--method): auto (default) fits a Gaussian process where the runs are complete and
-60-500 of them, and keeps it when it predicts held-out runs at least as well as a boosted
+200-500 of them, and keeps it when it predicts held-out runs at least as well as a boosted
 random forest; otherwise the forest. forest and gp force one. The last line says which ran,
 why, and each candidate's held-out R2.
 columns: importance is each parameter's share (they sum to 1) of the held-out error the
-model loses when that parameter's value is swapped with other runs'; ci is
-the 95% t interval of that share; sig(nificant) means, by definition, that the interval
+model loses when that parameter's value is swapped with other runs'; 95% CI: t intervals
+of those shares that hold together at 95% (each at 1 - 0.05/k for k ranked parameters, so a
+no-effect parameter is flagged in at most 2.5% of analyses, however many are ranked); rank
+is a range (2-3) where intervals overlap: those parameters cannot be told apart; sig(nificant)
+means, by definition, that the interval
 excludes 0 (its lower end is above 0, printed non-zero); rho is Spearman's correlation
 (numeric parameters); best is the category with the best mean target, or the value in the best
 run. type: num, log (numeric on a log scale) or cat(levels).
+below the table: "tune these" (significant), "these did not matter" (the interval's upper
+end is below 5% of the total), "cannot tell yet" with about how many more runs would decide
+(from the interval widths, if the shares and spreads stay as they are).
 default params: every parameter that varies; on a campaign's runs, the campaign's tuned
 parameters. Parameters with identical values in every run are ranked once (lr = optimizer.lr).
 A named parameter no analysed run has (a conditional one never drawn) is reported as never
@@ -155,13 +161,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_csv(result: ImportanceResult) -> None:
     """One row per parameter: what the table shows, unrounded."""
+    from lineage.importance import verdict
+
     print_csv(
         ["param", "type", "importance", "ci_low", "ci_high", "significant", "spearman", "best",
-         "aliases"],
+         "aliases", "rank_best", "rank_worst", "verdict"],
         [
             [p.name, p.spec.label, p.importance, p.ci[0], p.ci[1], p.significant,
-             p.correlation, p.best, " ".join(p.aliases)]
-            for p in result.params
+             p.correlation, p.best, " ".join(p.aliases), best, worst, verdict(p)]
+            for p, (best, worst) in zip(result.params, result.rank_ranges(), strict=True)
         ],
     )  # fmt: skip
 
@@ -172,6 +180,7 @@ def _print_tables(result: ImportanceResult, *, top: float | None, runs_shown: in
 
     rows = [
         [
+            str(best) if best == worst else f"{best}-{worst}",
             p.label,
             _kind(p.spec),
             f"{p.importance:.3f}",
@@ -180,9 +189,9 @@ def _print_tables(result: ImportanceResult, *, top: float | None, runs_shown: in
             "" if p.correlation is None else f"{p.correlation:+.2f}",
             _short(p.best),
         ]
-        for p in result.params
+        for p, (best, worst) in zip(result.params, result.rank_ranges(), strict=True)
     ]
-    columns = ["param", "type", "importance", "95% CI", "sig", "rho", "best"]
+    columns = ["rank", "param", "type", "importance", "95% CI", "sig", "rho", "best"]
     scope = f", best {top:g} of runs" if top else ""
     print_table(
         columns,
@@ -190,6 +199,8 @@ def _print_tables(result: ImportanceResult, *, top: float | None, runs_shown: in
         title=f"{result.experiment}: importance for {result.target} ({result.goal}, "
         f"{result.n_runs} runs{scope})",
     )
+    for line in result.advice().lines():
+        print(line)
     s = result.target_summary()
     keys = ["min", "p25", "median", "p75", "max", "mean", "std"]
     print_table(

@@ -15,6 +15,14 @@ tagged ``lineage.run_type=analysis``.
 
 from __future__ import annotations
 
+from lineage.importance._advice import (
+    NEGLIGIBLE_SHARE,
+    Advice,
+    advise,
+    rank_ranges,
+    runs_to_decide,
+    verdict,
+)
 from lineage.importance._analysis import MIN_RUNS, get_param_importances
 from lineage.importance._auto import METHODS, AutoImportance, evaluator_for, model_of
 from lineage.importance._base import ImportanceEvaluator, NotFittedError
@@ -30,6 +38,8 @@ __all__ = [
     "ANALYSIS_RUN_TYPE",
     "METHODS",
     "MIN_RUNS",
+    "NEGLIGIBLE_SHARE",
+    "Advice",
     "AutoImportance",
     "CorrelationImportance",
     "EncodedParams",
@@ -40,6 +50,7 @@ __all__ = [
     "ParamImportance",
     "ParamSpec",
     "RandomForestImportance",
+    "advise",
     "analyze_experiment",
     "encode",
     "evaluator_for",
@@ -48,6 +59,9 @@ __all__ = [
     "infer_spec",
     "model_line",
     "model_of",
+    "rank_ranges",
     "render_importance",
+    "runs_to_decide",
     "training_runs",
+    "verdict",
 ]

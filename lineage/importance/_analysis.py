@@ -131,6 +131,7 @@ def get_param_importances(
         dropped=dropped,
         never_active=list(never),
         aliases=aliases,
+        confidence=float(getattr(evaluator, "confidence", 0.95)),
         values={s.name: values[s.name] for s in specs},
         target_values=y,
         run_ids=[r[0] for r in usable],

@@ -9,9 +9,10 @@ where the Gaussian process's is below 0.98 (above it no forest came near; see
 ``_FOREST_CANNOT_BEAT``).
 
 Why not always the Gaussian process: its cost grows with the cube of the runs (the forest
-keeps 10,000 runs x 20 parameters to seconds), it needs every parameter set in every run
-(conditional parameters leave gaps, which the forest routes on its own), and a response with
-steps or kinks is a forest's shape, not a smooth one's.
+keeps 10,000 runs x 20 parameters to seconds), conditional parameters leave gaps, which the
+forest routes on its own where the Gaussian process needs them filled (``--method gp`` fills
+them with the present values' mean), and a response with steps or kinks is a forest's shape,
+not a smooth one's.
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ class AutoImportance(ImportanceEvaluator):
     random forest, :class:`RandomForestImportance` otherwise.
 
     Parameters (keyword-only):
-        min_gp_runs: below this many runs, the forest without comparison: with a dozen
-            training runs per fold the kernel's length scales overfit, and the false-positive
-            rate of ``significant`` at 15 runs was 0.12 with the Gaussian process against 0.03
-            with the forest (``bench_importance_power.py``; measured with the product
-            kernel, before the additive kernel became the default).
+        min_gp_runs: below this many runs, the forest without comparison. The Gaussian
+            process fitted on fewer runs follows chance associations closely enough that its
+            cross-fitted scores of a no-effect parameter are dependent across folds, and the
+            t test's false-positive rate rose above its nominal 2.5%: 3-5% at 60-100 runs,
+            where the forest's stayed at or below 2% (``bench_importance_power.py``; see
+            :mod:`lineage.importance._permutation`). At 200 runs the Gaussian process's test
+            held its level.
         max_gp_runs: above this many runs, the forest without comparison (the additive
             Gaussian process took 4 s of CPU at 500 runs x 10 parameters and 8.5 s at 1,000,
             its fits capped at 300 runs; the forest 2-3 s).
@@ -69,7 +72,7 @@ class AutoImportance(ImportanceEvaluator):
     def __init__(
         self,
         *,
-        min_gp_runs: int = 60,
+        min_gp_runs: int = 200,
         max_gp_runs: int = 500,
         runs_per_column: int = 8,
         confidence: float = 0.95,
@@ -92,7 +95,10 @@ class AutoImportance(ImportanceEvaluator):
         self.r2_: dict[str, float] = {}
         needed = max(self.min_gp_runs, self.runs_per_column * data.X.shape[1])
         if not complete:
-            self.reason_ = "a parameter is unset in some runs: only the forest handles gaps"
+            self.reason_ = (
+                "a parameter is unset in some runs: the forest routes the gaps on its own "
+                "(--method gp fills them)"
+            )
         elif n < needed:
             self.reason_ = (
                 f"{n} runs: the Gaussian process is tried from {needed} "

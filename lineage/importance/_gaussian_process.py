@@ -18,6 +18,7 @@ parameter still has expectation exactly zero and the t interval keeps its meanin
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,15 +28,37 @@ from lineage.importance._additive_gp import KERNELS, NUS, AdditiveGaussianProces
 from lineage.importance._permutation import CrossFittedPermutationImportance
 from lineage.importance._types import EncodedParams
 
-__all__ = ["GaussianProcessImportance"]
+__all__ = ["GaussianProcessImportance", "with_gaps_filled"]
+
+
+def with_gaps_filled(data: EncodedParams) -> EncodedParams:
+    """``data`` with each numeric gap (NaN) set to the mean of that column's present values.
+
+    A kernel needs a number in every column; the forest routes NaN on its own. Why the mean:
+    whether a conditional parameter applies at all is its parent's effect (``optimizer``
+    decides whether ``momentum`` exists), and the parent's column already tells the model
+    which runs lack it, so the child's filler should say nothing; the mean sits inside the
+    range, where it does not stretch the length scales as a value outside it would. The
+    ``missing`` masks are kept, so the permutation still draws a conditional parameter's
+    values only among the runs that have it and moves its gaps with its parent.
+    """
+    gaps = np.isnan(data.X)
+    if not gaps.any():
+        return data
+    X = data.X.copy()
+    for c in np.flatnonzero(gaps.any(axis=0)):
+        present = X[~gaps[:, c], c]
+        X[gaps[:, c], c] = float(present.mean()) if len(present) else 0.0
+    return replace(data, X=X)
 
 
 class GaussianProcessImportance(CrossFittedPermutationImportance):
     """A Gaussian-process surrogate (additive Matern kernel + white noise), cross-fitted; each
     parameter scored by held-out permutation importance.
 
-    Needs every parameter set in every run (a conditional parameter's gaps have no place in a
-    kernel): :class:`~lineage.importance.AutoImportance` hands such runs to the forest.
+    A numeric parameter unset in some runs (a conditional one: ``momentum`` only with
+    ``sgd``) is given its present values' mean there (see :func:`with_gaps_filled`); a
+    categorical's gaps are already a level of their own.
 
     Every fit searches its kernel's hyper-parameters from the same starting point, never from
     where another fold's fit ended: that fit saw the runs this one holds out, and with noisy
@@ -99,16 +122,8 @@ class GaussianProcessImportance(CrossFittedPermutationImportance):
         super()._validate()
 
     def per_run_contributions(self, data: EncodedParams, y: np.ndarray) -> np.ndarray:
-        if any(bool(lacks.any()) for lacks in data.missing):
-            gaps = [
-                s.name for s, lacks in zip(data.specs, data.missing, strict=True) if lacks.any()
-            ]
-            raise UsageError(
-                "GaussianProcessImportance needs every parameter in every run; not set in "
-                f"some: {', '.join(gaps)} (use AutoImportance or RandomForestImportance)"
-            )
         self._groups = data.groups
-        return super().per_run_contributions(data, y)
+        return super().per_run_contributions(with_gaps_filled(data), y)
 
     def _model(self, n_train: int, seed: int) -> Any:
         return AdditiveGaussianProcess(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lineage.importance._types import Column, ParamSpec
+
+if TYPE_CHECKING:
+    from lineage.importance._advice import Advice
 
 __all__ = ["ImportanceResult", "ParamImportance", "format_bound"]
 
@@ -82,7 +85,9 @@ class ImportanceResult:
     where the default parameter list came from (e.g. a campaign's search space). ``values``, ``target_values``,
     ``model`` names the model that ran (``"random forest"``, ``"gaussian process"``),
     ``model_reason`` says why, ``r2`` holds each candidate's R² on held-out runs; ``evaluator``
-    is the evaluator's repr, with all its settings. ``run_ids`` and ``run_names`` keep the analysed runs (after ``top`` selection) so that plots
+    is the evaluator's repr, with all its settings; ``confidence`` the level at which the
+    intervals hold together (each one's is ``interval_level``).
+    ``run_ids`` and ``run_names`` keep the analysed runs (after ``top`` selection) so that plots
     can be drawn without reading the store again.
     """
 
@@ -102,6 +107,7 @@ class ImportanceResult:
     aliases: dict[str, list[str]] = field(default_factory=dict)
     param_source: str | None = None
     analysis_run_id: str | None = None
+    confidence: float = 0.95
     values: dict[str, Column] = field(default_factory=dict, repr=False)
     target_values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     run_ids: list[str] = field(default_factory=list, repr=False)
@@ -117,6 +123,26 @@ class ImportanceResult:
         from lineage.query import best_position
 
         return best_position(list(self.target_values), self.goal, self.run_starts or None)
+
+    def advice(self) -> Advice:
+        """Which parameters to tune, which did not matter, which cannot be told yet and about
+        how many more runs would tell (see :mod:`lineage.importance._advice`)."""
+        from lineage.importance._advice import advise
+
+        return advise(self.params, self.n_runs, self.interval_level)
+
+    @property
+    def interval_level(self) -> float:
+        """The level of each parameter's interval: ``confidence`` shared by the ranked
+        parameters (Bonferroni), so that the intervals hold together at ``confidence``."""
+        return 1.0 - (1.0 - self.confidence) / max(len(self.params), 1)
+
+    def rank_ranges(self) -> list[tuple[int, int]]:
+        """Each parameter's ``(best, worst)`` possible rank, in ``params`` order: a range
+        wider than one place is a tie its intervals cannot break."""
+        from lineage.importance._advice import rank_ranges
+
+        return rank_ranges(self.params)
 
     def importances(self) -> dict[str, float]:
         """``{name: importance}`` in ranking order, summing to one."""
@@ -183,7 +209,10 @@ class ImportanceResult:
             "model_reason": self.model_reason,
             "r2": {k: round(v, 4) for k, v in self.r2.items()},
             "evaluator": self.evaluator,
-            "params": [p.to_dict() for p in self.params],
+            "confidence": self.confidence,
+            "interval_level": self.interval_level,
+            "params": self._param_dicts(),
+            "advice": self.advice().to_dict(),
             "dropped": dict(self.dropped),
             "never_active": list(self.never_active),
             "aliases": {k: list(v) for k, v in self.aliases.items()},
@@ -193,6 +222,18 @@ class ImportanceResult:
             "target_summary": self.target_summary(),
             "top_runs": self.top_runs(top_runs),
         }
+
+    def _param_dicts(self) -> list[dict[str, Any]]:
+        from lineage.importance._advice import runs_to_decide, verdict
+
+        out = []
+        for p, (best, worst) in zip(self.params, self.rank_ranges(), strict=True):
+            row = p.to_dict()
+            row["rank"] = [best, worst]
+            row["verdict"] = verdict(p)
+            row["runs_to_decide"] = runs_to_decide(p, self.n_runs, self.interval_level)
+            out.append(row)
+        return out
 
 
 def model_line(result: ImportanceResult) -> str:

@@ -59,7 +59,10 @@ def test_csv_rows(capsys: pytest.CaptureFixture[str], mlflow_uri: str) -> None:
     rc, out, _ = _run(capsys, mlflow_uri, *BOWL, "--format", "csv", "--params", "lr", "seed")
     assert rc == 0
     lines = out.splitlines()
-    assert lines[0] == "param,type,importance,ci_low,ci_high,significant,spearman,best,aliases"
+    assert lines[0] == (
+        "param,type,importance,ci_low,ci_high,significant,spearman,best,aliases,"
+        "rank_best,rank_worst,verdict"
+    )
     assert [line.split(",")[0] for line in lines[1:]] == ["lr", "seed"]
 
 

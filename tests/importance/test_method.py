@@ -22,7 +22,7 @@ def _linear(p: dict[str, Any], rng: np.random.Generator) -> float:
 
 
 def test_auto_takes_the_gaussian_process_on_enough_smooth_complete_runs() -> None:
-    runs = make_runs(LINEAR, _linear, 64, 0)
+    runs = make_runs(LINEAR, _linear, 200, 0)
     result = get_param_importances(runs, target="y", evaluator=evaluator_for("auto"))
     assert result.model == "gaussian process"
     assert result.model_reason.startswith("auto: ") and "held-out R²" in result.model_reason
@@ -34,7 +34,7 @@ def test_auto_takes_the_forest_on_few_runs_and_says_why() -> None:
     runs = make_runs(LINEAR, _linear, 20, 0)
     result = get_param_importances(runs, target="y")
     assert result.model == "random forest"
-    assert "20 runs: the Gaussian process is tried from 60" in result.model_reason
+    assert "20 runs: the Gaussian process is tried from 200" in result.model_reason
     assert set(result.r2) == {"random forest"}
 
 
@@ -72,10 +72,19 @@ def test_cli_names_the_model_in_table_and_json(
     assert set(doc["r2"]) == {"random forest"}
 
 
-def test_cli_gp_on_runs_with_gaps_is_one_line_exit_2(
+def test_cli_gp_ranks_runs_with_a_conditional_parameter(
     capsys: pytest.CaptureFixture[str], mlflow_uri: str
 ) -> None:
-    assert main([*BOWL, "--method", "gp", "--tracking-uri", mlflow_uri]) == 2
+    """``momentum`` is set only where ``optimizer`` is momentum: the Gaussian process fills
+    its gaps and ranks it with the others, in the table and in JSON."""
+    argv = [*BOWL, "--method", "gp", "--tracking-uri", mlflow_uri]
+    assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert "needs every parameter in every run" in err and "momentum" in err
-    assert err.count("\n") == 1 and "Traceback" not in err and out == ""
+    assert "model: gaussian process (asked for" in out and err == ""
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranked = {p["name"]: p for p in doc["params"]}
+    assert doc["model"] == "gaussian process"
+    assert ranked["momentum"]["missing"] > 0
+    assert [p["name"] for p in doc["params"][:2]] == ["lr", "optimizer"]
+    assert not ranked["momentum"]["significant"] and not ranked["seed"]["significant"]
