@@ -104,7 +104,6 @@ __all__ = [
     "online_check",
 ]
 
-#: Every built-in check class by id, in reporting order.
 CHECKS: dict[str, type[Check]] = {
     cls.id: cls
     for cls in (
@@ -128,6 +127,7 @@ CHECKS: dict[str, type[Check]] = {
         LabelsOutOfRange,
     )
 }
+"""Every built-in check class by id, in reporting order."""
 
 
 def default_checks(

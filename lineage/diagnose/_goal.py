@@ -22,6 +22,7 @@ from lineage.diagnose import _names
 
 Goal = Literal["minimize", "maximize"]
 GOALS: tuple[Goal, ...] = ("minimize", "maximize")
+"""The goals a metric can have; a metric with neither is only reported, never stopped on."""
 
 
 def goal_of(metric: str, goal: str | None = None) -> Goal | None:

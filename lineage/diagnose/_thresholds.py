@@ -154,3 +154,4 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+"""The thresholds every check uses unless it is given others."""

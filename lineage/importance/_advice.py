@@ -84,6 +84,8 @@ def _runs_to_decide(p: ParamImportance, n_runs: int, confidence: float) -> int |
 
 
 def verdict(p: ParamImportance) -> str:
+    """What a ranked parameter's interval supports: tune it (significant), it did not matter
+    (its interval's upper end is below a negligible share), or the runs cannot tell yet."""
     if p.significant:
         return TUNE
     return NO_EFFECT if p.ci[1] < NEGLIGIBLE_SHARE else CANNOT_TELL
