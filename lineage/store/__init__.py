@@ -13,6 +13,7 @@ from lineage.store._base import RunStore
 from lineage.store._open import open_store
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
+from lineage.store._schema_lock import schema_lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,4 +56,5 @@ __all__ = [
     "index_states",
     "map_error",
     "open_store",
+    "schema_lock",
 ]

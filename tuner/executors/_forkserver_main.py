@@ -14,9 +14,10 @@ Messages, one JSON object per packet:
 - parent -> controller: ``{"pid": n}`` once the child is forked, then ``{"returncode": rc}``
   (negative: killed by that signal, as `subprocess.Popen.returncode`) when it ends.
 - controller -> parent: ``{"sibling": true}`` with one end of a new socket pair attached: the
-  parent forks a copy of itself (its imports done; forked twice, so that it is nobody's
-  child to wait for) that serves that socket as a parent of its own, for another slot. The
-  copy sends its ready message there (with its ``"pid"``); the parent answers nothing.
+  parent forks a copy of itself (its imports done) that serves that socket as a parent of
+  its own, for another slot. The copy stays this process's child, and so in the controller's
+  process tree (`_reap_copies` collects it once it ends). The copy sends its ready message
+  there (with its ``"pid"``); the parent answers nothing.
 
 The parent serves one trial at a time (it belongs to one device slot) and exits when the
 controller closes its end. With ``--die-with-owner`` (Ray, where a trial must not outlive the
@@ -141,6 +142,19 @@ def _wait(pid: int, sock: socket.socket | None) -> int:
         os.close(pidfd)
 
 
+def _reap_copies(copies: set[int]) -> None:
+    """Collect the copies of this parent (other slots' parents, its children) that ended.
+    They are forked once, not twice: a copy forked twice would be nobody's child, adopted by
+    PID 1 and outside the controller's process tree."""
+    for pid in list(copies):
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                continue
+        except ChildProcessError:
+            pass
+        copies.discard(pid)
+
+
 def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) -> None:
     sock = socket.socket(fileno=fd)
     # Terminal signals are for the controller; this process ends when its socket closes.
@@ -157,7 +171,9 @@ def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) 
     if unsafe:
         return
     me = os.getpid()
+    copies: set[int] = set()
     while True:
+        _reap_copies(copies)
         try:
             data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 2)
         except OSError:
@@ -167,11 +183,10 @@ def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) 
         request = json.loads(data)
         pid = os.fork()
         if pid == 0 and request.get("sibling"):
-            if os.fork():
-                os._exit(0)
             sock.close()
             sock = socket.socket(fileno=fds[0])
             me = os.getpid()
+            copies = set()
             _send(sock, {"ready": True, "unsafe": None, "seconds": 0.0, "pid": me})
             continue
         if pid == 0:
@@ -179,7 +194,7 @@ def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) 
         for descriptor in fds:
             os.close(descriptor)
         if request.get("sibling"):
-            os.waitpid(pid, 0)  # the copy's first fork, which exits at once
+            copies.add(pid)
             continue
         _send(sock, {"pid": pid})
         status = _wait(pid, sock if die_with_owner else None)

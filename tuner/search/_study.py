@@ -73,20 +73,26 @@ def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
     backoff, a full disk is one line), and a race to create Optuna's tables; a database that
     cannot be opened raises `StorageUnavailable` (one line, the fix in it).
 
-    The first client of an empty database creates the tables. Two clients doing so at once
-    (a worker starting while `tuner status` or a notebook's ``load_study`` opens the same
-    database) make one of them fail with "already exists" or a duplicate key on PostgreSQL's
-    catalog; by then the other has created them, so a second attempt finds them. A connection
-    lost meanwhile is retried the same way."""
+    The first client of an empty database creates the tables. Clients doing so at once (a
+    worker starting while `tuner status` or a notebook's ``load_study`` opens the same
+    database) take turns under `lineage.store.schema_lock`, so each finds the tables whole.
+    A client that does not take it (Optuna alone) may still make one of them fail with
+    "already exists" or a duplicate key; by then the other has created them, so a second
+    attempt finds them. A connection lost meanwhile is retried the same way."""
     import time
 
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+    from lineage.store import schema_lock
     from tuner.search._resilient import ResilientRDBStorage, is_disconnect, starting
+
+    def open_locked() -> RDBStorage:
+        with schema_lock(url, "optuna"):
+            return ResilientRDBStorage(url, **kwargs)
 
     for attempt in range(5):
         try:
-            return starting(lambda: ResilientRDBStorage(url, **kwargs), url)
+            return starting(open_locked, url)
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             text = str(exc).lower()
             # A connection dropped while the tables are checked is tried again, briefly (a
