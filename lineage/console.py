@@ -12,6 +12,7 @@ from lineage.cli import (
     print_csv,
     print_json,
     print_table,
+    print_text,
 )
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "print_csv",
     "print_json",
     "print_table",
+    "print_text",
     "run_handler",
 ]

@@ -133,7 +133,7 @@ _SERVICES = {"_launched", "ray_cluster_address"}
 # Shared fixtures that run real trainings as subprocesses (several MindSpore imports, a
 # Lightning and a Trainer run): the first test to use one pays for it, which on a loaded
 # 2-core machine can pass the suite's 300 s per-test limit. Such tests get 900 s.
-_TRAININGS = {"provoked", "summaries", "autolog_uri", "digits_runs"}
+_TRAININGS = {"provoked", "summaries", "autolog_uri", "digits_runs", "quickstart_run"}
 
 
 # Before xdist's own hook, which reads the group marks each worker sends its controller.

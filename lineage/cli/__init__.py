@@ -25,6 +25,7 @@ from lineage.cli._common import (
     print_csv,
     print_json,
     print_table,
+    print_text,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "print_csv",
     "print_json",
     "print_table",
+    "print_text",
 ]
 
 

@@ -200,7 +200,7 @@ def _print_tables(result: ImportanceResult, *, top: float | None, runs_shown: in
         f"{result.n_runs} runs{scope})",
     )
     for line in result.advice().lines():
-        print(line)
+        print_text(line)
     s = result.target_summary()
     keys = ["min", "p25", "median", "p75", "max", "mean", "std"]
     print_table(

@@ -13,16 +13,16 @@ from lineage.store._base import RunStore
 from lineage.store._open import open_store
 from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition, Prefilter
 from lineage.store._records import Experiment, MetricPoint, RunRecord
-from lineage.store._schema_lock import schema_lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lineage.store._dialect import Dialect, map_error
     from lineage.store._indexes import drop_indexes, ensure_indexes, index_states
+    from lineage.store._schema_lock import schema_lock
     from lineage.store._sql_db import Connection, SchemaMismatch, connect
 
-# The SQL layer and the index maintenance load on first use: a store behind a tracking
-# server, and every caller that only reads records, do not pay for them.
+# The SQL layer, the index maintenance and the schema lock load on first use: a store behind
+# a tracking server, and every caller that only reads records, do not pay for them.
 _LAZY = {
     "Dialect": "lineage.store._dialect",
     "map_error": "lineage.store._dialect",
@@ -32,6 +32,7 @@ _LAZY = {
     "Connection": "lineage.store._sql_db",
     "SchemaMismatch": "lineage.store._sql_db",
     "connect": "lineage.store._sql_db",
+    "schema_lock": "lineage.store._schema_lock",
 }
 
 __getattr__ = lazy_names(globals(), _LAZY)

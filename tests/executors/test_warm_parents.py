@@ -83,8 +83,10 @@ def test_a_warm_trial_shows_its_own_command_in_ps(warm: LocalExecutor, tmp_path:
     ps = subprocess.run(
         ["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True
     )
-    found = [line.split(None, 1) for line in ps.stdout.splitlines() if TRIAL in line]
-    assert [int(p) for p, _ in found] == [pid], ps.stdout  # the parent shows its own command
+    # This trial's lines (another test's trial may run the same script meanwhile): the
+    # trial's own, and not its parent's, which shows its own command.
+    found = [line.split(None, 1) for line in ps.stdout.splitlines() if f"{TRIAL} {out}" in line]
+    assert [int(p) for p, _ in found] == [pid], ps.stdout
     handle.request_prune()
     drive(warm, [handle])
 

@@ -73,10 +73,11 @@ def test_cli_names_the_model_in_table_and_json(
 
 
 def test_cli_gp_ranks_runs_with_a_conditional_parameter(
-    capsys: pytest.CaptureFixture[str], mlflow_uri: str
+    capsys: pytest.CaptureFixture[str], mlflow_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``momentum`` is set only where ``optimizer`` is momentum: the Gaussian process fills
     its gaps and ranks it with the others, in the table and in JSON."""
+    monkeypatch.setenv("COLUMNS", "200")  # the whole table, whatever the worker's terminal
     argv = [*BOWL, "--method", "gp", "--tracking-uri", mlflow_uri]
     assert main(argv) == 0
     out, err = capsys.readouterr()

@@ -9,6 +9,12 @@ the tuner campaign).
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -105,3 +111,31 @@ class RunView:
 @pytest.fixture
 def read_run() -> Any:
     return RunView
+
+
+GETTING_STARTED = Path(__file__).resolve().parents[2] / "docs" / "getting-started.md"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _quickstart(argv: list[str], cwd: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TUNER_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{shlex.join(argv)}: {done.stdout[-3000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def quickstart_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The quickstart run as the page's first block runs it (its ``tuner run ...`` part), in
+    a folder laid out like a clone; the folder and what ``tuner run`` printed on a pipe."""
+    first = re.search(
+        r"^```bash\n(.*?)^```", GETTING_STARTED.read_text(encoding="utf-8"), re.S | re.M
+    )
+    assert first, "the page has no bash block"
+    command = first.group(1).strip().split("&& ")[-1]
+    assert command == "tuner run configs/quickstart.yaml", command
+    clone = tmp_path_factory.mktemp("clone")
+    shutil.copytree(ROOT / "configs", clone / "configs")
+    shutil.copytree(ROOT / "examples", clone / "examples")
+    return clone, _quickstart(shlex.split(command), clone)

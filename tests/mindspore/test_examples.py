@@ -105,27 +105,20 @@ def test_plain_mlflow_example_logs_into_the_trial_run(
     assert 0.0 < history[-1].value <= 1.0
 
 
-def test_quickstart_campaign_end_to_end(
-    python: str, repo_root: Path, tmp_path: Path, sqlite_uri: str, read_run: Any
-) -> None:
-    import yaml
-
+def test_quickstart_campaign_end_to_end(quickstart_run: tuple[Path, str], read_run: Any) -> None:
+    # The quickstart as its command runs it (the shared run of test_getting_started.py).
     from lineage.store import open_store
 
-    config = yaml.safe_load((repo_root / "configs/quickstart.yaml").read_text())
-    config["budget"] = {"trials": 4, "max_failures": 1}
-    config["workdir"] = str(repo_root)
-    path = tmp_path / "quickstart-small.yaml"
-    path.write_text(yaml.safe_dump(config))
-    env = _env(MLFLOW_TRACKING_URI=sqlite_uri, PATH=f"{Path(python).parent}:{os.environ['PATH']}")
-    stdout = _run([python, "-m", "tuner.cli", "run", str(path)], tmp_path, env, 300)
-    assert "campaign 'quickstart': 4/4 trials" in stdout
-    assert "importance: " in stdout  # too few trials to rank here, but it was attempted
+    clone, stdout = quickstart_run
+    sqlite_uri = f"sqlite:///{clone / 'mlflow.db'}"
+    done = re.search(r"^campaign 'quickstart': (\d+)/16 trials", stdout, re.M)
+    assert done, stdout
+    assert "importance: " in stdout
 
     store = open_store(sqlite_uri)
     ids = [e.experiment_id for e in store.resolve_experiments(["quickstart"])]
     trials = [r for r in store.runs(ids) if r.tags.get("lineage.run_type") == "trial"]
-    assert len(trials) == 4
+    assert len(trials) == int(done.group(1))
     names = {"sgd": "SGD", "momentum": "Momentum", "adam": "Adam"}
     for record in trials:
         view = read_run(sqlite_uri, record.run_id)
@@ -144,7 +137,11 @@ def test_quickstart_campaign_end_to_end(
         steps = sorted({s for s, _ in view.series("val_accuracy")})
         done = epochs if record.tags["tuner.state"] == "COMPLETE" else len(steps)
         assert steps == list(range(1, done + 1))
-        assert len(view.series("loss")) == v["steps_per_epoch"] * len(steps)
+        losses = len(view.series("loss"))
+        if record.tags["tuner.state"] == "COMPLETE":
+            assert losses == v["steps_per_epoch"] * len(steps)
+        else:  # a trial stopped mid-epoch (diagnosis on a loss gone to inf) logged more
+            assert losses >= v["steps_per_epoch"] * len(steps)
 
 
 @pytest.mark.parametrize("every", ["x", "0"])

@@ -149,6 +149,8 @@ def execute(
         if close is not None:
             close()
     if not quiet:
+        from lineage.console import print_text  # prose wrapped at spaces on a terminal
+
         counts = result.counts
         line = (
             f"campaign {config.name!r}: {result.finished}/{result.budget} trials "
@@ -159,18 +161,18 @@ def execute(
             line += "; " + pareto_line(best, config.metric_names)
         elif best is not None:
             line += f"; best trial {best['number']}: {best['value']:.6g} with {mask_mapping(best['params'])}"
-        print(line)
+        print_text(line)
         if result.stop_reason:
-            print(result.stop_reason)
+            print_text(result.stop_reason)
         if result.importance:
-            print(result.importance)
+            print_text(result.importance)
         from tuner.search import StudyPlan, bound_notes, transfer_notes
 
         plan = StudyPlan.of(config)
         for note in [*transfer_notes(plan), *bound_notes(plan)]:
-            print(note)
+            print_text(note)
         if result.experiment_id is not None:
-            print(_mlflow_line(config, result.experiment_id))
+            print_text(_mlflow_line(config, result.experiment_id))
         if result.lineage_errors:
             print(f"warning: lineage store errors: {result.lineage_errors}")
     return 0
