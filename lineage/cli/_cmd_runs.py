@@ -92,8 +92,8 @@ def register(subparsers: Any) -> None:
         metavar="KEYS",
         help="comma-separated columns (repeatable): run_id, experiment, run_name, status, "
         "start_time, end_time, duration, params.K, metrics.K, tags.K, params.*, metrics.*, "
-        "tags.* (default table: name, id, status, start, the target metrics, the params that "
-        "vary, most important first, one name per setting, and the metrics that vary, as "
+        "tags.* (default table: id, name, the target metrics, the params that vary, most "
+        "important first, one name per setting, status, start, and the metrics that vary, as "
         "many as fit the terminal; "
         "default csv: every param and metric)",
     )

@@ -10,8 +10,9 @@ setting (a callback's ``optimizer.lr`` beside ``lr``); the other metrics, those 
 between runs first, most common first. On a campaign's runs the tuned parameters come before
 the start time, and the other varying parameters (derived ones, such as steps per epoch)
 after the metrics. Then as many as fit ``width`` characters, each cell cut to a readable
-width. What is left out is returned, for the caller to say so. ``--format json`` and
-``csv`` keep every column.
+width, shown in reading order: id and name, the target metrics, the parameters, status
+and start, the other metrics. What is left out is returned, for the caller to say so.
+``--format json`` and ``csv`` keep every column.
 """
 
 from __future__ import annotations
@@ -162,14 +163,18 @@ def _cap(field: Field) -> int:
 
 
 def _display_rank(field: Field, priority: int, first_param: int) -> tuple[int, int]:
-    # Attributes in a fixed order, the target metrics (ranked before any param), then
-    # params, then the other metrics, each in priority order.
-    fixed = ("run_id", "run_name", "experiment", "status", "start_time")
+    # The run's id and name, the target metrics (ranked before any param), the params, the
+    # run's status and start, then the other metrics, each in priority order: the answer a
+    # reader came for sits right after the name.
+    fixed = ("run_id", "run_name", "experiment")
+    later = ("status", "start_time")
     if field.kind == "attributes":
+        if field.key in later:
+            return (3, later.index(field.key))
         return (0, fixed.index(field.key) if field.key in fixed else len(fixed))
     if field.kind == "params":
         return (2, priority)
-    return (1 if priority < first_param else 3, priority)
+    return (1 if priority < first_param else 4, priority)
 
 
 def _metrics_by_use(runs: Sequence[RunRecord], first: Sequence[str]) -> list[str]:
