@@ -7,7 +7,7 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 
-from lineage.cli._common import add_common, format_cell, print_csv
+from lineage.cli._common import add_common, format_cell, print_csv, terminal_columns
 from lineage.query import to_number
 
 TYPE_CHECKING = False
@@ -123,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
         headers = [str(f) for f in fields]
         print_csv(headers, ([_csv_cell(v) for v in row] for row in rows(runs, fields)))
         return 0
-    print_runs_table(runs, fields or None, width=terminal_width() if fitted else None, focus=focus)
+    print_runs_table(
+        runs, fields or None, width=terminal_columns() if fitted else None, focus=focus
+    )
     return 0
 
 
@@ -133,23 +135,6 @@ def selected_focus(store: Any, runs: Sequence[Any]) -> Any:
     from lineage.query import experiment_focus
 
     return experiment_focus(store, [r.experiment_id for r in runs])
-
-
-def terminal_width() -> int | None:
-    """``$COLUMNS``, else the width of the terminal on stdout; ``None`` without one (a pipe,
-    a file): the table is then printed whole, cells uncut."""
-    import os
-
-    try:
-        return max(int(os.environ["COLUMNS"]), 20)
-    except (KeyError, ValueError):
-        pass
-    try:
-        if sys.stdout.isatty():
-            return os.get_terminal_size(sys.stdout.fileno()).columns or None
-    except (AttributeError, ValueError, OSError):
-        pass
-    return None
 
 
 def print_runs_table(

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from lineage.importance._result import ParamImportance
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the results import this module to advise: names for types only
+    from lineage.importance._result import ParamImportance
 
 __all__ = [
     "NEGLIGIBLE_SHARE",
