@@ -138,6 +138,8 @@ def _commands(wide: dict[str, str], repo_root: Path) -> dict[str, list[str]]:
         "index": [*lineage, "index", *uri],
         "tuner validate": [sys.executable, "-m", "tuner.cli", "validate",
                            str(repo_root / "configs" / "quickstart.yaml")],
+        "tuner devices": [sys.executable, "-m", "tuner.cli", "devices",
+                          str(repo_root / "configs" / "quickstart.yaml")],
     }  # fmt: skip
 
 
@@ -145,7 +147,7 @@ def _commands(wide: dict[str, str], repo_root: Path) -> dict[str, list[str]]:
 @pytest.mark.parametrize(
     "command",
     ["runs", "show", "diff", "importance", "diagnose", "diagnose --details", "index",
-     "tuner validate"],
+     "tuner validate", "tuner devices"],
 )  # fmt: skip
 def test_no_table_breaks_a_word(
     wide: dict[str, str], repo_root: Path, command: str, mode: int | str

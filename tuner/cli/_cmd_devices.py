@@ -105,5 +105,8 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"{path}: {len(slots)} slot(s) of kind {plan['kind']}{how}: {shown}")
     for problem in inv.problems:
         lines.append(f"problem: {problem}")
-    print("\n".join(lines))
+    from lineage.console import print_text  # each line wrapped at spaces on a terminal
+
+    for line in lines:
+        print_text(line)
     return 0
