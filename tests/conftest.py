@@ -22,6 +22,11 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# pytest-xdist's workers start with COLUMNS=80 in their environment, which every CLI the
+# tests start would take for a terminal's width: the tests run as a pipe does (no COLUMNS),
+# and those that check a width set their own.
+os.environ.pop("COLUMNS", None)
+
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_BASE = "postgresql://postgres@127.0.0.1:5432"
 

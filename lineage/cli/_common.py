@@ -203,5 +203,7 @@ def _wrap(text: str, width: int | None) -> str:
 
 def print_text(text: str) -> None:
     """A line of prose under a table: wrapped at word boundaries to the terminal's width
-    (one line in a pipe), so that the terminal never breaks a word at its edge."""
-    print(_wrap(text, terminal_columns()))
+    (one line in a pipe), so that the terminal never breaks a word at its edge. Each line
+    of a text of several is wrapped on its own."""
+    width = terminal_columns()
+    print("\n".join(_wrap(line, width) for line in text.split("\n")))
