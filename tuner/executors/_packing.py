@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from tuner.executors._devices import _run  # the one way this package asks a device tool
 
 __all__ = ["DeviceMemory", "Packing", "TrialMemory", "is_out_of_memory", "read_memory"]
 
@@ -61,16 +61,6 @@ class DeviceMemory:
     total: float
     used: float | None = None
     by_pid: dict[int, float] = field(default_factory=dict)
-
-
-def _run(argv: Sequence[str]) -> str:
-    if shutil.which(argv[0]) is None:
-        return ""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout if done.returncode == 0 else ""
 
 
 def _number(text: str) -> float | None:
