@@ -68,13 +68,14 @@ def write_result(
     notes: str | None = None,
     results_dir: Path | None = None,
 ) -> Path:
-    """Write ``<results_dir>/<name>.json`` and return its path.
+    """Write ``<results_dir>/<name>.json`` and return its path (without ``results_dir``: the
+    folder ``BENCH_RESULTS_DIR`` names, else ``benchmarks/results``).
 
     ``figures`` holds what the benchmark printed (ratios, medians, counts), ``store`` names
     the storage it ran against (``sqlite``, ``postgresql``, ``http``, ``none``), ``params`` the
     arguments it ran with. The load average is read at the end of the run.
     """
-    out_dir = results_dir or RESULTS_DIR
+    out_dir = results_dir or Path(os.environ.get("BENCH_RESULTS_DIR") or RESULTS_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         load = [round(x, 2) for x in os.getloadavg()]
