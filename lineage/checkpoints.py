@@ -90,7 +90,17 @@ class Checkpoint:
 
 
 def step_dir(root: str | os.PathLike[str], step: int) -> Path:
-    """The folder for the checkpoint of ``step`` under ``root`` (created, empty of a manifest)."""
+    """The folder for the checkpoint of ``step`` under ``root`` (created, empty of a manifest).
+
+    Args:
+        root: the trial's checkpoint folder (``tuner.trial.checkpoint_dir()`` in a campaign).
+        step: the step (epoch) the checkpoint belongs to; its folder name is the step, zero-padded,
+            so folders sort by step.
+
+    Returns:
+        The step's folder, created if needed, with any earlier manifest of the same step removed (a
+        rewritten step is torn until :func:`commit` runs again).
+    """
     path = Path(root) / f"{_PREFIX}{int(step):09d}"
     path.mkdir(parents=True, exist_ok=True)
     (path / MANIFEST).unlink(missing_ok=True)  # rewriting a step: torn until committed again
@@ -99,7 +109,21 @@ def step_dir(root: str | os.PathLike[str], step: int) -> Path:
 
 def commit(path: str | os.PathLike[str], step: int, *, keep: int | None = None) -> Checkpoint:
     """Mark the checkpoint in ``path`` complete (a manifest of its files, written atomically),
-    then prune the checkpoints of its folder beyond the last ``keep``."""
+    then prune the checkpoints of its folder beyond the last ``keep``.
+
+    Args:
+        path: the step's folder, from :func:`step_dir`, holding every file of the checkpoint.
+        step: the step it was taken at; the manifest records it.
+        keep: how many committed checkpoints to keep under the parent folder; None:
+            ``TUNER_CHECKPOINT_KEEP`` or its default.
+
+    Returns:
+        The committed :class:`Checkpoint`.
+
+    Raises:
+        OSError: the manifest could not be written (the checkpoint stays uncommitted, so a resume
+            ignores it).
+    """
     folder = Path(path)
     files = {
         str(p.relative_to(folder)): p.stat().st_size
@@ -157,7 +181,18 @@ def latest_good(
 ) -> Checkpoint | None:
     """The newest committed, intact checkpoint under ``root`` (with ``at_most``: of that
     step or an earlier one), or None. Each newer one that cannot be used is reported
-    through ``warn`` in one line and skipped."""
+    through ``warn`` in one line and skipped.
+
+    Args:
+        root: the trial's checkpoint folder.
+        warn: called with one line for each newer folder that is skipped (torn, or a file missing or
+            of the wrong size).
+        at_most: the highest step to consider (a continuation resumes from the step it was forked
+            at, not from a later one).
+
+    Returns:
+        The checkpoint to resume from, or None when no committed one is intact.
+    """
     for folder in _candidates(Path(root)):
         step, why = _read(folder)
         if step is not None and at_most is not None and step > at_most:
@@ -171,7 +206,15 @@ def latest_good(
 
 def prune(root: str | os.PathLike[str], keep: int) -> list[Path]:
     """Delete all but the newest ``keep`` committed checkpoints under ``root`` (and any torn
-    folder older than the oldest one kept); the folders deleted."""
+    folder older than the oldest one kept); the folders deleted.
+
+    Args:
+        root: the trial's checkpoint folder.
+        keep: how many committed checkpoints to keep (at least 1).
+
+    Returns:
+        The folders deleted, newest first.
+    """
     keep = max(1, int(keep))
     kept = 0
     removed: list[Path] = []

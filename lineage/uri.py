@@ -94,7 +94,15 @@ def check_tracking_uri(uri: str, *, source: str = "tracking URI") -> str:
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:
-    """``uri`` if given, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` (cwd)."""
+    """``uri`` if given, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` (cwd).
+
+    Args:
+        uri: a tracking URI (``sqlite:///...``, ``postgresql://...``, ``http://...``) or None to
+            read the environment.
+
+    Returns:
+        The tracking URI to open, never empty.
+    """
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 

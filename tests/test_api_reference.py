@@ -50,3 +50,35 @@ def test_every_exported_name_has_a_docstring(loader: griffe.GriffeLoader, module
         if not (target.docstring and target.docstring.value.strip()):
             bare.append(name)
     assert not bare, f"{module} exports names without a docstring: {bare}"
+
+
+#: Modules whose every exported function documents each of its arguments.
+ARGUMENTS_DOCUMENTED = ["lineage", "lineage.checkpoints", "lineage.importance", "lineage.diagnose"]
+
+
+@pytest.mark.parametrize("module", ARGUMENTS_DOCUMENTED)
+def test_every_exported_function_documents_its_arguments(
+    loader: griffe.GriffeLoader, module: str
+) -> None:
+    mod = loader.modules_collection[module]
+    missing: dict[str, list[str]] = {}
+    for name in mod.exports or []:
+        obj = mod[str(name)]
+        target = obj.final_target if obj.is_alias else obj
+        if not isinstance(target, griffe.Function) or target.docstring is None:
+            continue
+        wanted = [
+            p.name
+            for p in target.parameters
+            if p.name not in ("self", "cls")
+            and p.kind.value not in ("var-positional", "var-keyword")
+        ]
+        documented = {
+            param.name
+            for section in target.docstring.parse("google")
+            if section.kind is griffe.DocstringSectionKind.parameters
+            for param in section.value
+        }
+        if set(wanted) - documented:
+            missing[str(name)] = sorted(set(wanted) - documented)
+    assert not missing, f"{module}: arguments without a description: {missing}"

@@ -133,7 +133,18 @@ CHECKS: dict[str, type[Check]] = {
 def default_checks(
     ids: Iterable[str] | None = None, *, thresholds: Thresholds | None = None
 ) -> list[Check]:
-    """Instances of the built-in checks (all, or those named by ``ids``, in CHECKS order)."""
+    """Instances of the built-in checks (all, or those named by ``ids``, in CHECKS order).
+
+    Args:
+        ids: check ids (``CHECKS``' keys, as ``lineage diagnose --checks`` takes them); None: all.
+        thresholds: the thresholds the checks judge by; None: the defaults.
+
+    Returns:
+        The checks, in ``CHECKS`` order.
+
+    Raises:
+        UsageError: an unknown check id (exit 2).
+    """
     wanted = list(CHECKS) if ids is None else list(ids)
     unknown = [i for i in wanted if i not in CHECKS]
     if unknown:
@@ -169,6 +180,17 @@ def diagnose_histories(
     lists), the run's params and tags. Errors first, then warnings; a healthy run gives ``[]``.
     ``status``: the run's MLflow status when known (``undertrained`` judges only runs that
     finished, or whose status is unknown).
+
+    Args:
+        histories: each metric's points, ``(step, value)`` pairs or ``MetricPoint`` objects.
+        params: the run's parameters (for the checks on unreasonable hyperparameters).
+        tags: the run's tags.
+        checks: the checks to run; None: :func:`default_checks`.
+        thresholds: the thresholds of the default checks; None: the defaults.
+        status: the run's MLflow status (``FINISHED``, ``RUNNING``...), when known.
+
+    Returns:
+        The findings, errors before warnings.
     """
     data = RunData.build(histories, params, tags, status=status)
     return _run_checks(
@@ -188,6 +210,16 @@ def diagnose_run(
 
     Opens ``open_store(tracking_uri)`` when no ``store`` is given. An unknown run raises
     :class:`~lineage.NotFoundError` (exit 2); an unreachable store :class:`~lineage.StoreError`.
+
+    Args:
+        run: a run id, a unique prefix of one, or a :class:`RunRecord`.
+        store: an open store; None: ``open_store(tracking_uri)``.
+        tracking_uri: the store to open when ``store`` is None.
+        checks: the checks to run; None: :func:`default_checks`.
+        thresholds: the thresholds of the default checks; None: the defaults.
+
+    Returns:
+        The findings, errors before warnings; ``[]`` for a healthy run.
     """
     from lineage.store import open_store
 
@@ -229,6 +261,16 @@ def online_check(
     the result is None, whatever its values (``diagnose_run`` on the finished run still
     reports a loss component that ran away). Cost: one pass over the values (numpy); safe to
     call from several threads.
+
+    Args:
+        metric: the metric's name; its goal is read from it when ``goal`` is None.
+        steps: the steps reported so far, ascending.
+        values: the value at each step.
+        goal: ``minimize`` or ``maximize`` when the caller knows it.
+        thresholds: the runaway and divergence thresholds; None: the defaults.
+
+    Returns:
+        The finding that dooms the trial, or None.
     """
     if len(steps) != len(values):
         raise UsageError(

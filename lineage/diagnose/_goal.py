@@ -26,7 +26,18 @@ GOALS: tuple[Goal, ...] = ("minimize", "maximize")
 
 
 def goal_of(metric: str, goal: str | None = None) -> Goal | None:
-    """The goal of ``metric``: ``goal`` when given (checked), else the name's, else None."""
+    """The goal of ``metric``: ``goal`` when given (checked), else the name's, else None.
+
+    Args:
+        metric: the metric's name (``val_loss``, ``train/acc``...).
+        goal: ``minimize`` or ``maximize`` when the caller knows it.
+
+    Returns:
+        ``minimize``, ``maximize``, or None when neither was given nor follows from the name.
+
+    Raises:
+        UsageError: ``goal`` is given and is neither.
+    """
     if goal is not None:
         if goal not in GOALS:
             raise UsageError(f"goal must be one of {', '.join(GOALS)}, got {goal!r}")

@@ -59,7 +59,14 @@ TUNE, NO_EFFECT, CANNOT_TELL = "tune", "no effect", "cannot tell"
 
 def rank_ranges(params: Sequence[ParamImportance]) -> list[tuple[int, int]]:
     """``(best, worst)`` possible rank of each parameter, from whose intervals lie wholly above
-    or below its own (1 is the most important)."""
+    or below its own (1 is the most important).
+
+    Args:
+        params: the ranked parameters of an :class:`ImportanceResult` (``result.params``).
+
+    Returns:
+        One ``(best, worst)`` pair per parameter, in the order given.
+    """
     out = []
     for p in params:
         above = sum(1 for q in params if q is not p and q.ci[0] > p.ci[1])
@@ -87,7 +94,14 @@ def _runs_to_decide(p: ParamImportance, n_runs: int, confidence: float) -> int |
 
 def verdict(p: ParamImportance) -> str:
     """What a ranked parameter's interval supports: tune it (significant), it did not matter
-    (its interval's upper end is below a negligible share), or the runs cannot tell yet."""
+    (its interval's upper end is below a negligible share), or the runs cannot tell yet.
+
+    Args:
+        p: one ranked parameter.
+
+    Returns:
+        ``TUNE``, ``NO_EFFECT`` or ``CANNOT_TELL``.
+    """
     if p.significant:
         return TUNE
     return NO_EFFECT if p.ci[1] < NEGLIGIBLE_SHARE else CANNOT_TELL
@@ -138,7 +152,16 @@ class Advice:
 
 def runs_to_decide(p: ParamImportance, n_runs: int, confidence: float = 0.95) -> int | None:
     """Total runs that would likely decide an undecided parameter (None: decided, or more than
-    20 times ``n_runs``)."""
+    20 times ``n_runs``).
+
+    Args:
+        p: one ranked parameter.
+        n_runs: the runs the ranking was computed from.
+        confidence: the level of each interval (``ImportanceResult.interval_level``).
+
+    Returns:
+        The total number of runs (not the runs to add), or None.
+    """
     if verdict(p) != CANNOT_TELL:
         return None
     return _runs_to_decide(p, n_runs, confidence)
@@ -148,7 +171,16 @@ def advise(params: Sequence[ParamImportance], n_runs: int, confidence: float = 0
     """Group ``params`` by verdict (in ranking order) and estimate the runs to add.
 
     ``confidence`` is the level of each interval (for intervals that hold together, the
-    per-interval level: ``ImportanceResult.interval_level``)."""
+    per-interval level: ``ImportanceResult.interval_level``).
+
+    Args:
+        params: the ranked parameters (``result.params``), most important first.
+        n_runs: the runs the ranking was computed from.
+        confidence: the level of each interval.
+
+    Returns:
+        An :class:`Advice`; its ``lines()`` are what ``lineage importance`` prints.
+    """
     groups: dict[str, list[str]] = {TUNE: [], NO_EFFECT: [], CANNOT_TELL: []}
     for p in params:
         groups[verdict(p)].append(p.name)

@@ -103,6 +103,19 @@ def get_param_importances(
     is known to no run nor to ``known_params``,
     and :class:`~lineage.UsageError` with fewer than 8 usable runs, a constant target, a bad
     ``goal`` or ``top``, or no parameter that varies.
+
+    Args:
+        runs: the runs to explain (records, or a DataFrame from ``mlflow.search_runs``).
+        target: the metric to explain, e.g. ``val_accuracy``.
+        goal: ``minimize`` or ``maximize``: the direction ``top`` and the best run follow.
+        params: the parameters to rank; None: every parameter that varies.
+        top: analyse only this best fraction of runs (0 < top <= 1).
+        evaluator: the model that ranks; None: ``AutoImportance``.
+        experiment: the experiment's name, recorded in the result.
+        known_params: names a run may lack without being unknown (a campaign's space).
+
+    Returns:
+        An :class:`ImportanceResult`, parameters most important first.
     """
     goal = normalize_goal(goal)
     if top is not None and not (isinstance(top, int | float) and 0.0 < top <= 1.0):

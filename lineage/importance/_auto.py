@@ -152,7 +152,18 @@ def _forest_oob_r2(X: np.ndarray, y: np.ndarray, seed: int) -> float:
 
 def evaluator_for(method: str, *, random_state: int | None = 0) -> ImportanceEvaluator:
     """The evaluator a method name stands for: ``auto`` (:class:`AutoImportance`),
-    ``forest`` (:class:`RandomForestImportance`) or ``gp`` (:class:`GaussianProcessImportance`)."""
+    ``forest`` (:class:`RandomForestImportance`) or ``gp`` (:class:`GaussianProcessImportance`).
+
+    Args:
+        method: ``auto``, ``forest`` or ``gp`` (what ``lineage importance --method`` takes).
+        random_state: seed of the models' randomness (None: a fresh one each time).
+
+    Returns:
+        An unfitted evaluator.
+
+    Raises:
+        UsageError: another method name (exit 2).
+    """
     if method == "auto":
         return AutoImportance(random_state=random_state)
     if method == "forest":
@@ -163,7 +174,15 @@ def evaluator_for(method: str, *, random_state: int | None = 0) -> ImportanceEva
 
 
 def model_of(evaluator: ImportanceEvaluator) -> tuple[str, str, dict[str, float]]:
-    """A fitted evaluator's model in words, why it ran, and each candidate's held-out R²."""
+    """A fitted evaluator's model in words, why it ran, and each candidate's held-out R².
+
+    Args:
+        evaluator: an evaluator after :func:`get_param_importances` fitted it.
+
+    Returns:
+        ``(model, why, r2)``: the model's name in words, why it was used, and the held-out R² of
+        each candidate model.
+    """
     r2 = getattr(evaluator, "r2_", None)
     cv_r2 = getattr(evaluator, "cv_r2_", None)
     if isinstance(evaluator, AutoImportance):

@@ -25,7 +25,14 @@ def training_runs(runs: Iterable[Any]) -> tuple[list[Any], dict[str, int]]:
     """The finished training runs among ``runs``, and how many of the others were left out
     for which reason. Analysis and campaign runs (tag ``lineage.run_type``) are never
     training runs; unfinished, failed, pruned and killed runs have no final value to
-    explain. A trial the tuner pruned (MLflow's KILLED) is counted as pruned."""
+    explain. A trial the tuner pruned (MLflow's KILLED) is counted as pruned.
+
+    Args:
+        runs: run records (``lineage.store.RunRecord`` or anything with ``status`` and ``tags``).
+
+    Returns:
+        ``(kept, left_out)``: the training runs, and a count per reason for the others.
+    """
     kept: list[Any] = []
     excluded: dict[str, int] = {}
     for run in runs:
@@ -74,6 +81,20 @@ def analyze_experiment(
     Raises :class:`~lineage.NotFoundError` for an unknown experiment, target or parameter,
     :class:`~lineage.UsageError` for too few runs or a constant target (both exit 2), and
     :class:`~lineage.StoreError` when the store cannot be read.
+
+    Args:
+        experiment: the experiment's name or id.
+        target: the metric to explain.
+        goal: ``minimize`` or ``maximize``.
+        tracking_uri: the store; None: ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``.
+        where: a filter in the ``lineage runs --where`` language.
+        params: the parameters to rank; None: the campaign's tuned ones, else every one that varies.
+        top: analyse only this best fraction of runs.
+        evaluator: the model that ranks; None: ``AutoImportance``.
+        log: record the analysis and its figures as a run of the experiment.
+
+    Returns:
+        An :class:`ImportanceResult`.
     """
     from lineage.query import search_runs
     from lineage.store import open_store

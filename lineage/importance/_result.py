@@ -19,7 +19,15 @@ __all__ = ["ImportanceResult", "ParamImportance", "format_bound"]
 def format_bound(value: float, digits: int = 2) -> str:
     """An interval end with ``digits`` decimals, except that a positive value never reads as
     zero (``0.004``, not ``0.00``): significance is "the lower end is above 0", and the text
-    must show it."""
+    must show it.
+
+    Args:
+        value: an interval's end (a share of the explained variance).
+        digits: decimals shown.
+
+    Returns:
+        The text, e.g. ``0.12``, ``0.004``.
+    """
     if value == 0.0 or value >= 10.0**-digits:
         return f"{value:.{digits}f}"
     return f"{value:.1g}"
@@ -237,6 +245,13 @@ class ImportanceResult:
 
 
 def model_line(result: ImportanceResult) -> str:
-    """One line: the model that ranked the parameters, why, and the held-out R²."""
+    """One line: the model that ranked the parameters, why, and the held-out R².
+
+    Args:
+        result: a fitted ranking.
+
+    Returns:
+        The line ``lineage importance`` prints under its table.
+    """
     scores = ", ".join(f"{k} {v:.3f}" for k, v in result.r2.items())
     return f"model: {result.model} ({result.model_reason}; held-out R²: {scores or 'n/a'})"

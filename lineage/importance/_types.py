@@ -124,7 +124,17 @@ def _spread_on_log(present: np.ndarray) -> bool:
 
 
 def infer_spec(name: str, values: Iterable[Any] | np.ndarray) -> ParamSpec:
-    """Infer one parameter's :class:`ParamSpec` from its raw values (strings, numbers, None)."""
+    """Infer one parameter's :class:`ParamSpec` from its raw values (strings, numbers, None).
+
+    Args:
+        name: the parameter's name.
+        values: its value in each run, as MLflow stores them (strings) or as numbers; None where a
+            run does not have it.
+
+    Returns:
+        A numeric spec (on a log scale when its positive values span ``LOG_DECADES`` decades
+        or more and spread evenly on it) or a categorical one with its levels.
+    """
     values = values if isinstance(values, Sequence | np.ndarray) else list(values)
     numbers = _fast_numbers(values)
     if numbers is not None and not np.isnan(numbers).all():
@@ -211,6 +221,13 @@ def encode(specs: Sequence[ParamSpec], columns: Mapping[str, Column]) -> Encoded
 
     A two-level categorical becomes a single 0/1 column: its second column would say nothing
     the first does not.
+
+    Args:
+        specs: one spec per parameter, as :func:`infer_spec` gives them.
+        columns: each parameter's values, one per run, by name.
+
+    Returns:
+        The design matrix, the columns of each parameter, and which runs lack each one.
     """
     blocks: list[np.ndarray] = []
     groups: list[np.ndarray] = []

@@ -22,7 +22,16 @@ __all__ = ["render_importance"]
 def render_importance(
     result: ImportanceResult, directory: str | Path, *, html: bool = True
 ) -> list[Path]:
-    """Draw every figure of ``result`` into ``directory`` and return the files written."""
+    """Draw every figure of ``result`` into ``directory`` and return the files written.
+
+    Args:
+        result: the ranking to draw.
+        directory: where to write (created if needed).
+        html: also write ``importance.html``, the figures as one interactive page.
+
+    Returns:
+        The paths of the files written.
+    """
     from lineage.importance._figures._static import (
         save_importance_bars,
         save_scatter,
