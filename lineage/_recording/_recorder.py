@@ -155,7 +155,7 @@ class Recorder:
                 if not getattr(exc, "said_by_caller", False):
                     log.error("lineage: run %s: %s", self.run_id, mask_uri(str(exc)))
                 return False
-            except Exception as exc:
+            except Exception as exc:  # logged; the batch is retried
                 self.last_error = exc
                 log.error(
                     "lineage: run %s: write failed, will retry: %s: %s",

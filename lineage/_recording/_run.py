@@ -307,7 +307,7 @@ class Run:
                 self.run_id, status, end_time
             ):
                 self._client.get().set_terminated(self.run_id, status, end_time)
-        except Exception as exc:
+        except Exception as exc:  # said on stderr: ending must not raise
             print(
                 f"lineage: run {self.run_id}: could not set status {status}: {exc}", file=sys.stderr
             )
@@ -349,7 +349,7 @@ class Run:
     def _end_quietly(self, status: str) -> None:
         try:
             self.end(status)
-        except Exception as exc:
+        except Exception as exc:  # said on stderr: ending must not raise
             print(f"lineage: run {self.run_id}: {exc}", file=sys.stderr)
 
 

@@ -187,7 +187,7 @@ class SqlWriter(Writer):
         except BaseException as exc:
             try:
                 dialect.rollback(conn.raw)
-            except Exception:
+            except Exception:  # the connection is unusable: closed, reopened on next use
                 self.close()
             if not isinstance(exc, StoreError) and dialect.is_transient(exc):
                 if dialect.postgres:

@@ -127,3 +127,32 @@ def test_a_trial_whose_controller_died_before_its_first_heartbeat_is_requeued(ur
         moved = requeue_stale(study, storage, lock)
     assert [old for old, _ in moved] == [orphan.number]
     assert study.trials[orphan.number].state.name == "FAIL"
+
+
+def test_failed_heartbeat_writes_are_counted_and_stored_once_the_storage_is_back(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    from tuner.coordination import MISSED_ATTR
+
+    study, storage = _study(f"sqlite:///{tmp_path / 'optuna.db'}")
+    trial = study.ask()
+    beat = Heartbeat(storage)
+    beat.add(trial._trial_id)
+    real, failures = storage.record_heartbeat, [2]
+
+    def flaky(trial_id: int) -> None:
+        if failures[0]:
+            failures[0] -= 1
+            raise RuntimeError("database is locked")
+        real(trial_id)
+
+    storage.record_heartbeat = flaky  # type: ignore[method-assign]
+    beat.beat()
+    beat.beat()
+    assert beat.missed == 2 and "database is locked" in (beat.last_error or "")
+    attrs = storage.get_study_system_attrs
+    assert not [k for k in attrs(study._study_id) if k.startswith(MISSED_ATTR)]
+    beat.beat()  # the storage takes writes again: the count goes to the study
+    stored = [v for k, v in attrs(study._study_id).items() if k.startswith(MISSED_ATTR)]
+    assert [v["count"] for v in stored] == [2]
+    assert "database is locked" in stored[0]["last"]

@@ -331,7 +331,7 @@ class Controller:
             try:
                 self._parts.bookkeeping.settle(rt, outcome)
                 self._notify(force=True)
-            except Exception as exc:
+            except Exception as exc:  # settle the others first; the first error is raised below
                 error = error or exc
             if self.timings:
                 self.timings[-1] += time.perf_counter() - t0
@@ -390,7 +390,7 @@ class Controller:
             return None
         try:
             return best_of(self.study)
-        except Exception:
+        except Exception:  # the storage may be what failed; closing goes on without a best
             return None
 
     def _end(self) -> CampaignEnd:

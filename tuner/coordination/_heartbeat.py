@@ -12,7 +12,9 @@ trials whose heartbeat is older than the grace period.
 from __future__ import annotations
 
 import datetime
+import logging
 import os
+import socket
 import threading
 import warnings
 from collections.abc import Callable
@@ -24,9 +26,16 @@ from tuner.search import STALE_ATTR, internals
 if TYPE_CHECKING:
     import optuna
 
+_log = logging.getLogger(__name__)
+
+#: Study system attribute (one per worker, ``<this>:<host>:<pid>``) holding the heartbeat
+#: writes that worker could not make: ``{"count", "last", "at"}``.
+MISSED_ATTR = "tuner.heartbeat_missed"
+
 __all__ = [
     "DEFAULT_GRACE",
     "DEFAULT_INTERVAL",
+    "MISSED_ATTR",
     "Heartbeat",
     "default_timing",
     "heartbeat_storage",
@@ -161,6 +170,13 @@ class Heartbeat:
         self.interval = float(interval)
         self._ids: set[int] = set()
         self.lost: set[int] = set()
+        #: Heartbeat writes that failed (a trial whose writes fail past the grace period is
+        #: re-queued by another worker), and the last failure in one line.
+        self.missed = 0
+        self.last_error: str | None = None
+        self._missed_stored = 0
+        #: Failures of the ``on_beat`` hook, and the last one.
+        self.hook_failures = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tuner-heartbeat", daemon=True)
@@ -195,6 +211,7 @@ class Heartbeat:
 
         with self._lock:
             ids = sorted(self._ids)
+        recorded = None
         for trial_id in ids:
             try:
                 trial = self._storage.get_trial(trial_id)
@@ -205,8 +222,29 @@ class Heartbeat:
                             self.lost.add(trial_id)
                     continue
                 self._storage.record_heartbeat(trial_id)
-            except Exception:
+                recorded = trial_id
+            except Exception as exc:  # counted and logged; the next beat tries again
+                self._missed(trial_id, exc)
                 continue
+        if recorded is not None and self.missed > self._missed_stored:
+            self._store_missed(recorded)
+
+    def _store_missed(self, trial_id: int) -> None:
+        """Record the failed heartbeat writes in the study (``tuner status`` shows them), once
+        the storage takes writes again."""
+        key = f"{MISSED_ATTR}:{socket.gethostname()}:{os.getpid()}"
+        value = {
+            "count": self.missed,
+            "last": self.last_error,
+            "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            study_id = internals.study_id_of_trial(self._storage, trial_id)
+            self._storage.set_study_system_attr(study_id, key, value)
+        except Exception as exc:  # counted: the next successful beat writes it again
+            self._missed(trial_id, exc)
+            return
+        self._missed_stored = self.missed
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -214,5 +252,21 @@ class Heartbeat:
             if self._on_beat is not None:
                 try:
                     self._on_beat()
-                except Exception:
+                except Exception as exc:  # counted and logged; the hook runs again next beat
+                    self.hook_failures += 1
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                    _log.warning("heartbeat hook failed: %s", self.last_error)
                     continue
+
+    def _missed(self, trial_id: int, exc: Exception) -> None:
+        with self._lock:
+            self.missed += 1
+            first = self.last_error is None
+            self.last_error = f"trial id {trial_id}: {type(exc).__name__}: {exc}"
+        if first or self.missed % 10 == 0:
+            _log.warning(
+                "heartbeat not recorded (%d so far; a trial without one is re-queued by another "
+                "worker after the grace period): %s",
+                self.missed,
+                self.last_error,
+            )

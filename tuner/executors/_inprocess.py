@@ -61,7 +61,7 @@ class _Handle(TrialHandle):
         try:
             reports, code = owner._fn(spec)
             error = None
-        except Exception as exc:
+        except Exception as exc:  # the function's error is the trial's failure
             reports, code, error = [], 1, f"{type(exc).__name__}: {exc}"
         self._reports = [
             Report(step=s, metrics=dict(m), timestamp=self.started_at) for s, m in reports

@@ -233,7 +233,7 @@ class LineageRecorder:
         self.wait_ready()
         try:
             return dict(self._client.get_run(run_id).data.metrics)
-        except Exception as exc:
+        except Exception as exc:  # noted: counted per kind and logged
             self._note("read", exc)
             return {}
 
@@ -318,7 +318,7 @@ class LineageRecorder:
     def _guard(self, kind: str, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
-        except Exception as exc:
+        except Exception as exc:  # noted: counted per kind and logged
             self._note(kind, exc)
             return None
 
@@ -350,9 +350,15 @@ class LineageRecorder:
             )
             run = None
             if parent_run_id:
+                from mlflow.exceptions import MlflowException
+
                 try:
                     run = client.get_run(parent_run_id)
-                except Exception:
+                except MlflowException as exc:
+                    # Only a run the store no longer has is replaced; a store that cannot be
+                    # read now fails the start (a second campaign run would split the records).
+                    if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                        raise
                     run = None
                 if run is not None and run.info.lifecycle_stage == "deleted":
                     run = None
@@ -370,7 +376,7 @@ class LineageRecorder:
             else:
                 self.parent_run_id = run.info.run_id
                 client.update_run(self.parent_run_id, status="RUNNING")
-        except BaseException as exc:
+        except BaseException as exc:  # raised to the controller by wait_ready
             self._start_error = exc
             self._ready.set()
             return

@@ -191,7 +191,7 @@ def run_importance(plan: AnalysisPlan, complete: int) -> list[Analysis]:
                 evaluator=evaluator_for(plan.method),
                 log=True,
             )
-        except Exception as exc:
+        except Exception as exc:  # printed in the analysis's place
             out.append(
                 Analysis(metric, goal, f"{head}: not computed ({type(exc).__name__}: {exc})")
             )

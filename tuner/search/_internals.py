@@ -38,6 +38,7 @@ __all__ = [
     "stale_trial_ids",
     "storage_of",
     "study_id",
+    "study_id_of_trial",
     "trial_id",
 ]
 
@@ -93,6 +94,17 @@ def stale_trial_ids(storage: RDBStorage, study_id_: int) -> list[int]:
     ):
         _beat_unbeaten(storage, study_id_)
     return stale
+
+
+def study_id_of_trial(storage: RDBStorage, trial_id_: int) -> int:
+    """The id of the study that holds the trial with id ``trial_id_`` (Optuna's public
+    storage API answers the other way round only)."""
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+
+    with _create_scoped_session(storage.scoped_session) as session:
+        row = session.query(models.TrialModel.study_id).filter_by(trial_id=trial_id_).one()
+        return int(row[0])
 
 
 def _beat_unbeaten(storage: RDBStorage, study_id_: int) -> None:

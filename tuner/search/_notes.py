@@ -5,10 +5,11 @@
 
 The ``*_of`` functions read trials the caller holds; the others load the stored study of a
 `tuner.search.StudyPlan` afresh. A note is never worth an error, so a study that cannot be
-read gives none."""
+read gives none (and a warning on the log naming why)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,8 @@ from tuner.search._transfer import SourceTransfer, line, measure
 if TYPE_CHECKING:
     from tuner.config import Parameter, WarmStartConfig
     from tuner.search._study import StudyPlan
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "bound_notes",
@@ -37,12 +40,14 @@ def _stored(plan: StudyPlan) -> tuple[list[Any], list[Any]] | None:
 
     try:
         storage = create_rdb(plan.storage_url)
-    except Exception:
+    except Exception as exc:  # a note is never worth an error: said on the log, not raised
+        _log.warning("search notes not read: study storage: %s: %s", type(exc).__name__, exc)
         return None
     try:
         study = optuna.load_study(study_name=plan.name, storage=storage)
         return list(study.get_trials(deepcopy=False)), list(study.directions)
-    except Exception:
+    except Exception as exc:  # as above
+        _log.warning("search notes not read: study %s: %s: %s", plan.name, type(exc).__name__, exc)
         return None
     finally:
         storage.engine.dispose()  # no database session outlives the note
