@@ -3,6 +3,9 @@ an empty database, Optuna its tables; processes that race to do so (workers star
 together, `tuner status` or `lineage runs` beside them, trial scripts with ``lineage`` or plain
 ``mlflow``) must all get a store, and the store must be whole afterwards.
 
+A store an older MLflow made (``tests/data/mlflow-2.9.2-*.sql``: MLflow 2.9.2's schema with
+one run) is migrated by the first open of this MLflow; the openers of such a store race too.
+
 Each round starts six openers that import first, wait at one barrier (a file the test creates
 once every opener is ready) and then open fresh stores together. ``LT_RACE_ROUNDS`` sets the
 number of rounds of the six light openers per store kind, ``LT_RACE_WORKER_ROUNDS`` those with
@@ -257,3 +260,65 @@ def test_two_workers_on_a_new_sqlite_lineage_store_both_finish(
         assert {r.info.status for r in found} == {"FINISHED"}
         client._tracking_client.store.engine.dispose()
         print(f"workers round {n + 1}/{WORKER_ROUNDS}: both workers finished the 4 trials")
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _legacy_sqlite(where: Path) -> str:
+    """A SQLite MLflow store as MLflow 2.9.2 left it (schema, one experiment, one run)."""
+    import sqlite3
+
+    where.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(where / "mlflow.db") as conn:
+        conn.executescript((DATA / "mlflow-2.9.2-sqlite.sql").read_text(encoding="utf-8"))
+    return f"sqlite:///{where / 'mlflow.db'}"
+
+
+def _legacy_pg(databases: list[str]) -> str:
+    """A PostgreSQL MLflow store as MLflow 2.9.2 left it."""
+    import psycopg
+
+    url = _fresh_pg(databases)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute((DATA / "mlflow-2.9.2-postgresql.sql").read_text(encoding="utf-8"))  # type: ignore[arg-type]
+    return url
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300 + 300 * ROUNDS)
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_six_openers_of_a_store_an_older_mlflow_made_all_succeed(
+    kind: str, tmp_path: Path, _pg_databases: list[str]
+) -> None:
+    # The first open by this MLflow migrates the old schema (about thirty alembic steps); the
+    # others must wait for it rather than run the same migrations at once, and the old run
+    # must read back whole afterwards.
+    from mlflow.tracking import MlflowClient
+
+    for n in range(ROUNDS):
+        where = tmp_path / f"round-{n}"
+        tracking = _legacy_sqlite(where) if kind == "sqlite" else _legacy_pg(_pg_databases)
+        _race(
+            where,
+            [
+                ["plain", tracking],
+                ["plain", tracking],
+                ["start_run", tracking],
+                ["start_run", tracking],
+                ["lineage", "runs", "--tracking-uri", tracking, "--format", "json"],
+                ["lineage", "runs", "--tracking-uri", tracking, "-e", "legacy", "--format", "csv"],
+            ],
+        )
+        client = MlflowClient(tracking_uri=tracking)
+        legacy = client.get_experiment_by_name("legacy")
+        assert legacy is not None
+        (old,) = client.search_runs([legacy.experiment_id])
+        assert old.data.params == {"lr": "0.01", "optimizer": "sgd"}
+        history = client.get_metric_history(old.info.run_id, "loss")
+        assert [(m.step, m.value) for m in history] == [(0, 0.9), (1, 0.5), (2, 0.3)]
+        ids = [e.experiment_id for e in client.search_experiments()]
+        fresh = [r for r in client.search_runs(ids) if r.data.metrics.get("m") == 1.0]
+        assert len(fresh) == 4 and {r.info.status for r in fresh} == {"FINISHED"}
+        client._tracking_client.store.engine.dispose()
+        print(f"{kind} legacy round {n + 1}/{ROUNDS}: six openers exited 0, the old run reads back")
