@@ -16,13 +16,14 @@ cores).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -79,11 +80,17 @@ def _fresh_pg(databases: list[str]) -> str:
 
 
 def _race(
-    where: Path, openers: Sequence[Sequence[str]], *, early: str = "", timeout: float = 600
+    where: Path,
+    openers: Sequence[Sequence[str]],
+    *,
+    early: str = "",
+    timeout: float = 600,
+    during: Callable[[], None] | None = None,
 ) -> None:
     """Start ``openers`` (each a ``_race_opener.py`` KIND ARGS...), release them together once
     all are ready, and assert that each exited 0 (or, for ``tuner status`` only, 2 with the
-    one line ``early`` when it came before the campaign it asks about)."""
+    one line ``early`` when it came before the campaign it asks about). ``during`` runs in a
+    thread from the start signal on (a fault while they run)."""
     where.mkdir(parents=True, exist_ok=True)
     go = where / "go"
     procs = []
@@ -98,8 +105,13 @@ def _race(
             assert time.monotonic() < deadline, "the openers did not get ready"
             time.sleep(0.02)
         go.touch()
+        fault = threading.Thread(target=during, daemon=True) if during else None
+        if fault is not None:
+            fault.start()
         for proc in procs:
             proc.wait(max(1.0, deadline - time.monotonic()))
+        if fault is not None:
+            fault.join(60)
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -111,6 +123,17 @@ def _race(
             assert log.strip().splitlines() == [early], _logs(where, openers)
             continue
         assert proc.returncode == 0, _logs(where, openers)
+
+
+def _terminate_connections(database: str, *, times: int, every: float) -> None:
+    """End every session on ``database`` ``times`` times, ``every`` seconds apart (a server
+    restart or a failover, as the clients see it)."""
+    for _ in range(times):
+        time.sleep(every)
+        pg_exec(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"
+        )
 
 
 def _logs(where: Path, openers: Sequence[Sequence[str]]) -> str:
@@ -226,8 +249,9 @@ def test_two_workers_on_a_new_sqlite_lineage_store_both_finish(
 ) -> None:
     # Two `tuner worker`s started together on one campaign (PostgreSQL study, a new SQLite
     # MLflow store), with `tuner status`, a plain mlflow script, a lineage script and an
-    # Optuna client opening the same stores: a worker used to die in 3 of 4 runs, of
-    # MLflow's migrations colliding ("Online migration expected to match one row").
+    # Optuna client opening the same stores, while the study database's sessions are ended
+    # three times in the first 9 s: both workers finish, none dies of MLflow's migrations
+    # colliding ("Online migration expected to match one row").
     # LT_RACE_WORKER_ROUNDS=20 runs it 20 times.
     import optuna
     from mlflow.tracking import MlflowClient
@@ -250,6 +274,9 @@ def test_two_workers_on_a_new_sqlite_lineage_store_both_finish(
             ],
             early=f"tuner status: error: {config}: no campaign 'campaign' in {storage} yet; "
             "start it with `tuner run`",
+            during=functools.partial(
+                _terminate_connections, storage.rsplit("/", 1)[1], times=3, every=3.0
+            ),
         )
         study = optuna.load_study(study_name="campaign", storage=storage)
         states = [t.state for t in study.trials]
