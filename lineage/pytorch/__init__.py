@@ -38,7 +38,8 @@ from lineage.pytorch._checkpoint import (  # noqa: E402
     save_checkpoint,
 )
 from lineage.pytorch._checks import check_arguments  # noqa: E402
-from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
+from lineage.pytorch._watch import Watcher  # noqa: E402
+from lineage.training import RecorderOptions, Trial  # noqa: E402
 
 
 def watch(
@@ -74,34 +75,27 @@ def watch(
     `lineage.UsageError` naming it before anything is recorded.
     """
     check_arguments(
-        model,
-        optimizer,
-        scheduler=scheduler,
-        loader=loader,
-        scaler=scaler,
-        run=run,
-        experiment=experiment,
-        trial=trial,
-        params=params,
+        model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
     )
-    watcher = Watcher(
+    options = RecorderOptions(
         run=run,
         experiment=experiment,
         log_every=log_every,
-        grad_norm=grad_norm,
         data_sample=data_sample,
         fingerprint_data=fingerprint_data,
         all_ranks=all_ranks,
-        trial=trial,
         weight_stats=weight_stats,
+        grad_norm=grad_norm,
+        trial=trial,
     )
-    return watcher.begin(
+    return Watcher(options).begin(
         model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
     )
 
 
 __all__ = [
     "CHECKPOINT_FILE",
+    "RecorderOptions",
     "Trial",
     "Watcher",
     "apply_settings",

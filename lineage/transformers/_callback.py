@@ -13,7 +13,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from lineage import checkpoints
 from lineage._errors import UsageError, exiting_on_bad_environment
-from lineage.pytorch import Trial, Watcher, apply_settings, check_every
+from lineage.pytorch import Watcher, apply_settings, check_every
+from lineage.training import RecorderOptions, Trial
 
 # Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
 _NOT_METRICS = frozenset({"learning_rate", "epoch", "loss"})
@@ -122,13 +123,15 @@ class LineageCallback(TrainerCallback):
         #: Whether `monitor` was found among an evaluation's metrics.
         self._monitor_found = False
         self.watcher = Watcher(
-            run=run,
-            experiment=experiment,
-            data_sample=data_sample,
-            fingerprint_data=fingerprint_data,
-            all_ranks=all_ranks,
-            trial=trial,
-            weight_stats=weight_stats,
+            RecorderOptions(
+                run=run,
+                experiment=experiment,
+                data_sample=data_sample,
+                fingerprint_data=fingerprint_data,
+                all_ranks=all_ranks,
+                weight_stats=weight_stats,
+                trial=trial,
+            )
         )
 
     @property
