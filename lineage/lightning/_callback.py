@@ -98,6 +98,7 @@ class LineageCallback(L.Callback):
         checkpoint_every: int | None = None,
         weight_stats: bool | None = None,
     ) -> None:
+        options = RecorderOptions.of(locals())
         super().__init__()
         check_every(checkpoint_every)
         self.monitor = monitor
@@ -110,19 +111,7 @@ class LineageCallback(L.Callback):
         self._validated = False
         #: Whether `monitor` was found among an epoch's metrics.
         self._monitor_found = False
-        self.watcher = Watcher(
-            RecorderOptions(
-                run=run,
-                experiment=experiment,
-                log_every=log_every,
-                data_sample=data_sample,
-                fingerprint_data=fingerprint_data,
-                all_ranks=all_ranks,
-                weight_stats=weight_stats,
-                grad_norm=grad_norm,
-                trial=trial,
-            )
-        )
+        self.watcher = Watcher(options)
 
     @property
     def run(self) -> Any:

@@ -101,16 +101,8 @@ class LineageCallback(Callback):
         weight_stats: bool | None = None,
         data_sample: bool | int = True,
     ) -> None:
+        options = RecorderOptions.of(locals())
         super().__init__()
-        options = RecorderOptions(
-            run=run,
-            experiment=experiment,
-            log_every=log_every,
-            data_sample=data_sample,
-            fingerprint_data=fingerprint_data,
-            all_ranks=all_ranks,
-            weight_stats=weight_stats,
-        )
         self.recorder = TrainingRecorder(
             options, checkpoints=False if checkpoints is True else checkpoints
         )

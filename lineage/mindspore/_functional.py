@@ -56,15 +56,7 @@ def record_training(
     Leaving the ``with`` block ends the run (FAILED on an exception) when the recorder
     started it; without ``with``, call ``rec.end()``.
     """
-    options = RecorderOptions(
-        run=run,
-        experiment=experiment,
-        log_every=log_every,
-        data_sample=data_sample,
-        fingerprint_data=fingerprint_data,
-        all_ranks=all_ranks,
-        weight_stats=weight_stats,
-    )
+    options = RecorderOptions.of(locals())
     rec = TrainingRecorder(options, checkpoints=checkpoints)
     rec.begin(
         network=network,

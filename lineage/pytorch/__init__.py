@@ -29,6 +29,8 @@ from lineage._require import require
 
 require("torch", "pytorch")
 
+import torch  # noqa: E402
+
 from lineage.pytorch._checkpoint import (  # noqa: E402
     CHECKPOINT_FILE,
     apply_settings,
@@ -43,7 +45,7 @@ from lineage.training import RecorderOptions, Trial  # noqa: E402
 
 
 def watch(
-    model: Any,
+    model: torch.nn.Module | None,
     optimizer: Any,
     *,
     scheduler: Any = None,
@@ -74,19 +76,9 @@ def watch(
     See :mod:`lineage.pytorch._watch` for every name recorded. A wrong argument raises
     `lineage.UsageError` naming it before anything is recorded.
     """
+    options = RecorderOptions.of(locals())
     check_arguments(
         model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
-    )
-    options = RecorderOptions(
-        run=run,
-        experiment=experiment,
-        log_every=log_every,
-        data_sample=data_sample,
-        fingerprint_data=fingerprint_data,
-        all_ranks=all_ranks,
-        weight_stats=weight_stats,
-        grad_norm=grad_norm,
-        trial=trial,
     )
     return Watcher(options).begin(
         model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params

@@ -12,8 +12,6 @@ from lineage import tags as T
 
 __all__ = ["SAME_RANGE_OPS", "error_line", "metric_key", "noting_errors"]
 
-#: Transforms (torchvision's, MindSpore's vision ops) that move or resample values without
-#: changing their range: a value range a pipeline implies passes through them unchanged.
 SAME_RANGE_OPS = frozenset(
     {
         "HwcToChw",
@@ -33,6 +31,8 @@ SAME_RANGE_OPS = frozenset(
         "Grayscale",
     }
 )
+"""Transforms (torchvision's, MindSpore's vision ops) that move or resample values without
+changing their range: a value range a pipeline implies passes through them unchanged."""
 
 
 def metric_key(role: str, column: str, stat: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from lineage._errors import UsageError
@@ -17,10 +17,10 @@ __all__ = [
     "sample_count",
 ]
 
-#: Rows of the first batch drawn when ``data_sample=True``.
 DEFAULT_SAMPLE = 16
-#: Largest sample a user may ask for (a grid of 256 images is already unreadable).
+"""Rows of the first batch drawn when ``data_sample=True``."""
 MAX_SAMPLE = 256
+"""Largest sample a user may ask for (a grid of 256 images is already unreadable)."""
 
 
 class Trial(Protocol):
@@ -108,6 +108,16 @@ class RecorderOptions:
         ):
             _refuse("trial", "tuner.trial (with report and should_prune) or None", trial)
         object.__setattr__(self, "sample_rows", sample_count(self.data_sample))
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> RecorderOptions:
+        """The options among a public entry's ``arguments`` (its ``locals()`` as it starts,
+        or any mapping): each field found there is taken, the others keep their defaults,
+        other names are ignored. So an entry keeps its documented keywords and forwards none
+        of them by hand."""
+        return cls(
+            **{f.name: arguments[f.name] for f in fields(cls) if f.init and f.name in arguments}
+        )
 
     @classmethod
     def given(cls, options: RecorderOptions | None, settings: Mapping[str, Any]) -> RecorderOptions:

@@ -11,9 +11,9 @@ import numpy as np
 
 __all__ = ["AUTO_WEIGHT_LIMIT", "WeightStats", "global_norm", "weight_stats_wanted"]
 
-#: Above this many trainable elements a recorder keeps no copy of the weights unless asked
-#: (``weight_stats=True``).
 AUTO_WEIGHT_LIMIT = 50_000_000
+"""Above this many trainable elements a recorder keeps no copy of the weights unless asked
+(``weight_stats=True``)."""
 
 
 def global_norm(arrays: Iterable[np.ndarray]) -> float:

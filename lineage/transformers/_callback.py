@@ -112,6 +112,7 @@ class LineageCallback(TrainerCallback):
         checkpoint_every: int | None = None,
         weight_stats: bool | None = None,
     ) -> None:
+        options = RecorderOptions.of(locals())
         check_every(checkpoint_every)
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
@@ -122,17 +123,7 @@ class LineageCallback(TrainerCallback):
         self._saving: int | None = None
         #: Whether `monitor` was found among an evaluation's metrics.
         self._monitor_found = False
-        self.watcher = Watcher(
-            RecorderOptions(
-                run=run,
-                experiment=experiment,
-                data_sample=data_sample,
-                fingerprint_data=fingerprint_data,
-                all_ranks=all_ranks,
-                weight_stats=weight_stats,
-                trial=trial,
-            )
-        )
+        self.watcher = Watcher(options)
 
     @property
     def run(self) -> Any:
