@@ -66,10 +66,10 @@ CHECKPOINT_MODES = (False, True, "last")
 class TrainingRecorder:
     """Records one MindSpore training into a lineage run.
 
-    ``options`` (`lineage.training.RecorderOptions`, or its fields as keywords): the run to record into (by default
-    the active run, else a new run in ``options.experiment``, attached to ``MLFLOW_RUN_ID``
-    under the tuner, that this recorder also ends), ``log_every`` (per-step metrics every N
-    steps), ``weight_stats`` (``weight_norm`` and ``weight_delta``, the L2 norm of the
+    ``options`` (`lineage.training.RecorderOptions`, or its fields as keywords): the run to
+    record into (by default the active run, else a new run in ``options.experiment``,
+    attached to ``MLFLOW_RUN_ID`` under the tuner, that this recorder also ends),
+    ``log_every`` (per-step metrics every N steps), ``weight_stats`` (``weight_norm`` and ``weight_delta``, the L2 norm of the
     trainable weights and of their change since the previous epoch, at every epoch end; by
     default on for models up to 50 million trainable weights: it keeps one host copy of
     them), ``all_ranks`` (in data-parallel training, and in any process a launcher ranked,
