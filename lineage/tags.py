@@ -13,12 +13,15 @@ constants rather than the strings. Three kinds:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 __all__ = [
     "CAMPAIGN",
     "CAMPAIGN_OBJECTIVES",
     "CAMPAIGN_SPACE_PREFIX",
     "CAMPAIGN_TARGET",
     "COMMAND",
+    "CONFLICTS",
     "CWD",
     "DATA_PREFIX",
     "ENV",
@@ -38,10 +41,7 @@ __all__ = [
     "IDENTITY_KEYS",
     "IDENTITY_PREFIXES",
     "IMPORT_SOURCE",
-    "MINDSPORE_CONFLICTS",
-    "MINDSPORE_FROZEN_PARAMS",
-    "MINDSPORE_LR_ERROR",
-    "MINDSPORE_TRAINABLE_PARAMS",
+    "LR_ERROR",
     "MLFLOW_PARENT_RUN_ID",
     "MLFLOW_RUN_NAME",
     "MLFLOW_SHARED_VIEW_PREFIX",
@@ -53,10 +53,10 @@ __all__ = [
     "MLFLOW_USER",
     "NOT_IDENTITY",
     "OUTCOME",
-    "PARAM_COUNT_TRAINABLE",
     "PARAM_TYPES",
     "PID",
     "PLATFORM",
+    "PRUNED_AT",
     "PYTHON",
     "RUN_KINDS_APART",
     "RUN_KIND_TRAINING",
@@ -65,6 +65,7 @@ __all__ = [
     "RUN_TYPE_CAMPAIGN",
     "RUN_TYPE_RESERVED",
     "RUN_TYPE_TRIAL",
+    "TAG_ALIASES",
     "TRAINABLE_PARAMS",
     "TRAINABLE_PARAMS_KEYS",
     "TRIAL_EXPLOIT",
@@ -81,6 +82,8 @@ __all__ = [
     "USER",
     "data_tag",
     "framework_tag",
+    "read_tag",
+    "spellings",
 ]
 
 # -- lineage.*: written by the recording API ---------------------------------------------------
@@ -120,24 +123,50 @@ RUN_KINDS_APART = (RUN_TYPE_CAMPAIGN, RUN_TYPE_ANALYSIS, RUN_TYPE_RESERVED)
 RUN_KIND_TRAINING = "training"
 #: Where an imported run came from (``mindinsight``: ``lineage import-mindinsight``).
 IMPORT_SOURCE = "lineage.import.source"
-#: The MindSpore callback's own: params it could not log (a value already stored differs,
-#: JSON) and why the learning rate could not be read.
-MINDSPORE_CONFLICTS = "lineage.mindspore.conflicts"
-MINDSPORE_LR_ERROR = "lineage.mindspore.lr_error"
-#: Frozen and trainable parameter counts (or names) that ``lineage diagnose`` reads, tags or
-#: params, in the order it looks; the unprefixed names are what scripts commonly log.
-FROZEN_PARAMS = "lineage.frozen_params"
-MINDSPORE_FROZEN_PARAMS = "lineage.mindspore.frozen_params"
-TRAINABLE_PARAMS = "lineage.trainable_params"
-MINDSPORE_TRAINABLE_PARAMS = "lineage.mindspore.trainable_params"
-PARAM_COUNT_TRAINABLE = "lineage.param_count.trainable"
-FROZEN_PARAMS_KEYS = (FROZEN_PARAMS, "frozen_params", MINDSPORE_FROZEN_PARAMS)
-TRAINABLE_PARAMS_KEYS = (
-    TRAINABLE_PARAMS,
-    "trainable_params",
-    MINDSPORE_TRAINABLE_PARAMS,
-    PARAM_COUNT_TRAINABLE,
-)
+# -- written by the training recorders (lineage.training and its framework adapters) ---------
+#: Params a recorder could not log because the script had logged another value (JSON object:
+#: key -> the value not logged).
+CONFLICTS = "lineage.conflicts"
+#: Why the learning rate (schedule) could not be read.
+LR_ERROR = "lineage.lr_error"
+#: The epoch at which the tuner pruned the trial a recorder watched.
+PRUNED_AT = "lineage.pruned_at"
+#: The frozen weights: the count of frozen tensors (a tag) or of frozen elements (a param),
+#: a JSON list of names or a comma-separated string; ``lineage diagnose`` reads tags, then
+#: params.
+FROZEN_PARAMS = "frozen_params"
+#: The number of trainable elements (a param), or a JSON list of names.
+TRAINABLE_PARAMS = "trainable_params"
+#: The other names runs carry for a concept above (recorded before it had one name, or by
+#: scripts that log it themselves), in the order they are read after the name itself.
+TAG_ALIASES: dict[str, tuple[str, ...]] = {
+    CONFLICTS: ("lineage.mindspore.conflicts", "lineage.pytorch.conflicts"),
+    LR_ERROR: ("lineage.mindspore.lr_error",),
+    FROZEN_PARAMS: ("lineage.frozen_params", "lineage.mindspore.frozen_params"),
+    TRAINABLE_PARAMS: (
+        "lineage.trainable_params",
+        "lineage.mindspore.trainable_params",
+        "lineage.param_count.trainable",
+    ),
+}
+
+
+def spellings(name: str) -> tuple[str, ...]:
+    """``name`` and its aliases (`TAG_ALIASES`), in the order a reader looks."""
+    return (name, *TAG_ALIASES.get(name, ()))
+
+
+def read_tag(values: Mapping[str, str], name: str) -> str | None:
+    """The value of ``name`` in ``values`` (a run's tags or params), else of the first of
+    its aliases found; None when none is there."""
+    for key in spellings(name):
+        if key in values:
+            return values[key]
+    return None
+
+
+FROZEN_PARAMS_KEYS = spellings(FROZEN_PARAMS)
+TRAINABLE_PARAMS_KEYS = spellings(TRAINABLE_PARAMS)
 
 
 def framework_tag(name: str) -> str:

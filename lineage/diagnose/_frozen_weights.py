@@ -2,11 +2,10 @@
 
 Reads, from tags or params (first found wins):
 
-- the frozen weights: ``lineage.frozen_params`` (also ``frozen_params``, as
-  ``lineage.mindspore`` records it, and ``lineage.mindspore.frozen_params``): a count, a JSON
-  list of parameter names, or a comma-separated string; ``0`` or ``[]`` means none;
-- the number of trainable weights: ``lineage.trainable_params`` (also ``trainable_params``,
-  ``lineage.mindspore.trainable_params``, ``lineage.param_count.trainable``): an integer
+- the frozen weights: ``frozen_params``, as the framework recorders write it (or one of its
+  older names, ``lineage.tags.TAG_ALIASES``): a count, a JSON list of parameter names, or a
+  comma-separated string; ``0`` or ``[]`` means none;
+- the number of trainable weights: ``trainable_params`` (or an older name): an integer
   (weights or elements: only 0 matters), or a JSON list of names.
 """
 

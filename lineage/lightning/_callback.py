@@ -11,7 +11,8 @@ import torch
 
 from lineage import checkpoints
 from lineage._errors import UsageError, exiting_on_bad_environment
-from lineage.pytorch import Trial, Watcher, apply_settings, check_every, optimizer_settings
+from lineage.pytorch import Watcher, apply_settings, check_every, optimizer_settings
+from lineage.training import RecorderOptions, Trial
 
 CHECKPOINT_FILE = "lightning.ckpt"
 """The file the callback saves each checkpoint into, inside the trial's step folder."""
@@ -97,6 +98,7 @@ class LineageCallback(L.Callback):
         checkpoint_every: int | None = None,
         weight_stats: bool | None = None,
     ) -> None:
+        options = RecorderOptions.of(locals())
         super().__init__()
         check_every(checkpoint_every)
         self.monitor = monitor
@@ -109,17 +111,7 @@ class LineageCallback(L.Callback):
         self._validated = False
         #: Whether `monitor` was found among an epoch's metrics.
         self._monitor_found = False
-        self.watcher = Watcher(
-            run=run,
-            experiment=experiment,
-            log_every=log_every,
-            grad_norm=grad_norm,
-            data_sample=data_sample,
-            fingerprint_data=fingerprint_data,
-            all_ranks=all_ranks,
-            trial=trial,
-            weight_stats=weight_stats,
-        )
+        self.watcher = Watcher(options)
 
     @property
     def run(self) -> Any:
@@ -160,7 +152,7 @@ class LineageCallback(L.Callback):
         """Record the fit's settings, model, optimizer and data (once per fit)."""
         self._started = True
         w = self.watcher
-        w.disabled = not w.all_ranks and trainer.global_rank != 0
+        w.disabled = not w.options.records_on(trainer.global_rank)
         optimizer = trainer.optimizers[0] if trainer.optimizers else None
         configs = trainer.lr_scheduler_configs
         params: dict[str, Any] = {

@@ -37,9 +37,11 @@ from lineage.mindspore._checkpoint import (
 )
 from lineage.mindspore._functional import record_training
 from lineage.mindspore._recorder import TrainingRecorder
+from lineage.training import RecorderOptions
 
 __all__ = [
     "LineageCallback",
+    "RecorderOptions",
     "TrainingRecorder",
     "TrialCheckpoint",
     "record_training",

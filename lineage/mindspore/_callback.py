@@ -12,6 +12,7 @@ from mindspore.train import Callback
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._recorder import TrainingRecorder
 from lineage.mindspore._resume import TrialResume
+from lineage.training import RecorderOptions
 
 
 def _find(cell: Any, *names: str) -> Any:
@@ -100,16 +101,10 @@ class LineageCallback(Callback):
         weight_stats: bool | None = None,
         data_sample: bool | int = True,
     ) -> None:
+        options = RecorderOptions.of(locals())
         super().__init__()
         self.recorder = TrainingRecorder(
-            run=run,
-            experiment=experiment,
-            log_every=log_every,
-            checkpoints=False if checkpoints is True else checkpoints,
-            fingerprint_data=fingerprint_data,
-            all_ranks=all_ranks,
-            weight_stats=weight_stats,
-            data_sample=data_sample,
+            options, checkpoints=False if checkpoints is True else checkpoints
         )
         self.checkpoints = checkpoints
         self._eval_started = 0.0

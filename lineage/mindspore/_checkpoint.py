@@ -45,6 +45,7 @@ from mindspore.train import Callback
 from lineage import checkpoints
 from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._introspect import rank
+from lineage.training import checkpoint_root
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -106,8 +107,8 @@ def save_checkpoint(
     committed, older ones pruned. None outside the tuner, and on every rank but 0 of a
     multi-process trial (data parallel: every rank holds the same weights, and all of them
     restore rank 0's checkpoint)."""
-    root = os.environ.get(checkpoints.CHECKPOINT_DIR)
-    if not root or rank() not in (None, 0):
+    root = checkpoint_root(rank())
+    if root is None:
         return None
     folder = checkpoints.step_dir(root, epoch)
     extra: dict[str, Any] = {EPOCH_KEY: int(epoch)}

@@ -15,16 +15,10 @@ import numpy as np
 
 from lineage import tags as T
 from lineage.mindspore._dataset import DatasetInfo, describe_dataset
-from lineage.mindspore._files import ArtifactFolder
 from lineage.mindspore._sample import DataSample, build_sample, network_outputs
+from lineage.training import ArtifactFolder, noting_errors
 
-__all__ = ["DataRecord", "one_line"]
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one short line: its type and the first line of its message."""
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
+__all__ = ["DataRecord"]
 
 
 class DataRecord:
@@ -71,10 +65,9 @@ class DataRecord:
         return info
 
     def _graph(self, info: DatasetInfo) -> None:
-        # A picture is never worth a failed training: an error is noted in a tag instead.
         if not info.pipeline:
             return
-        try:
+        with noting_errors(self.run, info.role, "graph_error"):
             from lineage.mindspore._pipeline_figure import save_pipeline_graph
 
             title = f"{info.role} data pipeline (sources on top; the last step feeds the network)"
@@ -84,8 +77,6 @@ class DataRecord:
             self.run.log_artifact(
                 save_pipeline_graph(info.pipeline, self.files.path(rel), title=title), "dataset"
             )
-        except Exception as exc:
-            self.run.set_tags({T.data_tag(info.role, "graph_error"): one_line(exc)})
 
     def log_sample(self, batch: Any, network: Any) -> None:
         """The first training batch as ``network`` receives it: from ``batch`` when it holds
@@ -93,7 +84,7 @@ class DataRecord:
         fresh iterator over that dataset. Errors become a tag, never a failed training."""
         self.sampled = True
         ds = self._train_dataset
-        try:
+        with noting_errors(self.run, "train", "sample_error"):
             names = [str(n) for n in ds.get_col_names()] if ds is not None else []
             if (
                 not self.from_dataset
@@ -122,8 +113,6 @@ class DataRecord:
             if metrics:
                 self.run.log_metrics(metrics, step=0)
             self._sample_files(sample)
-        except Exception as exc:
-            self.run.set_tags({T.data_tag("train", "sample_error"): one_line(exc)})
 
     def _sample_files(self, sample: DataSample) -> None:
         from lineage.mindspore._sample_figures import (

@@ -1,5 +1,5 @@
-"""What one epoch of training measures: its time, its throughput, its mean loss, and how
-far the weights moved."""
+"""What one epoch of training measures: its time, its throughput, its mean loss; and the
+tensors it reads on the host (gradients, a copy of the weights)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EpochMeter", "WeightStats", "global_norm", "host_arrays"]
+__all__ = ["EpochMeter", "host_arrays", "host_copy"]
 
 
 def host_arrays(tensors: Any) -> list[np.ndarray]:
@@ -16,31 +16,9 @@ def host_arrays(tensors: Any) -> list[np.ndarray]:
     return [t.asnumpy() if hasattr(t, "asnumpy") else np.asarray(t) for t in items]
 
 
-def global_norm(arrays: list[np.ndarray]) -> float:
-    """The L2 norm of all the arrays' entries together, summed in float64."""
-    total = 0.0
-    for a in arrays:
-        flat = a.ravel().astype(np.float64, copy=False)
-        total += float(np.dot(flat, flat))
-    return float(np.sqrt(total))
-
-
-class WeightStats:
-    """``weight_norm`` and ``weight_delta`` (the L2 norm of the trainable weights, and of
-    their change since the previous call); keeps one float32 host copy of the weights."""
-
-    def __init__(self, weights: list[Any]) -> None:
-        self.weights = weights
-        self._prev = self._snapshot()
-
-    def _snapshot(self) -> list[np.ndarray]:
-        return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in self.weights]
-
-    def measure(self) -> dict[str, float]:
-        now = self._snapshot()
-        delta = global_norm([a - b for a, b in zip(now, self._prev, strict=True)])
-        self._prev = now
-        return {"weight_norm": global_norm(now), "weight_delta": delta}
+def host_copy(weights: list[Any]) -> list[np.ndarray]:
+    """A float32 host copy of each weight."""
+    return [np.array(p.asnumpy(), dtype=np.float32, copy=True) for p in weights]
 
 
 class EpochMeter:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lineage.mindspore._recorder import TrainingRecorder
+from lineage.training import RecorderOptions
 
 
 def record_training(
@@ -55,16 +56,8 @@ def record_training(
     Leaving the ``with`` block ends the run (FAILED on an exception) when the recorder
     started it; without ``with``, call ``rec.end()``.
     """
-    rec = TrainingRecorder(
-        run=run,
-        experiment=experiment,
-        log_every=log_every,
-        checkpoints=checkpoints,
-        fingerprint_data=fingerprint_data,
-        all_ranks=all_ranks,
-        weight_stats=weight_stats,
-        data_sample=data_sample,
-    )
+    options = RecorderOptions.of(locals())
+    rec = TrainingRecorder(options, checkpoints=checkpoints)
     rec.begin(
         network=network,
         optimizer=optimizer,

@@ -31,7 +31,6 @@ tags (data) lineage.data.train.columns: per column kind, dtype, shape, the value
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -46,12 +45,19 @@ from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.mindspore import _introspect as intro
 from lineage.mindspore._data_record import DataRecord
-from lineage.mindspore._epoch import EpochMeter, WeightStats, global_norm, host_arrays
-from lineage.mindspore._files import ArtifactFolder
-from lineage.mindspore._sample import sample_count
+from lineage.mindspore._epoch import EpochMeter, host_arrays, host_copy
+from lineage.training import (
+    ArtifactFolder,
+    ParamLog,
+    RecorderOptions,
+    WeightStats,
+    acquire_run,
+    exit_status,
+    global_norm,
+    weight_stats_wanted,
+)
 
 _MAX_SCHEDULE_POINTS = 100_000
-_AUTO_WEIGHT_STATS = 50_000_000
 
 
 CHECKPOINT_MODES = (False, True, "last")
@@ -60,53 +66,43 @@ CHECKPOINT_MODES = (False, True, "last")
 class TrainingRecorder:
     """Records one MindSpore training into a lineage run.
 
-    ``run``: a `lineage.Run` to record into; by default the active run
-    (``lineage.active_run()``), else a new run started in ``experiment`` (attached to
-    ``MLFLOW_RUN_ID`` under the tuner) that this recorder also ends. ``log_every``: log the
-    per-step metrics every N steps. ``checkpoints``: False, True (every epoch) or ``"last"``.
-    ``weight_stats``: log ``weight_norm`` and ``weight_delta`` (L2 norm of the trainable
-    weights and of their change since the previous epoch) at every epoch end; by default
-    on for models up to 50 million trainable weights (it keeps one host copy of them).
-    In data-parallel training, and in any process a launcher ranked (``RANK_ID``, ``RANK``),
-    only rank 0 records (every call is a no-op on other ranks) unless ``all_ranks=True``. ``data_sample``: draw the first training batch as the network
-    receives it (True: 16 rows, an int: that many, False: off) -- an image grid with labels,
-    a table of other tensors, per-column statistics (see :mod:`lineage.mindspore._sample`).
-    It is taken from the ``batch`` given to the first `step` when that holds every dataset
-    column, else from a fresh iterator over the training dataset.
+    ``options`` (`lineage.training.RecorderOptions`, or its fields as keywords): the run to
+    record into (by default the active run, else a new run in ``options.experiment``,
+    attached to ``MLFLOW_RUN_ID`` under the tuner, that this recorder also ends),
+    ``log_every`` (per-step metrics every N steps), ``weight_stats`` (``weight_norm`` and ``weight_delta``, the L2 norm of the
+    trainable weights and of their change since the previous epoch, at every epoch end; by
+    default on for models up to 50 million trainable weights: it keeps one host copy of
+    them), ``all_ranks`` (in data-parallel training, and in any process a launcher ranked,
+    ``RANK_ID``, ``RANK``, only rank 0 records and every call is a no-op on other ranks
+    unless it is True), ``fingerprint_data`` and ``data_sample`` (draw the first training
+    batch as the network receives it: an image grid with labels, a table of other tensors,
+    per-column statistics, see :mod:`lineage.mindspore._sample`; taken from the ``batch``
+    given to the first `step` when that holds every dataset column, else from a fresh
+    iterator over the training dataset). ``checkpoints``: False, True (every epoch) or
+    ``"last"``.
 
     Not thread-safe: drive it from the training loop's thread.
     """
 
     def __init__(
         self,
+        options: RecorderOptions | None = None,
         *,
-        run: Any = None,
-        experiment: str | None = None,
-        log_every: int = 1,
         checkpoints: bool | str = False,
-        fingerprint_data: bool = True,
-        all_ranks: bool = False,
-        weight_stats: bool | None = None,
-        data_sample: bool | int = True,
+        **settings: Any,
     ) -> None:
-        self._sample_count = sample_count(data_sample)
-        if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
-            raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
+        self.options = RecorderOptions.given(options, settings)
         if checkpoints not in CHECKPOINT_MODES:
             raise UsageError(f"checkpoints must be False, True or 'last', got {checkpoints!r}")
-        self.run = run
-        self.experiment = experiment
-        self.log_every = log_every
+        self.run = self.options.run
+        self.log_every = self.options.log_every
         self.checkpoints = checkpoints
-        self.fingerprint_data = fingerprint_data
-        self.weight_stats = weight_stats
         self._weight_stats: WeightStats | None = None
-        self.all_ranks = all_ranks
         self.disabled = False
         self.owns_run = False
         self.global_step = 0
         self.epoch = 0
-        self.conflicts: dict[str, str] = {}
+        self._params = ParamLog()
         self.network: Any = None
         self.optimizer: Any = None
         self._lr: intro.LrEvaluator | None = None
@@ -124,30 +120,18 @@ class TrainingRecorder:
         return self._ended
 
     # -- run ---------------------------------------------------------------------------------
+    @property
+    def conflicts(self) -> dict[str, str]:
+        """Params not logged because the script had logged another value: key -> value."""
+        return self._params.conflicts
+
     def _acquire(self) -> Any:
         if self.run is None:
-            import lineage
-
-            active = lineage.active_run()
-            if active is not None:
-                self.run = active
-            else:
-                self.run = lineage.start_run(experiment=self.experiment)
-                self.owns_run = True
+            self.run, self.owns_run = acquire_run(None, self.options.experiment)
         return self.run
 
     def _log_params(self, params: Mapping[str, Any]) -> None:
-        # One key at a time: a value the script already logged differently (MLflow params are
-        # immutable) is kept, and the clash is noted in a tag instead of failing the training.
-        for key, value in params.items():
-            if value is None:
-                continue
-            try:
-                self.run.log_params({key: value})
-            except UsageError:
-                self.conflicts[key] = str(value)
-        if self.conflicts:
-            self.run.set_tags({T.MINDSPORE_CONFLICTS: json.dumps(self.conflicts)[:4000]})
+        self._params.log(self.run, params)
 
     def _artifact(self, rel: str, content: Any) -> None:
         self._files.log(self.run, rel, content)
@@ -157,8 +141,8 @@ class TrainingRecorder:
             self._data = DataRecord(
                 self._acquire(),
                 self._files,
-                fingerprint=self.fingerprint_data,
-                sample_count=self._sample_count,
+                fingerprint=self.options.fingerprint_data,
+                sample_count=self.options.sample_rows,
             )
         return self._data
 
@@ -180,7 +164,7 @@ class TrainingRecorder:
     ) -> TrainingRecorder:
         """Record everything known before the first step. Returns ``self``."""
         rank = intro.rank()
-        if not self.all_ranks and rank not in (None, 0):
+        if not self.options.records_on(rank):
             self.disabled = True
             return self
         self._acquire()
@@ -213,7 +197,7 @@ class TrainingRecorder:
         self._log_params(values)
         self.run.set_tags(
             {
-                "frozen_params": len(counts.frozen_weights),
+                T.FROZEN_PARAMS: len(counts.frozen_weights),
                 T.framework_tag("mindspore"): ms.__version__,
             }
         )
@@ -226,10 +210,9 @@ class TrainingRecorder:
             for p in (getattr(optimizer, "parameters", None) or network.trainable_params())
             if p.requires_grad
         ]
-        enabled = self.weight_stats
-        if enabled is None:
-            enabled = counts.trainable <= _AUTO_WEIGHT_STATS
-        self._weight_stats = WeightStats(weights) if enabled and weights else None
+        self._weight_stats = None
+        if weights and weight_stats_wanted(self.options.weight_stats, counts.trainable):
+            self._weight_stats = WeightStats(lambda: host_copy(weights))
         self._began = True
         self._meter.reset(time.perf_counter())
         return self
@@ -264,7 +247,7 @@ class TrainingRecorder:
         if step is not None:
             self.global_step = int(step)
         if self._weight_stats is not None:
-            self._weight_stats = WeightStats(self._weight_stats.weights)
+            self._weight_stats.reset()
 
     # -- per step ----------------------------------------------------------------------------
     def epoch_begin(self, epoch: int | None = None) -> None:
@@ -293,7 +276,7 @@ class TrainingRecorder:
         """
         if self.disabled:
             return
-        if self._sample_count and self._began and not self._data_record().sampled:
+        if self.options.sample_rows and self._began and not self._data_record().sampled:
             data = self._data_record()
             started = time.perf_counter()
             data.from_dataset = self.sample_from_dataset
@@ -405,7 +388,7 @@ class TrainingRecorder:
             if status == "FINISHED" and self.checkpoints == "last" and self._began:
                 self.save_checkpoint()
             if self._lr is not None and self._lr.failed:
-                self.run.set_tags({T.MINDSPORE_LR_ERROR: self._lr.failed})
+                self.run.set_tags({T.LR_ERROR: self._lr.failed})
         finally:
             self._files.close()
             if self.owns_run:
@@ -425,9 +408,4 @@ class TrainingRecorder:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is None:
-            self.end("FINISHED")
-        elif issubclass(exc_type, KeyboardInterrupt):
-            self.end("KILLED")
-        else:
-            self.end("FAILED")
+        self.end(exit_status(exc_type))

@@ -20,53 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from lineage._errors import UsageError
-
-#: Rows drawn when ``data_sample=True``.
-DEFAULT_COUNT = 16
-#: Largest sample a user may ask for (a grid of 256 images is already unreadable).
-MAX_COUNT = 256
+from lineage.training import SAME_RANGE_OPS, metric_key
 
 _LABEL_NAMES = {"label", "labels", "target", "targets", "y", "class", "classes", "cls"}
 _CHANNELS = (1, 3, 4)
-# Ops that move or resample pixels without changing the range of their values.
-_SAME_RANGE = {
-    "HwcToChw",
-    "HWC2CHW",
-    "TypeCast",
-    "Resize",
-    "RandomResize",
-    "CenterCrop",
-    "RandomCrop",
-    "RandomResizedCrop",
-    "RandomHorizontalFlip",
-    "RandomVerticalFlip",
-    "RandomRotation",
-    "Rotate",
-    "Pad",
-    "Crop",
-    "Grayscale",
-}
-
-
-def sample_count(value: Any) -> int:
-    """``data_sample`` as a row count: True -> 16, False -> 0 (off), an int 1..256 as given."""
-    if value is True:
-        return DEFAULT_COUNT
-    if value is False or value is None:
-        return 0
-    if isinstance(value, int) and 1 <= value <= MAX_COUNT:
-        return value
-    raise UsageError(
-        f"data_sample must be True, False or an int in [1, {MAX_COUNT}] (rows to draw), "
-        f"got {value!r}"
-    )
-
-
-def metric_key(role: str, column: str, stat: str) -> str:
-    """``data.<role>.<column>.<stat>`` with the column name made safe for MLflow."""
-    safe = re.sub(r"[^A-Za-z0-9_\-]+", "_", column).strip("_") or "column"
-    return f"data.{role}.{safe}.{stat}"
 
 
 @dataclass
@@ -255,7 +212,7 @@ def implied_ranges(
                     for (lo, hi), m, s in zip(ranges, mean, std, strict=True)
                 ]
                 source.append(_call(op))
-            elif name not in _SAME_RANGE and ranges is not None:
+            elif name not in SAME_RANGE_OPS and ranges is not None:
                 source.append(_call(op))  # shown, assumed to keep the range
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return None, None

@@ -29,6 +29,8 @@ from lineage._require import require
 
 require("torch", "pytorch")
 
+import torch  # noqa: E402
+
 from lineage.pytorch._checkpoint import (  # noqa: E402
     CHECKPOINT_FILE,
     apply_settings,
@@ -38,11 +40,12 @@ from lineage.pytorch._checkpoint import (  # noqa: E402
     save_checkpoint,
 )
 from lineage.pytorch._checks import check_arguments  # noqa: E402
-from lineage.pytorch._watch import Trial, Watcher  # noqa: E402
+from lineage.pytorch._watch import Watcher  # noqa: E402
+from lineage.training import RecorderOptions, Trial  # noqa: E402
 
 
 def watch(
-    model: Any,
+    model: torch.nn.Module | None,
     optimizer: Any,
     *,
     scheduler: Any = None,
@@ -73,35 +76,18 @@ def watch(
     See :mod:`lineage.pytorch._watch` for every name recorded. A wrong argument raises
     `lineage.UsageError` naming it before anything is recorded.
     """
+    options = RecorderOptions.of(locals())
     check_arguments(
-        model,
-        optimizer,
-        scheduler=scheduler,
-        loader=loader,
-        scaler=scaler,
-        run=run,
-        experiment=experiment,
-        trial=trial,
-        params=params,
+        model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
     )
-    watcher = Watcher(
-        run=run,
-        experiment=experiment,
-        log_every=log_every,
-        grad_norm=grad_norm,
-        data_sample=data_sample,
-        fingerprint_data=fingerprint_data,
-        all_ranks=all_ranks,
-        trial=trial,
-        weight_stats=weight_stats,
-    )
-    return watcher.begin(
+    return Watcher(options).begin(
         model, optimizer, scheduler=scheduler, loader=loader, scaler=scaler, params=params
     )
 
 
 __all__ = [
     "CHECKPOINT_FILE",
+    "RecorderOptions",
     "Trial",
     "Watcher",
     "apply_settings",

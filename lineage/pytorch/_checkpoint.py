@@ -32,6 +32,7 @@ import torch
 from lineage import checkpoints
 from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import _introspect as intro
+from lineage.training import checkpoint_root
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -104,8 +105,8 @@ def save_checkpoint(
     """Save the training state after ``epoch`` as that epoch's checkpoint (committed, older
     ones pruned to the campaign's ``checkpoint.keep``); None outside the tuner and on ranks
     other than 0."""
-    root = os.environ.get(checkpoints.CHECKPOINT_DIR)
-    if not root or intro.rank() not in (None, 0):
+    root = checkpoint_root(intro.rank())
+    if root is None:
         return None
     folder = checkpoints.step_dir(root, epoch)
     state = {

@@ -3,17 +3,14 @@ each refusal one `UsageError` naming the argument, the rule and the value."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from lineage._errors import UsageError
+from lineage.training import check_params
 
-__all__ = ["DEFAULT_SAMPLE", "check_arguments", "flag", "sample_count", "unwrap"]
-
-#: Rows drawn when ``data_sample=True``.
-DEFAULT_SAMPLE = 16
+__all__ = ["check_arguments", "unwrap"]
 
 
 def unwrap(optimizer: Any) -> Any:
@@ -28,23 +25,6 @@ def unwrap(optimizer: Any) -> Any:
     return optimizer
 
 
-def sample_count(value: Any) -> int:
-    if value is True:
-        return DEFAULT_SAMPLE
-    if value is False or value is None:
-        return 0
-    if isinstance(value, int) and 1 <= value <= 256:
-        return value
-    raise UsageError(f"data_sample must be True, False or an int in [1, 256], got {value!r}")
-
-
-def flag(name: str, value: Any, *, none: bool = False) -> None:
-    if isinstance(value, bool) or (none and value is None):
-        return
-    rule = "True, False or None" if none else "True or False"
-    raise UsageError(f"{name} must be {rule}, got {value!r}")
-
-
 def check_arguments(
     model: Any,
     optimizer: Any,
@@ -52,13 +32,11 @@ def check_arguments(
     scheduler: Any,
     loader: Any,
     scaler: Any,
-    run: Any,
-    experiment: Any,
-    trial: Any,
     params: Any,
 ) -> None:
-    """Raise `UsageError` naming the first argument of `lineage.pytorch.watch` that is not
-    what it must be (the settings `Watcher` checks itself), before anything is recorded."""
+    """Raise `UsageError` naming the first of the objects given to `lineage.pytorch.watch`
+    that is not what it must be, before anything is recorded (the recording options are
+    checked by `lineage.training.RecorderOptions`)."""
 
     def refuse(name: str, rule: str, value: Any) -> None:
         raise UsageError(f"{name} must be {rule}, got {type(value).__name__} {value!r:.200}")
@@ -73,17 +51,4 @@ def check_arguments(
         refuse("loader", "an iterable (a torch DataLoader) or None", loader)
     if scaler is not None and not callable(getattr(scaler, "is_enabled", None)):
         refuse("scaler", "a torch.amp.GradScaler or None", scaler)
-    if run is not None and not all(
-        callable(getattr(run, m, None)) for m in ("log_params", "log_metric", "set_tags", "end")
-    ):
-        refuse("run", "a lineage run (lineage.start_run's value) or None", run)
-    if experiment is not None and not (isinstance(experiment, str) and experiment):
-        refuse("experiment", "a non-empty str or None", experiment)
-    if trial is not None and not all(
-        callable(getattr(trial, m, None)) for m in ("report", "should_prune")
-    ):
-        refuse("trial", "tuner.trial (with report and should_prune) or None", trial)
-    if params is not None and not (
-        isinstance(params, Mapping) and all(isinstance(k, str) for k in params)
-    ):
-        refuse("params", "a mapping of str names to values or None", params)
+    check_params(params)

@@ -35,21 +35,10 @@ import torch
 from lineage import tags as T
 from lineage.pytorch import _introspect as intro
 from lineage.pytorch import _sample
+from lineage.training import SAME_RANGE_OPS, noting_errors
 
 _FINGERPRINT_ITEMS = 1024  # items of a map-style dataset hashed when it is not a TensorDataset
 _PIPELINE_TITLE = "train data pipeline (source on top; the last step feeds the loader)"
-#: Transforms that keep the value range of what they receive (not listed in the range's source).
-_SAME_RANGE = {
-    "Resize",
-    "CenterCrop",
-    "RandomCrop",
-    "RandomResizedCrop",
-    "RandomHorizontalFlip",
-    "RandomVerticalFlip",
-    "RandomRotation",
-    "Pad",
-    "Grayscale",
-}
 
 
 # -- fingerprint -----------------------------------------------------------------------------
@@ -136,7 +125,7 @@ def implied_range(steps: Sequence[Mapping[str, Any]]) -> tuple[list[float], str]
                 return None
             lo_hi = (min(ends), max(ends))
             source.append(f"Normalize(mean={mean}, std={std})")
-        elif lo_hi is not None and op not in _SAME_RANGE and "module" not in step:
+        elif lo_hi is not None and op not in SAME_RANGE_OPS and "module" not in step:
             source.append(op)  # shown, assumed to keep the range
     if lo_hi is None or not all(map(math.isfinite, lo_hi)):
         return None
@@ -166,19 +155,15 @@ class DataRecord:
         dataset = self._dataset = loader.dataset
         steps: list[dict[str, Any]] = []
         job: dict[str, Any] = {"title": _PIPELINE_TITLE, "count": 0, "names": []}
-        try:
+        with noting_errors(self.run, "train", "graph_error"):
             steps = intro.pipeline(dataset)
             self._log_json("train_pipeline.json", {"pipeline": steps})
             job["steps"] = steps
-        except Exception as exc:
-            self.run.set_tags({T.data_tag("train", "graph_error"): _sample.one_line(exc)})
         if self.count:
-            try:
+            with noting_errors(self.run, "train", "sample_error"):
                 cols = self._sample(loader, dataset, steps)
                 np.savez(self.dir / "sample.npz", *cols.values())
                 job.update(count=min(self.count, len(dataset)), names=list(cols))
-            except Exception as exc:
-                self.run.set_tags({T.data_tag("train", "sample_error"): _sample.one_line(exc)})
         (self.dir / "job.json").write_text(json.dumps(job, default=str), encoding="utf-8")
         try:
             self._render = subprocess.Popen(

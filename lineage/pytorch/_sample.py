@@ -9,8 +9,8 @@ matplotlib is imported only to draw.
 
 ``render`` draws both from a folder the watcher wrote (``job.json`` and ``sample.npz``); the
 watcher runs this file as a script in a child process, ``python _sample.py FOLDER``, so the
-drawing never holds the training process's interpreter lock. The script imports numpy and
-matplotlib only.
+drawing never holds the training process's interpreter lock. The script imports numpy,
+matplotlib and the framework-neutral :mod:`lineage.training`, never torch.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from lineage.training import error_line, metric_key
 
 _LABELS = {"label", "labels", "target", "targets", "y"}
 
@@ -52,11 +53,6 @@ def columns(batch: Any) -> dict[str, np.ndarray]:
     else:
         items = [("input", _numpy(batch))]
     return {n: a for n, a in items if a is not None and a.size}
-
-
-def metric_key(role: str, column: str, stat: str) -> str:
-    safe = re.sub(r"[^A-Za-z0-9_\-]+", "_", column).strip("_") or "column"
-    return f"data.{role}.{safe}.{stat}"
 
 
 def statistics(cols: Mapping[str, np.ndarray], role: str = "train") -> dict[str, float]:
@@ -215,21 +211,16 @@ def render(folder: Path) -> dict[str, str]:
         try:
             draw_pipeline(steps, out / "train_pipeline.png", title=job["title"])
         except Exception as exc:
-            errors["graph_error"] = one_line(exc)
+            errors["graph_error"] = error_line(exc)
     if job.get("count"):
         try:
             with np.load(folder / "sample.npz") as arrays:
                 cols = {n: arrays[f"arr_{i}"] for i, n in enumerate(job["names"])}
             draw_sample(cols, out, count=job["count"], steps=steps or ())
         except Exception as exc:
-            errors["sample_error"] = one_line(exc)
+            errors["sample_error"] = error_line(exc)
     (folder / "errors.json").write_text(json.dumps(errors), encoding="utf-8")
     return errors
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
 
 
 if __name__ == "__main__":

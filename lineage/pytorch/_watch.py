@@ -34,32 +34,30 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
-import tempfile
 import time
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from lineage import tags as T
 from lineage._errors import UsageError
 from lineage.pytorch import _introspect as intro
-from lineage.pytorch._checks import flag, sample_count, unwrap
+from lineage.pytorch._checks import unwrap
 from lineage.pytorch._data import DataRecord
-from lineage.pytorch._weights import WeightStats, weight_stats
+from lineage.pytorch._weights import weight_stats
+from lineage.training import (
+    ArtifactFolder,
+    ParamLog,
+    RecorderOptions,
+    Trial,
+    WeightStats,
+    acquire_run,
+    exit_status,
+)
 
 #: Points of accelerator tensors kept before they are read (one device sync) and logged.
 DEFERRED_POINTS = 256
-
-
-class Trial(Protocol):
-    """What a watcher needs of the tuner's in-trial API (``tuner.trial`` fits)."""
-
-    def report(self, step: int, **metrics: float) -> None: ...
-
-    def should_prune(self) -> bool: ...
 
 
 def _number(value: Any) -> float:
@@ -98,52 +96,29 @@ def _from_rank_zero(flag: bool) -> bool:
 
 
 class Watcher:
-    """Records one PyTorch training into a lineage run; made by :func:`watch`.
+    """Records one PyTorch training into a lineage run; made by :func:`watch`, or from
+    ``options`` (a `lineage.training.RecorderOptions`) or the same settings as keywords.
 
     Not thread-safe: call `log` and `epoch_end` from the training loop's thread. On a rank
     other than 0 (``torchrun``, DDP) every method is a no-op unless ``all_ranks=True``, but
     `epoch_end` and `report` under torch.distributed return rank 0's pruning decision.
     """
 
-    def __init__(
-        self,
-        *,
-        run: Any = None,
-        experiment: str | None = None,
-        log_every: int = 1,
-        grad_norm: bool = False,
-        data_sample: bool | int = True,
-        fingerprint_data: bool = True,
-        all_ranks: bool = False,
-        trial: Trial | None = None,
-        weight_stats: bool | None = None,
-    ) -> None:
-        if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
-            raise UsageError(f"log_every must be an int >= 1, got {log_every!r}")
-        for name, value in (
-            ("grad_norm", grad_norm),
-            ("fingerprint_data", fingerprint_data),
-            ("all_ranks", all_ranks),
-        ):
-            flag(name, value)
-        flag("weight_stats", weight_stats, none=True)
-        self._count = sample_count(data_sample)
-        self.run = run
-        self.experiment = experiment
-        self.log_every = log_every
-        self.grad_norm = grad_norm
-        self.fingerprint_data = fingerprint_data
-        self.all_ranks = all_ranks
-        self.trial = trial
-        self.weight_stats = weight_stats
+    def __init__(self, options: RecorderOptions | None = None, **settings: Any) -> None:
+        options = RecorderOptions.given(options, settings)
+        self.options = options
+        self.run = options.run
+        self.log_every = options.log_every
+        self.trial: Trial | None = options.trial
+        self.all_ranks = options.all_ranks
         self._weights: WeightStats | None = None
         self.rank = intro.rank()
-        self.disabled = not all_ranks and self.rank not in (None, 0)
+        self.disabled = not options.records_on(self.rank)
         self.owns_run = False
         self.global_step = 0
         self.epoch = 0
         self.pruned = False
-        self.conflicts: dict[str, str] = {}
+        self._params = ParamLog()
         self._optimizer: Any = None
         self._hooks: list[Any] = []
         self._last_lr: list[float] = []
@@ -151,7 +126,7 @@ class Watcher:
         self._deferred: list[tuple[str, torch.Tensor, int, int]] = []
         self._epoch_started = time.perf_counter()
         self._data: DataRecord | None = None
-        self._tmp: Path | None = None
+        self._files = ArtifactFolder()
         self._closed = False
         self._classes: int | None = None
 
@@ -175,7 +150,7 @@ class Watcher:
         if model is not None:
             found, frozen = intro.model_params(model)
             values.update(found)
-            self._weights = weight_stats(model, self.weight_stats)
+            self._weights = weight_stats(model, self.options.weight_stats)
             self._classes = intro.output_size(model)
         if optimizer is not None:
             optimizer = unwrap(optimizer)
@@ -188,17 +163,17 @@ class Watcher:
         values.update(params or {})
         self.log_params(values)
         self.run.set_tags(
-            {T.framework_tag("pytorch"): torch.__version__, "frozen_params": len(frozen)}
+            {T.framework_tag("pytorch"): torch.__version__, T.FROZEN_PARAMS: len(frozen)}
         )
-        self._artifact("frozen_params.json", frozen)
+        self._files.log(self.run, "frozen_params.json", frozen)
         if model is not None:
-            self._artifact("model/network.txt", repr(model))
+            self._files.log(self.run, "model/network.txt", repr(model))
         if loader is not None and getattr(loader, "dataset", None) is not None:
             self._data = DataRecord(
                 self.run,
-                count=self._count,
+                count=self.options.sample_rows,
                 classes=self._classes,
-                fingerprint_data=self.fingerprint_data,
+                fingerprint_data=self.options.fingerprint_data,
             )
             self._data.start(loader)
         self._epoch_started = time.perf_counter()
@@ -213,21 +188,22 @@ class Watcher:
         self._optimizer = optimizer
         self._last_lr = [float("nan")] * len(optimizer.param_groups)
         self._hooks = [optimizer.register_step_post_hook(self._after_step)]
-        if self.grad_norm:
+        if self.options.grad_norm:
             self._hooks.append(optimizer.register_step_pre_hook(self._before_step))
 
     def _acquire(self) -> None:
         if self.run is None:
-            import lineage
-
-            self.run = lineage.active_run()
-            if self.run is None:
-                self.run = lineage.start_run(experiment=self.experiment)
-                self.owns_run = True
+            self.run, self.owns_run = acquire_run(None, self.options.experiment)
+            if self.owns_run:
                 # At interpreter exit only the watcher's own work is done; lineage's exit
                 # handler, registered before this one and so run after it, ends the run
                 # FINISHED, FAILED (an uncaught exception) or KILLED (a signal).
                 atexit.register(self._release)
+
+    @property
+    def conflicts(self) -> dict[str, str]:
+        """Params not logged because the script had logged another value: key -> value."""
+        return self._params.conflicts
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Log parameters one at a time: a value the script already logged differently (MLflow
@@ -235,25 +211,7 @@ class Watcher:
         if self.disabled:
             return
         self._acquire()
-        for key, value in params.items():
-            if value is None:
-                continue
-            try:
-                self.run.log_params({key: value})
-            except UsageError:
-                self.conflicts[key] = str(value)
-        if self.conflicts:
-            self.run.set_tags({"lineage.pytorch.conflicts": json.dumps(self.conflicts)[:4000]})
-
-    def _artifact(self, rel: str, content: Any) -> None:
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="lineage-torch-"))
-        path = self._tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = content if isinstance(content, str) else json.dumps(content, indent=1, default=str)
-        path.write_text(text, encoding="utf-8")
-        parent = str(Path(rel).parent)
-        self.run.log_artifact(path, None if parent == "." else parent)
+        self._params.log(self.run, params)
 
     def resumed(self, epoch: int, global_step: int | None = None) -> None:
         """Continue numbering after a checkpoint: the next `epoch_end` is ``epoch + 1`` and
@@ -358,7 +316,7 @@ class Watcher:
         if _from_rank_zero(pruned) and not self.pruned:
             self.pruned = True
             if self.run is not None and not self.disabled:
-                self.run.set_tags({"lineage.pruned_at": step})
+                self.run.set_tags({T.PRUNED_AT: step})
         return self.pruned
 
     # -- end -------------------------------------------------------------------------------
@@ -385,12 +343,10 @@ class Watcher:
         if self._data is not None:
             with contextlib.suppress(UsageError):
                 self._data.finish()
+        self._files.close()
 
     def __enter__(self) -> Watcher:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.close("FINISHED")
-        else:
-            self.close("KILLED" if issubclass(exc_type, KeyboardInterrupt) else "FAILED")
+        self.close(exit_status(exc_type))

@@ -13,7 +13,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from lineage import checkpoints
 from lineage._errors import UsageError, exiting_on_bad_environment
-from lineage.pytorch import Trial, Watcher, apply_settings, check_every
+from lineage.pytorch import Watcher, apply_settings, check_every
+from lineage.training import RecorderOptions, Trial
 
 # Trainer log keys the watcher records itself (loss, lr from the optimizer) or bookkeeping.
 _NOT_METRICS = frozenset({"learning_rate", "epoch", "loss"})
@@ -111,6 +112,7 @@ class LineageCallback(TrainerCallback):
         checkpoint_every: int | None = None,
         weight_stats: bool | None = None,
     ) -> None:
+        options = RecorderOptions.of(locals())
         check_every(checkpoint_every)
         self.monitor = monitor
         self.checkpoint_every = checkpoint_every
@@ -121,15 +123,7 @@ class LineageCallback(TrainerCallback):
         self._saving: int | None = None
         #: Whether `monitor` was found among an evaluation's metrics.
         self._monitor_found = False
-        self.watcher = Watcher(
-            run=run,
-            experiment=experiment,
-            data_sample=data_sample,
-            fingerprint_data=fingerprint_data,
-            all_ranks=all_ranks,
-            trial=trial,
-            weight_stats=weight_stats,
-        )
+        self.watcher = Watcher(options)
 
     @property
     def run(self) -> Any:

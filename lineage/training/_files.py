@@ -21,7 +21,7 @@ class ArtifactFolder:
     def path(self, rel: str) -> Path:
         """Where the file ``rel`` goes, its folder created."""
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="lineage-ms-"))
+            self._root = Path(tempfile.mkdtemp(prefix="lineage-run-"))
         path = self._root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
