@@ -131,7 +131,7 @@ def _serialize(ds: Any) -> tuple[dict[str, Any] | None, str | None]:
         graph = mds.serialize(ds)
         json.dumps(graph)  # a Python callable in a map cannot be stored: fail here, not later
         return graph, None
-    except Exception as exc:
+    except Exception as exc:  # recorded: the error goes in the lineage
         return _op_tree(
             ds
         ), f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
@@ -171,7 +171,7 @@ def describe_dataset(ds: Any, role: str, *, fingerprint: bool = True) -> Dataset
         info.sources.extend(paths)
         try:
             samples += int(leaf.get_dataset_size())
-        except Exception:
+        except Exception:  # -1: size unknown (a source that cannot tell)
             samples = -1
         if hashed:
             hashed = _path_digest(paths, digest) if paths else _memory_digest(leaf, digest)

@@ -155,7 +155,7 @@ def context_params(
     ):
         try:
             out[key] = scalar(getter())
-        except Exception:
+        except Exception:  # a setting this MindSpore lacks is not recorded
             continue
     if device_number is not None:
         out["device.count"] = int(device_number)

@@ -155,7 +155,7 @@ def global_step(optimizer: Any) -> int | None:
         return None
     try:
         return int(gs.asnumpy().reshape(-1)[0])
-    except Exception:
+    except Exception:  # no readable counter: the caller counts steps
         return None
 
 

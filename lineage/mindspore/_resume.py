@@ -149,7 +149,7 @@ def _skip_data(helper: Any, step: int, steps_per_epoch: int) -> None:
     target: Any = getattr(inner, "iter", inner)
     try:
         target._reset(step, steps_per_epoch)
-    except Exception as exc:
+    except Exception as exc:  # said on stderr: the training goes on
         print(
             f"lineage.mindspore: the training data start over after the checkpoint: "
             f"the pipeline could not be moved on to step {step} ({exc})",

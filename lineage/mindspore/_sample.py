@@ -133,7 +133,7 @@ def network_outputs(network: Any) -> int | None:
         for _, cell in network.cells_and_names():
             if type(cell).__name__ == "Dense":
                 last = getattr(cell, "out_channels", None)
-    except Exception:
+    except Exception:  # no class count: the sample is drawn without one
         return None
     return int(last) if isinstance(last, int) and last > 0 else None
 

@@ -31,7 +31,7 @@ def scalar(value: Any) -> Any:
     if isinstance(value, Tensor | Parameter):
         try:
             arr = value.asnumpy()
-        except Exception:
+        except Exception:  # not readable on the host: not recorded
             return None
         if arr.size == 1:
             return scalar(arr.reshape(-1)[0])

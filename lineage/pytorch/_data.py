@@ -78,7 +78,7 @@ def fingerprint(dataset: Any) -> str | None:
         digest.update(str(n).encode())
         for i in range(min(n, _FINGERPRINT_ITEMS)):
             _hash_item(digest, dataset[i])
-    except Exception:
+    except Exception:  # an unindexable dataset has no fingerprint
         return None
     return digest.hexdigest()
 

@@ -210,14 +210,14 @@ def render(folder: Path) -> dict[str, str]:
     if steps is not None:
         try:
             draw_pipeline(steps, out / "train_pipeline.png", title=job["title"])
-        except Exception as exc:
+        except Exception as exc:  # recorded as the run's graph_error tag
             errors["graph_error"] = error_line(exc)
     if job.get("count"):
         try:
             with np.load(folder / "sample.npz") as arrays:
                 cols = {n: arrays[f"arr_{i}"] for i, n in enumerate(job["names"])}
             draw_sample(cols, out, count=job["count"], steps=steps or ())
-        except Exception as exc:
+        except Exception as exc:  # recorded as the run's sample_error tag
             errors["sample_error"] = error_line(exc)
     (folder / "errors.json").write_text(json.dumps(errors), encoding="utf-8")
     return errors

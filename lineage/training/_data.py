@@ -54,5 +54,5 @@ def noting_errors(run: Any, role: str, field: str) -> Iterator[None]:
     the block becomes the tag ``lineage.data.<role>.<field>`` (`error_line`) instead."""
     try:
         yield
-    except Exception as exc:
+    except Exception as exc:  # recorded as the tag; the training goes on
         run.set_tags({T.data_tag(role, field): error_line(exc)})
