@@ -76,7 +76,9 @@ def test_pbt_report_draws_the_lineage_and_the_schedule(tmp_path: Path) -> None:
     assert tmp_path / "schedule.csv" in report.files
 
 
-def test_asha_report_marks_paused_trials_and_the_continuations_of_promoted_ones(tmp_path: Path) -> None:
+def test_asha_report_marks_paused_trials_and_the_continuations_of_promoted_ones(
+    tmp_path: Path,
+) -> None:
     study = optuna.create_study(direction="minimize", study_name="asha")
     curve = lambda a, n: {s: a / (s + 1) for s in range(n)}  # noqa: E731
     study.add_trials([

@@ -281,8 +281,8 @@ def test_tuner_status_agrees_with_optuna(tmp_path: Path) -> None:
     """The SQL reader's counts and best trial are Optuna's, on a study with every state."""
     import optuna
 
-    from tuner.status import collect
     from tuner.config import load_config
+    from tuner.status import collect
 
     config_path = _write(tmp_path, trials=2)
     config = load_config(config_path)
