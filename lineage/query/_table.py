@@ -45,9 +45,8 @@ def shown_status(run: RunRecord, continued: Collection[str] = ()) -> str:
     (`lineage.trials.kind`: promoted when its trial number is in ``continued``, the trials
     other runs continue: `continued_trials`), else MLflow's status."""
     if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
-        number = run.tags.get(T.TRIAL_NUMBER)
-        number = int(number) if number is not None and number.isdigit() else -1
-        record = trials.TrialRecord(number, "PRUNED", run.tags)
+        tag = run.tags.get(T.TRIAL_NUMBER) or ""
+        record = trials.TrialRecord(int(tag) if tag.isdigit() else -1, "PRUNED", run.tags)
         return trials.kind(record, {int(n) for n in continued if n.isdigit()})
     return run.status
 
