@@ -265,7 +265,8 @@ def _best(directions: list[str], trials: list[TrialRecord]) -> list[TrialRecord]
         and all(v is not None for v in t.values)
     ]
     by_number = {t.number: t for t in done}
-    numbers = best_numbers(((t.number, list(t.values)) for t in done), maximize)
+    values = ((t.number, [float(v) for v in t.values if v is not None]) for t in done)
+    numbers = best_numbers(values, maximize)
     return [by_number[n] for n in numbers]
 
 
