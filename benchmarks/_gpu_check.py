@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import write_result
 
+from lineage.trials import PLACEMENT_ATTR
+
 #: A small MLP on synthetic data made in the script (no download): ~20 MB of weights and
 #: activations at batch 512, a few seconds per trial on a GPU.
 TRAIN = """
@@ -102,7 +104,7 @@ def _campaign(folder: Path, per_trial: Any, trials: int, device: str) -> dict[st
         raise SystemExit(f"tuner run {path.name} exited with {done.returncode}")
     config = load_config(path)
     study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
-    placed = [t.user_attrs.get("tuner.placement") or {} for t in study.get_trials()]
+    placed = [t.user_attrs.get(PLACEMENT_ATTR) or {} for t in study.get_trials()]
     spans = sorted((p["started"], p["started"] + p["duration"]) for p in placed if p)
     at_once = max(sum(1 for a, b in spans if a <= s < b) for s, _ in spans) if spans else 0
     return {

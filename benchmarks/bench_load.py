@@ -32,6 +32,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_result
 
+from lineage.trials import STALE_ATTR
+
 PG = "postgresql://postgres@127.0.0.1:5432"
 SLEEP = 0.2
 TRIAL = (
@@ -108,7 +110,7 @@ def run_load(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=name, storage=storage)
     all_trials = study.get_trials()
-    counted = [t for t in all_trials if "tuner:stale" not in t.system_attrs]
+    counted = [t for t in all_trials if STALE_ATTR not in t.system_attrs]
     states = collections.Counter(t.state.name for t in counted)
     params = collections.Counter(json.dumps(t.params, sort_keys=True) for t in counted)
     error_lines = [

@@ -68,15 +68,7 @@ __all__ = [
     "TAG_ALIASES",
     "TRAINABLE_PARAMS",
     "TRAINABLE_PARAMS_KEYS",
-    "TRIAL_EXPLOIT",
-    "TRIAL_EXPLOITED_AT",
-    "TRIAL_FIRST",
-    "TRIAL_MEMBER",
     "TRIAL_NUMBER",
-    "TRIAL_PARENT",
-    "TRIAL_PAUSED_AT",
-    "TRIAL_PROMOTED_FROM",
-    "TRIAL_RESUMED_STEP",
     "TRIAL_STATE",
     "TRIAL_STATE_PRUNED",
     "USER",
@@ -224,24 +216,7 @@ CAMPAIGN_OBJECTIVES = "objectives"
 #: pruned trial is KILLED, which the run table shows as PRUNED.
 TRIAL_STATE = "tuner.state"
 TRIAL_STATE_PRUNED = "PRUNED"
-#: On a pruned trial run a scheduler stopped to resume later or to replace: the step at
-#: which it was paused (ASHA) or copied another member's checkpoint (PBT). The run table
-#: shows such a run as PAUSED or EXPLOITED.
-TRIAL_PAUSED_AT = "tuner.paused_at"
-TRIAL_EXPLOITED_AT = "tuner.exploited_at"
-#: On a trial run: its Optuna trial number, and for a continuation (a retry, a resumed or
-#: promoted trial) the number of the trial it continues. A paused run that another run
-#: continues was promoted: the run table shows it as PROMOTED.
+#: On a trial run: its Optuna trial number. A trial run also carries the scheduler's marks
+#: and its chain's attributes as tags, under the names `lineage.trials` spells (the parent
+#: trial, the pause and exploit steps).
 TRIAL_NUMBER = "tuner.trial_number"
-TRIAL_PARENT = "tuner.parent_trial"
-#: Optuna user attributes of a scheduled campaign's trials (spelled by ``tuner.search``;
-#: ``lineage`` reads them by name): the paused trial's rung step (``TRIAL_PAUSED_AT``), the
-#: paused trial a promoted continuation resumes, the step a PBT segment was copied over at
-#: (``TRIAL_EXPLOITED_AT``), the copy on the segment that continues it (``{"member", "donor",
-#: "step", "from_step", "perturbed"}``), the member a segment belongs to (the number of its
-#: first segment), the first trial of a retry chain and the step a continuation resumed at.
-TRIAL_PROMOTED_FROM = "tuner.promoted_from"
-TRIAL_EXPLOIT = "tuner.exploit"
-TRIAL_MEMBER = "tuner.member"
-TRIAL_FIRST = "tuner.first_trial"
-TRIAL_RESUMED_STEP = "tuner.resumed_step"

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lineage import tags
 from lineage.diagnose import _names
 from lineage.diagnose._base import RunData, Series
 from lineage.diagnose._overfitting import accuracy_scale
@@ -70,7 +71,7 @@ def stopped_early(data: RunData) -> bool:
     """The run did not end by finishing its epochs (still running, failed, pruned)."""
     if data.status is not None and data.status.upper() in _UNFINISHED_STATUSES:
         return True
-    return data.tags.get("tuner.state", "").upper() in _STOPPED_STATES
+    return data.tags.get(tags.TRIAL_STATE, "").upper() in _STOPPED_STATES
 
 
 def target_curves(data: RunData, t: Thresholds) -> list[Series]:

@@ -16,7 +16,7 @@ __all__ = ["ANALYSIS_RUN_TYPE", "RUN_TYPE_TAG", "analyze_experiment", "training_
 RUN_TYPE_TAG = tags.RUN_TYPE
 ANALYSIS_RUN_TYPE = tags.RUN_TYPE_ANALYSIS
 """The ``lineage.run_type`` tag value of an importance analysis run (left out of rankings)."""
-CAMPAIGN_TAG = "tuner.campaign"
+CAMPAIGN_TAG = tags.CAMPAIGN
 SPACE_PREFIX = "space."  # the campaign run's params: one per tuned parameter
 _NOT_TRAINING = frozenset({"analysis", "campaign", "reserved"})
 

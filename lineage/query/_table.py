@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 
 from lineage import tags as T
+from lineage import trials
 from lineage._errors import UsageError
 from lineage.query._fields import ATTRIBUTES, Field, parse_field
 from lineage.store import RunRecord
@@ -40,21 +41,20 @@ def is_training(run: RunRecord) -> bool:
 
 def shown_status(run: RunRecord, continued: Collection[str] = ()) -> str:
     """The run's status as a person reads it: ``PRUNED`` for a pruned trial (MLflow holds
-    it as KILLED), ``PAUSED`` or ``EXPLOITED`` for one a scheduler stopped to resume or to
-    replace, ``PROMOTED`` for a paused one whose trial number is in ``continued`` (the trials
+    it as KILLED), ``PAUSED``, ``PROMOTED`` or ``EXPLOITED`` for one a scheduler stopped
+    (`lineage.trials.kind`: promoted when its trial number is in ``continued``, the trials
     other runs continue: `continued_trials`), else MLflow's status."""
     if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
-        if T.TRIAL_EXPLOITED_AT in run.tags:
-            return "EXPLOITED"
-        if T.TRIAL_PAUSED_AT in run.tags:
-            return "PROMOTED" if run.tags.get(T.TRIAL_NUMBER) in continued else "PAUSED"
-        return "PRUNED"
+        tag = run.tags.get(T.TRIAL_NUMBER) or ""
+        record = trials.TrialRecord(int(tag) if tag.isdigit() else -1, "PRUNED", run.tags)
+        return trials.kind(record, {int(n) for n in continued if n.isdigit()})
     return run.status
 
 
 def continued_trials(runs: Iterable[RunRecord]) -> set[str]:
     """The trial numbers (as their tags spell them) that some run of ``runs`` continues."""
-    return {str(r.tags[T.TRIAL_PARENT]) for r in runs if r.tags.get(T.TRIAL_PARENT) is not None}
+    parent = trials.PARENT_ATTR
+    return {str(r.tags[parent]) for r in runs if r.tags.get(parent) is not None}
 
 
 def keys_of(runs: Sequence[RunRecord], kind: str) -> list[str]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lineage import tags
+from lineage import tags, trials
 from lineage._errors import NotFoundError, StoreError, UsageError
 from lineage.report._render import WARM_START_KEYS, Report, render_report
 from lineage.report._study import parse_space, study_from_runs
@@ -138,7 +138,7 @@ def report_experiment(
             histories=histories,
             study_name=exp.name,
             # A run's paused/exploited tags travel too: the figures mark such trials apart.
-            warm_tags=(*WARM_START_KEYS, tags.TRIAL_PAUSED_AT, tags.TRIAL_EXPLOITED_AT),
+            warm_tags=(*WARM_START_KEYS, trials.PAUSED_ATTR, trials.EXPLOITED_ATTR),
         )
     finally:
         store.close()
@@ -177,9 +177,9 @@ def _without_superseded(runs: list[Any]) -> tuple[list[Any], int]:
     counts the continuation, not the attempt, so the report does too (`tuner status` shows
     them as superseded). A paused or copied-over run that ended PRUNED stays."""
     continued = {
-        (r.tags.get(tags.CAMPAIGN), r.tags[tags.TRIAL_PARENT])
+        (r.tags.get(tags.CAMPAIGN), r.tags[trials.PARENT_ATTR])
         for r in runs
-        if r.tags.get(tags.TRIAL_PARENT)
+        if r.tags.get(trials.PARENT_ATTR)
     }
     keep = [
         r

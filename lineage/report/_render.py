@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage import trials as trials_vocab
 from lineage._errors import UsageError
 from lineage.report import _figures as F
 from lineage.report import _schedule as S
@@ -23,11 +24,11 @@ __all__ = ["EXPLORING_KEY", "WARM_START_KEYS", "Report", "is_warm_started", "ren
 
 #: System or user attributes (or, for runs read from MLflow, tags) that mark a trial as
 #: warm-started: imported from earlier runs rather than sampled by this study. The tuner's
-#: ``warm_start:`` sets both (``tuner.search`` spells them; ``lineage`` cannot import it).
-WARM_START_KEYS = ("tuner:imported", "tuner.imported_from")
+#: ``warm_start:`` sets both.
+WARM_START_KEYS = (trials_vocab.IMPORTED_ATTR, trials_vocab.IMPORTED_FROM_ATTR)
 #: The user attribute of an exploring trial: one a warm start's sampler proposed without the
 #: earlier runs (the tuner's ``compare: auto`` sets it on one trial in five).
-EXPLORING_KEY = "tuner.exploring"
+EXPLORING_KEY = trials_vocab.EXPLORING_ATTR
 PAGE = "report.html"
 INDEX = "report.json"
 #: A PBT study's hyperparameter schedule: one row per member's segment.
@@ -259,7 +260,7 @@ def _history(
     fig = F.history(study, index, name, warm, exploring)
     points: dict[str, list[tuple[float, float]]] = {}
     for t in done:
-        kind = S.kind_of(t)
+        kind = trials_vocab.mark(trials_vocab.TrialRecord.of(t))
         if kind is not None:
             points.setdefault(kind, []).append((t.number, t.values[index]))
     fig.caption += S.add_marks(fig.plotly, fig.axes, points)

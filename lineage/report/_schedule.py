@@ -1,9 +1,8 @@
-"""What a scheduler did to a study's trials, read from the user attributes the tuner writes
-(`lineage.tags`: ``tuner.paused_at``, ``tuner.promoted_from``, ``tuner.exploited_at``,
-``tuner.exploit``, ``tuner.member``): which trials were paused, promoted or copied over, the
-marks that set them apart in the report's figures, a PBT population's lineage (one row per
-member over steps, an arrow where a member copied another) and each member's hyperparameter
-schedule as a table (``schedule.csv``)."""
+"""What a scheduler did to a study's trials, as `lineage.trials` reads their attributes
+(`lineage.trials.mark`): the marks that set paused, resumed, exploited and copied trials
+apart in the report's figures, a PBT population's lineage (one row per member over steps,
+an arrow where a member copied another) and each member's hyperparameter schedule as a table
+(``schedule.csv``)."""
 
 from __future__ import annotations
 
@@ -14,19 +13,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage import tags
+from lineage import trials as V
 from lineage.report._figures import BEST, PRUNED, Figure
 
 if TYPE_CHECKING:
     from optuna import Study
     from optuna.trial import FrozenTrial
 
-__all__ = ["KINDS", "Segment", "kind_of", "lineage_figure", "segments", "write_schedule"]
+__all__ = ["KINDS", "Segment", "lineage_figure", "segments", "write_schedule"]
 
-#: Each kind a scheduler gives a trial: (label, matplotlib marker, plotly symbol, colour).
+#: Each mark (`lineage.trials.Mark`): (label, matplotlib marker, plotly symbol, colour).
 KINDS = {
     "paused": ("paused (ASHA, checkpoint kept)", "s", "square", "#ff7f0e"),
-    "promoted": ("promoted (resumed from its pause)", "^", "triangle-up", "#2ca02c"),
+    "resumed": (
+        "resumed (continues a promoted trial from its pause)",
+        "^",
+        "triangle-up",
+        "#2ca02c",
+    ),
     "exploited": ("exploited (PBT: copied over)", "v", "triangle-down", "#9467bd"),
     "copied": ("PBT segment from a donor's checkpoint", "h", "hexagon", "#17becf"),
 }
@@ -39,41 +43,15 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def kind_of(trial: FrozenTrial) -> str | None:
-    """``paused``, ``promoted``, ``exploited``, ``copied`` or ``None`` (see `KINDS`)."""
-    attrs = trial.user_attrs
-    if tags.TRIAL_EXPLOITED_AT in attrs:
-        return "exploited"
-    if tags.TRIAL_PAUSED_AT in attrs:
-        return "paused"
-    if tags.TRIAL_PROMOTED_FROM in attrs:
-        return "promoted"
-    if isinstance(attrs.get(tags.TRIAL_EXPLOIT), dict):
-        return "copied"
-    return None
-
-
-def mark_step(trial: FrozenTrial, kind: str) -> int | None:
-    """The step at which ``kind`` happened to ``trial``: where it was paused or copied over,
-    or where a promoted or copied segment started."""
-    attrs = trial.user_attrs
-    if kind == "paused":
-        return _int(attrs.get(tags.TRIAL_PAUSED_AT))
-    if kind == "exploited":
-        return _int(attrs.get(tags.TRIAL_EXPLOITED_AT))
-    if kind == "copied":
-        return _int(attrs[tags.TRIAL_EXPLOIT].get("from_step"))
-    return _int(attrs.get(tags.TRIAL_RESUMED_STEP))
-
-
 def marks(trials: Sequence[FrozenTrial]) -> dict[str, list[tuple[int, int, float]]]:
     """``{kind: [(trial number, step, value there)]}`` on the trials' reported curves."""
     out: dict[str, list[tuple[int, int, float]]] = {}
     for t in trials:
-        kind = kind_of(t)
+        record = V.TrialRecord.of(t)
+        kind = V.mark(record)
         if kind is None or not t.intermediate_values:
             continue
-        step = mark_step(t, kind)
+        step = V.mark_step(record, kind)
         values = t.intermediate_values
         if step is None or step not in values:  # the nearest reported step
             step = min(values, key=lambda s: abs(s - (step if step is not None else -1)))
@@ -125,44 +103,39 @@ class Segment:
     exploited: bool = False
 
 
-def _member(trial: FrozenTrial) -> int:
-    attrs = trial.user_attrs
-    for key in (tags.TRIAL_MEMBER, tags.TRIAL_FIRST):
-        value = _int(attrs.get(key))
-        if value is not None:
-            return value
-    return trial.number
-
-
 def segments(study: Study) -> list[Segment]:
     """A PBT study's segments by member then start step; ``[]`` when no trial carries a
     member or an exploit (not a PBT study)."""
-    imported = "tuner:imported"  # warm-started from earlier runs: no member here
-    trials = [t for t in study.get_trials(deepcopy=False) if imported not in t.system_attrs]
-    if not any(tags.TRIAL_EXPLOIT in t.user_attrs or tags.TRIAL_MEMBER in t.user_attrs for t in trials):  # fmt: skip
+    records, curves = [], {}  # earlier runs imported by a warm start are no member here
+    for t in study.get_trials(deepcopy=False):
+        record = V.TrialRecord.of(t)
+        if not V.is_imported(record):
+            records.append(record)
+            curves[t.number] = t.intermediate_values
+    if not any(V.EXPLOIT_ATTR in r.attrs or V.MEMBER_ATTR in r.attrs for r in records):
         return []
-    by_number = {t.number: t for t in trials}
+    by_number = {r.number: r for r in records}
     out = []
-    for t in trials:
-        copy = t.user_attrs.get(tags.TRIAL_EXPLOIT)
+    for r in records:
+        copy = r.attrs.get(V.EXPLOIT_ATTR)
         copy = copy if isinstance(copy, dict) else {}
-        steps = sorted(t.intermediate_values)
+        steps = sorted(curves[r.number])
         start = _int(copy.get("from_step"))
         if start is None:
-            start = _int(t.user_attrs.get(tags.TRIAL_RESUMED_STEP))
+            start = _int(r.attrs.get(V.RESUMED_STEP_ATTR))
         if start is None:
             start = steps[0] if steps else 0
-        end = _int(t.user_attrs.get(tags.TRIAL_EXPLOITED_AT))
+        end = _int(r.attrs.get(V.EXPLOITED_ATTR))
         if end is None:
             end = steps[-1] if steps else start
         donor = _int(copy.get("donor"))
         out.append(
             Segment(
-                member=_member(t), trial=t.number, state=t.state.name, start=start,
-                end=max(end, start), params=dict(t.params), donor=donor,
-                donor_member=_member(by_number[donor]) if donor in by_number else None,
+                member=V.member_of(r), trial=r.number, state=r.state, start=start,
+                end=max(end, start), params=dict(r.params), donor=donor,
+                donor_member=V.member_of(by_number[donor]) if donor in by_number else None,
                 perturbed=copy.get("perturbed"), step=_int(copy.get("step")),
-                exploited=tags.TRIAL_EXPLOITED_AT in t.user_attrs,
+                exploited=V.EXPLOITED_ATTR in r.attrs,
             )
         )  # fmt: skip
     return sorted(out, key=lambda s: (s.member, s.start, s.trial))

@@ -16,6 +16,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lineage import tags
+
 if TYPE_CHECKING:
     from optuna import Study
     from optuna.distributions import BaseDistribution
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["STATE_TAG", "distribution_for", "study_from_runs"]
 
 #: The tag in which the tuner records a trial's final state (COMPLETE, PRUNED, FAIL).
-STATE_TAG = "tuner.state"
+STATE_TAG = tags.TRIAL_STATE
 _MISSING = frozenset({"", "none", "null", "nan"})
 
 

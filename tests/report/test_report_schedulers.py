@@ -1,4 +1,4 @@
-"""A scheduled study's report: paused, promoted and copied-over trials marked apart, a PBT
+"""A scheduled study's report: paused, resumed and copied-over trials marked apart, a PBT
 population's lineage drawn (who copied whom, when) and its hyperparameter schedule as CSV.
 The study is built through Optuna's API with the user attributes the tuner writes."""
 
@@ -76,7 +76,9 @@ def test_pbt_report_draws_the_lineage_and_the_schedule(tmp_path: Path) -> None:
     assert tmp_path / "schedule.csv" in report.files
 
 
-def test_asha_report_marks_paused_and_promoted_trials(tmp_path: Path) -> None:
+def test_asha_report_marks_paused_trials_and_the_continuations_of_promoted_ones(
+    tmp_path: Path,
+) -> None:
     study = optuna.create_study(direction="minimize", study_name="asha")
     curve = lambda a, n: {s: a / (s + 1) for s in range(n)}  # noqa: E731
     study.add_trials([
@@ -92,5 +94,5 @@ def test_asha_report_marks_paused_and_promoted_trials(tmp_path: Path) -> None:
     assert "pbt-lineage" not in views and not (tmp_path / "schedule.csv").exists()
     caption = views["intermediate"]["caption"]
     assert "paused (ASHA, checkpoint kept): 2" in caption
-    assert "promoted (resumed from its pause): 1" in caption
-    assert "promoted (resumed from its pause): 1" in views["history"]["caption"]
+    assert "resumed (continues a promoted trial from its pause): 1" in caption
+    assert "resumed (continues a promoted trial from its pause): 1" in views["history"]["caption"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
-from lineage import tags
+from lineage import tags, trials
 from lineage.report import report_experiment
 
 
@@ -17,7 +17,7 @@ def _run(client: MlflowClient, exp: str, number: int, lr: float, **kw: object) -
     client.log_param(run_id, "lr", lr)
     trial_tags = {tags.CAMPAIGN: "c", tags.TRIAL_NUMBER: str(number)}
     if kw.get("parent") is not None:
-        trial_tags[tags.TRIAL_PARENT] = str(kw["parent"])
+        trial_tags[trials.PARENT_ATTR] = str(kw["parent"])
     trial_tags[tags.TRIAL_STATE] = str(kw.get("state", "COMPLETE"))
     for key, value in trial_tags.items():
         client.set_tag(run_id, key, value)

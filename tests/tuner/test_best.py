@@ -29,7 +29,7 @@ def test_the_front_keeps_every_trial_of_equal_values_and_drops_the_dominated() -
 @pytest.mark.parametrize("directions", [["minimize"], ["maximize", "minimize"]])
 def test_run_and_status_name_the_same_best_trials(directions: list[str], tmp_path: Path) -> None:
     from tuner.campaign._outcome import best_of
-    from tuner.cli._status_read import read_study
+    from tuner.status import read_study
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = f"sqlite:///{tmp_path / 'study.db'}"
@@ -46,7 +46,7 @@ def test_run_and_status_name_the_same_best_trials(directions: list[str], tmp_pat
     run = best_of(study)
     assert run is not None
     run_numbers = [t["number"] for t in run["trials"]] if "trials" in run else [run["number"]]
-    status_numbers = [t["number"] for t in read_study(url, "ties")["best"]]
+    status_numbers = [t.number for t in read_study(url, "ties").best]
     assert run_numbers == status_numbers
     expected = {1: [4], 2: [0, 1, 3]}[len(directions)]
     assert status_numbers == expected

@@ -112,9 +112,9 @@ def test_a_retried_failure_continues_from_its_last_good_checkpoint(
     assert sorted(m.step for m in lost) == list(range(10))
 
     # tuner status says which trial continues which, and from which step.
-    from tuner.cli import _cmd_status
+    from tuner.status import collect
 
-    assert _cmd_status.collect(config)["continued"] == [
+    assert collect(config)["continued"] == [
         {"number": 1, "state": "COMPLETE", "continues": 0, "attempt": 2, "resumed_step": 3}
     ]
     shown = subprocess.run(

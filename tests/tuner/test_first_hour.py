@@ -244,7 +244,7 @@ def test_tuner_status_reads_the_study_without_optuna_sqlalchemy_or_mlflow(tmp_pa
     code = (
         "import sys, json, contextlib, io\n"
         "from tuner.cli import main\n"
-        "from tuner.cli._cmd_status import collect\n"
+        "from tuner.status import collect\n"
         "from tuner.config import load_config\n"
         "config = load_config(sys.argv[1], check_options=False)\n"
         "before = set(sys.modules)\n"
@@ -281,8 +281,8 @@ def test_tuner_status_agrees_with_optuna(tmp_path: Path) -> None:
     """The SQL reader's counts and best trial are Optuna's, on a study with every state."""
     import optuna
 
-    from tuner.cli._cmd_status import collect
     from tuner.config import load_config
+    from tuner.status import collect
 
     config_path = _write(tmp_path, trials=2)
     config = load_config(config_path)

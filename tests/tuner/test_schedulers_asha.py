@@ -128,9 +128,9 @@ def test_a_paused_trial_is_promoted_and_resumes_from_its_checkpoint(
     import subprocess
     import sys
 
-    from tuner.cli import _cmd_status
+    from tuner.status import collect
 
-    status = _cmd_status.collect(config)
+    status = collect(config)
     assert status["trials"]["PAUSED"] == 3 and status["trials"]["PROMOTED"] == 1
     assert status["trials"]["COMPLETE"] == 2 and status["trials"]["PRUNED"] == 0
     assert status["budget"]["finished"] == 5

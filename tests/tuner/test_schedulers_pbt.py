@@ -159,9 +159,9 @@ def test_the_worst_member_copies_a_top_member_and_explores(
 
     study = optuna.load_study(study_name="t", storage=config.optuna_storage_url())
     assert counted_trials(study) == 4
-    from tuner.cli import _cmd_status
+    from tuner.status import collect
 
-    status = _cmd_status.collect(config)
+    status = collect(config)
     assert status["trials"]["EXPLOITED"] == len(exploits)
     assert status["trials"]["COMPLETE"] == 4 and status["budget"]["finished"] == 4
     assert {c["number"] for c in status["continued"] if "exploit" in c} == {

@@ -8,20 +8,21 @@ import sys
 
 from lineage.importance import training_runs
 from lineage.store import RunRecord
-from tuner.cli._cmd_status import _chain_attempts
+from lineage.trials import TrialRecord
 from tuner.executors import known_ended
 from tuner.executors._procs import identity
+from tuner.status import chain_attempts
 
 
 def test_a_continuation_is_one_attempt_after_the_trial_it_continues() -> None:
     trials = [
-        {"number": 2, "attrs": {"tuner.attempt": 1}},
+        TrialRecord(2, "COMPLETE", {"tuner.attempt": 1}),
         # Started by `tuner resume`: its own record says attempt 1.
-        {"number": 5, "attrs": {"tuner.attempt": 1, "tuner.parent_trial": 2}},
-        {"number": 7, "attrs": {"tuner.launch": {"attempt": 1}, "tuner.parent_trial": 5}},
-        {"number": 8, "attrs": {}},
+        TrialRecord(5, "FAIL", {"tuner.attempt": 1, "tuner.parent_trial": 2}),
+        TrialRecord(7, "RUNNING", {"tuner.launch": {"attempt": 1}, "tuner.parent_trial": 5}),
+        TrialRecord(8, "RUNNING", {}),
     ]
-    assert _chain_attempts(trials) == {2: 1, 5: 2, 7: 3, 8: 1}
+    assert chain_attempts(trials) == {2: 1, 5: 2, 7: 3, 8: 1}
 
 
 def test_a_process_is_known_ended_only_on_this_machine_once_gone() -> None:

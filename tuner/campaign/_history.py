@@ -25,7 +25,6 @@ from tuner._errors import ConfigError
 from tuner.records import NOTE_TAG
 from tuner.records import tags as T
 from tuner.search import (
-    FAILED_ATTEMPT,
     IMPORTED_ATTR,
     SPACE_ATTR,
     SPACE_CHANGES_ATTR,
@@ -182,22 +181,13 @@ def preflight(
 
 def tally(study: optuna.Study) -> tuple[dict[str, int], int]:
     """What the study's earlier controllers finished: the counted trials by final state
-    (``COMPLETE``, ``PRUNED``, ``FAIL``; a superseded attempt does not count), and the failed
-    attempts (retried ones too) the failure budget has spent. Imported runs are neither."""
-    from tuner.search import counts, superseded_numbers
+    (``COMPLETE``, ``PRUNED``, ``FAIL``), and the failed attempts (retried ones too) the
+    failure budget has spent; `lineage.trials.tally` counts them."""
+    from lineage.trials import TrialRecord
+    from lineage.trials import tally as count
 
-    done = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
-    failures = 0
-    trials = study.get_trials(deepcopy=False)
-    superseded = superseded_numbers(trials)
-    for trial in trials:
-        if IMPORTED_ATTR in trial.system_attrs:
-            continue
-        if trial.state.name in done and counts(trial, superseded):
-            done[trial.state.name] += 1
-        if trial.state.name == "FAIL" and trial.system_attrs.get(FAILED_ATTEMPT):
-            failures += 1
-    return done, failures
+    done = count(TrialRecord.of(t) for t in study.get_trials(deepcopy=False))
+    return done.counted, done.failed_attempts
 
 
 def count_imported(study: optuna.Study) -> int:

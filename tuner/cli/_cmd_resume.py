@@ -29,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
     from lineage.masking import mask_uri
     from tuner._errors import ConfigError
     from tuner.cli._cmd_run import check_settings, execute, heartbeat_flags
-    from tuner.cli._cmd_status import study_exists
     from tuner.config import load_config
     from tuner.search import check_storage
+    from tuner.status import study_exists
 
     timing = heartbeat_flags(args)
     config = load_config(args.config)

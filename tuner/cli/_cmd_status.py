@@ -1,7 +1,7 @@
 """``tuner status CONFIG``: trials by state, the best so far, the running trials.
 
-Fast on purpose (a user runs it in a loop while a campaign runs): the study is read by
-`tuner.cli._status_read`, with plain SQL where it can.
+Fast on purpose (a user runs it in a loop while a campaign runs): `tuner.status` reads the
+study with plain SQL where it can and models it; this module prints it.
 """
 
 from __future__ import annotations
@@ -9,22 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import IO, Any
-
-from tuner.cli._status_read import NoStudy, read_study, timestamp
-from tuner.search import (
-    ATTEMPT_ATTR,
-    EXPLOIT_ATTR,
-    EXPLOITED_ATTR,
-    LAUNCH_ATTR,
-    PARENT_ATTR,
-    PAUSED_ATTR,
-    PROMOTED_FROM_ATTR,
-    RESUMED_STEP_ATTR,
-)
-from tuner.search import IMPORTED_ATTR as IMPORTED_ATTR
-from tuner.search import STALE_ATTR as STALE_ATTR
 
 ORDER = 22
 
@@ -42,201 +27,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("config", help="campaign YAML file")
     parser.add_argument("--format", choices=["table", "json"], default="table")
     parser.set_defaults(handler=run)
-
-
-def collect(config: Any) -> dict[str, Any]:
-    """The status as a dict (what ``--format json`` prints)."""
-    from lineage.masking import mask_uri
-    from tuner._errors import ConfigError
-    from tuner.coordination import CampaignDir
-
-    url = config.optuna_storage_url()
-    try:
-        data = read_study(url, config.study_name)
-    except NoStudy:
-        raise ConfigError(
-            f"{config.source_path or config.name}: no campaign {config.name!r} in "
-            f"{mask_uri(url)} yet; start it with `tuner run`"
-        ) from None
-    chain = _chain_attempts(data["trials"])
-    states, counted, imported, running = _tally(data["trials"], chain, config.scheduler is not None)
-    campaign_dir = CampaignDir(config.base_dir, config.name)
-    alive = campaign_dir.controller_alive()
-    info = campaign_dir.previous()
-    if not alive:
-        # Without a controller, a trial whose process is known to have ended has no elapsed
-        # time that keeps growing (one that outlived its controller still runs: it has).
-        from tuner.executors import known_ended
-
-        for r in running:
-            if known_ended(r.pop("launch")):
-                r["elapsed_s"] = None
-    for r in running:
-        r.pop("launch", None)
-    return {
-        "campaign": config.name,
-        "storage": mask_uri(url),
-        "controller": {"alive": alive, "pid": info.get("pid") if alive else None},
-        "budget": {"trials": config.budget.trials, "finished": sum(counted.values())},
-        "trials": states,
-        "finished": counted,
-        "warm_start": imported,
-        "best": _best_of(data),
-        "running": running,
-        "continued": _continued(data["trials"], chain),
-        "stale": bool(running) and not alive,
-    }
-
-
-def _tally(
-    trials: list[dict[str, Any]], chain: dict[int, int], scheduled: bool
-) -> tuple[dict[str, int], dict[str, int], int, list[dict[str, Any]]]:
-    """``(trials by state as shown, counted trials by final state, imported runs, running
-    trials)``; each running trial keeps its launch record under ``launch`` for the caller."""
-    # A superseded attempt (an interrupted trial whose copy re-runs it) is stored as FAIL
-    # but is no failure of the trial: it is counted apart and not against the budget.
-    states = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0, "SUPERSEDED": 0, "RUNNING": 0, "WAITING": 0}
-    counted = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
-    if scheduled:
-        # A scheduler's trials apart: paused at a rung (they count), paused then promoted
-        # (their continuation counts), a PBT segment replaced by a copy of another member.
-        states.update({"PAUSED": 0, "PROMOTED": 0, "EXPLOITED": 0})
-    promoted = {
-        int(t["attrs"][PROMOTED_FROM_ATTR])
-        for t in trials
-        if t.get("attrs", {}).get(PROMOTED_FROM_ATTR) is not None
-    }
-    running = []
-    now = time.time()
-    imported = 0
-    for t in trials:
-        state = t["state"]
-        if t.get("imported"):  # an earlier run, not a trial of this campaign
-            imported += 1
-            continue
-        if state == "FAIL" and t["stale"]:
-            states["SUPERSEDED"] += 1
-            continue
-        mark = _scheduler_state(t, promoted)
-        if mark is not None:
-            states[mark] = states.get(mark, 0) + 1
-            if mark == "PAUSED":
-                counted["PRUNED"] += 1
-            continue
-        states[state] = states.get(state, 0) + 1
-        if state in counted:
-            counted[state] += 1
-        if state == "RUNNING":
-            launch = t.get("attrs", {}).get(LAUNCH_ATTR) or {}
-            started = launch.get("started") or timestamp(t["start"]) or now
-            running.append(
-                {
-                    "number": t["number"],
-                    "launched": bool(launch),
-                    "attempt": chain.get(t["number"], 1),
-                    "device": launch.get("device"),
-                    # Where to find the trial's process: ``ps -p PID`` on that host, or on
-                    # the Ray node at ``node_ip`` (``host`` is then the controller's).
-                    "host": launch.get("host"),
-                    "pid": launch.get("pid"),
-                    **({"node_ip": launch["node_ip"]} if launch.get("node_ip") else {}),
-                    "elapsed_s": round(now - float(started), 1),
-                    "run_id": launch.get("run_id"),
-                    "params": t.get("params", {}),
-                    "launch": launch,
-                }
-            )
-    return states, counted, imported, running
-
-
-def _continued(trials: list[dict[str, Any]], chain: dict[int, int]) -> list[dict[str, Any]]:
-    """The continuations: which trial each continues, from which step, and how it came."""
-    return [
-        {
-            "number": t["number"],
-            "state": "SUPERSEDED" if t["state"] == "FAIL" and t["stale"] else t["state"],
-            "continues": t["attrs"][PARENT_ATTR],
-            "attempt": chain.get(t["number"]),
-            "resumed_step": t["attrs"].get(RESUMED_STEP_ATTR),
-            **_how(t["attrs"]),
-        }
-        for t in trials
-        if t.get("attrs", {}).get(PARENT_ATTR) is not None
-    ]
-
-
-def _best_of(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The best trial (``number``, ``value``, ``params``), or the Pareto front as
-    ``{"trials": [...]}`` for several objectives; None before any."""
-    if data["best"] and len(data["directions"]) > 1:
-        return {
-            "trials": [
-                {
-                    "number": t["number"],
-                    "values": [t["values"][i] for i in sorted(t["values"])],
-                    "params": t["params"],
-                }
-                for t in data["best"]
-            ]
-        }
-    if data["best"]:
-        (t,) = data["best"]
-        return {"number": t["number"], "value": t["values"][0], "params": t["params"]}
-    return None
-
-
-def _scheduler_state(t: dict[str, Any], promoted: set[int]) -> str | None:
-    """PAUSED, PROMOTED or EXPLOITED for a pruned trial a scheduler stopped, else None."""
-    attrs = t.get("attrs", {})
-    if t["state"] != "PRUNED":
-        return None
-    if attrs.get(EXPLOITED_ATTR) is not None:
-        return "EXPLOITED"
-    if attrs.get(PAUSED_ATTR) is not None:
-        return "PROMOTED" if t["number"] in promoted else "PAUSED"
-    return None
-
-
-def _how(attrs: dict[str, Any]) -> dict[str, Any]:
-    """How a continuation came to be, when a scheduler made it."""
-    if attrs.get(PROMOTED_FROM_ATTR) is not None:
-        return {"promoted_from": attrs[PROMOTED_FROM_ATTR]}
-    exploit = attrs.get(EXPLOIT_ATTR)
-    if isinstance(exploit, dict):
-        return {"exploit": exploit}
-    return {}
-
-
-def _chain_attempts(trials: list[dict[str, Any]]) -> dict[int, int]:
-    """Each trial's attempt in its chain: a continuation (``tuner.parent_trial``) is one
-    attempt after the trial it continues, whatever its own record says (a continuation
-    started by `tuner resume` records attempt 1)."""
-    attrs = {t["number"]: t.get("attrs", {}) for t in trials}
-    out: dict[int, int] = {}
-
-    def attempt(number: int, depth: int = 0) -> int:
-        if number in out:
-            return out[number]
-        own = attrs.get(number, {})
-        value = int((own.get(LAUNCH_ATTR) or {}).get("attempt", own.get(ATTEMPT_ATTR, 1)) or 1)
-        parent = own.get(PARENT_ATTR)
-        if parent is not None and depth < len(attrs):
-            value = max(value, attempt(int(parent), depth + 1) + 1)
-        out[number] = value
-        return value
-
-    for number in attrs:
-        attempt(number)
-    return out
-
-
-def study_exists(config: Any) -> bool:
-    """Whether the campaign's study is in its storage."""
-    try:
-        collect(config)
-    except Exception:
-        return False
-    return True
 
 
 def _short(value: Any) -> str:
@@ -264,6 +54,7 @@ def _fold(text: str, indent: int, out: IO[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from lineage.masking import mask_mapping
     from tuner.config import load_config
+    from tuner.status import collect
 
     config = load_config(args.config, check_options=False)  # read-only: no Optuna import
     status = collect(config)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage import tags
+
 if TYPE_CHECKING:
     from lineage.store import RunRecord, RunStore
     from tuner._errors import ErrorAt
@@ -121,8 +123,8 @@ def read_source(context: HistoryContext, index: int, source: WarmStartSource) ->
     return SourceRuns(index, source, shown, runs)
 
 
-_CAMPAIGN = "tuner.campaign"
-_RUN_TYPE = "lineage.run_type"
+_CAMPAIGN = tags.CAMPAIGN
+_RUN_TYPE = tags.RUN_TYPE
 
 
 def _first_line(exc: BaseException) -> str:

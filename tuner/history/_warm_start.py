@@ -36,11 +36,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lineage.tags import TRIAL_STATE
 from tuner.history._sources import HistoryContext, SourceRuns, read_source
 from tuner.search import (
     ENQUEUED_FROM_ATTR,
     IMPORTED_ATTR,
     IMPORTED_FROM_ATTR,
+    MEMBER_ATTR,
     WARM_START_ATTR,
 )
 
@@ -229,11 +231,11 @@ def _convert(
 
 
 def _check_finished(run: RunRecord) -> None:
-    if run.tags.get("tuner.member") is not None:
+    if run.tags.get(MEMBER_ATTR) is not None:
         # A PBT segment that went on from another member's checkpoint: its parameters
         # changed during training, so no one configuration reached its value.
         raise _Skip("parameters changed during training", "a PBT member's later segment")
-    state = run.tags.get("tuner.state")  # a campaign's trial: its final state
+    state = run.tags.get(TRIAL_STATE)  # a campaign's trial: its final state
     if state == "PRUNED":
         raise _Skip("pruned", "pruned by its campaign")
     if state is not None and state != "COMPLETE":

@@ -17,8 +17,10 @@ from lineage.tags import (
     RUN_TYPE,
     RUN_TYPE_CAMPAIGN,
     RUN_TYPE_TRIAL,
+    TRIAL_NUMBER,
     TRIAL_STATE,
 )
+from lineage.trials import ATTEMPT_ATTR, PLACEMENT_ATTR
 
 __all__ = [
     "ATTEMPT",
@@ -70,8 +72,7 @@ __all__ = [
 RUN_TYPE_RESERVED = "reserved"
 
 # ----- a trial run -----------------------------------------------------------------------------
-TRIAL_NUMBER = "tuner.trial_number"
-ATTEMPT = "tuner.attempt"
+ATTEMPT = ATTEMPT_ATTR
 SAMPLER = "tuner.sampler"
 DEVICE = "tuner.device"
 #: The most other trials that shared the trial's device at once, and its peak device memory
@@ -80,7 +81,6 @@ DEVICE = "tuner.device"
 #: "started", "duration"}``.
 DEVICE_NEIGHBOURS = "tuner.device.neighbours"
 DEVICE_PEAK_MEMORY = "tuner.device.peak_memory_mib"
-PLACEMENT_ATTR = "tuner.placement"
 #: The campaign's device-hours (each device's time with at least one trial on it, summed) and
 #: each device's mean occupancy (trials on it at once, averaged over that time).
 DEVICE_HOURS = "tuner.device_hours"

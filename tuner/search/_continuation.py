@@ -12,17 +12,11 @@ it, so the pruner judges it on the same curve it would have seen without the int
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from lineage import trials as vocab
+from lineage.trials import RESUMED_STEP_ATTR, TrialRecord, chain_attrs
 from tuner.search import _internals as internals
-from tuner.search._attrs import (
-    FIRST_TRIAL_ATTR,
-    MEMBER_ATTR,
-    PARENT_ATTR,
-    RESUMED_STEP_ATTR,
-    STALE_ATTR,
-    SUPERSEDES_ATTR,
-)
 
 if TYPE_CHECKING:
     import optuna
@@ -37,37 +31,26 @@ __all__ = [
 ]
 
 
-def chain_attrs(user_attrs: Mapping[str, Any], number: int) -> dict[str, int]:
-    """The user attributes of a copy that continues trial ``number`` (whose user attributes
-    are ``user_attrs``); a PBT member's copy stays that member."""
-    out = {PARENT_ATTR: number, FIRST_TRIAL_ATTR: int(user_attrs.get(FIRST_TRIAL_ATTR, number))}
-    if user_attrs.get(MEMBER_ATTR) is not None:
-        out[MEMBER_ATTR] = int(user_attrs[MEMBER_ATTR])
-    return out
-
-
 def superseded_numbers(trials: Iterable[optuna.trial.FrozenTrial]) -> set[int]:
-    """Numbers of the finished trials a scheduler's continuation supersedes (`SUPERSEDES_ATTR`)."""
-    return {
-        int(t.system_attrs[SUPERSEDES_ATTR]) for t in trials if SUPERSEDES_ATTR in t.system_attrs
-    }
+    """Numbers of the finished trials a scheduler's continuation supersedes
+    (`lineage.trials.superseded_numbers` over Optuna trials)."""
+    return vocab.superseded_numbers(TrialRecord.of(t) for t in trials)
 
 
 def counts(trial: optuna.trial.FrozenTrial, superseded: set[int]) -> bool:
-    """Whether ``trial`` counts against the budget: not marked stale, and not superseded by a
-    continuation (``superseded``: `superseded_numbers` of the study's trials)."""
-    return STALE_ATTR not in trial.system_attrs and trial.number not in superseded
+    """Whether ``trial`` counts against the budget (`lineage.trials.counts`; ``superseded``:
+    `superseded_numbers` of the study's trials)."""
+    return vocab.counts(TrialRecord.of(trial), superseded)
 
 
 def first_trial(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
     """The number of the first trial of ``trial``'s chain (its own for a fresh trial)."""
-    return int(trial.user_attrs.get(FIRST_TRIAL_ATTR, trial.number))
+    return vocab.first_trial(TrialRecord.of(trial))
 
 
 def parent_trial(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int | None:
     """The number of the trial ``trial`` continues, or None for a fresh trial."""
-    value = trial.user_attrs.get(PARENT_ATTR)
-    return None if value is None else int(value)
+    return vocab.parent_trial(TrialRecord.of(trial))
 
 
 def continue_history(
