@@ -17,6 +17,7 @@ __all__ = [
     "IMPORTED_FROM_ATTR",
     "LAUNCH_ATTR",
     "MEMBER_ATTR",
+    "MISSED_ATTR",
     "OWNER_ATTR",
     "PARENT_ATTR",
     "PAUSED_ATTR",
@@ -103,3 +104,9 @@ OWNER_ATTR = "tuner:owner"
 #: A trial imported from an earlier run by ``warm_start:`` (value: the source run id): a
 #: finished trial every sampler sees, never one of the campaign's own.
 IMPORTED_ATTR = "tuner:imported"
+
+# ----- system attributes of the study --------------------------------------------------------
+#: Heartbeat writes a controller could not make, one attribute per controller
+#: (``<this>:<host>:<pid>``): ``{"count", "last", "at"}``, written once the storage takes
+#: writes again; ``tuner status`` shows them.
+MISSED_ATTR = "tuner.heartbeat_missed"

@@ -132,7 +132,7 @@ def test_a_trial_whose_controller_died_before_its_first_heartbeat_is_requeued(ur
 def test_failed_heartbeat_writes_are_counted_and_stored_once_the_storage_is_back(
     tmp_path,  # type: ignore[no-untyped-def]
 ) -> None:
-    from tuner.coordination import MISSED_ATTR
+    from lineage.trials import MISSED_ATTR
 
     study, storage = _study(f"sqlite:///{tmp_path / 'optuna.db'}")
     trial = study.ask()

@@ -85,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
     _print_summary(sys.stdout, status, decisions)
     _print_running(sys.stdout, status["running"])
     _print_continued(sys.stdout, status["continued"])
+    for where, missed in sorted(status["heartbeat_missed"].items()):
+        sys.stdout.write(
+            f"heartbeat: {missed.get('count')} write(s) failed on {where} (last at "
+            f"{missed.get('at')}: {missed.get('last')}); a trial without heartbeats past the "
+            "grace period is re-queued by another controller\n"
+        )
     if status["stale"]:
         sys.stdout.write("RUNNING trials without a live controller: run `tuner resume CONFIG`.\n")
     return 0

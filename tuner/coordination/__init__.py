@@ -12,7 +12,6 @@ from tuner.coordination._base import Coordination, StudySite
 from tuner.coordination._budget import ask_within_budget, counted_trials
 from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._heartbeat import (
-    MISSED_ATTR,
     Heartbeat,
     default_timing,
     heartbeat_storage,
@@ -30,7 +29,6 @@ from tuner.coordination._shared import SharedStudy
 from tuner.coordination._standalone import Standalone
 
 __all__ = [
-    "MISSED_ATTR",
     "CampaignDir",
     "Coordination",
     "Heartbeat",

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lineage.trials import MISSED_ATTR
 from tuner._errors import ConfigError
 from tuner.search import STALE_ATTR, internals
 
@@ -28,14 +29,10 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-#: Study system attribute (one per worker, ``<this>:<host>:<pid>``) holding the heartbeat
-#: writes that worker could not make: ``{"count", "last", "at"}``.
-MISSED_ATTR = "tuner.heartbeat_missed"
 
 __all__ = [
     "DEFAULT_GRACE",
     "DEFAULT_INTERVAL",
-    "MISSED_ATTR",
     "Heartbeat",
     "default_timing",
     "heartbeat_storage",

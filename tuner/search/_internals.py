@@ -103,8 +103,10 @@ def study_id_of_trial(storage: RDBStorage, trial_id_: int) -> int:
     from optuna.storages._rdb.storage import _create_scoped_session
 
     with _create_scoped_session(storage.scoped_session) as session:
-        row = session.query(models.TrialModel.study_id).filter_by(trial_id=trial_id_).one()
-        return int(row[0])
+        (study,) = session.query(models.TrialModel.study_id).filter_by(trial_id=trial_id_).one()
+    if study is None:
+        raise KeyError(f"trial id {trial_id_} belongs to no study")
+    return int(study)
 
 
 def _beat_unbeaten(storage: RDBStorage, study_id_: int) -> None:

@@ -66,6 +66,7 @@ def collect(config: Any) -> dict[str, Any]:
         "running": running,
         "continued": _continued(data.trials, chain),
         "stale": bool(running) and not alive,
+        "heartbeat_missed": data.heartbeat_missed,
     }
 
 

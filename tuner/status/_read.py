@@ -23,6 +23,7 @@ from lineage.trials import (
     EXPLOITED_ATTR,
     IMPORTED_ATTR,
     LAUNCH_ATTR,
+    MISSED_ATTR,
     PARENT_ATTR,
     PAUSED_ATTR,
     PROMOTED_FROM_ATTR,
@@ -70,6 +71,9 @@ class StudyData:
     trials: list[TrialRecord]
     #: The best COMPLETE trial (one objective) or the Pareto front, of the campaign's own.
     best: list[TrialRecord] = field(default_factory=list)
+    #: Heartbeat writes the study's controllers could not make, per controller
+    #: (``host:pid``): ``{"count", "last", "at"}`` (the study attributes `MISSED_ATTR` names).
+    heartbeat_missed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def read_study(url: str, study_name: str) -> StudyData:
@@ -159,7 +163,14 @@ def _read_sql(url: str, study_name: str) -> StudyData | None:
         _details(q, wanted, rows)
         trials = [r.record() for r in rows.values()]
         by_number = {t.number: t for t in trials}
-        return StudyData(directions, trials, [by_number[b.number] for b in best])
+        missed = _missed(
+            q(
+                "SELECT key, value_json FROM study_system_attributes "
+                "WHERE study_id = ? AND key LIKE ?",
+                (study_id, f"{MISSED_ATTR}:%"),
+            )
+        )
+        return StudyData(directions, trials, [by_number[b.number] for b in best], missed)
     finally:
         conn.close()
 
@@ -296,4 +307,19 @@ def _from_optuna(url: str, study_name: str) -> StudyData:
         raise
     trials = [TrialRecord.of(t) for t in study.get_trials(deepcopy=False)]
     directions = [d.name for d in study.directions]
-    return StudyData(directions, trials, _best(directions, trials))
+    attrs = study._storage.get_study_system_attrs(study._study_id)
+    missed = _missed(
+        [(k, json.dumps(v)) for k, v in attrs.items() if k.startswith(f"{MISSED_ATTR}:")]
+    )
+    return StudyData(directions, trials, _best(directions, trials), missed)
+
+
+def _missed(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, Any]]:
+    """``{host:pid: {"count", "last", "at"}}`` from the study attributes ``rows``."""
+    out = {}
+    for key, value in rows:
+        try:
+            out[str(key).split(":", 1)[1]] = dict(json.loads(value))
+        except (ValueError, TypeError):
+            continue  # not a record this version wrote: not shown
+    return out
