@@ -26,11 +26,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.schedulers._decision import KEEP, AttemptView, Continue, Decision
 from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
@@ -46,7 +48,6 @@ from tuner.search import (
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.campaign import RunningTrial
     from tuner.config import Parameter, PbtConfig, Perturb
 
 __all__ = ["Pbt", "explore", "member_of"]
@@ -155,21 +156,21 @@ class Pbt(Scheduler):
             self._end_pruned(frozen, host, why, {EXPLOITED_ATTR: step})
         return left
 
-    def reported(self, rt: RunningTrial, before: int, step: int) -> None:
-        if rt.prune_reason is not None or rt.superseded:
-            return
+    def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
         every = self.section.interval
         if step // every == max(before, 0) // every or step < every:
-            return  # no multiple of interval crossed
+            return KEEP  # no multiple of interval crossed
         with self._locked():
-            copy = self._judge(rt, step)
-        if copy is not None:
-            # Outside the lock (a checkpoint may be large): the donor's checkpoint the
-            # decision saw, before the donor's own pruning of old checkpoints removes it.
-            source, number, seen = copy
-            copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
+            judged = self._judge(rt, step)
+        if judged is None:
+            return KEEP
+        decision, (source, number, seen) = judged
+        # Outside the lock (a checkpoint may be large): the donor's checkpoint the decision
+        # saw, before the donor's own pruning of old checkpoints removes it.
+        copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
+        return decision
 
-    def _judge(self, rt: RunningTrial, step: int) -> tuple[Any, int, int] | None:
+    def _judge(self, rt: AttemptView, step: int) -> tuple[Continue, tuple[Path, int, int]] | None:
         import optuna
 
         trials = self.study.get_trials(deepcopy=False)
@@ -230,9 +231,6 @@ class Pbt(Scheduler):
                 },
             )
         )
-        rt.prune_reason = why
-        rt.end_attrs[EXPLOITED_ATTR] = step
-        rt.counted = False
-        rt.handle.request_prune()
         self._message(f"trial {rt.number}: {why}" + (f"; explored {changed}" if changed else ""))
-        return self._folder(donor), number, held[chosen]
+        decision = Continue(number, why, {EXPLOITED_ATTR: step})
+        return decision, (self._folder(donor), number, held[chosen])
