@@ -59,17 +59,38 @@ def member_of(trial: optuna.trial.FrozenTrial | optuna.Trial) -> int:
     return first_trial(trial) if value is None else int(value)
 
 
-def _scores(
-    trials: list[optuna.trial.FrozenTrial],
-) -> dict[int, tuple[float, optuna.trial.FrozenTrial]]:
-    """``{member: (latest value, its newest segment)}`` of the members that reported."""
-    out: dict[int, tuple[float, optuna.trial.FrozenTrial]] = {}
-    for t in trials:  # by number: a newer segment replaces an older one
-        if IMPORTED_ATTR in t.system_attrs or not t.intermediate_values:
+def _copied_at(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
+    """The step a continuation copied its member's checkpoint at (0 for any other segment)."""
+    exploit = trial.user_attrs.get(EXPLOIT_ATTR)
+    return int(exploit.get("from_step", 0)) if isinstance(exploit, dict) else 0
+
+
+def _standing(
+    trials: list[optuna.trial.FrozenTrial], interval: int
+) -> dict[int, tuple[float, optuna.trial.FrozenTrial, int | None]]:
+    """``{member: (latest value it trained itself, its newest segment, the step of its last
+    copy or None)}``
+    of the members that are ready: their newest segment has reported a value of its own (a
+    step past the checkpoint it copied, if it copied one) and has trained ``interval`` steps
+    of its own since it started or last copied."""
+    base: dict[int, int] = {}
+    newest: dict[int, optuna.trial.FrozenTrial] = {}
+    for t in sorted(trials, key=lambda t: t.number):
+        if IMPORTED_ATTR in t.system_attrs:
             continue
-        value = t.intermediate_values[max(t.intermediate_values)]
+        member = member_of(t)
+        newest[member] = t  # a continuation not yet started makes its member not ready
+        if isinstance(t.user_attrs.get(EXPLOIT_ATTR), dict):
+            base[member] = _copied_at(t)
+    out: dict[int, tuple[float, optuna.trial.FrozenTrial, int | None]] = {}
+    for member, t in newest.items():
+        copied = base.get(member)
+        own = [s for s in t.intermediate_values if copied is None or s > copied]
+        if not own or max(own) - (copied or 0) < interval:
+            continue
+        value = t.intermediate_values[max(own)]
         if math.isfinite(value):
-            out[member_of(t)] = (value, t)
+            out[member] = (value, t, copied)
     return out
 
 
@@ -157,9 +178,9 @@ class Pbt(Scheduler):
         return left
 
     def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
-        every = self.section.interval
-        if step // every == max(before, 0) // every or step < every:
-            return KEEP  # no multiple of interval crossed
+        every, base = self.section.interval, _copied_at(rt.trial)
+        if step - base < every or (step - base) // every == (max(before, base) - base) // every:
+            return KEEP  # not another `interval` of its own steps since it started or copied
         with self._locked():
             judged = self._judge(rt, step)
         if judged is None:
@@ -174,11 +195,11 @@ class Pbt(Scheduler):
         import optuna
 
         trials = self.study.get_trials(deepcopy=False)
-        scores = _scores(trials)
+        scores = _standing(trials, self.section.interval)
         me = member_of(rt.trial)
         n = len(scores)
         k = min(math.ceil(n * self.section.quantile), n // 2)
-        if me not in scores or k == 0:
+        if me not in scores or scores[me][1].number != rt.number or k == 0:
             return None
         order = sorted(scores, key=lambda m: (-scores[m][0] if self._maximize else scores[m][0], m))
         if me not in order[-k:]:
@@ -190,8 +211,9 @@ class Pbt(Scheduler):
             if m == me or segment.state != running or STALE_ATTR in segment.system_attrs:
                 continue
             found = checkpoints.latest_good(self._folder(segment))
-            if found is not None:
-                held[m] = found.step
+            copied = scores[m][2]
+            if found is not None and (copied is None or found.step > copied):
+                held[m] = found.step  # a checkpoint of its own training
         if not held:
             return None
         rng = random.Random(f"{self.context.seed}:{me}:{step}")
