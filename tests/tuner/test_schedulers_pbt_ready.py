@@ -86,3 +86,68 @@ def test_a_rising_loss_ends_in_at_most_population_times_steps_exploits(
     assert sorted(max(t.intermediate_values) for t in complete) == [STEPS - 1, STEPS - 1]
     runs = [r for r in mlflow_runs(sqlite_uri) if "tuner.trial_number" in r.data.tags]
     assert len(runs) == len(trials) == 2 + len(exploits)
+
+
+#: Deterministic values (``loss = 1 - lr + 0.01 * step``), random speeds: a decision that
+#: depended on which member reported first would differ between two runs.
+SYNCH_SCRIPT = """
+import argparse, json, random, time
+from tuner import trial
+ap = argparse.ArgumentParser(); ap.add_argument("--lr", type=float); lr = ap.parse_args().lr
+resume = trial.resume_from()
+start = 0 if resume is None else resume[1] + 1
+for step in range(start, 6):
+    if trial.should_prune():
+        break
+    time.sleep(random.uniform(0.02, 0.3))
+    trial.report(step, loss=1 - lr + 0.01 * step)
+    (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"lr": lr}))
+    trial.checkpointed(step)
+"""
+
+
+def _decisions(config: Any) -> list[tuple[Any, ...]]:
+    trials = trials_of(config)
+    member = {t.number: t.user_attrs.get("tuner.member", t.number) for t in trials}
+    out = []
+    for t in sorted(trials, key=lambda t: t.number):
+        info = t.user_attrs.get("tuner.exploit")
+        if info:
+            out.append(
+                (info["member"], member[info["donor"]], info["step"], info["from_step"], t.params)
+            )
+    return out
+
+
+def test_synch_decisions_repeat_with_the_same_seed(campaign: Any, run_campaign: Any) -> None:
+    runs = []
+    for name in ("t", "u"):
+        config = campaign(
+            SYNCH_SCRIPT,
+            name=name,
+            command=[sys.executable, "trial.py", "--lr", "{lr}"],
+            budget={"trials": 3},
+            parameters={"lr": {"type": "float", "low": 0.1, "high": 0.9}},
+            resources={"kind": "cpu", "parallel": 3},
+            sampler={"name": "random", "seed": 5},
+            scheduler={
+                "name": "pbt",
+                "population": 3,
+                "interval": 2,
+                "quantile": 0.34,
+                "synch": True,
+                "perturb": {"lr": {"factor": [0.8, 1.2]}},
+            },
+        )
+        result = run_campaign(config)
+        assert result.counts["COMPLETE"] == 3
+        runs.append(_decisions(config))
+        # Every member paused at each boundary (2 and 4) and went on from there.
+        paused = sorted(
+            t.user_attrs["tuner.paused_at"]
+            for t in trials_of(config)
+            if t.state.name == "PRUNED" and "tuner.paused_at" in t.user_attrs
+        )
+        assert paused == [2, 2, 2, 4, 4, 4]
+    assert runs[0], "the worst member exploits at each boundary"
+    assert runs[0] == runs[1]

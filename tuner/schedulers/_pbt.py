@@ -13,6 +13,16 @@ copied into its own folder (``tuner.parent_trial`` = the donor; ``tuner.exploit`
 member, which donor, the step and what changed), and takes over the donor's reports up to
 that step, so the member's run shows one curve.
 
+With ``synch: true`` the members decide together: a member that reaches a multiple of
+``interval`` pauses there once its checkpoint of that step is committed (PRUNED,
+``tuner.paused_at``). When no member runs any more (each is paused at its boundary, or
+ended), every paused member is decided about in member order, by the values members trained
+themselves, with choices seeded by ``sampler.seed``, the member and the step: the bottom
+``quantile`` exploit a top member's checkpoint of that step, the others continue from their
+own. Decisions then depend on what the trials reported, not on when, so a seeded campaign of
+deterministic trials makes the same ones every time; each member's process restarts at each
+boundary.
+
 Crash safety: the segment is marked superseded before its continuation is added; a
 controller that dies between the two leaves a superseded RUNNING trial, which the next
 controller re-runs from the member's own checkpoint (the exploit is lost, the member is
@@ -32,15 +42,19 @@ from typing import TYPE_CHECKING, Any
 from lineage import checkpoints
 from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler, SchedulerContext
-from tuner.schedulers._decision import KEEP, AttemptView, Continue, Decision
+from tuner.schedulers._decision import KEEP, AttemptView, Continue, Decision, Pause
 from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     EXPLOITED_ATTR,
     IMPORTED_ATTR,
+    LAUNCH_ATTR,
     MEMBER_ATTR,
     PARENT_ATTR,
+    PAUSED_ATTR,
     STALE_ATTR,
+    SUPERSEDES_ATTR,
+    chain_attrs,
     first_trial,
     internals,
 )
@@ -66,13 +80,15 @@ def _copied_at(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
 
 
 def _standing(
-    trials: list[optuna.trial.FrozenTrial], interval: int
+    trials: list[optuna.trial.FrozenTrial], interval: int, *, at_pause: bool = False
 ) -> dict[int, tuple[float, optuna.trial.FrozenTrial, int | None]]:
     """``{member: (latest value it trained itself, its newest segment, the step of its last
     copy or None)}``
     of the members that are ready: their newest segment has reported a value of its own (a
     step past the checkpoint it copied, if it copied one) and has trained ``interval`` steps
-    of its own since it started or last copied."""
+    of its own since it started or last copied. ``at_pause``: values up to the step each
+    segment paused at (``synch``: a step it reported after, before its process stopped, is
+    left out, so that the ranking does not depend on how fast the pause took effect)."""
     base: dict[int, int] = {}
     newest: dict[int, optuna.trial.FrozenTrial] = {}
     for t in sorted(trials, key=lambda t: t.number):
@@ -85,7 +101,12 @@ def _standing(
     out: dict[int, tuple[float, optuna.trial.FrozenTrial, int | None]] = {}
     for member, t in newest.items():
         copied = base.get(member)
-        own = [s for s in t.intermediate_values if copied is None or s > copied]
+        upto = t.user_attrs.get(PAUSED_ATTR) if at_pause else None
+        own = [
+            s
+            for s in t.intermediate_values
+            if (copied is None or s > copied) and (upto is None or s <= int(upto))
+        ]
         if not own or max(own) - (copied or 0) < interval:
             continue
         value = t.intermediate_values[max(own)]
@@ -157,7 +178,8 @@ class Pbt(Scheduler):
         self, orphans: list[optuna.trial.FrozenTrial], host: str
     ) -> list[optuna.trial.FrozenTrial]:
         """A member's trial its dead controller had replaced (its continuation is in the
-        study) is told PRUNED as exploited, not re-run: the continuation goes on for it."""
+        study) is told PRUNED as exploited, not re-run: the continuation goes on for it; one
+        it had paused (``synch``) is told PRUNED as paused."""
         exploits = {
             int(t.user_attrs[EXPLOIT_ATTR]["replaces"]): t
             for t in self.study.get_trials(deepcopy=False)
@@ -166,6 +188,14 @@ class Pbt(Scheduler):
         left = []
         for frozen in orphans:
             cont = exploits.get(frozen.number)
+            paused = frozen.user_attrs.get(PAUSED_ATTR)
+            if cont is None and paused is not None and frozen.user_attrs.get(LAUNCH_ATTR):
+                why = (
+                    f"paused by the pbt scheduler at step {paused} (its controller died before "
+                    "the pause was told; the next controller told it)"
+                )
+                self._end_pruned(frozen, host, why, {})
+                continue
             if cont is None:
                 left.append(frozen)
                 continue
@@ -178,6 +208,8 @@ class Pbt(Scheduler):
         return left
 
     def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
+        if self.section.synch:
+            return self._at_boundary(before, step)
         every, base = self.section.interval, _copied_at(rt.trial)
         if step - base < every or (step - base) // every == (max(before, base) - base) // every:
             return KEEP  # not another `interval` of its own steps since it started or copied
@@ -190,6 +222,110 @@ class Pbt(Scheduler):
         # saw, before the donor's own pruning of old checkpoints removes it.
         copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
         return decision
+
+    def _at_boundary(self, before: int, step: int) -> Decision:
+        every = self.section.interval
+        boundary = step // every * every
+        if boundary <= max(before, 0) or boundary < every:
+            return KEEP
+        self._dirty = True
+        return Pause(boundary, f"at step {boundary} until every member reached it", by="pbt")
+
+    def _continuations(self) -> int:
+        """With ``synch``: once no member runs or waits to start (each is paused at a
+        boundary or ended), every paused member is decided about, in member order, from the
+        values the members trained themselves up to their boundary, and continues: as itself
+        from its own checkpoint, or exploiting a top member's (also paused there)."""
+        import optuna
+
+        if not self.section.synch:
+            return 0
+        trials = self.study.get_trials(deepcopy=False)
+        newest: dict[int, optuna.trial.FrozenTrial] = {}
+        for t in sorted(trials, key=lambda t: t.number):
+            if IMPORTED_ATTR not in t.system_attrs:
+                newest[member_of(t)] = t
+        live = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+        if len(newest) < self.section.population or any(t.state in live for t in newest.values()):
+            return 0
+        paused = {
+            m: t
+            for m, t in newest.items()
+            if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get(PAUSED_ATTR)
+        }
+        scores = {
+            m: score
+            for m, score in _standing(trials, self.section.interval, at_pause=True).items()
+            if m in paused
+        }
+        n = len(scores)
+        k = min(math.ceil(n * self.section.quantile), n // 2)
+        order = sorted(scores, key=lambda m: (-scores[m][0] if self._maximize else scores[m][0], m))
+        top, bottom = order[:k], set(order[-k:]) if k else set()
+        for me in sorted(paused):
+            segment = paused[me]
+            rng = random.Random(f"{self.context.seed}:{me}:{segment.user_attrs[PAUSED_ATTR]}")
+            if me in bottom:
+                self._exploit(me, segment, paused[rng.choice(top)], rng)
+            else:
+                self.study.add_trial(
+                    optuna.trial.create_trial(
+                        state=optuna.trial.TrialState.WAITING,
+                        params=segment.params,
+                        distributions=segment.distributions,
+                        user_attrs={
+                            ATTEMPT_ATTR: int(segment.user_attrs.get(ATTEMPT_ATTR, 1)),
+                            **chain_attrs(segment.user_attrs, segment.number),
+                            MEMBER_ATTR: me,
+                        },
+                        system_attrs={SUPERSEDES_ATTR: segment.number},
+                    )
+                )
+        return len(paused)
+
+    def _exploit(
+        self,
+        me: int,
+        segment: optuna.trial.FrozenTrial,
+        donor: optuna.trial.FrozenTrial,
+        rng: random.Random,
+    ) -> None:
+        import optuna
+
+        step = int(donor.user_attrs[PAUSED_ATTR])
+        params = explore(donor.params, self.section.perturb, self.context.parameters, rng)
+        changed = {
+            name: [donor.params[name], params[name]]
+            for name in self.section.perturb
+            if name in params and params[name] != donor.params[name]
+        }
+        number = internals.n_trials(self.study)
+        self.study.add_trial(
+            optuna.trial.create_trial(
+                state=optuna.trial.TrialState.WAITING,
+                params=params,
+                distributions=donor.distributions,
+                user_attrs={
+                    ATTEMPT_ATTR: 1,
+                    PARENT_ATTR: donor.number,
+                    MEMBER_ATTR: me,
+                    EXPLOIT_ATTR: {
+                        "member": me,
+                        "replaces": segment.number,
+                        "donor": donor.number,
+                        "step": int(segment.user_attrs[PAUSED_ATTR]),
+                        "from_step": step,
+                        "perturbed": changed,
+                    },
+                },
+                system_attrs={SUPERSEDES_ATTR: segment.number},
+            )
+        )
+        self._message(
+            f"trial {segment.number}: exploited by pbt at step {step}: member {me} continues "
+            f"as trial {number} from trial {donor.number}'s checkpoint"
+            + (f"; explored {changed}" if changed else "")
+        )
 
     def _judge(self, rt: AttemptView, step: int) -> tuple[Continue, tuple[Path, int, int]] | None:
         import optuna
