@@ -21,9 +21,11 @@ STEPS = 6
 #: ``loss = 1 + step + lr``: later steps always look worse, so a member ranked on another's
 #: copied values would always look better than one that trained on.
 SCRIPT = f"""
-import argparse, json, time
+import argparse, json, os, time
 from tuner import trial
 ap = argparse.ArgumentParser(); ap.add_argument("--lr", type=float); lr = ap.parse_args().lr
+with open("attempts", "a") as fh:
+    fh.write(f"{{trial.number()}} {{os.environ['TUNER_ATTEMPT']}}\\n")
 resume = trial.resume_from()
 start = 0 if resume is None else resume[1] + 1
 for step in range(start, {STEPS}):
@@ -42,7 +44,7 @@ def _copied_at(trial: Any) -> int:
 
 
 def test_a_rising_loss_ends_in_at_most_population_times_steps_exploits(
-    campaign: Any, run_campaign: Any, sqlite_uri: str
+    campaign: Any, run_campaign: Any, sqlite_uri: str, tmp_path: Any
 ) -> None:
     config = campaign(
         SCRIPT,
@@ -59,10 +61,16 @@ def test_a_rising_loss_ends_in_at_most_population_times_steps_exploits(
             "perturb": {"lr": {"factor": [0.8, 1.2]}},
         },
     )
-    result = run_campaign(config)
+    import io
+
+    from tuner.campaign._progress import PlainObserver
+
+    printed = io.StringIO()
+    result = run_campaign(config, observer=PlainObserver(printed))
     trials = trials_of(config)
     by_number = {t.number: t for t in trials}
     exploits = [t for t in trials if "tuner.exploit" in t.user_attrs]
+    _one_attempt_number_everywhere(config, tmp_path, sqlite_uri, printed.getvalue(), exploits)
     assert len(exploits) <= 2 * STEPS // 1, [t.user_attrs["tuner.exploit"] for t in exploits]
     for cont in exploits:
         info = cont.user_attrs["tuner.exploit"]
@@ -86,6 +94,32 @@ def test_a_rising_loss_ends_in_at_most_population_times_steps_exploits(
     assert sorted(max(t.intermediate_values) for t in complete) == [STEPS - 1, STEPS - 1]
     runs = [r for r in mlflow_runs(sqlite_uri) if "tuner.trial_number" in r.data.tags]
     assert len(runs) == len(trials) == 2 + len(exploits)
+
+
+def _one_attempt_number_everywhere(
+    config: Any, folder: Any, uri: str, printed: str, exploits: list[Any]
+) -> None:
+    """A continuation's attempt, one after the trial it continues, reads the same in its
+    process's ``TUNER_ATTEMPT``, the Optuna attribute, the MLflow tag, `tuner status` and
+    the `tuner run` line (as a retry's line shows it)."""
+    from tuner.cli import _cmd_status
+
+    seen = dict(line.split() for line in (folder / "attempts").read_text().splitlines())
+    tags = {r.data.tags["tuner.trial_number"]: r.data.tags for r in mlflow_runs(uri)
+            if "tuner.trial_number" in r.data.tags}  # fmt: skip
+    status = {c["number"]: c["attempt"] for c in _cmd_status.collect(config)["continued"]}
+    assert exploits and set(status) == {t.number for t in exploits}
+    for cont in exploits:
+        donor = cont.user_attrs["tuner.exploit"]["donor"]
+        attempt = cont.user_attrs["tuner.attempt"]
+        parent = next(t for t in trials_of(config) if t.number == donor)
+        assert attempt == parent.user_attrs.get("tuner.attempt", 1) + 1
+        assert seen[str(cont.number)] == tags[str(cont.number)]["tuner.attempt"] == str(attempt)
+        assert status[cont.number] == attempt
+        assert (
+            f"trial {cont.number} {cont.state.name} (attempt {attempt}, continues trial {donor}"
+            in printed
+        )
 
 
 #: Deterministic values (``loss = 1 - lr + 0.01 * step``), random speeds: a decision that

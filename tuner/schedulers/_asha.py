@@ -148,7 +148,7 @@ class Asha(Scheduler):
                     params=p.params,
                     distributions=p.distributions,
                     user_attrs={
-                        ATTEMPT_ATTR: int(p.user_attrs.get(ATTEMPT_ATTR, 1)),
+                        ATTEMPT_ATTR: int(p.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
                         PROMOTED_FROM_ATTR: p.number,
                         **chain_attrs(p.user_attrs, p.number),
                     },

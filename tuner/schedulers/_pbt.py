@@ -274,7 +274,7 @@ class Pbt(Scheduler):
                         params=segment.params,
                         distributions=segment.distributions,
                         user_attrs={
-                            ATTEMPT_ATTR: int(segment.user_attrs.get(ATTEMPT_ATTR, 1)),
+                            ATTEMPT_ATTR: int(segment.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
                             **chain_attrs(segment.user_attrs, segment.number),
                             MEMBER_ATTR: me,
                         },
@@ -306,7 +306,7 @@ class Pbt(Scheduler):
                 params=params,
                 distributions=donor.distributions,
                 user_attrs={
-                    ATTEMPT_ATTR: 1,
+                    ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
                     PARENT_ATTR: donor.number,
                     MEMBER_ATTR: me,
                     EXPLOIT_ATTR: {
@@ -375,7 +375,7 @@ class Pbt(Scheduler):
                 params=params,
                 distributions=donor.distributions,
                 user_attrs={
-                    ATTEMPT_ATTR: 1,
+                    ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
                     PARENT_ATTR: donor.number,
                     MEMBER_ATTR: me,
                     EXPLOIT_ATTR: {
