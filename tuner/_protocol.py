@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from tuner.executors import Report
+    from tuner._report import Report
 
 __all__ = [
     "ATTEMPT",
@@ -216,7 +216,7 @@ def encode_report(
 def parse_report(line: bytes | str) -> Report | None:
     """The `Report` in one channel line; None for a malformed line (a trial cannot crash
     the controller with what it writes)."""
-    from tuner.executors import Report
+    from tuner._report import Report
 
     try:
         obj = json.loads(line)

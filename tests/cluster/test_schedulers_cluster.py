@@ -228,3 +228,60 @@ def test_three_workers_share_one_population(
         assert exploits, [(t.number, t.state.name, t.user_attrs) for t in trials]
     finally:
         storage.engine.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_two_workers_on_a_rising_loss_exploit_no_member_twice(
+    tmp_path: Path, pg_storage: str, mlflow_server: MlflowServer, mlflow_credentials: dict[str, str]
+) -> None:
+    from tests.tuner.test_schedulers_pbt_ready import SCRIPT as RISING
+    from tests.tuner.test_schedulers_pbt_ready import STEPS
+
+    path = _base(
+        tmp_path,
+        RISING,
+        command=[sys.executable, "trial.py", "--lr", "{lr}"],
+        reads_tuner_params=False,
+        parameters={"lr": {"type": "float", "low": 0.01, "high": 0.1}},
+        budget={"trials": 2, "max_failures": 3},
+        resources={"kind": "cpu", "parallel": 1},
+        storage=pg_storage,
+        lineage={"tracking_uri": mlflow_server.url, "experiment": f"pbt2-{tmp_path.name}"},
+        checkpoint={"store": "shared", "path": str(tmp_path / "checkpoints")},
+        scheduler={
+            "name": "pbt",
+            "population": 2,
+            "interval": 1,
+            "quantile": 0.5,
+            "perturb": {"lr": {"factor": [0.8, 1.2]}},
+        },
+    )
+    procs = [_worker(path, mlflow_credentials, tmp_path / f"w{i}.log") for i in range(2)]
+    deadline = time.monotonic() + 300
+    for i, proc in enumerate(procs):
+        assert proc.wait(max(1.0, deadline - time.monotonic())) == 0, (
+            tmp_path / f"w{i}.log"
+        ).read_text()[-3000:]
+    storage = optuna.storages.RDBStorage(pg_storage)
+    try:
+        study = optuna.load_study(study_name="sched", storage=storage)
+        trials = study.get_trials()
+        from tuner.coordination import counted_trials
+        from tuner.schedulers import member_of
+
+        assert counted_trials(study) == 2
+        assert not [t.number for t in trials if t.state.name in ("RUNNING", "WAITING")]
+        exploits = [
+            t.user_attrs["tuner.exploit"] for t in trials if "tuner.exploit" in t.user_attrs
+        ]
+        replaced = [e["replaces"] for e in exploits]
+        assert len(replaced) == len(set(replaced)), f"replaced twice: {replaced}"
+        # One decision per member and step: two workers never both exploit one member there.
+        decided = [(e["member"], e["step"]) for e in exploits]
+        assert len(decided) == len(set(decided)), decided
+        assert len(exploits) <= 2 * STEPS
+        newest = {member_of(t): t for t in sorted(trials, key=lambda t: t.number)}
+        assert sorted(t.state.name for t in newest.values()) == ["COMPLETE", "COMPLETE"]
+    finally:
+        storage.engine.dispose()

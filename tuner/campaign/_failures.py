@@ -47,8 +47,12 @@ class FailureBudget:
             f"attempt(s) reached budget.max_failures={self._max}; last: {self._last}"
         )
 
-    def count(self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None) -> bool:
-        """Count a failed attempt; whether it is retried."""
+    def count(
+        self, rt: RunningTrial, outcome: TrialOutcome, reason: str | None, *, tries: int
+    ) -> bool:
+        """Count a failed attempt; whether it is retried. ``tries``: the failed attempts of
+        its configuration in a row, this one included (a scheduler's continuation is a later
+        attempt of its chain, but it starts a new run of tries)."""
         # A retry keeps the parameters, so they name the chain of attempts across copies.
         key = json.dumps(rt.params, sort_keys=True, default=str)
         if outcome.packed_oom:
@@ -57,7 +61,7 @@ class FailureBudget:
         self.failures += 1
         self._last = f"trial {rt.number}: {reason}"
         return (
-            rt.attempt - self._forgiven.get(key, 0) <= self._trial.retries
+            tries - self._forgiven.get(key, 0) <= self._trial.retries
             and self.failures < self._max
             and self._trial.retries_on(outcome.exit_code, outcome.signal_name, outcome.timed_out)
         )

@@ -3,9 +3,10 @@
 The controller calls :meth:`MetricIntake.collect` for every running trial on each turn of
 its loop. New points of the target metric are reported to the trial (Optuna's pruner then
 decides), every finite point is recorded in the trial's MLflow run, and the online
-diagnosis (loss runaway, NaN/Inf) may stop a doomed trial early; either way the trial is
-asked to stop and its reason kept in ``rt.prune_reason``. With a ``scheduler:``, the
+diagnosis (loss runaway, NaN/Inf) may stop a doomed trial early. With a ``scheduler:``, the
 scheduler judges the new target values instead of Optuna's pruner (see `tuner.schedulers`).
+Each of them returns a decision; the strongest of one turn's (`tuner.schedulers.strongest`)
+takes effect through `Decisions`, the one place that changes an attempt's course.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from tuner._report import Report
 from tuner.campaign._running import RunningTrial
-from tuner.executors import Report, TrialOutcome
+from tuner.executors import TrialOutcome
+from tuner.schedulers import KEEP, Decision, Stop, strongest
 
 if TYPE_CHECKING:
+    from tuner.campaign._decide import Decisions
     from tuner.records import LineageRecorder
     from tuner.schedulers import Scheduler
 
@@ -37,10 +41,12 @@ class MetricIntake:
         recorder: LineageRecorder,
         online_check: Callable[..., Any] | None,
         *,
+        decisions: Decisions,
         prune_on: str | None,
         pruner: str,
         scheduler: Scheduler | None = None,
     ) -> None:
+        self._decisions = decisions
         self._prune_on = prune_on
         self._pruner = pruner
         self._recorder = recorder
@@ -59,8 +65,8 @@ class MetricIntake:
                 reports.extend(collector.collect(rt.handle))
         if reports:
             self._absorb(rt, reports)
-        if self._scheduler is not None and outcome is None:
-            self._scheduler.tick(rt)
+        if outcome is None:
+            self._decisions.tick(rt)
         return outcome
 
     def _absorb(self, rt: RunningTrial, reports: list[Report]) -> None:
@@ -88,7 +94,7 @@ class MetricIntake:
                     key == target
                     and math.isfinite(value)
                     and report.step not in rt.reported_steps
-                    and rt.prune_reason is None
+                    and rt.decided is None
                     and not rt.superseded
                 ):
                     try:
@@ -102,30 +108,31 @@ class MetricIntake:
                     new_target = True
         if rt.run_id and points:
             self._recorder.trial_metrics(rt.run_id, points)
-        if rt.prune_reason is not None or rt.superseded:
+        if rt.decided is not None or rt.superseded:
             return
+        by_scheduler: Decision = KEEP
+        by_pruner: Decision = KEEP
         if new_target and self._scheduler is not None:
-            self._scheduler.reported(rt, before, max(rt.reported_steps))
-            if rt.prune_reason is not None:
-                return
+            by_scheduler = self._scheduler.reported(rt, before, max(rt.reported_steps))
         elif new_target and rt.trial.should_prune():
             assert target is not None  # only the `prune_on` metric is reported
-            step = max(rt.reported_steps)
-            rt.prune_reason = (
-                f"pruned by the {self._pruner} pruner at step {step} "
+            by_pruner = Stop(
+                f"pruned by the {self._pruner} pruner at step {max(rt.reported_steps)} "
                 f"({target}={_short(rt.latest.get(target))})"
             )
-            rt.handle.request_prune()
-            return
+        by_diagnosis = self._diagnose(rt, fresh_non_finite)
+        self._decisions.apply(rt, strongest(by_scheduler, by_pruner, by_diagnosis))
+
+    def _diagnose(self, rt: RunningTrial, fresh_non_finite: bool) -> Decision:
         now = time.monotonic()
-        if self._online_check is not None and (fresh_non_finite or now - rt.last_check >= 1.0):
-            rt.last_check = now
-            for key, (steps, values) in rt.history.items():
-                finding = self._online_check(key, steps, values)
-                if finding is not None:
-                    rt.prune_reason = f"stopped early by diagnosis: {_finding_text(finding)}"
-                    rt.handle.request_prune()
-                    return
+        if self._online_check is None or not (fresh_non_finite or now - rt.last_check >= 1.0):
+            return KEEP
+        rt.last_check = now
+        for key, (steps, values) in rt.history.items():
+            finding = self._online_check(key, steps, values)
+            if finding is not None:
+                return Stop(f"stopped early by diagnosis: {_finding_text(finding)}")
+        return KEEP
 
 
 def load_online_check(goals: Mapping[str, str] | None = None) -> Callable[..., Any]:

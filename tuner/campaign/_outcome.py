@@ -26,6 +26,7 @@ from tuner.search import (
     STALE_ATTR,
     chain_attrs,
     internals,
+    parent_trial,
 )
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from tuner.executors import TrialOutcome
     from tuner.schedulers import Scheduler
 
-__all__ = ["Bookkeeping", "best_of", "judge", "superseded", "tell"]
+__all__ = ["Bookkeeping", "best_of", "failed_in_a_row", "judge", "superseded", "tell"]
 
 
 class Bookkeeping:
@@ -97,7 +98,9 @@ class Bookkeeping:
             placement_attr(rt.device, getattr(rt.handle, "started_at", None), outcome),
         )
         # A failed attempt counts against budget.max_failures; a retry keeps its reports.
-        retry = state is TrialState.FAIL and self._failures.count(rt, outcome, reason)
+        retry = state is TrialState.FAIL and self._failures.count(
+            rt, outcome, reason, tries=failed_in_a_row(self._study, rt.trial) + 1
+        )
         if retry:
             self._launcher.remember(rt.number, rt.history)
         if retry:
@@ -122,6 +125,22 @@ class Bookkeeping:
         if self._scheduler is not None:
             self._scheduler.changed()
         self._run_ends.told(rt, outcome, state, values, reason=reason, retried_as=retry_number)
+
+
+def failed_in_a_row(study: optuna.Study, trial: optuna.Trial) -> int:
+    """How many failed attempts ``trial`` retries in a row: its parent, if it failed, and
+    that one's parent, and so on. An interrupted attempt re-run after its controller died is
+    passed over (it did not fail); a trial a scheduler paused or replaced ends the row."""
+    trials = study.get_trials(deepcopy=False)
+    count, parent = 0, parent_trial(trial)
+    while parent is not None:
+        t = trials[parent]
+        if t.system_attrs.get(FAILED_ATTEMPT):
+            count += 1
+        elif t.state.name != "FAIL" or STALE_ATTR not in t.system_attrs:
+            break
+        parent = parent_trial(t)
+    return count
 
 
 def superseded(study: optuna.Study, rt: RunningTrial) -> str | None:

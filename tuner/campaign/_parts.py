@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.campaign._ahead import AskAhead
+from tuner.campaign._decide import Decisions
 from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher
 from tuner.campaign._launch_plan import LaunchPlan
@@ -116,6 +117,12 @@ def build_parts(
         folder=launcher.checkpoint_folder,
         message=message,
     )
+    decisions = Decisions(
+        study,
+        folder=launcher.checkpoint_folder,
+        grace=config.trial.grace_period,
+        message=message,
+    )
     intake = MetricIntake(
         recorder,
         (
@@ -123,6 +130,7 @@ def build_parts(
             if config.diagnosis.early_stop
             else None
         ),
+        decisions=decisions,
         prune_on=None if config.multi_objective else config.target.metric,
         pruner=config.pruner.name,
         scheduler=scheduler,

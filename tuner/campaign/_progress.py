@@ -199,8 +199,8 @@ class PlainObserver(Observer):
         attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
         resumed = frozen.user_attrs.get(RESUMED_STEP_ATTR)
         parent = frozen.user_attrs.get(PARENT_ATTR)
-        # A continuation names the trial it continues: its own attempt count restarts at 1
-        # when `tuner resume` re-runs an interrupted trial, which would read as a first try.
+        # A continuation (a retry, a re-run, a promotion, an exploit) is one attempt after the
+        # trial it continues, and names it.
         notes = [f"attempt {attempt}"] if attempt > 1 else []
         notes += [f"continues trial {parent}"] if parent is not None else []
         notes += [f"resumed from step {resumed}"] if resumed is not None else []

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.campaign._state import TrialState
+from tuner.schedulers import Continue, Pause, Stop
 
 if TYPE_CHECKING:
     import optuna
@@ -40,18 +41,16 @@ class RunningTrial:
     #: A continuation's ancestors' MLflow runs, nearest first: at its end their series are
     #: carried into its run below the steps it recorded (`tuner.records.carry_history`).
     carry_from: tuple[str, ...] = ()
-    prune_reason: str | None = None
     #: Another controller re-queued this trial while it ran (the study holds it as ended):
     #: nothing more is told about it, and its process is stopped.
     superseded: bool = False
     last_check: float = 0.0
-    #: User attributes set on the trial just before it is told PRUNED (a scheduler's pause
-    #: or exploit: ``tuner.paused_at``, ``tuner.exploited_at``).
-    end_attrs: dict[str, Any] = field(default_factory=dict)
-    #: False once a scheduler made another trial count for this one (a PBT exploit).
-    counted: bool = True
-    #: A scheduler's pending decision about this attempt (a pause waiting for its checkpoint).
-    scheduled: Any = None
+    #: The decision that stops this attempt, once one took effect (`tuner.campaign` applies
+    #: decisions in one place, `Decisions`); None while it goes on.
+    decided: Stop | Continue | None = None
+    #: A pause waiting for the checkpoint of its step, and until when it waits.
+    pending: Pause | None = None
+    pending_until: float = 0.0
     #: Secret values the attempt received (argv flags, env); masked out of its output and
     #: fail reason before they are recorded.
     secrets: frozenset[str] = frozenset()
@@ -59,6 +58,22 @@ class RunningTrial:
     @property
     def number(self) -> int:
         return int(self.trial.number)
+
+    @property
+    def prune_reason(self) -> str | None:
+        """Why the attempt is told PRUNED (None while no decision stopped it)."""
+        return None if self.decided is None else self.decided.reason
+
+    @property
+    def end_attrs(self) -> Mapping[str, Any]:
+        """User attributes set on the trial just before it is told PRUNED (a scheduler's pause
+        or exploit: ``tuner.paused_at``, ``tuner.exploited_at``)."""
+        return {} if self.decided is None else self.decided.attrs
+
+    @property
+    def counted(self) -> bool:
+        """False once a scheduler made another trial count for this one (a PBT exploit)."""
+        return not isinstance(self.decided, Continue)
 
 
 @dataclass

@@ -125,6 +125,12 @@ class PbtConfig(_Model):
         description="the parameters explore may change, and how (other parameters are "
         "copied from the member whose checkpoint is taken)"
     )
+    synch: bool = Field(
+        default=False,
+        description="decide at multiples of interval once every live member reached them "
+        "(each pauses there), so a seeded campaign's decisions repeat; else each member is "
+        "judged as it reports",
+    )
 
     @model_validator(mode="after")
     def _some(self) -> PbtConfig:

@@ -109,7 +109,7 @@ def supersede(
     study.enqueue_trial(
         dict(params),
         user_attrs={
-            ATTEMPT_ATTR: attempt,
+            ATTEMPT_ATTR: attempt + 1,
             RERUN_OF_ATTR: number,
             **chain_attrs(frozen.user_attrs, number),
         },

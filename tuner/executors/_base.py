@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner._report import Report
+
 __all__ = [
     "Executor",
     "ExecutorFullError",
@@ -67,22 +69,6 @@ class TrialSpec:
     workdir: str | None = None
     timeout: float | None = None
     run_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Report:
-    """One intermediate report from a trial: ``step`` and its metric values.
-
-    ``source`` is ``"api"`` for `tuner.trial.report` lines; collectors may add others.
-    ``recorded``: the trial's own lineage run already holds these values (the script records
-    into its trial's run with ``lineage``), so the controller does not write them again.
-    """
-
-    step: int
-    metrics: Mapping[str, float]
-    source: str = "api"
-    timestamp: float = 0.0
-    recorded: bool = False
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,16 @@ def trial_start_tags(
     """The tags a trial run gets as its process starts: its type, name, number, attempt,
     sampler, device, command line and environment (secrets masked), then ``extra``."""
     from lineage.masking import mask_argv, mask_value
+    from tuner.search import RETRY_OF_USER_ATTR
 
     masked = " ".join(mask_argv(list(argv)))
     tags = {
         T.RUN_TYPE: T.RUN_TYPE_TRIAL,
-        T.MLFLOW_RUN_NAME: trial_run_name(campaign, number, attempt),
+        # Only a retry of a failed attempt says so in its name; a re-run, a promotion or an
+        # exploit is a later attempt too, but not a retry.
+        T.MLFLOW_RUN_NAME: trial_run_name(
+            campaign, number, attempt if RETRY_OF_USER_ATTR in (extra or {}) else 1
+        ),
         T.TRIAL_NUMBER: str(number),
         T.ATTEMPT: str(attempt),
         T.SAMPLER: sampler,

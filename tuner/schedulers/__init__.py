@@ -1,6 +1,6 @@
 """Trial schedulers on top of checkpoints: asynchronous successive halving with pause and
 promotion (``_asha``) and population-based training (``_pbt``). A scheduler decides which
-attempts go on, stop or pause, and which continuations (a trial resumed from a checkpoint,
+attempts go on, stop or pause (a `Decision` the controller applies), and which continuations (a trial resumed from a checkpoint,
 possibly another trial's, possibly with other parameters) join the study; the controller
 and the executors run them as they run any trial. `make_scheduler` picks one from the
 config's ``scheduler:`` section."""
@@ -14,6 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.schedulers._asha import Asha
 from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.schedulers._decision import (
+    KEEP,
+    AttemptView,
+    Continue,
+    Decision,
+    Keep,
+    Pause,
+    Stop,
+    strongest,
+)
 from tuner.schedulers._pbt import Pbt, explore, member_of
 
 if TYPE_CHECKING:
@@ -22,13 +32,21 @@ if TYPE_CHECKING:
     from tuner.config import SchedulerConfig
 
 __all__ = [
+    "KEEP",
     "Asha",
+    "AttemptView",
+    "Continue",
+    "Decision",
+    "Keep",
+    "Pause",
     "Pbt",
     "Scheduler",
     "SchedulerContext",
+    "Stop",
     "explore",
     "make_scheduler",
     "member_of",
+    "strongest",
 ]
 
 

@@ -19,13 +19,11 @@ worker), and the decision is made under the study lock.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage import checkpoints
 from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.schedulers._decision import KEEP, AttemptView, Decision, Pause, Stop
 from tuner.search import (
     ATTEMPT_ATTR,
     IMPORTED_ATTR,
@@ -35,23 +33,14 @@ from tuner.search import (
     SUPERSEDES_ATTR,
     chain_attrs,
     first_trial,
-    internals,
 )
 
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.campaign import RunningTrial
     from tuner.config import AshaConfig
 
 __all__ = ["Asha", "in_top", "rung_values"]
-
-
-@dataclass
-class _Pause:
-    rung: int
-    deadline: float
-    what: str
 
 
 def rung_values(trials: Iterable[optuna.trial.FrozenTrial], rung: int) -> dict[int, float]:
@@ -90,37 +79,27 @@ class Asha(Scheduler):
         self._rungs = self.section.rungs()
         self._maximize = context.target.goal == "maximize"
 
-    def reported(self, rt: RunningTrial, before: int, step: int) -> None:
-        if rt.scheduled is not None or rt.prune_reason is not None:
-            return
+    def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
         crossed = [r for r in self._rungs if before < r <= step]
         if not crossed:
-            return
+            return KEEP
         rung = crossed[-1]
         values = rung_values(self.study.get_trials(deepcopy=False), rung)
         chain = first_trial(rt.trial)
         if chain not in values:
-            return  # not a finite value there: the diagnosis, or judging, deals with it
+            return KEEP  # not a finite value there: the diagnosis, or judging, deals with it
         self._dirty = True  # a new value at a rung may lift a paused trial into the top
         eta = self.section.reduction_factor
         ok, rank, n = in_top(values, chain, eta, self._maximize)
         if ok:
-            return
+            return KEEP
         what = (
             f"at rung step {rung} ({self.context.target.metric}={values[chain]:.6g}, rank "
             f"{rank + 1} of {n}; the top 1/{eta} go on)"
         )
         if self.section.mode == "stop":
-            rt.prune_reason = f"stopped by the asha scheduler {what}"
-            rt.handle.request_prune()
-            return
-        grace = self.context.grace_period
-        rt.scheduled = _Pause(rung, time.monotonic() + grace, what)
-        # Recorded at once: a controller that dies before the pause takes effect leaves a
-        # RUNNING trial that the next one pauses instead of re-running (`recover`).
-        storage = internals.storage_of(self.study)
-        storage.set_trial_user_attr(internals.trial_id(rt.trial), PAUSED_ATTR, rung)
-        self.tick(rt)
+            return Stop(f"stopped by the asha scheduler {what}")
+        return Pause(rung, what)
 
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str
@@ -137,26 +116,6 @@ class Asha(Scheduler):
             )
             self._end_pruned(frozen, host, why, {})
         return left
-
-    def tick(self, rt: RunningTrial) -> None:
-        pause = rt.scheduled
-        if not isinstance(pause, _Pause) or rt.prune_reason is not None:
-            return
-        found = checkpoints.latest_good(self._folder(rt.trial))
-        ready = found is not None and found.step >= pause.rung
-        if not ready and time.monotonic() < pause.deadline:
-            return
-        if not ready:
-            held = f"step {found.step}" if found is not None else "none"
-            self._message(
-                f"trial {rt.number}: no checkpoint of step {pause.rung} within "
-                f"trial.grace_period={self.context.grace_period:g}s (latest: {held}); "
-                "a promotion resumes from the latest one"
-            )
-        rt.prune_reason = f"paused by the asha scheduler {pause.what}"
-        rt.end_attrs[PAUSED_ATTR] = pause.rung
-        rt.handle.request_prune()
-        self._message(f"trial {rt.number}: paused {pause.what}")
 
     def _continuations(self) -> int:
         import optuna
@@ -189,7 +148,7 @@ class Asha(Scheduler):
                     params=p.params,
                     distributions=p.distributions,
                     user_attrs={
-                        ATTEMPT_ATTR: int(p.user_attrs.get(ATTEMPT_ATTR, 1)),
+                        ATTEMPT_ATTR: int(p.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
                         PROMOTED_FROM_ATTR: p.number,
                         **chain_attrs(p.user_attrs, p.number),
                     },

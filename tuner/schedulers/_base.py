@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.campaign import RunningTrial
     from tuner.config import Objective, Parameter
+    from tuner.schedulers._decision import AttemptView, Decision
 
 __all__ = ["Scheduler", "SchedulerContext"]
 
@@ -40,12 +40,10 @@ class Scheduler(abc.ABC):
     Contract. The controller calls it from its own thread only:
 
     - `reported` after a running attempt's new target values reached the study (``before``:
-      the highest step it had reported before them). It may stop the attempt
-      (``rt.prune_reason`` set and the process asked to stop, as a pruner does), mark it
-      (``rt.end_attrs``, set when it is told PRUNED) or keep a pending decision in
-      ``rt.scheduled``.
-    - `tick` on every turn of the loop for every running attempt (a pending decision that
-      waits for a checkpoint).
+      the highest step it had reported before them). It returns a decision (`Keep`, `Stop`,
+      `Pause` at a step, `Continue` as another trial) over a read-only view of the attempt;
+      the controller applies it, with the pruner's and the diagnosis's, in one place
+      (`strongest` says which wins). It is not asked about an attempt already stopping.
     - `recover` once, before the coordination re-runs the trials a dead controller left.
     - `before_ask` before the controller asks for a new trial: it may enqueue continuations
       (WAITING trials, which the next ask takes first, whatever the budget count); the number
@@ -77,12 +75,9 @@ class Scheduler(abc.ABC):
         self._last_scan = 0.0
 
     @abc.abstractmethod
-    def reported(self, rt: RunningTrial, before: int, step: int) -> None:
-        """``rt`` reported target values up to ``step`` (``before``: its highest step
-        before; -1 for none)."""
-
-    def tick(self, rt: RunningTrial) -> None:  # noqa: B027 - optional hook
-        """A turn of the controller's loop while ``rt`` runs. Default: nothing."""
+    def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
+        """What becomes of ``rt``, which reported target values up to ``step`` (``before``:
+        its highest step before; -1 for none)."""
 
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str

@@ -13,6 +13,16 @@ copied into its own folder (``tuner.parent_trial`` = the donor; ``tuner.exploit`
 member, which donor, the step and what changed), and takes over the donor's reports up to
 that step, so the member's run shows one curve.
 
+With ``synch: true`` the members decide together: a member that reaches a multiple of
+``interval`` pauses there once its checkpoint of that step is committed (PRUNED,
+``tuner.paused_at``). When no member runs any more (each is paused at its boundary, or
+ended), every paused member is decided about in member order, by the values members trained
+themselves, with choices seeded by ``sampler.seed``, the member and the step: the bottom
+``quantile`` exploit a top member's checkpoint of that step, the others continue from their
+own. Decisions then depend on what the trials reported, not on when, so a seeded campaign of
+deterministic trials makes the same ones every time; each member's process restarts at each
+boundary.
+
 Crash safety: the segment is marked superseded before its continuation is added; a
 controller that dies between the two leaves a superseded RUNNING trial, which the next
 controller re-runs from the member's own checkpoint (the exploit is lost, the member is
@@ -26,19 +36,25 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage import checkpoints
 from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.schedulers._decision import KEEP, AttemptView, Continue, Decision, Pause
 from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     EXPLOITED_ATTR,
     IMPORTED_ATTR,
+    LAUNCH_ATTR,
     MEMBER_ATTR,
     PARENT_ATTR,
+    PAUSED_ATTR,
     STALE_ATTR,
+    SUPERSEDES_ATTR,
+    chain_attrs,
     first_trial,
     internals,
 )
@@ -46,7 +62,6 @@ from tuner.search import (
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.campaign import RunningTrial
     from tuner.config import Parameter, PbtConfig, Perturb
 
 __all__ = ["Pbt", "explore", "member_of"]
@@ -58,17 +73,45 @@ def member_of(trial: optuna.trial.FrozenTrial | optuna.Trial) -> int:
     return first_trial(trial) if value is None else int(value)
 
 
-def _scores(
-    trials: list[optuna.trial.FrozenTrial],
-) -> dict[int, tuple[float, optuna.trial.FrozenTrial]]:
-    """``{member: (latest value, its newest segment)}`` of the members that reported."""
-    out: dict[int, tuple[float, optuna.trial.FrozenTrial]] = {}
-    for t in trials:  # by number: a newer segment replaces an older one
-        if IMPORTED_ATTR in t.system_attrs or not t.intermediate_values:
+def _copied_at(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
+    """The step a continuation copied its member's checkpoint at (0 for any other segment)."""
+    exploit = trial.user_attrs.get(EXPLOIT_ATTR)
+    return int(exploit.get("from_step", 0)) if isinstance(exploit, dict) else 0
+
+
+def _standing(
+    trials: list[optuna.trial.FrozenTrial], interval: int, *, at_pause: bool = False
+) -> dict[int, tuple[float, optuna.trial.FrozenTrial, int | None]]:
+    """``{member: (latest value it trained itself, its newest segment, the step of its last
+    copy or None)}``
+    of the members that are ready: their newest segment has reported a value of its own (a
+    step past the checkpoint it copied, if it copied one) and has trained ``interval`` steps
+    of its own since it started or last copied. ``at_pause``: values up to the step each
+    segment paused at (``synch``: a step it reported after, before its process stopped, is
+    left out, so that the ranking does not depend on how fast the pause took effect)."""
+    base: dict[int, int] = {}
+    newest: dict[int, optuna.trial.FrozenTrial] = {}
+    for t in sorted(trials, key=lambda t: t.number):
+        if IMPORTED_ATTR in t.system_attrs:
             continue
-        value = t.intermediate_values[max(t.intermediate_values)]
+        member = member_of(t)
+        newest[member] = t  # a continuation not yet started makes its member not ready
+        if isinstance(t.user_attrs.get(EXPLOIT_ATTR), dict):
+            base[member] = _copied_at(t)
+    out: dict[int, tuple[float, optuna.trial.FrozenTrial, int | None]] = {}
+    for member, t in newest.items():
+        copied = base.get(member)
+        upto = t.user_attrs.get(PAUSED_ATTR) if at_pause else None
+        own = [
+            s
+            for s in t.intermediate_values
+            if (copied is None or s > copied) and (upto is None or s <= int(upto))
+        ]
+        if not own or max(own) - (copied or 0) < interval:
+            continue
+        value = t.intermediate_values[max(own)]
         if math.isfinite(value):
-            out[member_of(t)] = (value, t)
+            out[member] = (value, t, copied)
     return out
 
 
@@ -135,7 +178,8 @@ class Pbt(Scheduler):
         self, orphans: list[optuna.trial.FrozenTrial], host: str
     ) -> list[optuna.trial.FrozenTrial]:
         """A member's trial its dead controller had replaced (its continuation is in the
-        study) is told PRUNED as exploited, not re-run: the continuation goes on for it."""
+        study) is told PRUNED as exploited, not re-run: the continuation goes on for it; one
+        it had paused (``synch``) is told PRUNED as paused."""
         exploits = {
             int(t.user_attrs[EXPLOIT_ATTR]["replaces"]): t
             for t in self.study.get_trials(deepcopy=False)
@@ -144,6 +188,14 @@ class Pbt(Scheduler):
         left = []
         for frozen in orphans:
             cont = exploits.get(frozen.number)
+            paused = frozen.user_attrs.get(PAUSED_ATTR)
+            if cont is None and paused is not None and frozen.user_attrs.get(LAUNCH_ATTR):
+                why = (
+                    f"paused by the pbt scheduler at step {paused} (its controller died before "
+                    "the pause was told; the next controller told it)"
+                )
+                self._end_pruned(frozen, host, why, {})
+                continue
             if cont is None:
                 left.append(frozen)
                 continue
@@ -155,29 +207,135 @@ class Pbt(Scheduler):
             self._end_pruned(frozen, host, why, {EXPLOITED_ATTR: step})
         return left
 
-    def reported(self, rt: RunningTrial, before: int, step: int) -> None:
-        if rt.prune_reason is not None or rt.superseded:
-            return
-        every = self.section.interval
-        if step // every == max(before, 0) // every or step < every:
-            return  # no multiple of interval crossed
+    def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
+        if self.section.synch:
+            return self._at_boundary(before, step)
+        every, base = self.section.interval, _copied_at(rt.trial)
+        if step - base < every or (step - base) // every == (max(before, base) - base) // every:
+            return KEEP  # not another `interval` of its own steps since it started or copied
         with self._locked():
-            copy = self._judge(rt, step)
-        if copy is not None:
-            # Outside the lock (a checkpoint may be large): the donor's checkpoint the
-            # decision saw, before the donor's own pruning of old checkpoints removes it.
-            source, number, seen = copy
-            copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
+            judged = self._judge(rt, step)
+        if judged is None:
+            return KEEP
+        decision, (source, number, seen) = judged
+        # Outside the lock (a checkpoint may be large): the donor's checkpoint the decision
+        # saw, before the donor's own pruning of old checkpoints removes it.
+        copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
+        return decision
 
-    def _judge(self, rt: RunningTrial, step: int) -> tuple[Any, int, int] | None:
+    def _at_boundary(self, before: int, step: int) -> Decision:
+        every = self.section.interval
+        boundary = step // every * every
+        if boundary <= max(before, 0) or boundary < every:
+            return KEEP
+        self._dirty = True
+        return Pause(boundary, f"at step {boundary} until every member reached it", by="pbt")
+
+    def _continuations(self) -> int:
+        """With ``synch``: once no member runs or waits to start (each is paused at a
+        boundary or ended), every paused member is decided about, in member order, from the
+        values the members trained themselves up to their boundary, and continues: as itself
+        from its own checkpoint, or exploiting a top member's (also paused there)."""
+        import optuna
+
+        if not self.section.synch:
+            return 0
+        trials = self.study.get_trials(deepcopy=False)
+        newest: dict[int, optuna.trial.FrozenTrial] = {}
+        for t in sorted(trials, key=lambda t: t.number):
+            if IMPORTED_ATTR not in t.system_attrs:
+                newest[member_of(t)] = t
+        live = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+        if len(newest) < self.section.population or any(t.state in live for t in newest.values()):
+            return 0
+        paused = {
+            m: t
+            for m, t in newest.items()
+            if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get(PAUSED_ATTR)
+        }
+        scores = {
+            m: score
+            for m, score in _standing(trials, self.section.interval, at_pause=True).items()
+            if m in paused
+        }
+        n = len(scores)
+        k = min(math.ceil(n * self.section.quantile), n // 2)
+        order = sorted(scores, key=lambda m: (-scores[m][0] if self._maximize else scores[m][0], m))
+        top, bottom = order[:k], set(order[-k:]) if k else set()
+        for me in sorted(paused):
+            segment = paused[me]
+            rng = random.Random(f"{self.context.seed}:{me}:{segment.user_attrs[PAUSED_ATTR]}")
+            if me in bottom:
+                self._exploit(me, segment, paused[rng.choice(top)], rng)
+            else:
+                self.study.add_trial(
+                    optuna.trial.create_trial(
+                        state=optuna.trial.TrialState.WAITING,
+                        params=segment.params,
+                        distributions=segment.distributions,
+                        user_attrs={
+                            ATTEMPT_ATTR: int(segment.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
+                            **chain_attrs(segment.user_attrs, segment.number),
+                            MEMBER_ATTR: me,
+                        },
+                        system_attrs={SUPERSEDES_ATTR: segment.number},
+                    )
+                )
+        return len(paused)
+
+    def _exploit(
+        self,
+        me: int,
+        segment: optuna.trial.FrozenTrial,
+        donor: optuna.trial.FrozenTrial,
+        rng: random.Random,
+    ) -> None:
+        import optuna
+
+        step = int(donor.user_attrs[PAUSED_ATTR])
+        params = explore(donor.params, self.section.perturb, self.context.parameters, rng)
+        changed = {
+            name: [donor.params[name], params[name]]
+            for name in self.section.perturb
+            if name in params and params[name] != donor.params[name]
+        }
+        number = internals.n_trials(self.study)
+        self.study.add_trial(
+            optuna.trial.create_trial(
+                state=optuna.trial.TrialState.WAITING,
+                params=params,
+                distributions=donor.distributions,
+                user_attrs={
+                    ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
+                    PARENT_ATTR: donor.number,
+                    MEMBER_ATTR: me,
+                    EXPLOIT_ATTR: {
+                        "member": me,
+                        "replaces": segment.number,
+                        "donor": donor.number,
+                        "step": int(segment.user_attrs[PAUSED_ATTR]),
+                        "from_step": step,
+                        "perturbed": changed,
+                    },
+                },
+                system_attrs={SUPERSEDES_ATTR: segment.number},
+            )
+        )
+        self._message(
+            f"trial {segment.number}: exploited by pbt at step {step}: member {me} continues "
+            f"as trial {number} from trial {donor.number}'s checkpoint"
+            + (f"; explored {changed}" if changed else "")
+        )
+
+    def _judge(self, rt: AttemptView, step: int) -> tuple[Continue, tuple[Path, int, int]] | None:
         import optuna
 
         trials = self.study.get_trials(deepcopy=False)
-        scores = _scores(trials)
+        scores = _standing(trials, self.section.interval)
         me = member_of(rt.trial)
         n = len(scores)
         k = min(math.ceil(n * self.section.quantile), n // 2)
-        if me not in scores or k == 0:
+        if me not in scores or scores[me][1].number != rt.number or k == 0:
             return None
         order = sorted(scores, key=lambda m: (-scores[m][0] if self._maximize else scores[m][0], m))
         if me not in order[-k:]:
@@ -189,8 +347,9 @@ class Pbt(Scheduler):
             if m == me or segment.state != running or STALE_ATTR in segment.system_attrs:
                 continue
             found = checkpoints.latest_good(self._folder(segment))
-            if found is not None:
-                held[m] = found.step
+            copied = scores[m][2]
+            if found is not None and (copied is None or found.step > copied):
+                held[m] = found.step  # a checkpoint of its own training
         if not held:
             return None
         rng = random.Random(f"{self.context.seed}:{me}:{step}")
@@ -216,7 +375,7 @@ class Pbt(Scheduler):
                 params=params,
                 distributions=donor.distributions,
                 user_attrs={
-                    ATTEMPT_ATTR: 1,
+                    ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
                     PARENT_ATTR: donor.number,
                     MEMBER_ATTR: me,
                     EXPLOIT_ATTR: {
@@ -230,9 +389,6 @@ class Pbt(Scheduler):
                 },
             )
         )
-        rt.prune_reason = why
-        rt.end_attrs[EXPLOITED_ATTR] = step
-        rt.counted = False
-        rt.handle.request_prune()
         self._message(f"trial {rt.number}: {why}" + (f"; explored {changed}" if changed else ""))
-        return self._folder(donor), number, held[chosen]
+        decision = Continue(number, why, {EXPLOITED_ATTR: step})
+        return decision, (self._folder(donor), number, held[chosen])

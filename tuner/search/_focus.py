@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
-    from tuner.config import Parameter
+    from tuner.search._shapes import ParameterShape as Parameter
 
 __all__ = [
     "EXPLORE_EVERY",

@@ -17,7 +17,8 @@ from tuner.search._bounds import at_bounds
 from tuner.search._transfer import SourceTransfer, line, measure
 
 if TYPE_CHECKING:
-    from tuner.config import Parameter, WarmStartConfig
+    from tuner.search._shapes import ParameterShape as Parameter
+    from tuner.search._shapes import WarmStartShape as WarmStartConfig
     from tuner.search._study import StudyPlan
 
 _log = logging.getLogger(__name__)

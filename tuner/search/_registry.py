@@ -24,13 +24,11 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner._errors import ConfigError, ErrorAt
-    from tuner.config import (
-        CampaignConfig,
-        Parameter,
-        PrunerConfig,
-        SamplerConfig,
-        WarmStartConfig,
-    )
+    from tuner.search._shapes import CampaignShape as CampaignConfig
+    from tuner.search._shapes import ParameterShape as Parameter
+    from tuner.search._shapes import PrunerShape as PrunerConfig
+    from tuner.search._shapes import SamplerShape as SamplerConfig
+    from tuner.search._shapes import WarmStartShape as WarmStartConfig
 
 __all__ = [
     "ALTERNATIVES",
@@ -336,7 +334,7 @@ def _construct(
     path: tuple[str, ...],
     cls: type,
     kwargs: dict[str, Any],
-    shown: dict[str, Any],
+    shown: Mapping[str, Any],
 ) -> Any:
     import warnings
 

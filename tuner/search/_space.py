@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.distributions import BaseDistribution
 
-    from tuner.config import Parameter
+    from tuner.search._shapes import ParameterShape as Parameter
 
 __all__ = [
     "distribution",

@@ -26,7 +26,8 @@ from tuner.search._storage_errors import storage_unavailable
 
 if TYPE_CHECKING:
     from tuner._errors import ErrorAt
-    from tuner.config import CampaignConfig, PrunerConfig
+    from tuner.search._shapes import CampaignShape as CampaignConfig
+    from tuner.search._shapes import PrunerShape as PrunerConfig
 
 __all__ = [
     "StorageUnavailable",
