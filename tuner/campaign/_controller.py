@@ -215,6 +215,9 @@ class Controller:
             # study and the lineage store are set up.
             if self._executor is None:
                 self._executor = build_executor(self.config, self.campaign_dir.trials)
+            # Shared devices found at run time: the sampler and the progress line plan for
+            # the trials the executor can run at once.
+            self.config.resources.fit(self._executor.capacity)
             self.study = study = create_study(StudyPlan.of(self.config), self._storage)
             for line in self._preflight.apply(study):
                 self._observer.message(line)
