@@ -171,6 +171,12 @@ class TrialHandle(abc.ABC):
     def terminate(self) -> None:
         """Stop the trial as `request_prune` does; used on shutdown. Idempotent, thread-safe."""
 
+    @property
+    def reported_memory(self) -> float | None:
+        """The most device memory (MiB) the trial said it held (`tuner.trial.report_memory`),
+        in what `reports` has read so far; None while it said nothing."""
+        return None
+
     def process_info(self) -> Mapping[str, Any]:
         """What `tuner resume` needs to find this process after a controller crash
         (e.g. ``{"pid": .., "pgid": .., "start_time": .., "host": ..}``); may be empty."""

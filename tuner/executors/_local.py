@@ -381,6 +381,10 @@ class _LocalHandle(TrialHandle):
             return out
         return self._reader.feed(self._channel.read())
 
+    @property
+    def reported_memory(self) -> float | None:
+        return self._reader.memory
+
     def output_lines(self) -> list[str]:
         out = []
         pending = self._pending

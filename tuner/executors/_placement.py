@@ -2,7 +2,8 @@
 
 Several slots may name one device (``resources.per_trial: 1/k`` or ``auto``). `Placement`
 keeps the trials running on each device, samples their device memory (the driver's per
-process figures, matched to a trial by its session: every local trial leads one), asks the
+process figures, matched to a trial by its session: every local trial leads one; where the
+driver attributes nothing, the figure the trial reported of itself), asks the
 `Packing` policy where a trial may start under ``auto``, and, once a trial ended, says on its
 outcome how many trials shared its device, its peak memory, and whether it ran out of memory
 beside others (then its retry runs alone and the policy grows more cautious).
@@ -35,6 +36,7 @@ class _Entry:
     pid: int | None
     memory: TrialMemory
     key: tuple[int, int]
+    handle: Any
     neighbours: int = 0
 
 
@@ -111,7 +113,7 @@ class Placement:
         """``handle`` (a trial of ``handle.spec``) runs on ``slot`` as session ``pid``."""
         spec = handle.spec
         entry = _Entry(slot, pid, TrialMemory(dict(spec.params), alone=alone),
-                       (spec.number, spec.attempt))  # fmt: skip
+                       (spec.number, spec.attempt), handle)  # fmt: skip
         for device in slot.devices:
             others = self._running(device)
             for other in others:
@@ -139,7 +141,9 @@ class Placement:
             if session is not None:
                 held[session] = held.get(session, 0.0) + mib
         for entry in self._entries.values():
-            now_mib = held.get(entry.pid or -1, 0.0)
+            # The driver's figure for the trial's session; where it attributes nothing (a
+            # container hides the processes), what the trial said of itself.
+            now_mib = held.get(entry.pid or -1, 0.0) or entry.handle.reported_memory or 0.0
             if now_mib > 0:
                 entry.memory.samples += 1
                 entry.memory.peak = max(entry.memory.peak, now_mib)

@@ -312,6 +312,10 @@ class _RayHandle(TrialHandle):
         out, self._reports = self._reports, []
         return out
 
+    @property
+    def reported_memory(self) -> float | None:
+        return self._channel.memory
+
     def output_lines(self) -> list[str]:
         self._drain()
         out, self._lines = self._lines, []
