@@ -158,17 +158,9 @@ class ResourcesConfig(_Model):
         return self
 
 
-def check_resources(resources: ResourcesConfig, parameters: Iterable[str], executor: str) -> None:
-    """The rules between ``resources:`` and the rest: ``memory_params`` names parameters of
-    the space; ``per_trial: auto`` needs the local executor (Ray places a trial by the
-    resources it asks for, never by measured memory)."""
-    if resources.per_trial == "auto" and executor != "local":
-        raise RuleError(
-            ("resources", "per_trial"),
-            f"must be a number of devices or a fraction 1/k with executor.name: {executor} "
-            "(auto packs by measured memory on local slots only)",
-            "auto",
-        )
+def check_resources(resources: ResourcesConfig, parameters: Iterable[str]) -> None:
+    """The rule between ``resources:`` and the rest: ``memory_params`` names parameters of
+    the space."""
     known = list(parameters)
     for i, name in enumerate(resources.memory_params or ()):
         if name not in known:

@@ -33,6 +33,7 @@ from typing import Any
 __all__ = [
     "Executor",
     "ExecutorFullError",
+    "Placed",
     "Report",
     "TrialHandle",
     "TrialOutcome",
@@ -132,6 +133,18 @@ class TrialOutcome:
         )
 
 
+@dataclass(frozen=True)
+class Placed:
+    """What an earlier attempt of the campaign left on record of its placement: its trial
+    ``number`` and ``params``, its peak device memory (MiB; None: not measured) and whether
+    it ran out of device memory beside other trials (`TrialOutcome.packed_oom`)."""
+
+    number: int
+    params: Mapping[str, Any]
+    peak_memory_mib: float | None = None
+    packed_oom: bool = False
+
+
 class TrialHandle(abc.ABC):
     """A running (or finished) trial attempt, as returned by `Executor.submit`."""
 
@@ -228,6 +241,15 @@ class Executor(abc.ABC):
     def shutdown(self) -> None:
         """Terminate every trial still running, wait for them (within their grace periods)
         and release resources. Idempotent. After it, `submit` must not be called."""
+
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        """Learn from the campaign's earlier attempts (a resumed or re-run campaign) before
+        the first `submit`: an executor that packs trials by memory takes their peaks and
+        grows as cautious as the out-of-memory failures beside other trials made the one
+        before it; the retry of such a failure not yet run again runs alone. Returns a line
+        worth showing (None: nothing recalled). The default recalls nothing."""
+        del placed
+        return None
 
     def describe(self) -> str:
         """One line for logs and the campaign run, e.g. ``local: 2 slots of 1 gpu``."""

@@ -17,14 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.executors._base import TrialOutcome
+from tuner.executors._base import Placed, TrialOutcome
 from tuner.executors._devices import Slot
 from tuner.executors._packing import (
     DeviceMemory,
     Packing,
     TrialMemory,
+    held_by_session,
     is_out_of_memory,
     read_memory,
+    still_alone,
 )
 
 __all__ = ["Placement"]
@@ -38,16 +40,6 @@ class _Entry:
     key: tuple[int, int]
     handle: Any
     neighbours: int = 0
-
-
-def _session(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[3]) if len(fields) > 3 else None  # state ppid pgrp session
 
 
 class Placement:
@@ -67,6 +59,15 @@ class Placement:
         self._memory: dict[str, DeviceMemory] = {}
         self._sampled = float("-inf")
         self._alone: list[dict[str, Any]] = []
+
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        """What earlier attempts of the campaign left on record (`Packing.recall`); the
+        retries of those that ran out of memory beside others, not yet run again, run
+        alone. A line worth showing, or None."""
+        if not self._shared:
+            return None
+        self._alone.extend(still_alone(placed))
+        return self._packing.recall(placed) if self._packing is not None else None
 
     # ----- what runs where -----------------------------------------------------------------
 
@@ -132,14 +133,7 @@ class Placement:
             return
         self._sampled = now
         self._memory = read_memory(self._kind, self._devices)
-        by_pid: dict[int, float] = {}
-        for memory in self._memory.values():
-            by_pid.update(memory.by_pid)
-        held: dict[int, float] = {}
-        for pid, mib in by_pid.items():
-            session = _session(pid)
-            if session is not None:
-                held[session] = held.get(session, 0.0) + mib
+        held = held_by_session(self._memory)
         for entry in self._entries.values():
             # The driver's figure for the trial's session; where it attributes nothing (a
             # container hides the processes), what the trial said of itself.
