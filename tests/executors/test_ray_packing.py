@@ -1,6 +1,7 @@
 """``resources.per_trial: auto`` on Ray: each trial asks Ray for the share of a device its
 measured memory implies, Ray puts trials whose shares fit on one device, and a trial that
-runs out of memory beside another is retried asking for a whole device. Ray is the test
+runs out of memory beside another is retried asking for a whole device; a whole campaign
+configured so records each trial's peak memory and plans for the cluster's devices. Ray is the test
 session's local cluster (its 2 GPUs are declared resources); the memory is a fake CUDA driver
 (`_fake_gpu`) that the trials' tasks find on the trials' ``PATH``. No GPU is used or claimed."""
 
@@ -128,3 +129,61 @@ def test_auto_on_ray_asks_for_the_share_its_memory_implies(
             ray.kill(hold)
         if ray.is_initialized():
             ray.shutdown()
+
+
+#: Takes 100 MiB, stays until its task measured it twice, and reports.
+SMALL = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from _fake_gpu import allocate, wait_measured
+from tuner import trial
+allocate(100)
+wait_measured()
+trial.report(0, loss=1.0)
+"""
+
+
+def test_a_campaign_at_auto_on_ray_records_what_its_trials_held(
+    ray_cluster_address: str, tmp_path: Path, sqlite_uri: str
+) -> None:
+    # The config as a user writes it: per_trial: auto with executor ray, the fake driver on the
+    # trials' PATH through env:. The campaign plans for the cluster's 2 GPUs x 8 trials.
+    import ray
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from tuner.campaign import Controller
+    from tuner.config import load_config
+
+    bin_dir, state = install(tmp_path, [{"index": i, "uuid": f"GPU-{i}", "total": 1000}
+                                        for i in range(2)])  # fmt: skip
+    (tmp_path / "trial.py").write_text(SMALL)
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "t",
+        "command": [sys.executable, str(tmp_path / "trial.py")],
+        "target": {"metric": "loss", "goal": "minimize"},
+        "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+        "budget": {"trials": 2},
+        "trial": {"timeout": 120, "preload": False},
+        "resources": {"kind": "gpu", "per_trial": "auto"},
+        "executor": {"name": "ray", "address": ray_cluster_address},
+        "env": {"PATH": f"{bin_dir}:{os.environ['PATH']}", STATE: str(state)},
+        "lineage": {"tracking_uri": sqlite_uri},
+    }))  # fmt: skip
+    config = load_config(path)
+    try:
+        result = Controller(config, importance=False, handle_signals=False).run()
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    assert result.counts["COMPLETE"] == 2
+    assert config.resources.parallel == 16
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    exp = client.get_experiment_by_name("t")
+    assert exp is not None
+    runs = client.search_runs([exp.experiment_id])
+    trials = [r for r in runs if r.data.tags.get("tuner.trial_number") is not None]
+    assert [r.data.tags["tuner.device.peak_memory_mib"] for r in trials] == ["100", "100"]
+    (parent,) = [r for r in runs if r.data.tags.get("tuner.trial_number") is None]
+    assert parent.data.params["resources.parallel"] == "16"
