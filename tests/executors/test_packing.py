@@ -298,3 +298,30 @@ def test_where_the_driver_hides_processes_the_trials_own_figure_places_them(
     assert all(o.succeeded for o in outcomes), [o.stderr_tail for o in outcomes]
     assert [o.peak_memory_mib for o in outcomes] == [200.0] * 4
     assert [o.neighbours for o in outcomes] == [3] * 4
+
+
+def test_report_memory_travels_on_the_channel_beside_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from tuner import _protocol as protocol
+
+    channel = tmp_path / "channel.jsonl"
+    monkeypatch.setenv(protocol.CHANNEL, str(channel))
+    trial = importlib.reload(importlib.import_module("tuner.trial"))
+    trial.report_memory(300 * 2**20)
+    trial.report(0, loss=1.0)
+    trial.report_memory(200 * 2**20)  # the largest figure counts
+    with pytest.raises(TypeError, match="must be a number, got 'x'"):
+        trial.report_memory("x")
+    reader = protocol.ChannelReader()
+    assert reader.memory is None
+    data = channel.read_bytes()
+    reports = reader.feed(data[:7]) + reader.feed(data[7:])  # lines split across reads
+    assert [(r.step, dict(r.metrics)) for r in reports] == [(0, {"loss": 1.0})]
+    assert reader.memory == 300.0
+    # A reader that knows only reports skips the memory lines as malformed.
+    assert [protocol.parse_report(line) is None for line in data.splitlines()] == [
+        True, False, True
+    ]  # fmt: skip
