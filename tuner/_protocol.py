@@ -26,6 +26,8 @@ A trial process receives, in its environment:
 A channel line is ``{"step": int, "t": unix seconds, "m": {metric: value}}``, plus
 ``"rec": true`` when the trial stored those values in its run itself; JSON has no
 NaN or Inf, so those values travel as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+A trial's own figure of its peak device memory travels as ``{"mem": MiB, "t": unix
+seconds}`` (`encode_memory`); a reader that predates it skips the line as malformed.
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ __all__ = [
     "checkpoint_env",
     "decode_params",
     "device_env",
+    "encode_memory",
     "encode_report",
     "is_rank_zero",
+    "parse_memory",
     "parse_report",
     "run_env",
 ]
@@ -213,6 +217,22 @@ def encode_report(
     return json.dumps(obj) + "\n"
 
 
+def encode_memory(mib: float, t: float) -> str:
+    """One channel line (with its newline) saying the trial's processes have held at most
+    ``mib`` MiB of device memory so far, as its framework counts it, at ``t``."""
+    return json.dumps({"mem": float(mib), "t": t}) + "\n"
+
+
+def parse_memory(line: bytes | str) -> float | None:
+    """The MiB of a memory line (`encode_memory`); None for any other line."""
+    try:
+        obj = json.loads(line)
+        mib = float(obj["mem"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return mib if math.isfinite(mib) and mib >= 0 else None
+
+
 def parse_report(line: bytes | str) -> Report | None:
     """The `Report` in one channel line; None for a malformed line (a trial cannot crash
     the controller with what it writes)."""
@@ -235,17 +255,28 @@ def parse_report(line: bytes | str) -> Report | None:
 
 class ChannelReader:
     """Turns the channel's bytes, read in arbitrary chunks, into reports: a line is parsed
-    only once its newline has arrived."""
+    only once its newline has arrived. ``memory``: the largest device memory (MiB) the trial
+    reported of itself so far (`encode_memory`), None while it reported none."""
 
     def __init__(self) -> None:
         self._partial = b""
+        self.memory: float | None = None
 
     def feed(self, data: bytes) -> list[Report]:
         if not data:
             return []
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
-        return [r for r in map(parse_report, lines) if r is not None]
+        reports: list[Report] = []
+        for line in lines:
+            report = parse_report(line)
+            if report is not None:
+                reports.append(report)
+                continue
+            mib = parse_memory(line)
+            if mib is not None:
+                self.memory = max(self.memory or 0.0, mib)
+        return reports
 
 
 def decode_params(raw: str) -> dict[str, Any]:

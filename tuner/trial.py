@@ -25,6 +25,13 @@ checkpoint the tuner hands it (a retry, `tuner resume`, a re-queued trial):
         save(trial.checkpoint_dir(epoch) / "model.ckpt")
         trial.checkpointed(epoch)            # the folder now holds epoch; older ones pruned
 
+A trial sharing its device with others (``resources.per_trial: auto``) may say how much device
+memory it has held, as its framework counts it; the packing uses the figure where the device's
+tool cannot tell which process holds what (a container that hides other processes' ids):
+
+    trial.report_memory(torch.cuda.max_memory_reserved())        # bytes
+    trial.report_memory(mindspore.runtime.max_memory_reserved())
+
 Reports are JSON lines appended to a channel file, and the prune flag is a file the controller
 creates; both are named in the environment (the protocol is in `tuner._protocol`).
 """
@@ -48,6 +55,7 @@ __all__ = [
     "number",
     "params",
     "report",
+    "report_memory",
     "resume_from",
     "should_prune",
 ]
@@ -112,18 +120,42 @@ def report(step: int, **metrics: float) -> None:
     killed right after a report loses nothing): a SQLite transaction (milliseconds), or a
     round trip to a tracking server. Report per epoch or per evaluation, not per training step.
     """
-    global _channel, _channel_path
     path = os.environ.get(protocol.CHANNEL)
     if not path or not protocol.is_rank_zero(os.environ):
         return
     if isinstance(step, bool) or not isinstance(step, int):
         raise TypeError(f"report(step, ...): step must be an int, got {step!r}")
-    line = protocol.encode_report(step, metrics, time.time(), recorded=_record(step, metrics))
+    _write(
+        path, protocol.encode_report(step, metrics, time.time(), recorded=_record(step, metrics))
+    )
+
+
+def _write(path: str, line: str) -> None:
+    global _channel, _channel_path
     if _channel is None or _channel_path != path:
         _channel = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the process
         _channel_path = path
     _channel.write(line)
     _channel.flush()
+
+
+def report_memory(peak_bytes: float) -> None:
+    """Say that this trial's processes have held at most ``peak_bytes`` of device memory so
+    far, as its framework counts it (``torch.cuda.max_memory_reserved()``, MindSpore's
+    ``mindspore.runtime.max_memory_reserved()``; the ``allocated`` figures leave out what the
+    allocator keeps cached, which neighbours cannot use either).
+
+    Under ``resources.per_trial: auto`` the tuner places trials by what the device's tool
+    (``nvidia-smi``, ``npu-smi``) says each trial's processes hold; where the tool cannot
+    attribute memory to processes (in a container it lists none), this figure stands in. Call
+    it after the first steps and again as memory grows (per epoch is enough); the largest
+    figure counts. Outside a campaign, and in ranks other than 0, it does nothing."""
+    path = os.environ.get(protocol.CHANNEL)
+    if not path or not protocol.is_rank_zero(os.environ):
+        return
+    if isinstance(peak_bytes, bool) or not isinstance(peak_bytes, int | float):
+        raise TypeError(f"report_memory(peak_bytes): must be a number, got {peak_bytes!r}")
+    _write(path, protocol.encode_memory(max(0.0, float(peak_bytes)) / 2**20, time.time()))
 
 
 def _record(step: int, metrics: dict[str, float]) -> bool:

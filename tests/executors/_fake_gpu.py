@@ -7,7 +7,9 @@ trial to wait on) from a state folder: ``gpus.json`` (the devices and
 their sizes in MiB) and one file per "allocating" process, ``procs/<pid>`` holding
 ``<device> <MiB>``, written by `allocate` in a trial. A process that has ended holds nothing.
 `allocate` fails as CUDA does when the device's live processes would hold more than its size
-(and leaves ``oom-<pid>`` in the state folder, for a test to wait on).
+(and leaves ``oom-<pid>`` in the state folder, for a test to wait on). Installed with
+``hide_pids``, it lists no process (as in a container that hides the host's process ids),
+while each device's used memory still counts them.
 """
 
 from __future__ import annotations
@@ -58,17 +60,22 @@ elif args and args[0].startswith("--query-compute-apps"):
     with open(os.path.join(state, "queries"), "a") as fh:
         fh.write("q\\n")
     for pid, _, mib in procs:
-        print(f"{{pid}}, {{mib:.0f}}")
+        if not os.path.exists(os.path.join(state, "hide-pids")):
+            print(f"{{pid}}, {{mib:.0f}}")
 else:
     sys.exit(2)
 """
 
 
-def install(folder: Path, gpus: list[dict[str, object]]) -> tuple[Path, Path]:
+def install(
+    folder: Path, gpus: list[dict[str, object]], *, hide_pids: bool = False
+) -> tuple[Path, Path]:
     """A fake driver for ``gpus`` (``{"index", "uuid", "total", "mig"?}``): its ``bin``
     folder and its state folder."""
     state = folder / "gpu-state"
     (state / "procs").mkdir(parents=True, exist_ok=True)
+    if hide_pids:
+        (state / "hide-pids").touch()
     (state / "gpus.json").write_text(json.dumps(gpus))
     bin_dir = folder / "bin"
     bin_dir.mkdir(exist_ok=True)

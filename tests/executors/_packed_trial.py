@@ -1,6 +1,7 @@
 """A trial for the placement tests: records the devices it was given, takes ``mib`` of fake
-device memory (`_fake_gpu.allocate`), then waits until the test creates ``release`` in its
-folder (or ``release-<trial number>``) and reports ``loss``."""
+device memory (`_fake_gpu.allocate`) and, with ``say_memory``, says so through
+`tuner.trial.report_memory` (as a framework's own count), then waits until the test creates
+``release`` in its folder (or ``release-<trial number>``) and reports ``loss``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ me = f"{os.environ['TUNER_TRIAL_NUMBER']}-{os.environ['TUNER_ATTEMPT']}"
 )
 if params.get("mib"):
     allocate(float(params["mib"]))
+    if params.get("say_memory"):
+        from tuner import trial
+
+        trial.report_memory(float(params["mib"]) * 2**20)
 mine = folder / f"release-{os.environ['TUNER_TRIAL_NUMBER']}"
 while not (folder / "release").exists() and not mine.exists():
     time.sleep(0.02)  # the trial's own pace: it waits for the test's event

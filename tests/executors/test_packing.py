@@ -244,3 +244,84 @@ def test_a_mig_instance_is_as_large_as_its_profile(
     memory = read_memory("gpu", ["MIG-aa", "0"])
     assert memory["MIG-aa"].total == 20 * 1024
     assert memory["0"].total == 40960
+
+
+def test_where_the_driver_hides_processes_the_trials_own_figure_places_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executors: list[LocalExecutor]
+) -> None:
+    # As in a container: nvidia-smi gives each device's size and use but lists no process, so
+    # the tuner cannot tell which trial holds what. A trial that says nothing of its memory is
+    # never measured and nobody joins it; trials that report it (tuner.trial.report_memory,
+    # from their framework's count) are packed by that figure.
+    bin_dir, state = install(tmp_path, [{"index": 0, "uuid": "GPU-0", "total": 1000}],
+                             hide_pids=True)  # fmt: skip
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv(STATE, str(state))
+    folder = tmp_path / "out"
+    folder.mkdir()
+    ex = _auto(tmp_path, executors, headroom=0.1, memory_params=[])
+
+    def spec(number: int, say: bool) -> TrialSpec:
+        params = {"folder": str(folder), "mib": 200, "say_memory": say}
+        return TrialSpec(number=number, attempt=1, params=params, argv=[sys.executable, TRIAL],
+                         grace_period=5.0, env={"TUNER_PARAMS": json.dumps(params)})  # fmt: skip
+
+    def room(handles: list[TrialHandle]) -> bool:
+        for handle in handles:
+            handle.reports()  # the controller reads each trial's channel as it runs
+        ex.wait(0.02)
+        return ex.free_slots() > 0
+
+    silent = ex.submit(spec(0, say=False))
+    _until((state / "procs" / str(silent.pid)).exists, "the silent trial to hold its memory")
+
+    def asked() -> int:  # how often the driver was asked what processes hold
+        queries = state / "queries"
+        return len(queries.read_text().splitlines()) if queries.exists() else 0
+
+    before = asked()
+    while asked() < before + SETTLE + 2:
+        assert not room([silent]), "a trial the driver never measured was joined"
+    (folder / "release-0").touch()
+    assert _outcome(ex, silent).peak_memory_mib is None
+
+    handles = [ex.submit(spec(1, say=True))]
+    for number in range(2, 5):
+        _until(lambda: room(handles), f"room for trial {number}")
+        handles.append(ex.submit(spec(number, say=True)))
+    _until(lambda: len(list((state / "procs").iterdir())) == 4, "four trials holding memory")
+    before = asked()
+    while asked() < before + SETTLE + 1:
+        assert not room(handles), "a fifth trial of 200 MiB in 900"
+    (folder / "release").touch()
+    outcomes = [_outcome(ex, h) for h in handles]
+    assert all(o.succeeded for o in outcomes), [o.stderr_tail for o in outcomes]
+    assert [o.peak_memory_mib for o in outcomes] == [200.0] * 4
+    assert [o.neighbours for o in outcomes] == [3] * 4
+
+
+def test_report_memory_travels_on_the_channel_beside_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from tuner import _protocol as protocol
+
+    channel = tmp_path / "channel.jsonl"
+    monkeypatch.setenv(protocol.CHANNEL, str(channel))
+    trial = importlib.reload(importlib.import_module("tuner.trial"))
+    trial.report_memory(300 * 2**20)
+    trial.report(0, loss=1.0)
+    trial.report_memory(200 * 2**20)  # the largest figure counts
+    with pytest.raises(TypeError, match="must be a number, got 'x'"):
+        trial.report_memory("x")
+    reader = protocol.ChannelReader()
+    assert reader.memory is None
+    data = channel.read_bytes()
+    reports = reader.feed(data[:7]) + reader.feed(data[7:])  # lines split across reads
+    assert [(r.step, dict(r.metrics)) for r in reports] == [(0, {"loss": 1.0})]
+    assert reader.memory == 300.0
+    # A reader that knows only reports skips the memory lines as malformed.
+    assert [protocol.parse_report(line) is None for line in data.splitlines()] == [
+        True, False, True
+    ]  # fmt: skip

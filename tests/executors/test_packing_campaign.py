@@ -146,3 +146,49 @@ def test_out_of_memory_beside_another_is_retried_alone_outside_the_failure_budge
     assert retry.params == failed.params
     assert retry.user_attrs["tuner.placement"]["neighbours"] == 0
     assert retry.user_attrs["tuner.placement"]["peak_memory_mib"] == 300.0
+
+
+#: Takes 100 MiB, stays until the driver was asked what it holds, and reports.
+SMALL = f"""
+import sys
+sys.path.insert(0, {HERE!r})
+from _fake_gpu import allocate, wait_measured
+from tuner import trial
+allocate(100)
+wait_measured()
+trial.report(0, loss=1.0)
+"""
+
+
+def test_auto_on_every_device_found_plans_for_every_device(tmp_path: Path, sqlite_uri: str) -> None:
+    # Two devices found at run time (devices: auto), up to 8 trials on each: the progress
+    # line, the sampler's plan and the campaign's record say 16 at a time, not one
+    # device's 8 as validation planned without looking.
+    import subprocess
+
+    gpus = [{"index": i, "uuid": f"GPU-{i}", "total": 1000} for i in range(2)]
+    bin_dir, state = install(tmp_path, gpus)
+    (tmp_path / "trial.py").write_text(SMALL)
+    path = tmp_path / "campaign.yaml"
+    data = {
+        "name": "t",
+        "command": [sys.executable, "trial.py"],
+        "target": {"metric": "loss", "goal": "minimize"},
+        "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+        "budget": {"trials": 2},
+        "trial": {"timeout": 60, "preload": False},
+        "resources": {"kind": "gpu", "per_trial": "auto"},
+        "lineage": {"tracking_uri": sqlite_uri},
+    }
+    path.write_text(yaml.safe_dump(data))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("VISIBLE_DEVICES")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", **{STATE: str(state)})
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "run", str(path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "budget 2 trials, 16 at a time" in done.stdout
+    (parent,) = [r for r in _runs(sqlite_uri) if r.data.tags.get("tuner.trial_number") is None]
+    assert parent.data.params["resources.parallel"] == "16"

@@ -89,11 +89,6 @@ def _tuner(
             {"per_trial": "auto", "memory_params": ["y"]},
             "resources.memory_params[0] must name a parameter of the campaign, got 'y'.",
         ),
-        (
-            {"per_trial": "auto", "executor": {"name": "ray"}},
-            "resources.per_trial must be a number of devices or a fraction 1/k with "
-            "executor.name: ray (auto packs by measured memory on local slots only), got 'auto'.",
-        ),
     ],
 )
 def test_bad_resources_are_refused_in_one_line(

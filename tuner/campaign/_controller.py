@@ -43,7 +43,7 @@ from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_int
 from tuner.campaign._state import TrialState
 from tuner.coordination import Coordination, Standalone, StudySite, counted_trials
 from tuner.executors import Executor, TrialOutcome
-from tuner.records import disk_full, start_campaign_run
+from tuner.records import disk_full, placed_trials, start_campaign_run
 
 if TYPE_CHECKING:
     import optuna
@@ -215,7 +215,13 @@ class Controller:
             # study and the lineage store are set up.
             if self._executor is None:
                 self._executor = build_executor(self.config, self.campaign_dir.trials)
+            # Shared devices found at run time: the sampler and the progress line plan for
+            # the trials the executor can run at once.
+            self.config.resources.fit(self._executor.capacity)
             self.study = study = create_study(StudyPlan.of(self.config), self._storage)
+            recalled = self._executor.recall(placed_trials(study.get_trials(deepcopy=False)))
+            if recalled is not None:
+                self._observer.message(recalled)
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)

@@ -95,6 +95,14 @@ class ResourcesConfig(_Model):
         """Whether the config set ``parallel`` (else a shared device takes what fits)."""
         return self._parallel_given
 
+    def fit(self, capacity: int) -> None:
+        """Make ``parallel`` what the executor can run at once (``capacity``) where the config
+        left it to the devices: trials share devices and ``parallel`` is unset, so the count
+        planned at validation (the listed devices, or one with ``devices: auto``) gives way
+        to the devices the executor found. Whole devices and a given ``parallel`` stay."""
+        if not self._parallel_given and self.trials_per_device != 1:
+            self.parallel = max(1, capacity)
+
     @field_validator("devices", mode="before")
     @classmethod
     def _devices(cls, value: Any) -> Any:
@@ -129,8 +137,8 @@ class ResourcesConfig(_Model):
             )
         if share is None or share > 1:
             per_device = share or AUTO_PER_DEVICE
-            # Devices found at run time may hold more: the executor fills them; this is the
-            # count the sampler and the progress line plan for until then.
+            # Devices found at run time may hold more: the executor fills them, and the
+            # campaign then plans for what it can run (`fit`).
             if not self._parallel_given:
                 self.parallel = per_device * (listed or 1)
             elif listed is not None and self.parallel > per_device * listed:
@@ -150,17 +158,9 @@ class ResourcesConfig(_Model):
         return self
 
 
-def check_resources(resources: ResourcesConfig, parameters: Iterable[str], executor: str) -> None:
-    """The rules between ``resources:`` and the rest: ``memory_params`` names parameters of
-    the space; ``per_trial: auto`` needs the local executor (Ray places a trial by the
-    resources it asks for, never by measured memory)."""
-    if resources.per_trial == "auto" and executor != "local":
-        raise RuleError(
-            ("resources", "per_trial"),
-            f"must be a number of devices or a fraction 1/k with executor.name: {executor} "
-            "(auto packs by measured memory on local slots only)",
-            "auto",
-        )
+def check_resources(resources: ResourcesConfig, parameters: Iterable[str]) -> None:
+    """The rule between ``resources:`` and the rest: ``memory_params`` names parameters of
+    the space."""
     known = list(parameters)
     for i, name in enumerate(resources.memory_params or ()):
         if name not in known:

@@ -42,7 +42,7 @@ def check_campaign(config: CampaignConfig, *, check_options: bool = True) -> Non
     check_uris(config.storage, config.lineage.tracking_uri)
     check_warm_start(config)
     check_scheduler(config)
-    check_resources(config.resources, config.parameters, config.executor.name)
+    check_resources(config.resources, config.parameters)
 
 
 def campaign_warnings(config: CampaignConfig) -> list[str]:

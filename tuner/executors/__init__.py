@@ -6,6 +6,7 @@ from lineage.lazy import lazy_names
 from tuner.executors._base import (
     Executor,
     ExecutorFullError,
+    Placed,
     Report,
     TrialHandle,
     TrialOutcome,
@@ -36,6 +37,7 @@ __getattr__ = lazy_names(globals(), _LAZY)
 __all__ = [
     "Executor",
     "ExecutorFullError",
+    "Placed",
     "Report",
     "TrialHandle",
     "TrialOutcome",

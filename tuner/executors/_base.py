@@ -35,6 +35,7 @@ from tuner._report import Report
 __all__ = [
     "Executor",
     "ExecutorFullError",
+    "Placed",
     "Report",
     "TrialHandle",
     "TrialOutcome",
@@ -118,6 +119,18 @@ class TrialOutcome:
         )
 
 
+@dataclass(frozen=True)
+class Placed:
+    """What an earlier attempt of the campaign left on record of its placement: its trial
+    ``number`` and ``params``, its peak device memory (MiB; None: not measured) and whether
+    it ran out of device memory beside other trials (`TrialOutcome.packed_oom`)."""
+
+    number: int
+    params: Mapping[str, Any]
+    peak_memory_mib: float | None = None
+    packed_oom: bool = False
+
+
 class TrialHandle(abc.ABC):
     """A running (or finished) trial attempt, as returned by `Executor.submit`."""
 
@@ -156,6 +169,12 @@ class TrialHandle(abc.ABC):
     @abc.abstractmethod
     def terminate(self) -> None:
         """Stop the trial as `request_prune` does; used on shutdown. Idempotent, thread-safe."""
+
+    @property
+    def reported_memory(self) -> float | None:
+        """The most device memory (MiB) the trial said it held (`tuner.trial.report_memory`),
+        in what `reports` has read so far; None while it said nothing."""
+        return None
 
     def process_info(self) -> Mapping[str, Any]:
         """What `tuner resume` needs to find this process after a controller crash
@@ -208,6 +227,15 @@ class Executor(abc.ABC):
     def shutdown(self) -> None:
         """Terminate every trial still running, wait for them (within their grace periods)
         and release resources. Idempotent. After it, `submit` must not be called."""
+
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        """Learn from the campaign's earlier attempts (a resumed or re-run campaign) before
+        the first `submit`: an executor that packs trials by memory takes their peaks and
+        grows as cautious as the out-of-memory failures beside other trials made the one
+        before it; the retry of such a failure not yet run again runs alone. Returns a line
+        worth showing (None: nothing recalled). The default recalls nothing."""
+        del placed
+        return None
 
     def describe(self) -> str:
         """One line for logs and the campaign run, e.g. ``local: 2 slots of 1 gpu``."""

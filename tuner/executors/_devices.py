@@ -15,14 +15,13 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner._errors import ConfigError
 from tuner._protocol import ASCEND_DEVICES, CUDA_DEVICES, device_env
 from tuner.config import ResourcesConfig
+from tuner.executors._tool import run_tool as _run
 
 __all__ = ["Slot", "detect_devices", "make_slots", "parse_gpus", "slots_for"]
 
@@ -41,16 +40,6 @@ class Slot:
     @property
     def label(self) -> str:
         return f"{self.kind}:{','.join(self.devices)}" if self.devices else f"cpu#{self.index}"
-
-
-def _run(argv: Sequence[str]) -> str:
-    if shutil.which(argv[0]) is None:
-        return ""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout if done.returncode == 0 else ""
 
 
 def _allowed(found: list[str], variable: str) -> list[str]:

@@ -12,6 +12,7 @@ from tuner.executors._base import Executor
 
 if TYPE_CHECKING:
     from tuner.config import ExecutorConfig, ResourcesConfig
+    from tuner.executors._packing import Packing
 
 __all__ = ["default_executor"]
 
@@ -37,13 +38,14 @@ def default_executor(
             from tuner.executors._ray import RayExecutor
         except ImportError as exc:
             raise TunerError(f"executor.name: ray is not available here: {exc}") from None
-        # The config refuses per_trial: auto with Ray (it packs by measured memory locally).
-        assert not isinstance(resources.per_trial, str)
+        # Shared devices without a parallel: as many as the cluster's devices hold.
+        shared = resources.trials_per_device != 1 and not resources.parallel_given
         return RayExecutor(
             address=executor.address,
             kind=resources.kind,
             per_trial=resources.per_trial,
-            parallel=resources.parallel,
+            parallel=None if shared else resources.parallel,
+            packing=_packing(resources),
             preload=preload,
             preload_env=env,
         )
@@ -62,11 +64,7 @@ def default_executor(
                 f"{resources.devices}"
             )
     slots = slots_for(resources, kind)
-    packing = None
-    if resources.per_trial == "auto" and kind != "cpu":
-        from tuner.executors._packing import Packing
-
-        packing = Packing(memory_params=resources.memory_params)
+    packing = _packing(resources) if kind != "cpu" else None
     # Trials get the campaign's `env:` anyway; in the base environment it also reaches the
     # warm parents, so what a library sizes at import (OMP_NUM_THREADS) is the trials'.
     base_env = {**os.environ, **env}
@@ -75,3 +73,12 @@ def default_executor(
     )
     local.warm_up(command, str(workdir) if workdir else None)
     return local
+
+
+def _packing(resources: ResourcesConfig) -> Packing | None:
+    """The memory policy of ``per_trial: auto`` (None for any other ``per_trial``)."""
+    if resources.per_trial != "auto":
+        return None
+    from tuner.executors._packing import Packing
+
+    return Packing(memory_params=resources.memory_params)

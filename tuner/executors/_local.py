@@ -19,6 +19,7 @@ from tuner.executors import _procs
 from tuner.executors._base import (
     Executor,
     ExecutorFullError,
+    Placed,
     Report,
     TrialHandle,
     TrialOutcome,
@@ -128,6 +129,9 @@ class LocalExecutor(Executor):
 
     def free_slots(self) -> int:
         return self._placement.free(self._free)
+
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        return self._placement.recall(placed)
 
     def submit(self, spec: TrialSpec) -> TrialHandle:
         if self._closed:
@@ -380,6 +384,10 @@ class _LocalHandle(TrialHandle):
             out, self._late = self._late, []
             return out
         return self._reader.feed(self._channel.read())
+
+    @property
+    def reported_memory(self) -> float | None:
+        return self._reader.memory
 
     def output_lines(self) -> list[str]:
         out = []

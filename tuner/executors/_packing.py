@@ -18,7 +18,9 @@ The rules, in the order they apply:
   else, with ``memory_params`` named, the largest measured peak scaled by the ratio of those
   parameters (batch size 64 after 32 measured: twice); else the largest peak measured times
   `FALLBACK_MARGIN`, because other parameters (width, depth) may change memory too;
-- each out-of-memory failure of a packed trial multiplies every estimate by `CAUTION_STEP`.
+- each out-of-memory failure of a packed trial multiplies every estimate by `CAUTION_STEP`;
+  a resumed campaign recalls its earlier failures and peaks from the trials' records
+  (`Packing.recall`), so it is as cautious as the run it continues.
 """
 
 from __future__ import annotations
@@ -29,9 +31,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.executors._devices import _run  # the one way this package asks a device tool
+from tuner.executors._base import Placed
+from tuner.executors._procs import session_of
+from tuner.executors._tool import run_tool
 
-__all__ = ["DeviceMemory", "Packing", "TrialMemory", "is_out_of_memory", "read_memory"]
+__all__ = [
+    "DeviceMemory",
+    "Packing",
+    "TrialMemory",
+    "held_by_session",
+    "is_out_of_memory",
+    "read_memory",
+    "still_alone",
+]
 
 #: Samples of a running trial before another may join its device.
 SETTLE = 2
@@ -70,7 +82,10 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _cuda_memory(ids: Sequence[str]) -> dict[str, DeviceMemory]:
+def _cuda_memory(ids: Sequence[str], path: str | None) -> dict[str, DeviceMemory]:
+    def _run(argv: list[str]) -> str:
+        return run_tool(argv, path=path)
+
     found: dict[str, DeviceMemory] = {}
     query = "--query-gpu=index,uuid,memory.total,memory.used"
     for line in _run(["nvidia-smi", query, "--format=csv,noheader,nounits"]).splitlines():
@@ -98,13 +113,13 @@ def _cuda_memory(ids: Sequence[str]) -> dict[str, DeviceMemory]:
     return out
 
 
-def _ascend_memory(ids: Sequence[str]) -> dict[str, DeviceMemory]:
+def _ascend_memory(ids: Sequence[str], path: str | None) -> dict[str, DeviceMemory]:
     # ``npu-smi info``: an NPU row ("0  910B3 | OK | ..."), its chip row below it whose last
     # cell ends in HBM "used / total", then a process table ("0  0 | pid | name | MB").
     out: dict[str, DeviceMemory] = {}
     by_pid: dict[int, float] = {}
     npu: str | None = None
-    for line in _run(["npu-smi", "info"]).splitlines():
+    for line in run_tool(["npu-smi", "info"], path=path).splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         head = cells[0].split()
         if len(cells) < 3 or not head or not head[0].isdigit():
@@ -125,14 +140,41 @@ def _ascend_memory(ids: Sequence[str]) -> dict[str, DeviceMemory]:
     return found
 
 
-def read_memory(kind: str, ids: Sequence[str]) -> dict[str, DeviceMemory]:
+def read_memory(
+    kind: str, ids: Sequence[str], *, path: str | None = None
+) -> dict[str, DeviceMemory]:
     """What the driver says of devices ``ids`` (``gpu`` or ``npu``); devices it says nothing
-    of are absent. Never raises."""
+    of are absent. ``path``: where to find the tool (None: this process's ``PATH``). Never
+    raises."""
     if kind == "gpu":
-        return _cuda_memory(ids)
+        return _cuda_memory(ids, path)
     if kind == "npu":
-        return _ascend_memory(ids)
+        return _ascend_memory(ids, path)
     return {}
+
+
+def held_by_session(memory: Mapping[str, DeviceMemory]) -> dict[int, float]:
+    """MiB held on the devices of ``memory``, by session (every trial leads its own)."""
+    by_pid: dict[int, float] = {}
+    for device in memory.values():
+        by_pid.update(device.by_pid)
+    held: dict[int, float] = {}
+    for pid, mib in by_pid.items():
+        session = session_of(pid)
+        if session is not None:
+            held[session] = held.get(session, 0.0) + mib
+    return held
+
+
+def still_alone(placed: Sequence[Placed]) -> list[dict[str, Any]]:
+    """The parameters of the earlier attempts that ran out of memory beside others and were
+    not run again since: their retries run alone."""
+    return [
+        dict(p.params)
+        for p in placed
+        if p.packed_oom
+        and not any(q.number > p.number and dict(q.params) == dict(p.params) for q in placed)
+    ]
 
 
 @dataclass
@@ -170,6 +212,22 @@ class Packing:
     def ran_out(self) -> None:
         """A packed trial ran out of memory: every estimate grows from now on."""
         self.caution *= CAUTION_STEP
+
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        """Take the measured peaks of the campaign's earlier attempts, and grow as cautious
+        as their out-of-memory failures beside other trials made the run before; a line
+        saying so when there were any (None: none)."""
+        for p in placed:
+            if p.peak_memory_mib:
+                self.measured(("recalled", p.number), p.params, p.peak_memory_mib)
+        failures = sum(1 for p in placed if p.packed_oom)
+        if not failures:
+            return None
+        self.caution *= CAUTION_STEP**failures
+        return (
+            f"packing: {failures} earlier trial(s) ran out of device memory beside others; "
+            f"memory estimates x{self.caution:.2f}"
+        )
 
     def estimate(self, params: Mapping[str, Any] | None) -> float | None:
         """MiB a trial of ``params`` is expected to reach (None: nothing measured yet);

@@ -2,7 +2,8 @@
 
 Several slots may name one device (``resources.per_trial: 1/k`` or ``auto``). `Placement`
 keeps the trials running on each device, samples their device memory (the driver's per
-process figures, matched to a trial by its session: every local trial leads one), asks the
+process figures, matched to a trial by its session: every local trial leads one; where the
+driver attributes nothing, the figure the trial reported of itself), asks the
 `Packing` policy where a trial may start under ``auto``, and, once a trial ended, says on its
 outcome how many trials shared its device, its peak memory, and whether it ran out of memory
 beside others (then its retry runs alone and the policy grows more cautious).
@@ -16,14 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.executors._base import TrialOutcome
+from tuner.executors._base import Placed, TrialOutcome
 from tuner.executors._devices import Slot
 from tuner.executors._packing import (
     DeviceMemory,
     Packing,
     TrialMemory,
+    held_by_session,
     is_out_of_memory,
     read_memory,
+    still_alone,
 )
 
 __all__ = ["Placement"]
@@ -35,17 +38,8 @@ class _Entry:
     pid: int | None
     memory: TrialMemory
     key: tuple[int, int]
+    handle: Any
     neighbours: int = 0
-
-
-def _session(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[3]) if len(fields) > 3 else None  # state ppid pgrp session
 
 
 class Placement:
@@ -65,6 +59,15 @@ class Placement:
         self._memory: dict[str, DeviceMemory] = {}
         self._sampled = float("-inf")
         self._alone: list[dict[str, Any]] = []
+
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        """What earlier attempts of the campaign left on record (`Packing.recall`); the
+        retries of those that ran out of memory beside others, not yet run again, run
+        alone. A line worth showing, or None."""
+        if not self._shared:
+            return None
+        self._alone.extend(still_alone(placed))
+        return self._packing.recall(placed) if self._packing is not None else None
 
     # ----- what runs where -----------------------------------------------------------------
 
@@ -111,7 +114,7 @@ class Placement:
         """``handle`` (a trial of ``handle.spec``) runs on ``slot`` as session ``pid``."""
         spec = handle.spec
         entry = _Entry(slot, pid, TrialMemory(dict(spec.params), alone=alone),
-                       (spec.number, spec.attempt))  # fmt: skip
+                       (spec.number, spec.attempt), handle)  # fmt: skip
         for device in slot.devices:
             others = self._running(device)
             for other in others:
@@ -130,16 +133,11 @@ class Placement:
             return
         self._sampled = now
         self._memory = read_memory(self._kind, self._devices)
-        by_pid: dict[int, float] = {}
-        for memory in self._memory.values():
-            by_pid.update(memory.by_pid)
-        held: dict[int, float] = {}
-        for pid, mib in by_pid.items():
-            session = _session(pid)
-            if session is not None:
-                held[session] = held.get(session, 0.0) + mib
+        held = held_by_session(self._memory)
         for entry in self._entries.values():
-            now_mib = held.get(entry.pid or -1, 0.0)
+            # The driver's figure for the trial's session; where it attributes nothing (a
+            # container hides the processes), what the trial said of itself.
+            now_mib = held.get(entry.pid or -1, 0.0) or entry.handle.reported_memory or 0.0
             if now_mib > 0:
                 entry.memory.samples += 1
                 entry.memory.peak = max(entry.memory.peak, now_mib)

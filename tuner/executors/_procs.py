@@ -30,6 +30,7 @@ __all__ = [
     "group_members",
     "identity",
     "is_alive",
+    "session_of",
     "signal_all",
 ]
 
@@ -52,6 +53,18 @@ def _stat(pid: int) -> tuple[int, int] | None:
     if fields[0] == "Z":
         return None
     return int(fields[2]), int(fields[19])
+
+
+def session_of(pid: int) -> int | None:
+    """The session ``pid`` belongs to (None: no such process). Every trial leads a session of
+    its own, so a device tool's per-process figures are matched to trials by it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[3]) if len(fields) > 3 else None  # state ppid pgrp session
 
 
 def identity(pid: int) -> dict[str, Any]:

@@ -37,15 +37,19 @@ from typing import Any
 
 from tuner import _protocol as protocol
 from tuner._errors import ConfigError, TunerError
+from tuner.config import ResourcesConfig
 from tuner.executors._base import (
     Executor,
     ExecutorFullError,
+    Placed,
     Report,
     TrialHandle,
     TrialOutcome,
     TrialSpec,
 )
+from tuner.executors._packing import Packing
 from tuner.executors._ray_node import RESOURCE, run_trial
+from tuner.executors._ray_packing import RayPacking
 from tuner.executors._ray_warm import WarmSlots
 
 __all__ = ["RayExecutor"]
@@ -59,9 +63,14 @@ class RayExecutor(Executor):
 
     ``kind`` is ``gpu``, ``npu``, ``cpu`` or ``auto`` (GPU if the cluster has any, else NPU,
     else CPU); each trial requests ``per_trial`` of that resource (accelerator trials also take
-    one CPU); a fraction such as 0.25 lets Ray put four trials on one GPU or NPU. ``parallel`` caps the trials in flight; Ray queues what the cluster cannot place
-    yet. ``preload``: as `tuner.executors.LocalExecutor`'s, with one warm actor per slot;
-    ``preload_env`` (the campaign's ``env:``) is the environment its parent imports under.
+    one CPU); a fraction such as 0.25 lets Ray put four trials on one GPU or NPU, and ``auto``
+    asks for each trial's share by its memory estimate (``packing``, see
+    `tuner.executors._ray_packing`). ``parallel`` caps the trials in flight (None: what the
+    cluster's devices hold at ``per_trial``); Ray queues what the cluster cannot place yet.
+    ``preload``: as `tuner.executors.LocalExecutor`'s, with one warm actor per slot (not under
+    ``auto``, whose requests differ trial by trial); ``preload_env`` (the campaign's ``env:``)
+    is the environment its parent imports under. ``sample_interval``: seconds between two
+    memory samples of a trial on a shared device.
     """
 
     name = "ray"
@@ -71,8 +80,11 @@ class RayExecutor(Executor):
         *,
         address: str | None,
         kind: str = "auto",
-        per_trial: float = 1,
-        parallel: int = 1,
+        per_trial: float | str = 1,
+        parallel: int | None = 1,
+        packing: Packing | None = None,
+        per_device: int = ResourcesConfig.AUTO_PER_DEVICE,
+        sample_interval: float = 1.0,
         poll_interval: float = 0.1,
         init_kwargs: Mapping[str, Any] | None = None,
         preload: bool | Sequence[str] = False,
@@ -97,37 +109,64 @@ class RayExecutor(Executor):
         if kind not in RESOURCE:
             raise ConfigError(f"resources.kind must be one of gpu, npu, cpu, auto, got {kind!r}")
         have = float(total.get(RESOURCE[kind], 0.0))
-        if have < per_trial:
+        auto = per_trial == "auto"
+        if auto and kind == "cpu":
+            raise ConfigError(
+                f"resources.per_trial: auto needs GPU or NPU resources in the Ray cluster at "
+                f"{address or 'local'}, got kind {kind}"
+            )
+        least = 1.0 if isinstance(per_trial, str) else float(per_trial)
+        if have < least:
             raise ConfigError(
                 f"resources.per_trial must be <= the {RESOURCE[kind]} resources of the Ray "
                 f"cluster at {address or 'local'} ({have:g} now), got {per_trial}"
             )
         self.kind = kind
         self._per_trial = per_trial
+        if parallel is None:  # what the cluster's devices hold
+            parallel = int(have) * per_device if auto else int(have / least + 1e-9)
         self._capacity = max(1, parallel)
         self._cluster_total = have
         self._poll_interval = poll_interval
+        self._sample_interval = sample_interval
         self._handles: list[_RayHandle] = []
         self._closed = False
         self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_trial)
-        self._warm = (
-            None if preload is False else WarmSlots(ray, preload, self._options(), preload_env)
+        shared = auto or least < 1
+        self._packing = (
+            RayPacking(per_trial, packing, devices=int(have), per_device=per_device)
+            if shared and kind != "cpu"
+            else None
         )
         self._said: set[str] = set()
+        self._warm = None
+        if preload is not False and auto:
+            self._say(
+                "per_trial: auto on Ray asks for each trial's share of a device as it starts, "
+                "and a warm actor holds a fixed one"
+            )
+        elif preload is not False:
+            self._warm = WarmSlots(ray, preload, self._options(least), preload_env)
 
     @property
     def capacity(self) -> int:
         return self._capacity
 
     def free_slots(self) -> int:
-        return self._capacity - sum(1 for h in self._handles if not h.finished)
+        live = [h for h in self._handles if not h.finished]
+        if self._packing is not None and not self._packing.may_submit(live):
+            return 0
+        return self._capacity - len(live)
 
-    def _options(self) -> dict[str, Any]:
+    def recall(self, placed: Sequence[Placed]) -> str | None:
+        return None if self._packing is None else self._packing.recall(placed)
+
+    def _options(self, share: float) -> dict[str, Any]:
         if self.kind == "gpu":
-            return {"num_gpus": self._per_trial, "num_cpus": 1}
+            return {"num_gpus": share, "num_cpus": 1}
         if self.kind == "npu":
-            return {"resources": {"NPU": self._per_trial}, "num_cpus": 1}
-        return {"num_cpus": self._per_trial}
+            return {"resources": {"NPU": share}, "num_cpus": 1}
+        return {"num_cpus": share}
 
     def submit(self, spec: TrialSpec) -> TrialHandle:
         if self._closed:
@@ -146,13 +185,20 @@ class RayExecutor(Executor):
             "timeout": spec.timeout,
             "grace_period": spec.grace_period,
             "poll_interval": self._poll_interval,
+            # Trials sharing a device are measured on their node.
+            "memory_interval": None if self._packing is None else self._sample_interval,
         }
         name = f"tuner-trial-{spec.number}-{spec.attempt}"
-        request = f"{self.kind}x{self._per_trial}"
+        share, alone = (
+            (float(self._per_trial), False)
+            if self._packing is None
+            else self._packing.request(spec.params)
+        )
+        request = f"{self.kind}x{share:g}"
         live = [h for h in self._handles if not h.finished]
-        if self._warm is None:
-            gen = self._remote.options(name=name, **self._options()).remote(payload)
-            handle = _RayHandle(self._ray, spec, gen, request, self._say)
+        if self._warm is None or alone:  # a warm actor holds a fixed share
+            gen = self._remote.options(name=name, **self._options(share)).remote(payload)
+            handle = _RayHandle(self._ray, spec, gen, request, self._say, packing=self._packing)
         else:
             warm = self._warm
             index = min(set(range(self._capacity)) - {h.slot_index for h in live})
@@ -160,7 +206,9 @@ class RayExecutor(Executor):
                 if old.slot_index == index and old.lost:
                     warm.kill(index)  # its actor died or was forced: a fresh one
             gen = warm.run(index, name, payload)
-            handle = _RayHandle(self._ray, spec, gen, request, self._say, index)
+            handle = _RayHandle(
+                self._ray, spec, gen, request, self._say, index, packing=self._packing
+            )
             handle.stopper = lambda: warm.stop(index, spec.number, spec.attempt)
             handle.killer = lambda: warm.kill(index)
         self._handles = [*live, handle]
@@ -193,8 +241,9 @@ class RayExecutor(Executor):
 
     def describe(self) -> str:
         unit = RESOURCE[self.kind]
+        each = "a share by measured memory" if self._per_trial == "auto" else self._per_trial
         return (
-            f"ray: {self.capacity} trial(s) at once, {self._per_trial} {unit} each "
+            f"ray: {self.capacity} trial(s) at once, {each} {unit} each "
             f"(cluster has {self._cluster_total:g} {unit})"
         )
 
@@ -208,8 +257,11 @@ class _RayHandle(TrialHandle):
         request: str,
         say: Callable[[str], None],
         slot_index: int = -1,
+        *,
+        packing: RayPacking | None = None,
     ) -> None:
         self._ray = ray
+        self._packing = packing
         self._request = request
         self._say = say
         self.slot_index = slot_index
@@ -260,6 +312,11 @@ class _RayHandle(TrialHandle):
             self._info = {k: item[k] for k in ("host", "node_ip", "node_id", "pid", "devices")}
             if item.get("cold"):
                 self._say(item["cold"])
+            if self._packing is not None:
+                self._packing.started(self, str(item["node_id"]), self.devices)
+        elif kind == "memory":
+            if self._packing is not None:
+                self._packing.measured(self, float(item["mib"]), item.get("total"))
         elif kind == "io":
             self._reports.extend(self._channel.feed(item["channel"]))
             self._lines.extend(item["lines"])
@@ -283,7 +340,14 @@ class _RayHandle(TrialHandle):
         )
 
     def _end(self, outcome: TrialOutcome) -> None:
+        if self._packing is not None:
+            outcome = self._packing.ended(self, outcome)
         self._outcome = outcome
+
+    @property
+    def started(self) -> bool:
+        """Ray placed the trial's task and its process started (or it already ended)."""
+        return bool(self._info) or self._outcome is not None
 
     def _elapsed(self) -> float:
         return time.monotonic() - self._t0
@@ -311,6 +375,10 @@ class _RayHandle(TrialHandle):
         self._drain()
         out, self._reports = self._reports, []
         return out
+
+    @property
+    def reported_memory(self) -> float | None:
+        return self._channel.memory
 
     def output_lines(self) -> list[str]:
         self._drain()

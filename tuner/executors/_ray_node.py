@@ -2,9 +2,11 @@
 
 `run_trial` starts the trial command as a subprocess of the Ray worker (own session, killed with
 the worker through ``PR_SET_PDEATHSIG``), follows its report channel and its stdout/stderr, and
-yields them back to the driver in small batches; its last item is the outcome. Everything here
-runs on the node, so it imports only the standard library, ``ray``, the trial protocol and
-`tuner.executors._procs`.
+yields them back to the driver in small batches; its last item is the outcome. On a shared
+device (``payload["memory_interval"]``) it also measures the trial's device memory every so
+often (`tuner.executors._packing.read_memory`, with the tool found on the trial's ``PATH``)
+and yields it. Everything here runs on the node, so it imports only the standard library,
+``ray``, the trial protocol, `tuner.executors._procs` and, to measure, the memory reader.
 """
 
 from __future__ import annotations
@@ -134,7 +136,10 @@ def follow_trial(
             "started_at": time.time(),
             "cold": cold() if cold is not None else None,
         }
-        rc, timed_out = yield from _watch(proc, followers, payload, control, t0, stop_requested)
+        sampler = _Sampler(kind, devices, env.get("PATH"), payload.get("memory_interval"))
+        rc, timed_out = yield from _watch(
+            proc, followers, payload, control, t0, stop_requested, sampler
+        )
         yield _ended(rc, timed_out, t0, out_path, err_path)
     except (KeyboardInterrupt, GeneratorExit):
         # ray.cancel(force=False), for a prune or a shutdown, arrives as KeyboardInterrupt while
@@ -166,6 +171,32 @@ def _node_env(kind: str, own: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+class _Sampler:
+    """The device memory of one trial on this node, every ``interval`` seconds (None: never):
+    an item with the MiB the tool attributes to the trial's session (0: none) and the size
+    of its smallest device, or None when it is not time or the tool said nothing."""
+
+    def __init__(
+        self, kind: str, devices: list[str], path: str | None, interval: float | None
+    ) -> None:
+        self._kind, self._devices, self._path = kind, devices, path
+        self._interval = interval
+        self._last = float("-inf")
+
+    def sample(self, session: int) -> dict[str, Any] | None:
+        now = time.monotonic()
+        if self._interval is None or not self._devices or now - self._last < self._interval:
+            return None
+        self._last = now
+        from tuner.executors._packing import held_by_session, read_memory
+
+        memory = read_memory(self._kind, self._devices, path=self._path)
+        if not memory:
+            return None
+        mib = held_by_session(memory).get(session, 0.0)
+        return {"type": "memory", "mib": mib, "total": min(m.total for m in memory.values())}
+
+
 def _watch(
     proc: Any,
     followers: list[_Follow],
@@ -173,9 +204,11 @@ def _watch(
     control: str,
     t0: float,
     stop_requested: Callable[[], bool] | None,
+    sampler: _Sampler | None = None,
 ) -> Generator[dict[str, Any], None, tuple[int, bool]]:
-    """Yield the attempt's io items until its process exits, stopping it past its timeout or
-    on request; returns ``(exit status, whether it timed out)``."""
+    """Yield the attempt's io items (and its memory, with a ``sampler``) until its process
+    exits, stopping it past its timeout or on request; returns ``(exit status, whether it
+    timed out)``."""
     timed_out = False
     partial = [b"", b""]
     while True:
@@ -183,6 +216,9 @@ def _watch(
         item = _io_item(followers, partial, final=rc is not None)
         if item is not None:
             yield item
+        memory = sampler.sample(proc.pid) if sampler is not None and rc is None else None
+        if memory is not None:
+            yield memory
         if rc is not None:
             return int(rc), timed_out
         timeout = payload["timeout"]

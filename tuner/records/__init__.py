@@ -30,6 +30,7 @@ from tuner.records._summary import (
 from tuner.records._trial import (
     interrupted_tags,
     output_tail,
+    placed_trials,
     placement_attr,
     trial_end_tags,
     trial_run_name,
@@ -56,6 +57,7 @@ __all__ = [
     "open_recorder",
     "output_tail",
     "pareto_line",
+    "placed_trials",
     "placement_attr",
     "reconcile_runs",
     "run_importance",

@@ -78,7 +78,8 @@ DEVICE = "tuner.device"
 #: The most other trials that shared the trial's device at once, and its peak device memory
 #: (MiB, as the driver measured its processes); on the trial run, and in the Optuna trial's
 #: ``PLACEMENT_ATTR`` user attribute ``{"device", "neighbours", "peak_memory_mib",
-#: "started", "duration"}``.
+#: "packed_oom", "started", "duration"}`` (``packed_oom``: it ran out of device memory beside
+#: other trials; a resumed campaign's packing recalls it).
 DEVICE_NEIGHBOURS = "tuner.device.neighbours"
 DEVICE_PEAK_MEMORY = "tuner.device.peak_memory_mib"
 #: The campaign's device-hours (each device's time with at least one trial on it, summed) and

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tuner.executors import Placed
 from tuner.records import _tags as T
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ __all__ = [
     "finished_trial_tags",
     "interrupted_tags",
     "output_tail",
+    "placed_trials",
     "placement_attr",
     "placement_tags",
     "trial_end_tags",
@@ -117,14 +119,36 @@ def placement_tags(outcome: TrialOutcome) -> dict[str, str]:
 
 def placement_attr(device: str, started: float | None, outcome: TrialOutcome) -> dict[str, Any]:
     """The Optuna trial's ``PLACEMENT_ATTR``: where it ran, beside how many, its peak device
-    memory, and when (what the campaign's device-hours are summed from)."""
+    memory, whether it ran out of device memory beside other trials, and when (what the
+    campaign's device-hours are summed from)."""
     return {
         "device": device,
         "neighbours": outcome.neighbours,
         "peak_memory_mib": outcome.peak_memory_mib,
+        "packed_oom": outcome.packed_oom,
         "started": started,
         "duration": outcome.duration,
     }
+
+
+def placed_trials(trials: Iterable[FrozenTrial]) -> list[Placed]:
+    """What the ``PLACEMENT_ATTR`` of ``trials`` say, for an executor to recall
+    (`tuner.executors.Executor.recall`): a resumed campaign packs as cautiously as the one
+    that ran before it."""
+    out = []
+    for trial in trials:
+        attr = trial.user_attrs.get(T.PLACEMENT_ATTR)
+        if isinstance(attr, dict):
+            peak = attr.get("peak_memory_mib")
+            out.append(
+                Placed(
+                    number=trial.number,
+                    params=dict(trial.params),
+                    peak_memory_mib=float(peak) if isinstance(peak, int | float) else None,
+                    packed_oom=attr.get("packed_oom") is True,
+                )
+            )
+    return out
 
 
 def finished_trial_tags(trial: FrozenTrial, metric_names: Sequence[str]) -> dict[str, str]:
