@@ -29,11 +29,22 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Protocol
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the results import this module to advise: names for types only
-    from lineage.importance._result import ParamImportance
+
+class Ranked(Protocol):
+    """What the advice reads of a ranked parameter (`lineage.importance.ParamImportance`
+    has it; the results import this module, so it names the shape, not the class)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def ci(self) -> tuple[float, float]: ...
+    @property
+    def significant(self) -> bool: ...
+
 
 __all__ = [
     "NEGLIGIBLE_SHARE",
@@ -57,7 +68,7 @@ _MAX_FACTOR = 20
 TUNE, NO_EFFECT, CANNOT_TELL = "tune", "no effect", "cannot tell"
 
 
-def rank_ranges(params: Sequence[ParamImportance]) -> list[tuple[int, int]]:
+def rank_ranges(params: Sequence[Ranked]) -> list[tuple[int, int]]:
     """``(best, worst)`` possible rank of each parameter, from whose intervals lie wholly above
     or below its own (1 is the most important).
 
@@ -75,7 +86,7 @@ def rank_ranges(params: Sequence[ParamImportance]) -> list[tuple[int, int]]:
     return out
 
 
-def _runs_to_decide(p: ParamImportance, n_runs: int, confidence: float) -> int | None:
+def _runs_to_decide(p: Ranked, n_runs: int, confidence: float) -> int | None:
     """Total runs that would likely decide ``p`` (see the module docs); None when too many."""
     normal = NormalDist()
     z_conf = normal.inv_cdf(0.5 + confidence / 2.0)  # the level of this one interval
@@ -92,7 +103,7 @@ def _runs_to_decide(p: ParamImportance, n_runs: int, confidence: float) -> int |
     return max(n_runs + 1, math.ceil(min(needed)))
 
 
-def verdict(p: ParamImportance) -> str:
+def verdict(p: Ranked) -> str:
     """What a ranked parameter's interval supports: tune it (significant), it did not matter
     (its interval's upper end is below a negligible share), or the runs cannot tell yet.
 
@@ -150,7 +161,7 @@ class Advice:
         }
 
 
-def runs_to_decide(p: ParamImportance, n_runs: int, confidence: float = 0.95) -> int | None:
+def runs_to_decide(p: Ranked, n_runs: int, confidence: float = 0.95) -> int | None:
     """Total runs that would likely decide an undecided parameter (None: decided, or more than
     20 times ``n_runs``).
 
@@ -167,7 +178,7 @@ def runs_to_decide(p: ParamImportance, n_runs: int, confidence: float = 0.95) ->
     return _runs_to_decide(p, n_runs, confidence)
 
 
-def advise(params: Sequence[ParamImportance], n_runs: int, confidence: float = 0.95) -> Advice:
+def advise(params: Sequence[Ranked], n_runs: int, confidence: float = 0.95) -> Advice:
     """Group ``params`` by verdict (in ranking order) and estimate the runs to add.
 
     ``confidence`` is the level of each interval (for intervals that hold together, the
