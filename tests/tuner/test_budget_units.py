@@ -91,9 +91,7 @@ def test_a_device_hours_budget_stops_the_running_trials_where_it_is_spent(
     campaign: Any, run_campaign: Any
 ) -> None:
     # 0.0005 device-hours is 1.8 s of one CPU slot; a trial alone would run 20 s.
-    config = campaign(
-        LONG, budget={"device_hours": 0.0005, "max_failures": 20, "trials": None}
-    )
+    config = campaign(LONG, budget={"device_hours": 0.0005, "max_failures": 20, "trials": None})
     out = io.StringIO()
     run_campaign(config, observer=PlainObserver(out))
     trials = [t for t in trials_of(config) if t.state.is_finished()]
