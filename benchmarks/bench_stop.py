@@ -67,6 +67,7 @@ def _config(folder: Path, scheduler: str) -> None:
         "parameters": {"lr": {"type": "float", "low": 0.01, "high": 1.0, "log": True}},
         "budget": {"trials": 2 if scheduler == "pbt" else 50},
         "trial": {"grace_period": 5},
+        "diagnosis": {"early_stop": False},  # the loss rises on purpose
         "resources": {"kind": "cpu", "parallel": 2},
         "sampler": {"name": "random", "seed": 1},
         "lineage": {"tracking_uri": f"sqlite:///{folder / 'mlflow.db'}"},

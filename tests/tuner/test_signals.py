@@ -24,3 +24,27 @@ def test_cleanup_shield_ignores_signals_inside_and_restores_the_handlers_after()
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def test_a_stop_signal_waits_for_a_safe_point_and_a_sleep_is_one() -> None:
+    import os
+    import time
+
+    import pytest
+
+    from tuner.campaign._signals import (
+        Interrupted,
+        interruptible,
+        raise_pending,
+        terminate_interrupts,
+    )
+
+    with terminate_interrupts(True):
+        os.kill(os.getpid(), signal.SIGTERM)
+        # Noted, not raised: the code between two safe points runs on.
+        with pytest.raises(Interrupted):
+            raise_pending()
+        raise_pending()  # raised once
+    with terminate_interrupts(True), pytest.raises(KeyboardInterrupt), interruptible():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # cut short by the signal

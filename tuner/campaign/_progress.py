@@ -205,10 +205,12 @@ class PlainObserver(Observer):
         self._last = mark
         finished = _finished(controller)
         spent, total, unit = measure(controller)
-        for frozen in sorted(finished, key=lambda t: t.number):
-            if frozen.number not in self._printed:
-                self._printed.add(frozen.number)
-                self._write(self._line(controller, frozen, self._bracket(spent, total, unit)))
+        new = [t for t in sorted(finished, key=lambda t: t.number) if t.number not in self._printed]
+        for i, frozen in enumerate(new):
+            self._printed.add(frozen.number)
+            # Trials: the lines of one batch count up to the total, one each.
+            figure = spent - (len(new) - 1 - i) if unit == "trials" else spent
+            self._write(self._line(controller, frozen, self._bracket(figure, total, unit)))
 
     def _bracket(self, spent: float, total: float | None, unit: str) -> str:
         """``[spent/total]`` (``[spent/total unit]`` beyond trials) when ``spent`` passed
