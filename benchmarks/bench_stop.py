@@ -3,7 +3,7 @@
 Each round starts a fresh campaign (MLflow and Optuna on SQLite, two trials at a time) as a
 real `tuner run` process and sends it SIGTERM once the trials are under way: under PBT once
 members have been copied over and restarted (interval 1, a loss that rises every step, so
-the copies keep coming), under ASHA once trials have been paused and promoted, and with the
+the copies keep coming), under ASHA once trials have been paused at a rung, and with the
 default (no scheduler) once two trials have reported. It times the signal to the process's
 exit and checks the exit code (130) and that the campaign's MLflow run was closed (KILLED).
 Prints the median and the worst per scheduler. Run:
@@ -88,8 +88,8 @@ def _under_way(folder: Path, scheduler: str) -> bool:
         return False
     if scheduler == "pbt":
         return sum(1 for t in trials if "tuner.exploit" in t.user_attrs) >= 3
-    if scheduler == "asha":
-        return sum(1 for t in trials if "tuner.parent_trial" in t.user_attrs) >= 1
+    if scheduler == "asha":  # trials paused at a rung, others running
+        return sum(1 for t in trials if t.state.name == "PRUNED") >= 2
     return sum(1 for t in trials if t.intermediate_values) >= 2
 
 
