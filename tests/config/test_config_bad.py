@@ -189,6 +189,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "budget must set at least one of trials, steps, device_hours, timeout.",
     ),
     ("steps-zero", {"budget.steps": 0}, "budget.steps must be >= 1, got 0."),
+    (
+        "steps-several-objectives",
+        {
+            "budget.steps": 100,
+            "objectives": [{"metric": "latency", "goal": "minimize"}],
+            "pruner": {"name": "none"},
+        },
+        "budget.steps needs a single objective (steps are counted from the target's reports, "
+        "which a campaign of several objectives does not pass to Optuna), got 100.",
+    ),
     ("device-hours-zero", {"budget.device_hours": 0}, "budget.device_hours must be > 0.0, got 0."),
     (
         "bad-duration",
