@@ -143,11 +143,10 @@ def measure(controller: CampaignView) -> tuple[float, float | None, str]:
     ``budget.steps``, else device-hours with ``budget.device_hours``, else counted trials
     (no total with ``budget.timeout`` alone). Never more than the total."""
     budget = controller.config.budget
-    spent = controller.spent()
     if budget.steps is not None:
-        return min(spent.steps, budget.steps), budget.steps, "steps"
+        return min(controller.spent().steps, budget.steps), budget.steps, "steps"
     if budget.device_hours is not None:
-        hours = min(spent.device_hours, budget.device_hours)
+        hours = min(controller.spent().device_hours, budget.device_hours)
         return hours, budget.device_hours, "device-hours"
     done = sum(controller.study_counts().values())
     if controller.budget is None:
