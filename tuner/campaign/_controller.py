@@ -12,7 +12,9 @@ a chain of segments counts once. So a campaign ends with exactly
 ``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
 trial does not). Earlier runs imported by ``warm_start:`` (system attribute ``tuner:imported``)
 are finished trials of the study that never count: the controller asks up to
-``budget.trials`` plus their number.
+``budget.trials`` plus their number. ``budget.steps`` and ``budget.device_hours`` count what
+every trial spent (`tuner.campaign._spending`): no trial is asked once one is spent, and the
+running ones are stopped there.
 
 Whether this controller is the campaign's only one (``tuner run``) or one of several on a
 shared study (``tuner worker``) is the injected `tuner.coordination.Coordination`'s business.
@@ -136,7 +138,8 @@ class Controller:
         return counted_trials(self.study) - self.imported - len(self.running) - self._waiting()
 
     def run(self) -> CampaignResult:
-        """Run the campaign until ``budget.trials`` trials are counted, the failure budget is
+        """Run the campaign until ``budget.trials`` trials are counted, ``budget.steps`` or
+        ``budget.device_hours`` are spent, the failure budget is
         spent (`BudgetExhausted`, after cleanup), ``budget.timeout`` passed, or it is stopped
         (Ctrl-C / SIGTERM: running trials are terminated, marked and re-queued; then
         `KeyboardInterrupt` is raised again).
