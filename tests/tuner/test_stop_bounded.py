@@ -7,6 +7,7 @@ docs give comes from ``benchmarks/bench_stop.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -143,18 +144,81 @@ def test_sigterm_during_pbt_churn_ends_tuner_run_every_time(
         assert [r.info.status for r in parents] == ["KILLED"], (round_, err[-2000:])
 
 
+#: A trial that takes its time to stop: being asked to (the stop flag, SIGTERM) is noted
+#: (``term``) and ignored, so the first stop waits out ``trial.grace_period`` for it.
+STUBBORN = """
+import os, pathlib, signal, time
+from tuner import trial
+pathlib.Path("pid").write_text(str(os.getpid()))
+signal.signal(signal.SIGTERM, lambda *_: pathlib.Path("term").touch())
+for step in range(100000):
+    time.sleep(0.1)
+    if trial.should_prune():
+        pathlib.Path("term").touch()
+    trial.report(step, loss=1.0 / (step + 1))
+"""
+
+
 def test_a_second_sigterm_ends_tuner_run_at_once(tmp_path: Path, sqlite_uri: str) -> None:
-    store = Path(sqlite_uri.removeprefix("sqlite:///"))
-    folder = _fresh(tmp_path, store, "twice")
-    proc = _start(folder)
-    _poll(lambda: _exploits(folder) >= 1, "no PBT exploit", proc)
-    proc.send_signal(signal.SIGTERM)
-    proc.send_signal(signal.SIGTERM)
+    folder = tmp_path / "twice"
+    folder.mkdir()
+    shutil.copyfile(Path(sqlite_uri.removeprefix("sqlite:///")), folder / "mlflow.db")
+    _config(folder)
+    data = yaml.safe_load((folder / "campaign.yaml").read_text())
+    data.pop("scheduler")
+    data["trial"]["grace_period"] = 120
+    data["resources"]["parallel"] = 1
+    (folder / "campaign.yaml").write_text(yaml.safe_dump(data))
+    (folder / "trial.py").write_text(STUBBORN)
+    env = dict(os.environ)
+    env.pop("MLFLOW_TRACKING_URI", None)
+    # Into a file, not a pipe: what the exit leaves running holds its copy of the descriptor.
+    with open(tmp_path / "stderr", "w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tuner.cli", "run", "campaign.yaml", "--quiet"],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+        )
     try:
-        _, err = proc.communicate(timeout=HANG_S)
-    except subprocess.TimeoutExpired:
+        _poll(lambda: _reported(folder), "the trial did not report", proc)
+        proc.send_signal(signal.SIGTERM)
+        # The first stop is under way: it asked the trial to end, and waits for it.
+        _poll(lambda: (folder / "term").exists(), "the trial was not asked to stop", proc)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=HANG_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("tuner run still alive after a second SIGTERM") from None
+        err = (tmp_path / "stderr").read_text()
+        assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+        assert "SIGTERM again: exiting now" in err
+    finally:  # what `tuner resume` would end: the trial that ignores SIGTERM, its warm parent
         proc.kill()
-        proc.communicate()
-        raise AssertionError("tuner run still alive after a second SIGTERM") from None
-    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
-    assert "SIGTERM again: exiting now" in err
+        _kill_processes_of(folder)
+
+
+def _kill_processes_of(folder: Path) -> None:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if cwd == str(folder) or str(folder) in cmdline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def _reported(folder: Path) -> bool:
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name="churn", storage=f"sqlite:///{folder / 'optuna.db'}")
+    except Exception:  # not created yet
+        return False
+    return any(t.intermediate_values for t in study.get_trials(deepcopy=False))
