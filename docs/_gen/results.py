@@ -203,6 +203,11 @@ GOALS: dict[str, list[tuple[str, tuple[str, ...], str, float]]] = {
             20,
         ),
     ],
+    "stop": [
+        ("SIGTERM to exit under PBT, s (worst)", ("pbt", "worst_s"), "<=", 10),
+        ("SIGTERM to exit under ASHA, s (worst)", ("asha", "worst_s"), "<=", 10),
+        ("SIGTERM to exit with no scheduler, s (worst)", ("none", "worst_s"), "<=", 10),
+    ],
     "bench_startup": [
         ("campaign efficiency, cold", ("efficiency_cold", "efficiency"), ">=", 0.95),
         ("campaign efficiency, warm", ("efficiency_warm", "efficiency"), ">=", 0.95),

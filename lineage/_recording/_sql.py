@@ -77,6 +77,7 @@ class SqlWriter(Writer):
     def __init__(self, uri: str) -> None:
         self._uri = uri
         self._conn: Connection | None = None
+        self._give_up_at: float | None = None
         conn = self._connect()
         try:
             conn.check_schema(write=True)
@@ -143,10 +144,18 @@ class SqlWriter(Writer):
         self.write(run_id, Batch(tags={MLFLOW_RUN_NAME: name}))
         return True
 
+    def retry_until(self, deadline: float | None) -> None:
+        """Stop retrying a locked or busy database at ``deadline`` (``time.monotonic()``)
+        rather than after ``_LOCK_RETRY_S``: a process that is stopping gives its last
+        writes a bounded time. Safe to call from another thread than the writing one."""
+        self._give_up_at = deadline
+
     def _retrying(self, attempt: Callable[[], T]) -> T:
         """``attempt()`` (connecting first if needed), again with jittered backoff while the
-        database is locked or busy, for up to ``_LOCK_RETRY_S``."""
+        database is locked or busy, for up to ``_LOCK_RETRY_S`` (or `retry_until`)."""
         deadline = time.monotonic() + _LOCK_RETRY_S
+        if self._give_up_at is not None:
+            deadline = min(deadline, self._give_up_at)
         delay = 0.01
         while True:
             try:

@@ -55,7 +55,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "nested-typo",
         {"budget.trails": 3},
-        "unknown key 'budget.trails'; known keys: trials, timeout, max_failures.",
+        "unknown key 'budget.trails'; known keys: trials, steps, device_hours, timeout, max_failures.",
     ),
     (
         "param-key-typo",
@@ -183,6 +183,23 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("trials-zero", {"budget.trials": 0}, "budget.trials must be >= 1, got 0."),
     ("trials-text", {"budget.trials": "many"}, "budget.trials must be an integer, got 'many'."),
     ("max-failures-zero", {"budget.max_failures": 0}, "budget.max_failures must be >= 1, got 0."),
+    (
+        "budget-no-limit",
+        {"budget": {"max_failures": 3}},
+        "budget must set at least one of trials, steps, device_hours, timeout.",
+    ),
+    ("steps-zero", {"budget.steps": 0}, "budget.steps must be >= 1, got 0."),
+    (
+        "steps-several-objectives",
+        {
+            "budget.steps": 100,
+            "objectives": [{"metric": "latency", "goal": "minimize"}],
+            "pruner": {"name": "none"},
+        },
+        "budget.steps needs a single objective (steps are counted from the target's reports, "
+        "which a campaign of several objectives does not pass to Optuna), got 100.",
+    ),
+    ("device-hours-zero", {"budget.device_hours": 0}, "budget.device_hours must be > 0.0, got 0."),
     (
         "bad-duration",
         {"budget.timeout": "2 hours"},
@@ -496,7 +513,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "typo-beside-the-right-key",
         {"budget": {"trials": 3, "trails": 4}},
-        "unknown key 'budget.trails'; known keys: trials, timeout, max_failures.",
+        "unknown key 'budget.trails'; known keys: trials, steps, device_hours, timeout, max_failures.",
     ),
     (
         "several-unknown-keys",

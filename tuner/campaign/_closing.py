@@ -52,6 +52,10 @@ __all__ = [
 
 _STOPPED = "interrupted: the controller stopped while the trial ran"
 
+#: Seconds the lineage records still queued may take when the controller was stopped
+#: (SIGTERM, Ctrl-C): a locked or absent store does not hold the exit up longer.
+STOP_WAIT_S = 4.0
+
 
 @dataclass(frozen=True)
 class CampaignEnd:
@@ -116,7 +120,9 @@ def close_campaign(
             status = "FAILED"
         if crashed:
             tags[T.ERROR] = _describe(error)
-        step(lambda: recorder.close(status, tags=tags, reason=why))
+        # A stopped controller gives its last records a bounded time (see `STOP_WAIT_S`).
+        wait = STOP_WAIT_S if status == "KILLED" else None
+        step(lambda: recorder.close(status, tags=tags, reason=why, wait=wait))
         lost = getattr(recorder, "fatal", None)  # a full disk took the last records
         if lost is not None and error is None:
             failures.append(lost)

@@ -12,7 +12,9 @@ a chain of segments counts once. So a campaign ends with exactly
 ``budget.max_failures`` counts failed attempts (a retried failure counts too; an interrupted
 trial does not). Earlier runs imported by ``warm_start:`` (system attribute ``tuner:imported``)
 are finished trials of the study that never count: the controller asks up to
-``budget.trials`` plus their number.
+``budget.trials`` plus their number. ``budget.steps`` and ``budget.device_hours`` count what
+every trial spent (`tuner.campaign._spending`): no trial is asked once one is spent, and the
+running ones are stopped there.
 
 Whether this controller is the campaign's only one (``tuner run``) or one of several on a
 shared study (``tuner worker``) is the injected `tuner.coordination.Coordination`'s business.
@@ -39,9 +41,17 @@ from tuner.campaign._outcome import best_of
 from tuner.campaign._parts import build_executor, build_parts, build_recorder
 from tuner.campaign._result import analyse, campaign_result, study_counts
 from tuner.campaign._running import CampaignResult, Observer, Prepared, RunningTrial
-from tuner.campaign._signals import Interrupted, cleanup_shielded, terminate_interrupts
+from tuner.campaign._signals import (
+    Interrupted,
+    cleanup_shielded,
+    interruptible,
+    raise_pending,
+    release_frames,
+    terminate_interrupts,
+)
+from tuner.campaign._spending import Spending, limits_of
 from tuner.campaign._state import TrialState
-from tuner.coordination import Coordination, Standalone, StudySite, counted_trials
+from tuner.coordination import Coordination, Spent, Standalone, StudySite, counted_trials
 from tuner.executors import Executor, TrialOutcome
 from tuner.records import disk_full, placed_trials, start_campaign_run
 
@@ -99,7 +109,9 @@ class Controller:
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
         self._failures = FailureBudget(config.name, config.budget, config.trial)
         self.started_at = time.time()
-        self.budget = config.budget.trials
+        #: Counted trials the campaign asks for (None: steps, device-hours or time end it).
+        self.budget = config.trial_limit
+        self._spending = Spending(limits_of(config), 0, self._observer.message)
         self._stop_reason: str | None = None
         self._launch_closed: str | None = None
         self._last_update = 0.0
@@ -126,7 +138,8 @@ class Controller:
         return counted_trials(self.study) - self.imported - len(self.running) - self._waiting()
 
     def run(self) -> CampaignResult:
-        """Run the campaign until ``budget.trials`` trials are counted, the failure budget is
+        """Run the campaign until ``budget.trials`` trials are counted, ``budget.steps`` or
+        ``budget.device_hours`` are spent, the failure budget is
         spent (`BudgetExhausted`, after cleanup), ``budget.timeout`` passed, or it is stopped
         (Ctrl-C / SIGTERM: running trials are terminated, marked and re-queued; then
         `KeyboardInterrupt` is raised again).
@@ -148,6 +161,7 @@ class Controller:
                     status = "FAILED" if self._stop_reason else "FINISHED"
                 except (KeyboardInterrupt, Interrupted) as exc:
                     name = "SIGTERM" if isinstance(exc, Interrupted) else "Ctrl-C"
+                    release_frames(exc)
                     self._abort(f"interrupted: the controller received {name}")
                     status = "KILLED"
                     raise KeyboardInterrupt from None
@@ -163,7 +177,7 @@ class Controller:
             error = exc
             raise
         finally:
-            with cleanup_shielded():
+            with cleanup_shielded(second_exits=self._handle_signals):
                 close_campaign(
                     self._end(),
                     status,
@@ -225,6 +239,9 @@ class Controller:
             for line in self._preflight.apply(study):
                 self._observer.message(line)
             self.imported = count_imported(study)
+            self._spending = Spending(
+                limits_of(self.config, self.imported), self.imported, self._observer.message
+            )
             self.counts, self._failures.failures = tally(study)
             # Trials with a fresh heartbeat belong to a live `tuner worker`: left alone.
             self._stale, live = self._coordination.orphans(study)
@@ -244,7 +261,9 @@ class Controller:
                 failures=self._failures,
                 count=self._count,
                 stop=self._stop,
+                take_step=self._spending.take_step if self.config.budget.steps else None,
             )
+            self._spending.apply = self._parts.decisions.apply
         self._coordination.joined(study)
 
     def _recover(self) -> None:
@@ -272,6 +291,7 @@ class Controller:
             self._stop_reason = self._failures.already_spent()
             return
         while True:
+            raise_pending()  # a stop signal lands here, between two store operations
             stop_lost(self.running, self._coordination.lost_trials(), self._observer.message)
             ended = []
             for rt in list(self.running.values()):
@@ -293,6 +313,9 @@ class Controller:
                 # Running trials are stopped (failure budget spent), marked and re-queued.
                 self._terminate_and_mark(f"interrupted: {self._stop_reason}")
                 return
+            if self._spending.stop_spent(self.study, self.running.values()):
+                # The message is the spending's; the running trials stop at their next step.
+                self._launch_closed = self._launch_closed or f"{self._spending.reached} reached"
             if deadline is not None and time.monotonic() > deadline and not self._launch_closed:
                 self._launch_closed = "budget.timeout reached: no new trials are started"
                 self._observer.message(self._launch_closed)
@@ -305,7 +328,8 @@ class Controller:
                 queue.discard()
                 return
             self._notify()
-            executor.wait(self._poll)
+            with interruptible():
+                executor.wait(self._poll)
 
     def _waiting(self) -> int:
         import optuna
@@ -319,7 +343,7 @@ class Controller:
         if scheduler is not None:
             # A promoted trial no longer counts: its continuation (enqueued now) does.
             self.counts["PRUNED"] = max(0, self.counts["PRUNED"] - scheduler.before_ask())
-        return self._parts.launcher.prepare(self.budget + self.imported)
+        return self._parts.launcher.prepare(self._spending.limits)
 
     def _started(self, rt: RunningTrial, seconds: float) -> None:
         self.running[rt.number] = rt
@@ -356,7 +380,7 @@ class Controller:
 
     def _abort(self, reason: str) -> None:
         self._launch_closed = reason
-        with cleanup_shielded():
+        with cleanup_shielded(second_exits=self._handle_signals):
             self._terminate_and_mark(reason)
 
     def _terminate_and_mark(self, reason: str) -> None:
@@ -383,6 +407,11 @@ class Controller:
         if force or now - self._last_update >= 0.25:
             self._last_update = now
             self._observer.update(self)
+
+    def spent(self) -> Spent:
+        """What the study's trials spent so far: counted trials (imported ones left out),
+        reported steps, device-hours (every controller's)."""
+        return self._spending.spent(self.study)
 
     def study_counts(self) -> dict[str, int]:
         """The study's counted trials by final state (COMPLETE, PRUNED, FAIL), every

@@ -55,8 +55,9 @@ _NOTE_HEAD = "**Search space changes** (`--allow-space-change`)"
 class Preflight:
     """What `preflight` found; applied to the study once it is created or loaded."""
 
-    #: ``budget.trials``: an import never enqueues more trials than the budget has left.
-    budget: int
+    #: ``budget.trials`` (None: no trial limit): an import never enqueues more trials than
+    #: the budget has left.
+    budget: int | None
     #: The search space as the config wrote it (`tuner.config.space_spec`), kept in the study.
     space: dict[str, Any]
     plan: WarmStartPlan | None = None
@@ -73,8 +74,9 @@ class Preflight:
         out: list[str] = []
         if self.plan is not None and WARM_START_ATTR not in study.user_attrs:
             # An enqueued trial is taken whatever the count: never more than the budget left.
-            left = self.budget - (counted_trials(study) - count_imported(study))
-            self.plan.enqueue = self.plan.enqueue[: max(0, left)]
+            if self.budget is not None:
+                left = self.budget - (counted_trials(study) - count_imported(study))
+                self.plan.enqueue = self.plan.enqueue[: max(0, left)]
             apply(study, self.plan)
             self.imported = self.plan.lines()
             out.extend(self.imported)
@@ -144,7 +146,7 @@ def preflight(
     `tuner.history.HistoryContext` a warm start reads its sources in."""
     from tuner.config import space_difference, space_spec
 
-    out = Preflight(budget=config.budget.trials, space=space_spec(config))
+    out = Preflight(budget=config.trial_limit, space=space_spec(config))
     attrs: dict[str, Any] = {}
     n_trials = 0
     try:

@@ -34,7 +34,9 @@ class MetricIntake:
 
     ``prune_on``: the metric whose points are reported to the Optuna trial (the ``target`` of
     a single-objective campaign; None for several objectives, which Optuna does not prune).
-    ``pruner``: the pruner's name (``pruner.name``), for the reason of a pruned trial."""
+    ``pruner``: the pruner's name (``pruner.name``), for the reason of a pruned trial.
+    ``take_step``: asked before a new step of the target is reported, with ``budget.steps``
+    (False: the budget is spent, the trial was stopped, the step is not counted)."""
 
     def __init__(
         self,
@@ -45,8 +47,10 @@ class MetricIntake:
         prune_on: str | None,
         pruner: str,
         scheduler: Scheduler | None = None,
+        take_step: Callable[[RunningTrial], bool] | None = None,
     ) -> None:
         self._decisions = decisions
+        self._take_step = take_step
         self._prune_on = prune_on
         self._pruner = pruner
         self._recorder = recorder
@@ -97,6 +101,8 @@ class MetricIntake:
                     and rt.decided is None
                     and not rt.superseded
                 ):
+                    if self._take_step is not None and not self._take_step(rt):
+                        break  # budget.steps is spent: the trial was stopped
                     try:
                         rt.trial.report(value, report.step)
                     except optuna.exceptions.UpdateFinishedTrialError:

@@ -40,7 +40,7 @@ from tuner.search import (
 if TYPE_CHECKING:
     import optuna
 
-    from tuner.coordination import Coordination
+    from tuner.coordination import Coordination, Limits
     from tuner.executors import Executor
     from tuner.records import LineageRecorder
 
@@ -164,7 +164,7 @@ class Launcher:
             at = parent_trial(trials[at])
         return runs
 
-    def prepare(self, budget: int) -> Prepared | None:
+    def prepare(self, budget: int | Limits) -> Prepared | None:
         """Ask for the next trial and fix its parameters; None when the budget is reached.
         Its MLflow run and argv come when it starts (`start`)."""
         t0 = time.perf_counter()

@@ -48,6 +48,8 @@ class Parts:
     intake: MetricIntake
     ahead: AskAhead
     bookkeeping: Bookkeeping
+    #: The one place decisions about running attempts take effect.
+    decisions: Decisions
 
 
 def build_recorder(config: CampaignConfig) -> LineageRecorder:
@@ -89,11 +91,13 @@ def build_parts(
     failures: FailureBudget,
     count: Callable[[TrialState], None],
     stop: Callable[[str], None],
+    take_step: Callable[[RunningTrial], bool] | None = None,
 ) -> Parts:
     """The parts of a campaign whose study is loaded: the launcher, the scheduler (None
     without a ``scheduler:`` section), the metric intake, the queue of trials asked ahead
     (``prepare`` and ``started``: see `AskAhead`) and the bookkeeping of ended attempts
-    (``failures``, ``count`` and ``stop``: see `Bookkeeping`). ``state_dir``: the campaign's
+    (``failures``, ``count`` and ``stop``: see `Bookkeeping`); ``take_step``: whether a
+    trial may report one more step of ``budget.steps`` (`MetricIntake`). ``state_dir``: the campaign's
     local state folder (attempt channels, local checkpoints)."""
     launcher = Launcher(
         LaunchPlan.of(config),
@@ -134,6 +138,7 @@ def build_parts(
         prune_on=None if config.multi_objective else config.target.metric,
         pruner=config.pruner.name,
         scheduler=scheduler,
+        take_step=take_step,
     )
     ahead = AskAhead(launcher, prepare=prepare, started=started)
     bookkeeping = Bookkeeping(
@@ -149,4 +154,4 @@ def build_parts(
         count=count,
         stop=stop,
     )
-    return Parts(launcher, scheduler, intake, ahead, bookkeeping)
+    return Parts(launcher, scheduler, intake, ahead, bookkeeping, decisions)

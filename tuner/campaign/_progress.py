@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tuner.campaign._running import Observer
+from tuner.coordination import running_seconds
 
 if TYPE_CHECKING:
     from tuner.campaign._running import CampaignView
@@ -56,16 +57,15 @@ class RichObserver(Observer):
             return
         from rich.console import Group
 
+        done, total, _unit = measure(controller)
         if self._task is None:
-            self._task = self._progress.add_task(
-                controller.config.name, total=controller.budget, detail=""
-            )
+            self._task = self._progress.add_task(controller.config.name, total=total, detail="")
         counts = controller.study_counts()
         detail = f"✓{counts['COMPLETE']} ✂{counts['PRUNED']} ✗{counts['FAIL']}"
         best = controller.best()
         if best is not None and "value" in best:
             detail += f"  best #{best['number']} = {best['value']:.6g}"
-        self._progress.update(self._task, completed=sum(counts.values()), detail=detail)
+        self._progress.update(self._task, completed=done, detail=detail)
         table = running_table(controller, time.time(), self._console.width)
         self._live.update(Group(self._progress, table))
         if not self._started:
@@ -138,9 +138,36 @@ def running_table(controller: CampaignView, now: float, width: int) -> Any:
     return table
 
 
+def measure(controller: CampaignView) -> tuple[float, float | None, str]:
+    """How much of the budget is spent, of how much, in which unit: steps with
+    ``budget.steps``, else device-hours with ``budget.device_hours``, else counted trials
+    (no total with ``budget.timeout`` alone). Never more than the total."""
+    budget = controller.config.budget
+    if budget.steps is not None:
+        return min(controller.spent().steps, budget.steps), budget.steps, "steps"
+    if budget.device_hours is not None:
+        hours = min(controller.spent().device_hours, budget.device_hours)
+        return hours, budget.device_hours, "device-hours"
+    done = sum(controller.study_counts().values())
+    if controller.budget is None:
+        return done, None, "trials"
+    return min(done, controller.budget), controller.budget, "trials"
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:.3g}" if unit == "device-hours" else str(int(value))
+
+
 class PlainObserver(Observer):
     """One line per finished trial on ``stream`` (default stdout), e.g.
     ``[3/16] trial 2 COMPLETE val_accuracy=0.9361 12.4s lr=0.0123 optimizer=adam``.
+
+    The bracket holds the budget spent and the budget, in its unit (`measure`): trials,
+    steps (``[120/2000 steps]``) or device-hours; it never passes the budget and never
+    repeats a number: a line that spent nothing new (a paused trial a scheduler promotes no
+    longer counts, its continuation does) shows a blank bracket. The seconds are the
+    trial's running time, from its process's start to its end (not the time it waited for a
+    slot after it was asked).
 
     Finished trials are read from the study (the controller's storage) when its counts change
     (every controller's, on a study shared with workers), so a trial shorter than the view's refresh interval is not missed; trials
@@ -151,6 +178,7 @@ class PlainObserver(Observer):
         self._stream = stream
         self._printed: set[int] | None = None
         self._last: tuple[int, int] = (-1, -1)
+        self._shown = -1.0  # the last figure a bracket showed
 
     def _write(self, line: str) -> None:
         stream = self._stream or sys.stdout
@@ -163,8 +191,10 @@ class PlainObserver(Observer):
         config = controller.config
         if self._printed is None:
             self._printed = {t.number for t in _finished(controller)}
+            _, total, unit = measure(controller)
+            budget = "no limit but time" if total is None else f"{_figure(total, unit)} {unit}"
             self._write(
-                f"campaign {config.name!r}: budget {controller.budget} trials, "
+                f"campaign {config.name!r}: budget {budget}, "
                 f"{config.resources.parallel} at a time; one line per finished trial"
             )
         done = sum(controller.study_counts().values())
@@ -173,15 +203,27 @@ class PlainObserver(Observer):
             return
         self._last = mark
         finished = _finished(controller)
-        # Read after the counts: a trial that finished in between (another worker's) is
-        # listed, and counted in the lines that list it.
-        done = max(done, len(finished))
-        for frozen in sorted(finished, key=lambda t: t.number):
-            if frozen.number not in self._printed:
-                self._printed.add(frozen.number)
-                self._write(self._line(controller, frozen, done))
+        spent, total, unit = measure(controller)
+        new = [t for t in sorted(finished, key=lambda t: t.number) if t.number not in self._printed]
+        for i, frozen in enumerate(new):
+            self._printed.add(frozen.number)
+            # Trials: the lines of one batch count up to the total, one each.
+            figure = spent - (len(new) - 1 - i) if unit == "trials" else spent
+            self._write(self._line(controller, frozen, self._bracket(figure, total, unit)))
 
-    def _line(self, controller: CampaignView, frozen: Any, done: int) -> str:
+    def _bracket(self, spent: float, total: float | None, unit: str) -> str:
+        """``[spent/total]`` (``[spent/total unit]`` beyond trials) when ``spent`` passed
+        the last figure shown; else as many blanks (the lines stay aligned)."""
+        figure = _figure(spent, unit)
+        text = f"[{figure}]" if total is None else f"[{figure}/{_figure(total, unit)}"
+        if total is not None:
+            text += "]" if unit == "trials" else f" {unit}]"
+        if float(figure) <= self._shown:
+            return " " * len(text)
+        self._shown = float(figure)
+        return text
+
+    def _line(self, controller: CampaignView, frozen: Any, bracket: str) -> str:
         from lineage.masking import mask_mapping
         from tuner.search import (
             ATTEMPT_ATTR,
@@ -194,8 +236,7 @@ class PlainObserver(Observer):
         state = frozen.state.name
         values = frozen.values if state == "COMPLETE" else None
         names = controller.config.metric_names
-        parts = [f"[{done}/{controller.budget}]"]
-        parts += [f"trial {frozen.number}", state]
+        parts = [bracket, f"trial {frozen.number}", state]
         attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1) or 1)
         resumed = frozen.user_attrs.get(RESUMED_STEP_ATTR)
         parent = frozen.user_attrs.get(PARENT_ATTR)
@@ -208,8 +249,8 @@ class PlainObserver(Observer):
             parts.append(f"({', '.join(notes)})")
         if values:
             parts.append(" ".join(f"{n}={v:.6g}" for n, v in zip(names, values, strict=False)))
-        if frozen.datetime_start and frozen.datetime_complete:
-            secs = (frozen.datetime_complete - frozen.datetime_start).total_seconds()
+        secs = running_seconds(frozen, time.time())
+        if secs > 0:
             parts.append(f"{secs:.1f}s")
         # A value under a secret-looking name (``api_token``) is masked, as in every record.
         params = mask_mapping(frozen.params)

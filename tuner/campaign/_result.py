@@ -32,8 +32,9 @@ def study_counts(study: optuna.Study | None, own: Mapping[str, int]) -> dict[str
         return dict(own)
 
 
-def campaign_result(end: CampaignEnd, budget: int) -> CampaignResult:
-    """What the campaign of ``end`` reached, against ``budget`` counted trials."""
+def campaign_result(end: CampaignEnd, budget: int | None) -> CampaignResult:
+    """What the campaign of ``end`` reached, against ``budget`` counted trials (None: no
+    trial limit)."""
     counts = study_counts(end.study, end.counts)
     recorder = end.recorder
     return CampaignResult(

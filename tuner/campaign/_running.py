@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from tuner.collectors import Collector
     from tuner.config import CampaignConfig
+    from tuner.coordination import Spent
     from tuner.executors import TrialHandle
 
 __all__ = ["CampaignResult", "CampaignView", "Observer", "Prepared", "RunningTrial"]
@@ -91,7 +92,7 @@ class CampaignResult:
 
     counts: dict[str, int]
     finished: int
-    budget: int
+    budget: int | None
     best: dict[str, Any] | None
     stop_reason: str | None = None
     parent_run_id: str | None = None
@@ -107,7 +108,11 @@ class CampaignView(Protocol):
     def config(self) -> CampaignConfig: ...
 
     @property
-    def budget(self) -> int: ...
+    def budget(self) -> int | None: ...
+
+    def spent(self) -> Spent:
+        """What the study's trials spent: counted trials, reported steps, device-hours."""
+        ...
 
     @property
     def counts(self) -> Mapping[str, int]: ...

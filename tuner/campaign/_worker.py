@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from tuner._errors import TunerError
 from tuner.campaign._controller import Controller
 from tuner.campaign._history import count_imported
+from tuner.campaign._spending import limits_of
 from tuner.coordination import (
     CampaignDir,
     Heartbeat,
@@ -28,6 +29,7 @@ from tuner.coordination import (
     heartbeat_storage,
     heartbeat_timing,
     requeue_and_close,
+    spent_of,
 )
 from tuner.records import check_tracking_access
 from tuner.search import check_storage
@@ -47,7 +49,7 @@ class WorkerResult:
     rounds: int
     requeued: list[tuple[int, int]]
     counted: int
-    budget: int
+    budget: int | None
 
 
 def run_worker(
@@ -117,14 +119,22 @@ def run_worker(
                 study_box.append(optuna.load_study(study_name=config.study_name, storage=rdb))
             while True:
                 states = {t.state for t in study.get_trials(deepcopy=False)}
-                if optuna.trial.TrialState.WAITING in states:
+                if optuna.trial.TrialState.WAITING in states and not _spent(config, study):
                     break  # re-queued work: another round
                 if optuna.trial.TrialState.RUNNING not in states:
                     counted = counted_trials(study) - count_imported(study)
-                    return WorkerResult(rounds, requeued, counted, config.budget.trials)
+                    return WorkerResult(rounds, requeued, counted, config.trial_limit)
                 # Others still run trials; stay to re-queue them if their worker dies.
                 time.sleep(interval)
                 requeued.extend(requeue_and_close(study_box[0], rdb, lock, None, tracking))
     finally:
         heartbeat.stop()
         lock.close()
+
+
+def _spent(config: CampaignConfig, study: optuna.Study) -> bool:
+    """Whether ``budget.steps`` or ``budget.device_hours`` is spent: a WAITING trial is then
+    left waiting (nothing is left to run it with)."""
+    limits = limits_of(config)
+    reached = limits.reached(spent_of(study.get_trials(deepcopy=False), limits.share))
+    return reached is not None and reached != "budget.trials"

@@ -153,7 +153,9 @@ def execute(
 
         counts = result.counts
         line = (
-            f"campaign {config.name!r}: {result.finished}/{result.budget} trials "
+            f"campaign {config.name!r}: {result.finished}"
+            + ("" if result.budget is None else f"/{result.budget}")
+            + " trials "
             f"(COMPLETE {counts['COMPLETE']}, PRUNED {counts['PRUNED']}, FAIL {counts['FAIL']})"
         )
         best = result.best

@@ -139,7 +139,7 @@ def _print_table(config: CampaignConfig) -> None:
         ("objective", goals),
         (
             "budget",
-            f"{b.trials} trials, timeout {_duration(b.timeout)}, stop after {b.max_failures} failures",
+            f"{b.limits_text() or 'no trial limit'}, timeout {_duration(b.timeout)}, stop after {b.max_failures} failures",
         ),
         (
             "trial",

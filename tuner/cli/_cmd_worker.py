@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_worker(config, interval=interval, grace=grace, observer=_Lines())
     if not args.quiet:
-        line = f"worker done: study {config.study_name!r} holds {result.counted}/{result.budget} trials"
+        of = "" if result.budget is None else f"/{result.budget}"
+        line = f"worker done: study {config.study_name!r} holds {result.counted}{of} trials"
         if result.requeued:
             moved = ", ".join(f"{a}->{b}" for a, b in result.requeued)
             line += f"; re-queued stale trials {moved}"

@@ -249,6 +249,19 @@ class CampaignConfig(_Model):
     def multi_objective(self) -> bool:
         return bool(self.objectives)
 
+    @property
+    def trial_limit(self) -> int | None:
+        """The counted trials the campaign asks for: ``budget.trials``, else a PBT
+        population (each member counts once), else None (another limit of ``budget`` ends
+        it)."""
+        from tuner.config._scheduler import PbtConfig
+
+        if self.budget.trials is not None:
+            return self.budget.trials
+        if isinstance(self.scheduler, PbtConfig):
+            return self.scheduler.population
+        return None
+
     def tracking_uri(self) -> str:
         """The MLflow tracking URI, with a relative SQLite/file path made absolute.
 

@@ -115,6 +115,13 @@ def _check_objectives(config: CampaignConfig) -> None:
         seen.add(objective.metric)
     if not config.objectives:
         return
+    if config.budget.steps is not None:
+        raise RuleError(
+            ("budget", "steps"),
+            "needs a single objective (steps are counted from the target's reports, which a "
+            "campaign of several objectives does not pass to Optuna)",
+            config.budget.steps,
+        )
     if config.sampler.name not in MULTI_OBJECTIVE_SAMPLERS:
         raise RuleError(
             ("sampler", "name"),

@@ -165,7 +165,7 @@ def check_scheduler(config: CampaignConfig) -> None:
 
 
 def _check_pbt(config: CampaignConfig, pbt: PbtConfig) -> None:
-    if config.budget.trials != pbt.population:
+    if config.budget.trials is not None and config.budget.trials != pbt.population:
         raise RuleError(
             ("budget", "trials"),
             f"must equal scheduler.population ({pbt.population}) with scheduler pbt (each "

@@ -53,13 +53,53 @@ def _preload(value: Any) -> Any:
 
 
 class BudgetConfig(_Model):
-    """When the campaign stops."""
+    """When the campaign stops: at the first limit reached of ``trials``, ``steps``,
+    ``device_hours`` and ``timeout`` (at least one of them is set)."""
 
-    trials: Int = Field(ge=1, description="finished trials to reach (COMPLETE + PRUNED + FAIL)")
+    trials: Int | None = Field(
+        default=None,
+        ge=1,
+        description="finished trials to reach (COMPLETE + PRUNED + FAIL); a continuation "
+        "counts once with the trial it continues",
+    )
+    steps: Int | None = Field(
+        default=None,
+        ge=1,
+        description="reported steps (epochs) summed over every trial, continuations and "
+        "retries included (a continuation's steps copied from its parent count once); no "
+        "new trial starts once they are spent, and the running ones stop there",
+    )
+    device_hours: float | None = Field(
+        default=None,
+        gt=0,
+        description="the devices each trial holds (resources.per_trial; a fraction counts "
+        "its fraction, a CPU slot as one) times its running time, summed over every trial; "
+        "no new trial starts once they are spent, and the running ones stop there",
+    )
     timeout: Duration = Field(default=None, description="stop starting trials after this long")
     max_failures: Int = Field(
         default=5, ge=1, description="stop the campaign once this many trials have failed"
     )
+
+    def limits_text(self) -> str:
+        """The limits set (``timeout`` aside), as a phrase: ``2000 steps, 40 trials``."""
+        parts = [f"{self.steps} steps"] if self.steps is not None else []
+        if self.device_hours is not None:
+            parts.append(f"{self.device_hours:g} device-hours")
+        if self.trials is not None:
+            parts.append(f"{self.trials} trials")
+        return ", ".join(parts)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> BudgetConfig:
+        limits = (self.trials, self.steps, self.device_hours, self.timeout)
+        if all(limit is None for limit in limits):
+            raise RuleError(
+                (),
+                "must set at least one of trials, steps, device_hours, timeout",
+                show_value=False,
+            )
+        return self
 
 
 class TrialConfig(_Model):

@@ -9,7 +9,15 @@ trials a dead controller left, and the campaign's local state folder.
 from __future__ import annotations
 
 from tuner.coordination._base import Coordination, StudySite
-from tuner.coordination._budget import ask_within_budget, counted_trials
+from tuner.coordination._budget import (
+    Limits,
+    Spent,
+    ask_within_budget,
+    counted_trials,
+    own_steps,
+    running_seconds,
+    spent_of,
+)
 from tuner.coordination._campaign_dir import CampaignDir
 from tuner.coordination._heartbeat import (
     Heartbeat,
@@ -32,7 +40,9 @@ __all__ = [
     "CampaignDir",
     "Coordination",
     "Heartbeat",
+    "Limits",
     "SharedStudy",
+    "Spent",
     "Standalone",
     "StudyLock",
     "StudySite",
@@ -42,8 +52,11 @@ __all__ = [
     "heartbeat_storage",
     "heartbeat_timing",
     "live_trial_ids",
+    "own_steps",
     "recover_stale",
     "requeue_and_close",
     "requeue_stale",
+    "running_seconds",
+    "spent_of",
     "supersede",
 ]

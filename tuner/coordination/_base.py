@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner.config import CampaignConfig, HeartbeatConfig
+    from tuner.coordination._budget import Limits
     from tuner.records import LineageRecorder
 
 __all__ = ["Coordination", "StudySite"]
@@ -132,7 +133,7 @@ class Coordination(abc.ABC):
         the trials with the same parameters. ``message`` takes one line per event."""
 
     @abc.abstractmethod
-    def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
+    def ask(self, study: optuna.Study, budget: int | Limits) -> optuna.Trial | None:
         """A new (or re-queued) trial within ``budget``; None once the budget is reached."""
 
     def lost_trials(self) -> set[int]:

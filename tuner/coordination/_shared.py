@@ -21,6 +21,7 @@ from tuner.coordination._recovery import requeue_and_close
 if TYPE_CHECKING:
     import optuna
 
+    from tuner.coordination._budget import Limits
     from tuner.coordination._heartbeat import Heartbeat
     from tuner.coordination._lock import StudyLock
     from tuner.records import LineageRecorder
@@ -97,7 +98,7 @@ class SharedStudy(Coordination):
         with self._lock.hold():
             yield
 
-    def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
+    def ask(self, study: optuna.Study, budget: int | Limits) -> optuna.Trial | None:
         return ask_within_budget(study, budget, self._lock, self._heartbeat)
 
     def lost_trials(self) -> set[int]:

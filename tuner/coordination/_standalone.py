@@ -29,6 +29,7 @@ from tuner.search import LAUNCH_ATTR, OWNER_ATTR
 if TYPE_CHECKING:
     import optuna
 
+    from tuner.coordination._budget import Limits
     from tuner.records import LineageRecorder
 
 __all__ = ["Standalone"]
@@ -117,7 +118,7 @@ class Standalone(Coordination):
         with self._lock.hold():
             yield
 
-    def ask(self, study: optuna.Study, budget: int) -> optuna.Trial | None:
+    def ask(self, study: optuna.Study, budget: int | Limits) -> optuna.Trial | None:
         return ask_within_budget(study, budget, self._lock, self._heartbeat, owner=self._owner)
 
     def lost_trials(self) -> set[int]:

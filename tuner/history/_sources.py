@@ -48,8 +48,8 @@ class HistoryContext:
     #: The objectives' metrics (``target`` first) and Optuna directions, one each.
     metric_names: Sequence[str]
     directions: Sequence[str]
-    #: ``budget.trials``: ``enqueue_best`` never enqueues more.
-    budget: int
+    #: ``budget.trials`` (None: no trial limit): ``enqueue_best`` never enqueues more.
+    budget: int | None
     #: Phrases the one-line error at a source's key (`tuner.config.CampaignConfig.error`).
     error: ErrorAt
 
@@ -65,7 +65,7 @@ class HistoryContext:
             parameters=config.parameters,
             metric_names=config.metric_names,
             directions=config.directions,
-            budget=config.budget.trials,
+            budget=config.trial_limit,
             error=config.error,
         )
 

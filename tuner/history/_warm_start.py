@@ -162,7 +162,11 @@ def load_history(context: HistoryContext) -> WarmStartPlan:
         tallies.append(tally)
     plan = WarmStartPlan(trials, tallies)
     # An enqueued trial is run whatever the count: never more of them than the budget.
-    plan.enqueue = _best(context.directions, trials, min(section.enqueue_best, context.budget))
+    plan.enqueue = _best(
+        context.directions,
+        trials,
+        min(section.enqueue_best, context.budget or section.enqueue_best),
+    )
     return plan
 
 

@@ -93,6 +93,9 @@ class LineageRecorder:
         self._fatal: Exception | None = None
         #: Run ids handed to trials and not finished yet -> whether a trial started in it.
         self._handed: dict[str, bool] = {}
+        #: When `close` was given a limit: after it, queued writes are dropped (counted).
+        self._give_up_at: float | None = None
+        self._dropped = 0
         self._thread = threading.Thread(target=self._loop, name="tuner-lineage", daemon=True)
 
     # ----- controller side -----------------------------------------------------------------
@@ -247,12 +250,24 @@ class LineageRecorder:
         *,
         tags: Mapping[str, str] | None = None,
         reason: str = "interrupted: the controller stopped while the trial ran",
+        wait: float | None = None,
     ) -> None:
         """End every run of the campaign still open, drain, stop: runs handed to trials and
         not finished (KILLED, ``tuner.state=FAIL``, ``tuner.fail_reason=reason``), unused
-        reserved runs (deleted), then the parent run (``status``, ``tags``)."""
+        reserved runs (deleted), then the parent run (``status``, ``tags``).
+
+        ``wait``: seconds the writes still queued may take (a controller that was told to
+        stop); after them, a locked database is not retried, a tracking server that is away
+        keeps the rest in lineage's spool (delivered by the next process), and what is left
+        of the queue is dropped with one warning: `tuner resume` closes the runs it leaves
+        open. Without it, every write is made, however long the store takes."""
         if not self._thread.is_alive():
             return
+        if wait is not None:
+            self._give_up_at = time.monotonic() + wait
+            retry_until = getattr(self._sql, "retry_until", None)
+            if retry_until is not None:
+                retry_until(self._give_up_at)
         leftover, self._handed = dict(self._handed), {}
         now_ms = int(time.time() * 1000)
         for run_id, started in leftover.items():
@@ -272,12 +287,24 @@ class LineageRecorder:
                     self._log(self.parent_run_id, tags=dict(tags))
                 parent = self.parent_run_id
                 self._guard("status", lambda: set_status(self._client, self._sql, parent, status))
-            self._guard("close", lambda: close_writer(self._sql))
+            self._guard("close", lambda: close_writer(self._sql, wait=self._left()))
 
         self._pool_size = 0
         self._jobs.put(finish)
         self._jobs.put(None)
-        self._thread.join()
+        self._thread.join(None if wait is None else wait + 2.0)
+        if self._thread.is_alive() or self._dropped:
+            _log.warning(
+                "lineage: %d write(s) were not made in time (the store is locked or away); "
+                "tuner resume closes the runs left open",
+                self._dropped + self._jobs.qsize(),
+            )
+
+    def _left(self) -> float | None:
+        """Seconds left before the writes stop (None: no limit)."""
+        if self._give_up_at is None:
+            return None
+        return max(0.0, self._give_up_at - time.monotonic())
 
     @property
     def errors(self) -> dict[str, str]:
@@ -301,6 +328,9 @@ class LineageRecorder:
                 continue
             if job is None:
                 return
+            if self._give_up_at is not None and time.monotonic() > self._give_up_at:
+                self._dropped += 1
+                continue
             try:
                 job()
             except Exception as exc:  # keep the thread alive whatever a job does

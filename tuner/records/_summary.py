@@ -30,7 +30,6 @@ __all__ = [
 def campaign_params(c: CampaignConfig) -> dict[str, Any]:
     """The campaign's parent-run params: budget, sampler, pruner, target, the space."""
     out: dict[str, Any] = {
-        "budget.trials": c.budget.trials,
         "budget.max_failures": c.budget.max_failures,
         "trial.retries": c.trial.retries,
         "sampler": c.sampler.name,
@@ -39,6 +38,9 @@ def campaign_params(c: CampaignConfig) -> dict[str, Any]:
         "resources.parallel": c.resources.parallel,
         "resources.kind": c.resources.kind,
     }
+    for key in ("trials", "steps", "device_hours"):
+        if getattr(c.budget, key) is not None:
+            out[f"budget.{key}"] = getattr(c.budget, key)
     if c.objectives:
         out["objectives"] = ",".join(f"{o.metric}:{o.goal}" for o in c.all_objectives)
     for name, param in c.parameters.items():
@@ -250,7 +252,7 @@ def campaign_note(
     lines = [
         f"**Tuning campaign `{config.name}`**: {len(config.parameters)} parameter(s) "
         f"({', '.join(f'`{n}`' for n in config.parameters)}) tuned for {objectives} with the "
-        f"{config.sampler.name} sampler; budget {config.budget.trials} trials.",
+        f"{config.sampler.name} sampler; budget {config.budget.limits_text()}.",
         "",
         "Trials: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ".",
     ]

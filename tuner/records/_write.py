@@ -43,9 +43,9 @@ def open_http_writer(uri: str) -> Any:
     return http_writer(uri)
 
 
-def close_writer(writer: Any) -> None:
+def close_writer(writer: Any, wait: float | None = None) -> None:
     """Deliver what a spooling writer still holds, waiting up to ``$LINEAGE_SPOOL_WAIT``
-    seconds (default 30) for a server that is away; what it still holds then stays in the
+    seconds (default 30; at most ``wait``) for a server that is away; what it still holds then stays in the
     spool for the next process, which delivers it; close it. The campaign's closing records
     (the parent run's status among them) are the last ones written, often just after the
     server came back and before the spool tried it again."""
@@ -54,7 +54,8 @@ def close_writer(writer: Any) -> None:
 
     if isinstance(writer, SpoolingWriter):
         if writer.down:
-            writer.wait(environment.spool_wait(default=30.0))
+            waited = environment.spool_wait(default=30.0)
+            writer.wait(waited if wait is None else min(waited, wait))
         writer.close()
 
 
