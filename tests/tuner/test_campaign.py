@@ -317,7 +317,7 @@ def test_status_json_and_cli_exit_codes(campaign, tmp_path, cli):
     assert rc == 0, err
     data = json.loads(out)
     assert data["trials"]["COMPLETE"] == 2 and data["trials"]["RUNNING"] == 0
-    assert data["budget"] == {"trials": 2, "finished": 2}
+    assert data["budget"] == {"trials": 2, "finished": 2, "steps": None, "device_hours": None}
     assert set(data["best"]) == {"number", "value", "params"}
     assert data["controller"]["alive"] is False and data["running"] == []
     rc, out, _ = cli("status", cfg)

@@ -139,7 +139,7 @@ def test_from_an_earlier_campaign(
     rc, out, _ = cli("status", _path(config), "--format", "json")
     status = json.loads(out)
     assert rc == 0 and status["warm_start"] == 2
-    assert status["budget"] == {"trials": 1, "finished": 1}
+    assert status["budget"] == {"trials": 1, "finished": 1, "steps": None, "device_hours": None}
     assert status["trials"]["COMPLETE"] == 1
     assert status["best"]["number"] in {t.number for t in own}
     # What compare: auto (the default) measured and chose: in `tuner status` (JSON and

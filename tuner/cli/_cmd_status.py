@@ -96,12 +96,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trials_text(budget: dict[str, Any]) -> str:
+    """``12/16 trials``, or ``12 trials (budget: 2000 steps)`` when another limit ends the
+    campaign."""
+    done, total = budget["finished"], budget["trials"]
+    text = f"{done}/{total} trials" if total is not None else f"{done} trials"
+    others = [f"{budget[k]:g} {unit}" for k, unit in (("steps", "steps"),
+              ("device_hours", "device-hours")) if budget.get(k) is not None]  # fmt: skip
+    return text + (f" (budget: {', '.join(others)})" if others else "")
+
+
 def _print_summary(out: IO[str], status: dict[str, Any], decisions: list[Any]) -> None:
     """The campaign's line, its trials by state, the warm start, the focus and the best."""
     ctl = status["controller"]
     out.write(
-        f"{status['campaign']}  {status['budget']['finished']}/{status['budget']['trials']} "
-        "trials  controller: "
+        f"{status['campaign']}  {_trials_text(status['budget'])}  controller: "
         + (f"running (pid {ctl['pid']})" if ctl["alive"] else "not running")
         + "\n"
     )

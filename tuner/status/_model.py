@@ -58,7 +58,12 @@ def collect(config: Any) -> dict[str, Any]:
         "campaign": config.name,
         "storage": mask_uri(url),
         "controller": {"alive": alive, "pid": info.get("pid") if alive else None},
-        "budget": {"trials": config.budget.trials, "finished": counted.finished},
+        "budget": {
+            "trials": config.trial_limit,
+            "finished": counted.finished,
+            "steps": config.budget.steps,
+            "device_hours": config.budget.device_hours,
+        },
         "trials": counted.shown,
         "finished": counted.counted,
         "warm_start": counted.imported,
