@@ -248,7 +248,8 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
     nothing is yielded. Outside the tuner: ``1..epochs``, nothing saved or restored.
 
     Args:
-        epochs: the training's epoch count; the last epoch yielded and always saved.
+        epochs: the training's epoch count: the last epoch yielded, and under the tuner always
+            saved.
         *cells: the cells to restore and save (the network and its optimizer), at least one.
         recorder: the `TrainingRecorder` of the loop, whose epoch and step counters continue
             from the checkpoint's and whose step count is saved with each checkpoint; None:
@@ -282,7 +283,17 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
 
 class TrialCheckpoint(Callback):
     """Save ``cell`` every ``every`` epochs (default ``TUNER_CHECKPOINT_EVERY``, else 1; and
-    after the last) through `save_checkpoint`."""
+    after the last) through `save_checkpoint`.
+
+    Args:
+        cell: what `save_checkpoint` saves (``Model.train_network``), a cell or a list of
+            cells.
+        every: epochs between checkpoints, an int >= 1; None: ``TUNER_CHECKPOINT_EVERY``,
+            else 1, read at each epoch's end.
+
+    Raises:
+        ValueError: ``every`` is below 1.
+    """
 
     def __init__(self, cell: Any, *, every: int | None = None) -> None:
         if every is not None and every < 1:
