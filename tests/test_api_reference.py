@@ -53,8 +53,23 @@ def test_every_exported_name_has_a_docstring(loader: griffe.GriffeLoader, module
     assert not bare, f"{module} exports names without a docstring: {bare}"
 
 
-#: Modules whose every exported function documents each of its arguments.
-ARGUMENTS_DOCUMENTED = ["lineage", "lineage.checkpoints", "lineage.importance", "lineage.diagnose"]
+#: Modules whose every exported function documents each of its arguments: all of them.
+ARGUMENTS_DOCUMENTED = MODULES
+
+
+def _undocumented(function: griffe.Function, *docstrings: griffe.Docstring | None) -> list[str]:
+    """The arguments of ``function`` that no ``Args:`` section of ``docstrings`` describes
+    (``*args`` and ``**kwargs`` count too, documented under their starred names)."""
+    wanted = {p.name for p in function.parameters if p.name not in ("self", "cls")}
+    documented = {
+        param.name.lstrip("*")
+        for docstring in docstrings
+        if docstring is not None
+        for section in docstring.parse("google")
+        if section.kind is griffe.DocstringSectionKind.parameters
+        for param in section.value
+    }
+    return sorted(wanted - documented)
 
 
 @pytest.mark.parametrize("module", ARGUMENTS_DOCUMENTED)
@@ -68,18 +83,30 @@ def test_every_exported_function_documents_its_arguments(
         target = obj.final_target if obj.is_alias else obj
         if not isinstance(target, griffe.Function) or target.docstring is None:
             continue
-        wanted = [
-            p.name
-            for p in target.parameters
-            if p.name not in ("self", "cls")
-            and p.kind.value not in ("var-positional", "var-keyword")
-        ]
-        documented = {
-            param.name
-            for section in target.docstring.parse("google")
-            if section.kind is griffe.DocstringSectionKind.parameters
-            for param in section.value
-        }
-        if set(wanted) - documented:
-            missing[str(name)] = sorted(set(wanted) - documented)
+        if undocumented := _undocumented(target, target.docstring):
+            missing[str(name)] = undocumented
     assert not missing, f"{module}: arguments without a description: {missing}"
+
+
+#: Exported classes a script builds itself, whose constructor's every argument is described
+#: in the class's or ``__init__``'s ``Args:`` section.
+CONSTRUCTORS_DOCUMENTED = [
+    "lineage.mindspore.LineageCallback",
+    "lineage.mindspore.TrialCheckpoint",
+    "lineage.lightning.LineageCallback",
+    "lineage.transformers.LineageCallback",
+]
+
+
+@pytest.mark.parametrize("path", CONSTRUCTORS_DOCUMENTED)
+def test_constructors_document_their_arguments(loader: griffe.GriffeLoader, path: str) -> None:
+    module, _, name = path.rpartition(".")
+    assert name in [str(n) for n in loader.modules_collection[module].exports or []]
+    obj = loader.modules_collection[module][name]
+    cls = obj.final_target if obj.is_alias else obj
+    assert isinstance(cls, griffe.Class)
+    init = cls.members["__init__"]
+    init = init.final_target if init.is_alias else init
+    assert isinstance(init, griffe.Function)
+    undocumented = _undocumented(init, cls.docstring, init.docstring)
+    assert not undocumented, f"{path}: constructor arguments without a description: {undocumented}"

@@ -119,6 +119,15 @@ def report(step: int, **metrics: float) -> None:
     run with ``lineage``, one flush of that run to the store before the line (so a trial
     killed right after a report loses nothing): a SQLite transaction (milliseconds), or a
     round trip to a tracking server. Report per epoch or per evaluation, not per training step.
+
+    Args:
+        step: the epoch or global step the values belong to, an int, increasing from one
+            report to the next.
+        **metrics: the values, metric names mapped to numbers.
+
+    Raises:
+        TypeError: ``step`` is not an int (a bool is refused too); checked only where the
+            report is sent (in a campaign, on rank 0).
     """
     path = os.environ.get(protocol.CHANNEL)
     if not path or not protocol.is_rank_zero(os.environ):
@@ -149,7 +158,16 @@ def report_memory(peak_bytes: float) -> None:
     (``nvidia-smi``, ``npu-smi``) says each trial's processes hold; where the tool cannot
     attribute memory to processes (in a container it lists none), this figure stands in. Call
     it after the first steps and again as memory grows (per epoch is enough); the largest
-    figure counts. Outside a campaign, and in ranks other than 0, it does nothing."""
+    figure counts. Outside a campaign, and in ranks other than 0, it does nothing.
+
+    Args:
+        peak_bytes: the peak device memory held so far, in bytes (an int or a float; a
+            negative figure counts as 0).
+
+    Raises:
+        TypeError: ``peak_bytes`` is not a number (a bool is refused too); checked only where
+            the figure is sent (in a campaign, on rank 0).
+    """
     path = os.environ.get(protocol.CHANNEL)
     if not path or not protocol.is_rank_zero(os.environ):
         return
@@ -200,7 +218,19 @@ def should_prune() -> bool:
 
 def checkpoint_dir(step: int | None = None) -> Path:
     """The trial's checkpoint folder (kept across its attempts), or with ``step`` the folder
-    to write that step's checkpoint into (created). Outside a campaign: ``./checkpoints``."""
+    to write that step's checkpoint into (created). Outside a campaign: ``./checkpoints``.
+
+    Args:
+        step: the step (epoch) to be saved; its folder is named by the step, zero-padded,
+            and a manifest left there by an earlier save of the same step is removed (the
+            step is uncommitted until `checkpointed`). None: the trial's folder itself.
+
+    Returns:
+        The folder, created if needed.
+
+    Raises:
+        OSError: the folder could not be created.
+    """
     from pathlib import Path
 
     from lineage import checkpoints
@@ -215,7 +245,16 @@ def checkpoint_dir(step: int | None = None) -> Path:
 def checkpointed(step: int) -> None:
     """Say that ``checkpoint_dir(step)`` now holds a complete checkpoint of ``step``: it is
     committed (an interrupted write is never resumed from) and older ones are pruned to the
-    campaign's ``checkpoint.keep``. In a multi-process trial only rank 0's call counts."""
+    campaign's ``checkpoint.keep``. In a multi-process trial only rank 0's call counts.
+
+    Args:
+        step: the step (epoch) whose folder, ``checkpoint_dir(step)``, holds every file of
+            the checkpoint.
+
+    Raises:
+        OSError: the manifest could not be written (the checkpoint stays uncommitted, so a
+            resume ignores it).
+    """
     from lineage import checkpoints
 
     if not protocol.is_rank_zero(os.environ):

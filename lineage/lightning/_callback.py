@@ -81,6 +81,31 @@ class LineageCallback(L.Callback):
     optimizer keeps the hyperparameters ``configure_optimizers`` gave it; the checkpoint
     gives its state and the schedule's position. A plain retry restores it whole. A refused
     ``TUNER_*`` value ends the process with one line and exit status 2.
+
+    Args:
+        trial: ``tuner.trial``, to report to and be pruned by; None: no reports.
+        monitor: the one epoch metric reported to ``trial``; None: every epoch metric. With
+            a ``trial``, a name the epoch does not log raises `UsageError` at the first epoch
+            whose validation ran.
+        run: a `lineage.Run` to record into; None: the active run, else a new run in
+            ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the recorder
+            ends.
+        experiment: the experiment a new run is created in; None: `lineage.start_run`'s
+            default.
+        log_every: per-step metrics every N steps (an int >= 1).
+        grad_norm: log the gradients' global norm at each logged step.
+        data_sample: rows of the first batch to draw (True: 16, an int: that many, False:
+            off).
+        fingerprint_data: hash the training data.
+        all_ranks: record on every rank, not only rank 0.
+        checkpoint_every: epochs between the trial checkpoints saved under the tuner (and
+            after the last); 0: never; None: the campaign's ``checkpoint.every``.
+        weight_stats: log ``weight_norm`` and ``weight_delta`` each epoch (None: for models
+            up to `lineage.training.AUTO_WEIGHT_LIMIT` trainable elements).
+
+    Raises:
+        UsageError: a recording option or ``checkpoint_every`` is not what it must be (named, when
+            the callback is made).
     """
 
     def __init__(

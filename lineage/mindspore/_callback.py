@@ -87,6 +87,26 @@ class LineageCallback(Callback):
     ``RANK_ID``, torchrun's ``RANK``), only rank 0 records unless ``all_ranks=True``: the
     other ranks start no run and log nothing.
     See `TrainingRecorder` for the exact names.
+
+    Args:
+        run: a `lineage.Run` to record into; None: the active run, else a new run in
+            ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the recorder
+            ends.
+        log_every: per-step metrics every N steps (an int >= 1).
+        checkpoints: upload checkpoints as the run's artifacts: False: never, True: one per
+            epoch, ``"last"``: only the final weights.
+        experiment: the experiment a new run is created in; None: `lineage.start_run`'s
+            default.
+        fingerprint_data: hash the training data.
+        all_ranks: record on every rank, not only rank 0.
+        weight_stats: log ``weight_norm`` and ``weight_delta`` each epoch (None: for models
+            up to `lineage.training.AUTO_WEIGHT_LIMIT` trainable elements).
+        data_sample: rows of the first batch to draw (True: 16, an int: that many, False:
+            off).
+
+    Raises:
+        UsageError: a recording option or ``checkpoints`` is not what it must be (named, when
+            the callback is made).
     """
 
     def __init__(

@@ -106,7 +106,24 @@ def save_checkpoint(
     the checkpoint of ``epoch``, with ``step`` (the training steps done) when given;
     committed, older ones pruned. None outside the tuner, and on every rank but 0 of a
     multi-process trial (data parallel: every rank holds the same weights, and all of them
-    restore rank 0's checkpoint)."""
+    restore rank 0's checkpoint).
+
+    Args:
+        cell: the cell whose parameters are saved (``Model.train_network`` holds the
+            optimizer's state beside the weights), or a list of cells, each parameter saved
+            once by name.
+        epoch: the epoch the checkpoint is taken after; it names the step folder and is stored
+            in the file.
+        step: the training steps done, stored in the file; None: not stored (a restore then
+            leaves the step count to the caller).
+
+    Returns:
+        The committed checkpoint, or None where nothing is saved.
+
+    Raises:
+        OSError: the step folder or its manifest could not be written (the checkpoint stays
+            uncommitted, so a resume ignores it).
+    """
     root = checkpoint_root(rank())
     if root is None:
         return None
@@ -190,7 +207,21 @@ def restored(folder: str | os.PathLike[str]) -> bool:
 def restore_checkpoint(cell: Any) -> int:
     """Load the checkpoint this attempt continues from into ``cell``; the epochs it holds
     (the epoch to start from), 0 for a fresh start. When that is the training's last epoch,
-    nothing is left to train: skip ``Model.fit`` (it refuses ``initial_epoch == epoch``)."""
+    nothing is left to train: skip ``Model.fit`` (it refuses ``initial_epoch == epoch``).
+
+    Args:
+        cell: the cell to load into (``Model.train_network``, to restore the optimizer's state
+            with the weights), or a list of cells. When the attempt changed hyperparameters
+            (``TUNER_RESUME_CHANGED``), its optimizers keep the ones the script set.
+
+    Returns:
+        The epoch the checkpoint was taken after (the one handed by the tuner when the file
+        does not hold it), or 0 with no checkpoint to continue from (outside the tuner too).
+
+    Raises:
+        EnvironmentValueError: ``TUNER_RESUME_STEP`` is not a whole number, or
+            ``TUNER_RESUME_CHANGED`` does not hold a JSON list of names.
+    """
     point = checkpoints.resume_point()
     if point is None:
         return 0
@@ -215,6 +246,21 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
     checkpoint's, so the recorded curves go on without repeating a step. An epoch the body
     leaves with ``break`` (pruned) is not saved. When the checkpoint holds the last epoch,
     nothing is yielded. Outside the tuner: ``1..epochs``, nothing saved or restored.
+
+    Args:
+        epochs: the training's epoch count: the last epoch yielded, and under the tuner always
+            saved.
+        *cells: the cells to restore and save (the network and its optimizer), at least one.
+        recorder: the `TrainingRecorder` of the loop, whose epoch and step counters continue
+            from the checkpoint's and whose step count is saved with each checkpoint; None:
+            no counters moved and no step saved.
+
+    Yields:
+        Each epoch number left to train, from the one after the checkpoint's to ``epochs``.
+
+    Raises:
+        TypeError: no cells were given (raised when the first epoch is asked for).
+        SystemExit: a ``TUNER_*`` variable is refused (one line on stderr, exit status 2).
     """
     if not cells:
         raise TypeError("resumable_epochs needs the cells to save (the network, the optimizer)")
@@ -237,7 +283,17 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
 
 class TrialCheckpoint(Callback):
     """Save ``cell`` every ``every`` epochs (default ``TUNER_CHECKPOINT_EVERY``, else 1; and
-    after the last) through `save_checkpoint`."""
+    after the last) through `save_checkpoint`.
+
+    Args:
+        cell: what `save_checkpoint` saves (``Model.train_network``), a cell or a list of
+            cells.
+        every: epochs between checkpoints, an int >= 1; None: ``TUNER_CHECKPOINT_EVERY``,
+            else 1, read at each epoch's end.
+
+    Raises:
+        ValueError: ``every`` is below 1.
+    """
 
     def __init__(self, cell: Any, *, every: int | None = None) -> None:
         if every is not None and every < 1:

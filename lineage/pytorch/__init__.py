@@ -75,6 +75,48 @@ def watch(
     epoch). On ranks other than 0 nothing is recorded unless ``all_ranks=True``.
     See :mod:`lineage.pytorch._watch` for every name recorded. A wrong argument raises
     `lineage.UsageError` naming it before anything is recorded.
+
+    Args:
+        model: the ``torch.nn.Module`` trained: its class, parameter counts, dtype, device,
+            frozen weights and ``repr`` are recorded, and its trainable weights are the ones
+            ``weight_stats`` measures; None: not recorded.
+        optimizer: the ``torch.optim.Optimizer`` (or accelerate's or Lightning's wrapper of
+            one): its hyperparameters are recorded and a hook logs lr (and ``grad_norm``)
+            after each ``step()``; None: not recorded.
+        scheduler: the lr scheduler (anything with a ``step`` method), recorded as
+            ``scheduler.name`` and its scalar settings; None: not recorded.
+        loader: the training ``DataLoader`` (any iterable): its batch size, sampler and
+            dataset are recorded, and when it has a ``dataset``, the pipeline, fingerprint and
+            first-batch sample; None: not recorded.
+        scaler: the AMP ``torch.amp.GradScaler``, recorded as ``amp`` and ``loss_scale.*``;
+            None: ``amp`` is logged False.
+        run: a `lineage.Run` to record into; None: the active run, else a new run in
+            ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the recorder
+            ends.
+        experiment: the experiment a new run is created in; None: `lineage.start_run`'s
+            default.
+        log_every: per-step metrics every N steps (an int >= 1).
+        grad_norm: log the gradients' global norm at each logged step.
+        data_sample: rows of the first batch to draw (True: 16, an int: that many, False:
+            off).
+        fingerprint_data: hash the training data.
+        all_ranks: record on every rank, not only rank 0.
+        trial: ``tuner.trial``, to report to and be pruned by; None: no reports.
+        params: extra parameters to log, str names mapped to values; they take the place of
+            what the recorder reads under the same names, and None values are skipped.
+        weight_stats: log ``weight_norm`` and ``weight_delta`` each epoch (None: for models
+            up to `lineage.training.AUTO_WEIGHT_LIMIT` trainable elements).
+
+    Returns:
+        The started `Watcher`; as a context manager it closes on leaving the block, ending
+        the run it started (FAILED on an exception, KILLED on Ctrl-C). On a rank that does
+        not record, every call of it does nothing.
+
+    Raises:
+        UsageError: an argument or a recording option is not what it must be (named, before
+            anything is recorded); or starting a new run refused an argument or the
+            environment (see `lineage.start_run`).
+        StoreError: the store cannot be opened or refuses a new run.
     """
     options = RecorderOptions.of(locals())
     check_arguments(

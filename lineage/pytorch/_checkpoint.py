@@ -54,7 +54,15 @@ def _state(obj: Any) -> Any:
 def optimizer_settings(optimizer: Any) -> list[dict[str, Any]]:
     """Each parameter group's hyperparameters as the script set them (a scheduler's starting
     lr, ``initial_lr``, stands for the lr it has moved since), to compare and re-apply with
-    `apply_settings` after a framework restored an optimizer from a checkpoint."""
+    `apply_settings` after a framework restored an optimizer from a checkpoint.
+
+    Args:
+        optimizer: the ``torch.optim.Optimizer`` to read.
+
+    Returns:
+        One dict per parameter group: its settings but ``params`` and ``initial_lr``, with
+        ``lr`` the group's ``initial_lr`` when it has one, else its ``lr``.
+    """
     out = []
     for group in optimizer.param_groups:
         values = {k: v for k, v in group.items() if k not in ("params", "initial_lr")}
@@ -67,7 +75,18 @@ def apply_settings(optimizer: Any, scheduler: Any, settings: list[dict[str, Any]
     """Give the restored optimizer the hyperparameters the script set this time (a
     continuation with explored values, as population-based training starts), keeping its
     state (momentum, Adam's moments) and the schedule's position: a scheduled lr keeps the
-    factor the schedule had reached, applied to the new starting lr."""
+    factor the schedule had reached, applied to the new starting lr.
+
+    Args:
+        optimizer: the restored ``torch.optim.Optimizer``, changed in place.
+        scheduler: its lr scheduler, whose ``base_lrs`` and last lr follow the new values;
+            None (or one without ``base_lrs``): left as it is.
+        settings: the script's settings, one dict per parameter group, as
+            `optimizer_settings` returned them before the restore.
+
+    Raises:
+        ValueError: ``settings`` does not hold one dict per parameter group.
+    """
     for group, new in zip(optimizer.param_groups, settings, strict=True):
         start = group.get("initial_lr")
         factor = group["lr"] / start if start else 1.0
@@ -82,7 +101,15 @@ def apply_settings(optimizer: Any, scheduler: Any, settings: list[dict[str, Any]
 
 def check_every(checkpoint_every: object) -> None:
     """Refuse a framework callback's ``checkpoint_every`` that is not None (the campaign's
-    ``checkpoint.every``) or an int >= 0 (0: never)."""
+    ``checkpoint.every``) or an int >= 0 (0: never).
+
+    Args:
+        checkpoint_every: the callback's argument: epochs between checkpoints, 0: never,
+            None: the campaign's ``checkpoint.every``.
+
+    Raises:
+        UsageError: it is a bool, not an int, or below 0.
+    """
     if checkpoint_every is None:
         return
     if (
@@ -104,7 +131,24 @@ def save_checkpoint(
 ) -> checkpoints.Checkpoint | None:
     """Save the training state after ``epoch`` as that epoch's checkpoint (committed, older
     ones pruned to the campaign's ``checkpoint.keep``); None outside the tuner and on ranks
-    other than 0."""
+    other than 0.
+
+    Args:
+        epoch: the epoch just trained; it names the step folder and is stored in the file.
+        model: the ``torch.nn.Module`` whose ``state_dict`` is saved.
+        optimizer: its optimizer, saved when given.
+        scheduler: its lr scheduler, saved when given.
+        scaler: the AMP ``torch.amp.GradScaler``, saved when given.
+        watcher: the `Watcher` of the loop, whose optimizer-step count is saved; None: no
+            count saved.
+
+    Returns:
+        The committed checkpoint, or None where nothing is saved.
+
+    Raises:
+        OSError: the checkpoint file or its manifest could not be written (the checkpoint
+            stays uncommitted, so a resume ignores it).
+    """
     root = checkpoint_root(intro.rank())
     if root is None:
         return None
@@ -140,7 +184,24 @@ def restore_checkpoint(
     (``TUNER_RESUME_CHANGED``, as population-based training's explore step sets it), the
     optimizer keeps the hyperparameters it was built with: only its state and the
     schedule's position come from the checkpoint. A plain retry restores the optimizer
-    whole. A refused ``TUNER_*`` value ends the process with one line and exit status 2."""
+    whole. A refused ``TUNER_*`` value ends the process with one line and exit status 2.
+
+    Args:
+        model: the ``torch.nn.Module`` to load the saved weights into.
+        optimizer: its optimizer, loaded when given and the checkpoint holds one.
+        scheduler: its lr scheduler, loaded when given and the checkpoint holds one.
+        scaler: the AMP ``torch.amp.GradScaler``, loaded when given and the checkpoint
+            holds one.
+        watcher: the `Watcher` of the loop, whose epoch and optimizer-step counts continue
+            from the checkpoint's; None: no counters moved.
+
+    Returns:
+        The epoch the checkpoint was taken after, or 0 with no checkpoint to continue from
+        (outside the tuner too).
+
+    Raises:
+        SystemExit: a ``TUNER_*`` variable is refused (one line on stderr, exit status 2).
+    """
     with exiting_on_bad_environment():
         point = checkpoints.resume_point()
         changed = bool(checkpoints.resume_changed())

@@ -33,7 +33,18 @@ class Trial(Protocol):
 
 def sample_count(value: Any) -> int:
     """``data_sample`` as a row count: True -> 16, False or None -> 0 (off), an int 1..256
-    as given; anything else raises `UsageError` naming the rule and the value."""
+    as given; anything else raises `UsageError` naming the rule and the value.
+
+    Args:
+        value: the ``data_sample`` option: rows of the first batch to draw (True: 16, an int:
+            that many, False: off).
+
+    Returns:
+        The row count, 0 for off.
+
+    Raises:
+        UsageError: ``value`` is none of True, False, None or an int from 1 to 256.
+    """
     if value is True:
         return DEFAULT_SAMPLE
     if value is False or value is None:
@@ -138,7 +149,14 @@ class RecorderOptions:
 
 
 def check_params(params: Any) -> None:
-    """Refuse extra ``params`` that are not a mapping of str names to values."""
+    """Refuse extra ``params`` that are not a mapping of str names to values.
+
+    Args:
+        params: the extra parameters a recorder is given to log; None: none.
+
+    Raises:
+        UsageError: ``params`` is neither None nor a mapping whose keys are all str.
+    """
     if params is not None and not (
         isinstance(params, Mapping) and all(isinstance(k, str) for k in params)
     ):

@@ -17,7 +17,21 @@ __all__ = ["ParamLog", "acquire_run", "checkpoint_root", "exit_status"]
 def acquire_run(run: Any, experiment: str | None) -> tuple[Any, bool]:
     """``run`` when given, else the active lineage run, else a new run in ``experiment``
     (attached to ``MLFLOW_RUN_ID`` under the tuner); and whether the caller started it (and
-    so ends it)."""
+    so ends it).
+
+    Args:
+        run: a `lineage.Run` to record into; None: the active run, else a new one.
+        experiment: the experiment a new run is created in (None: `lineage.start_run`'s
+            default); unused when a run is given or active.
+
+    Returns:
+        The run, and True when this call started it (the caller ends it), False otherwise.
+
+    Raises:
+        UsageError: starting a new run failed on an argument or the environment, as
+            `lineage.start_run` raises it.
+        StoreError: the store cannot be opened or refuses the new run.
+    """
     if run is not None:
         return run, False
     import lineage
@@ -30,7 +44,15 @@ def acquire_run(run: Any, experiment: str | None) -> tuple[Any, bool]:
 
 def exit_status(exc_type: type[BaseException] | None) -> str:
     """The status a recorder left by ``exc_type`` ends its run with: FINISHED without an
-    exception, KILLED on Ctrl-C, else FAILED."""
+    exception, KILLED on Ctrl-C, else FAILED.
+
+    Args:
+        exc_type: the type of the exception the recorder's block ended with; None: it ended
+            normally.
+
+    Returns:
+        ``FINISHED``, ``KILLED`` (a ``KeyboardInterrupt``) or ``FAILED``.
+    """
     if exc_type is None:
         return "FINISHED"
     return "KILLED" if issubclass(exc_type, KeyboardInterrupt) else "FAILED"
@@ -63,6 +85,14 @@ def checkpoint_root(rank: int | None) -> str | None:
     """The trial's checkpoint folder (``TUNER_CHECKPOINT_DIR``) when this process saves
     checkpoints: under the tuner, on rank 0 or in a single process (data parallel: every
     rank holds the same weights, and all of them restore rank 0's checkpoint). None
-    otherwise, and saving does nothing."""
+    otherwise, and saving does nothing.
+
+    Args:
+        rank: this process's rank; None: not distributed.
+
+    Returns:
+        The folder named by ``TUNER_CHECKPOINT_DIR`` when it is set and non-empty and
+        ``rank`` is None or 0; None otherwise.
+    """
     root = os.environ.get(checkpoints.CHECKPOINT_DIR)
     return root if root and rank in (None, 0) else None

@@ -17,7 +17,14 @@ AUTO_WEIGHT_LIMIT = 50_000_000
 
 
 def global_norm(arrays: Iterable[np.ndarray]) -> float:
-    """The L2 norm of all the arrays' entries together, summed in float64."""
+    """The L2 norm of all the arrays' entries together, summed in float64.
+
+    Args:
+        arrays: the arrays, of any shapes; each is flattened.
+
+    Returns:
+        The norm (0.0 for no arrays).
+    """
     total = 0.0
     for a in arrays:
         flat = a.ravel().astype(np.float64, copy=False)
@@ -27,7 +34,16 @@ def global_norm(arrays: Iterable[np.ndarray]) -> float:
 
 def weight_stats_wanted(setting: bool | None, trainable: int) -> bool:
     """Whether to measure the weights: always with True, never with False, and with None
-    for models of up to `AUTO_WEIGHT_LIMIT` trainable elements (at least one)."""
+    for models of up to `AUTO_WEIGHT_LIMIT` trainable elements (at least one).
+
+    Args:
+        setting: the ``weight_stats`` option: True: measure, False: do not, None: measure for
+            models up to `AUTO_WEIGHT_LIMIT` trainable elements.
+        trainable: the model's number of trainable elements.
+
+    Returns:
+        Whether to measure; never with no trainable elements.
+    """
     if setting is None:
         return 0 < trainable <= AUTO_WEIGHT_LIMIT
     return setting and trainable > 0

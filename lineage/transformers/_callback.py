@@ -97,6 +97,30 @@ class LineageCallback(TrainerCallback):
     ``TrainingArguments`` (each group's lr, weight decay, Adam's betas and eps), keeping the
     optimizer's state and the schedule's position. A refused ``TUNER_*`` value ends the
     process with one line and exit status 2.
+
+    Args:
+        trial: ``tuner.trial``, to report to and be pruned by; None: no reports.
+        monitor: the one evaluation metric reported to ``trial``, a ``val_`` name; None:
+            every evaluation metric. With a ``trial``, a name the evaluation lacks raises
+            `UsageError` at the first evaluation.
+        run: a `lineage.Run` to record into; None: the active run, else a new run in
+            ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the recorder
+            ends.
+        experiment: the experiment a new run is created in; None: `lineage.start_run`'s
+            default.
+        data_sample: rows of the first batch to draw (True: 16, an int: that many, False:
+            off).
+        fingerprint_data: hash the training data.
+        all_ranks: record on every rank, not only rank 0.
+        checkpoint_every: evaluations between the trial checkpoints the Trainer is asked to
+            save under the tuner (and at the evaluation after the last step); 0: never;
+            None: the campaign's ``checkpoint.every``.
+        weight_stats: log ``weight_norm`` and ``weight_delta`` at each evaluation (None: for
+            models up to `lineage.training.AUTO_WEIGHT_LIMIT` trainable elements).
+
+    Raises:
+        UsageError: a recording option or ``checkpoint_every`` is not what it must be (named, when
+            the callback is made).
     """
 
     def __init__(
