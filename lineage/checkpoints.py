@@ -33,6 +33,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from lineage import faults
 from lineage._errors import EnvironmentValueError
 
 __all__ = [
@@ -100,6 +101,7 @@ def step_dir(root: str | os.PathLike[str], step: int) -> Path:
 def commit(path: str | os.PathLike[str], step: int, *, keep: int | None = None) -> Checkpoint:
     """Mark the checkpoint in ``path`` complete (a manifest of its files, written atomically),
     then prune the checkpoints of its folder beyond the last ``keep``."""
+    faults.point("checkpoint-written-not-committed")
     folder = Path(path)
     files = {
         str(p.relative_to(folder)): p.stat().st_size

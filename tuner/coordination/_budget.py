@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from lineage import faults
 from tuner.search import FAIL_ATTR, OWNER_ATTR, STALE_ATTR, counts, internals, superseded_numbers
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ def ask_within_budget(
                 # module records the heartbeats that optimize would.
                 warnings.filterwarnings("ignore", message="Heartbeat of storage")
                 trial = study.ask(fixed_distributions)
+            faults.point("claimed-before-heartbeat")
             if owner is not None:
                 storage = internals.storage_of(study)
                 storage.set_trial_system_attr(internals.trial_id(trial), OWNER_ATTR, owner)

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage import checkpoints
+from lineage import checkpoints, faults
 from tuner.schedulers._base import Scheduler, SchedulerContext
 from tuner.search import (
     ATTEMPT_ATTR,
@@ -120,6 +120,7 @@ class Asha(Scheduler):
         # RUNNING trial that the next one pauses instead of re-running (`recover`).
         storage = internals.storage_of(self.study)
         storage.set_trial_user_attr(internals.trial_id(rt.trial), PAUSED_ATTR, rung)
+        faults.point("asha-pause-recorded-not-told")
         self.tick(rt)
 
     def recover(
@@ -196,6 +197,7 @@ class Asha(Scheduler):
                     system_attrs={SUPERSEDES_ATTR: p.number},
                 )
             )
+            faults.point("asha-promoted-not-started")
             self._message(
                 f"trial {p.number}: promoted from rung step {rung} (now rank {rank + 1} of "
                 f"{n}); it resumes from its checkpoint as a new trial"

@@ -28,7 +28,7 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lineage import checkpoints
+from lineage import checkpoints, faults
 from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler, SchedulerContext
 from tuner.search import (
@@ -210,6 +210,7 @@ class Pbt(Scheduler):
             f"from trial {donor.number}'s checkpoint"
         )
         storage.set_trial_system_attr(trial_id, STALE_ATTR, why)  # first: see the module
+        faults.point("pbt-marked-not-enqueued")
         self.study.add_trial(
             optuna.trial.create_trial(
                 state=optuna.trial.TrialState.WAITING,
@@ -230,6 +231,7 @@ class Pbt(Scheduler):
                 },
             )
         )
+        faults.point("pbt-copied-not-told")
         rt.prune_reason = why
         rt.end_attrs[EXPLOITED_ATTR] = step
         rt.counted = False
