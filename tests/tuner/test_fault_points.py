@@ -33,8 +33,10 @@ pytestmark = pytest.mark.slow
 
 #: Four steps with a checkpoint after each; a resumed attempt checks that the checkpoint it
 #: was given holds the step it was told (a torn one would not) and notes it in ``torn``.
+#: While ``hold`` exists, trial 0's fresh attempt waits after its step-1 checkpoint (up to
+#: 120 s): a process its killed controller left is still running when `tuner resume` comes.
 SCRIPT = """
-import argparse, json, pathlib
+import argparse, json, pathlib, time
 from tuner import trial
 ap = argparse.ArgumentParser(); ap.add_argument("--x", type=float); x = ap.parse_args().x
 resume = trial.resume_from()
@@ -48,7 +50,15 @@ for step in range(start, 4):
     trial.report(step, loss=(x - 0.3) ** 2 + 0.1 / (step + 1))
     (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"step": step}))
     trial.checkpointed(step)
+    if step == 1 and resume is None and trial.number() == 0:
+        deadline = time.monotonic() + 120
+        while pathlib.Path("hold").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 """
+
+#: The points at which a trial's process runs on after its controller died: the test holds
+#: it, so that `tuner resume` must find and end it.
+HOLD = {"after-fork-before-launch-record", "supersede-copied-not-marked"}
 
 #: The campaign each point is reached in.
 SCENARIO = {
@@ -91,14 +101,19 @@ def _env(fault: str | None) -> dict[str, str]:
 
 
 def _tuner(cwd: Path, command: str, fault: str | None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", command, "campaign.yaml", "--quiet"],
-        cwd=cwd,
-        env=_env(fault),
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
+    # Its output goes to files, not pipes: a process the fault leaves behind holds them open.
+    with open(cwd / "out.txt", "w+") as out, open(cwd / "err.txt", "w+") as err:
+        rc = subprocess.run(
+            [sys.executable, "-m", "tuner.cli", command, "campaign.yaml", "--quiet"],
+            cwd=cwd,
+            env=_env(fault),
+            stdout=out,
+            stderr=err,
+            timeout=280,
+        ).returncode
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess([command], rc, out.read(), err.read())
 
 
 def _campaign_processes(folder: Path) -> list[int]:
@@ -187,6 +202,8 @@ def test_a_fault_at_a_named_point_is_survived(
     else:
         uri, storage = request.getfixturevalue("sqlite_uri"), None
     config = _config(_maker(tmp_path, uri), SCENARIO.get(name, "plain"), tmp_path, storage)
+    if name in HOLD and kind == "kill":
+        (tmp_path / "hold").touch()
     marker = tmp_path / "fault.fired"
     armed = f"{name}:{kind}:{marker}"
 
