@@ -241,7 +241,9 @@ def _faults_table(result: dict[str, Any]) -> list[str]:
     for store, row in (figures.get("stores") or {}).items():
         failed = ", ".join(f"`{c}`" for c in row.get("failed") or []) or "none"
         cells = [_cell(row.get(k)) for k in ("size", "ran", "passed")]
-        lines.append(f"| {store} | " + " | ".join(cells) + f" | {failed} | {_cell(row.get('seconds'))} |")
+        lines.append(
+            f"| {store} | " + " | ".join(cells) + f" | {failed} | {_cell(row.get('seconds'))} |"
+        )
     return lines
 
 

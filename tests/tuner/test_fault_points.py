@@ -11,7 +11,6 @@ A sample runs by default; the whole matrix (every point x kind x store) with
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
