@@ -159,11 +159,13 @@ def _config(
 ) -> Any:
     extra: dict[str, Any] = {"storage": storage} if storage else {}
     if scenario == "asha":
-        (tmp_path / "bases").write_text("0.1 0.5 0.4 0.3")
-        (tmp_path / "cut").write_text("0.5 0.4 0.3")
-        scheduler = {"name": "asha", "mode": "pause", "min_resource": 1, "max_resource": 3}
+        # As the ASHA test's promotion: three of five configurations paused at rung step 1,
+        # the second best promoted once four values are in.
+        (tmp_path / "bases").write_text("1.0 3.0 5.0 6.0 7.0")
+        (tmp_path / "cut").write_text("3.0 5.0 6.0 7.0")
+        scheduler = {"name": "asha", "mode": "promote", "min_resource": 1, "max_resource": 3}
         return campaign(
-            ASHA_SCRIPT, budget={"trials": 4}, scheduler=scheduler, reads_tuner_params=True, **extra
+            ASHA_SCRIPT, budget={"trials": 5}, scheduler=scheduler, reads_tuner_params=True, **extra
         )
     if scenario == "pbt":
         return campaign(
