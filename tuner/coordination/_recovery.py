@@ -22,6 +22,7 @@ from tuner.executors import attempt_folder, end_attempt, end_group
 from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
     FAIL_ATTR,
     LAUNCH_ATTR,
     RERUN_OF_ATTR,
@@ -108,14 +109,14 @@ def supersede(
 
     In this order a process that dies between the two leaves the trial RUNNING beside its
     copy, and the next one to supersede it finds the copy (``tuner.rerun_of``) and only marks
-    it; marked first, the trial would be superseded with no copy and its work lost."""
+    it; marked first, the trial would be superseded with no copy and its work lost. A trial
+    a PBT exploit replaced (its continuation is queued, ``tuner.exploit``) gets no copy either:
+    its member goes on once."""
     import optuna
 
     with lock.hold() if lock is not None else contextlib.nullcontext():
         storage = internals.storage_of(study)
-        if not any(
-            t.user_attrs.get(RERUN_OF_ATTR) == number for t in study.get_trials(deepcopy=False)
-        ):
+        if not any(_continues(t, number) for t in study.get_trials(deepcopy=False)):
             attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
             study.enqueue_trial(
                 dict(params),
@@ -130,6 +131,14 @@ def supersede(
         storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
         storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
         storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+
+
+def _continues(trial: optuna.trial.FrozenTrial, number: int) -> bool:
+    """Whether ``trial`` already goes on for trial ``number``: its re-run, or the PBT
+    continuation that replaces it."""
+    exploit = trial.user_attrs.get(EXPLOIT_ATTR)
+    replaces = exploit.get("replaces") if isinstance(exploit, dict) else None
+    return number in (trial.user_attrs.get(RERUN_OF_ATTR), replaces)
 
 
 def requeue_stale(
