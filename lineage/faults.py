@@ -71,8 +71,10 @@ POINTS: dict[str, str] = {
         "by the next controller; the member goes on once"
     ),
     "recorder-batch-not-written": (
-        "records the controller queued for its lineage store and had not written end with "
-        "the trial's run closed by the next controller; no run stays RUNNING"
+        "a failed write into the lineage store is said and the campaign goes on; after a kill "
+        "there, a trial's run is closed by the next controller (not yet the campaign's own "
+        "run when the kill comes between its creation and its first write: it stays RUNNING "
+        "beside the next controller's)"
     ),
     "ended-not-told": (
         "an attempt that ended and was not told yet is re-run once; other attempts that "
