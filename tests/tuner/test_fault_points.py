@@ -28,7 +28,9 @@ from tests.tuner.conftest import mlflow_runs, trials_of
 from tests.tuner.test_schedulers_asha import SCRIPT as ASHA_SCRIPT
 from tests.tuner.test_schedulers_pbt import SCRIPT as PBT_SCRIPT
 
-pytestmark = pytest.mark.slow
+# Each case runs two or three tuner processes one after another: on a loaded machine that can
+# pass the suite's 300 s per-test limit.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 #: Four steps with a checkpoint after each; a resumed attempt checks that the checkpoint it
 #: was given holds the step it was told (a torn one would not) and notes it in ``torn``.
