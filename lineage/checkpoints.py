@@ -33,6 +33,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from lineage import faults
 from lineage._errors import EnvironmentValueError
 
 __all__ = [
@@ -124,6 +125,7 @@ def commit(path: str | os.PathLike[str], step: int, *, keep: int | None = None) 
         OSError: the manifest could not be written (the checkpoint stays uncommitted, so a resume
             ignores it).
     """
+    faults.point("checkpoint-written-not-committed")
     folder = Path(path)
     files = {
         str(p.relative_to(folder)): p.stat().st_size

@@ -69,6 +69,7 @@ __all__ = [
     "MS_ROLE",
     "MS_WORKER",
     "PARAMS",
+    "PROCESS_FILE",
     "RANK_VARS",
     "RESUME_CHANGED",
     "RESUME_FROM",
@@ -114,6 +115,9 @@ MS_ROLE, MS_WORKER = "MS_ROLE", "MS_WORKER"
 
 CHANNEL_FILE = "channel.jsonl"
 CONTROL_FILE = "stop"
+#: A trial forked from a warm parent records itself there (`tuner.executors._procs.identity`):
+#: a fork's ``/proc/PID/environ`` is its parent's, so the channel variable cannot find it.
+PROCESS_FILE = "process.json"
 
 #: Driver-side variables a trial needs to reach a shared MLflow server; a remote executor
 #: (Ray) does not carry the driver's environment to other nodes, so it passes these along.

@@ -48,6 +48,7 @@ _MARKERS = {
     "<!-- generated: config -->": reference.config_reference,
     "<!-- generated: environment -->": listings.environment_reference,
     "<!-- generated: extras -->": listings.extras_reference,
+    "<!-- generated: faults -->": listings.fault_points,
 }
 
 

@@ -1,4 +1,5 @@
-"""Two generated listings: the environment variables the code reads, and the install extras.
+"""Generated listings: the environment variables the code reads, the install extras, and the
+named fault points (`lineage.faults.POINTS`).
 
 Each is built from the source of truth at docs build time and refuses to build when the
 prose here and the code disagree:
@@ -18,7 +19,7 @@ import re
 import tomllib
 from pathlib import Path
 
-__all__ = ["environment_reference", "extras_reference", "variables_in_code"]
+__all__ = ["environment_reference", "extras_reference", "fault_points", "variables_in_code"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"(LINEAGE|TUNER)(_[A-Z0-9]+)+")
@@ -39,6 +40,11 @@ _VARIABLES: dict[str, tuple[str, str, str]] = {
         "you",
         "unset",
         "Any value: `lineage` commands keep no run-table cache.",
+    ),
+    "LINEAGE_FAULT": (
+        "the fault tests",
+        "unset",
+        "Test-only: `POINT:KIND[:MARKER]` kills the process (`kill`) or fails the call (`raise`) at one named fault point ([design](../design.md#named-fault-points)); read once at import, no cost when unset.",
     ),
     "LINEAGE_SPOOL_DIR": (
         "the tuner (its campaign folder), or you",
@@ -217,4 +223,13 @@ def extras_reference() -> str:
     for name, requirements in extras.items():
         packages = ", ".join(f"`{req}`" for req in requirements)
         lines.append(f"| `{name}` | {_EXTRAS[name]} | {packages} |")
+    return "\n".join(lines)
+
+
+def fault_points() -> str:
+    """The named fault points of ``lineage.faults`` and what each guarantees."""
+    from lineage.faults import POINTS
+
+    lines = ["| point | what holds after a kill or a failed call there |", "|---|---|"]
+    lines += [f"| `{name}` | {what} |" for name, what in POINTS.items()]
     return "\n".join(lines)

@@ -232,7 +232,31 @@ def goal_lines(name: str, result: dict[str, Any]) -> list[str]:
 
 
 #: Result files shown as a table of their own rather than one row per figure.
-TABLES = {"importance_power": _power_table, "schedulers": _schedulers_table}
+def _faults_table(result: dict[str, Any]) -> list[str]:
+    """``faults``: one row per store (its per-case outcomes stay in the file)."""
+    figures = result.get("figures") or {}
+    lines = [
+        f"Matrix: {_cell(figures.get('points'))} points x {_cell(figures.get('kinds'))} kinds x "
+        f"{_cell(len(figures.get('stores') or {}))} store(s) = {_cell(figures.get('size'))} "
+        f"cases; passed: {_cell(figures.get('passed'))}.",
+        "",
+        "| store | cases | ran | passed | failed | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for store, row in (figures.get("stores") or {}).items():
+        failed = ", ".join(f"`{c}`" for c in row.get("failed") or []) or "none"
+        cells = [_cell(row.get(k)) for k in ("size", "ran", "passed")]
+        lines.append(
+            f"| {store} | " + " | ".join(cells) + f" | {failed} | {_cell(row.get('seconds'))} |"
+        )
+    return lines
+
+
+TABLES = {
+    "importance_power": _power_table,
+    "schedulers": _schedulers_table,
+    "faults": _faults_table,
+}
 
 
 def render(name: str) -> str:

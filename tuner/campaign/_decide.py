@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage import checkpoints
+from lineage import checkpoints, faults
 from tuner.schedulers import Continue, Decision, Pause, Stop
 from tuner.search import PAUSED_ATTR, internals
 
@@ -62,6 +62,7 @@ class Decisions:
             internals.storage_of(self._study).set_trial_user_attr(
                 internals.trial_id(rt.trial), PAUSED_ATTR, decision.step
             )
+            faults.point("asha-pause-recorded-not-told")
             self.tick(rt)
 
     def tick(self, rt: RunningTrial) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage import checkpoints
+from lineage import checkpoints, faults
 from lineage.masking import secret_values
 from tuner import _protocol as protocol
 from tuner.campaign._launch_plan import HPARAM_PREFIX, LaunchPlan
@@ -175,6 +175,7 @@ class Launcher:
         flush = getattr(internals.storage_of(self._study), "flush", None)
         if flush is not None:  # the params are in the database before the process starts
             flush(internals.trial_id(trial))
+        faults.point("asked-not-started")
         return Prepared(trial, params, time.perf_counter() - t0)
 
     def _spec(
@@ -247,6 +248,7 @@ class Launcher:
         resume: tuple[str, int] | None,
     ) -> RunningTrial:
         """Follow and record the attempt whose process ``handle`` runs."""
+        faults.point("after-fork-before-launch-record")
         run_id = spec.run_id
         assert run_id is not None
         device = handle.device_label()

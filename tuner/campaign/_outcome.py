@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lineage import faults
 from lineage.masking import scrub_text
 from tuner import _protocol as protocol
 from tuner.campaign._state import TrialState
@@ -86,6 +87,7 @@ class Bookkeeping:
         )
         if reason:
             reason = scrub_text(reason, rt.secrets)
+        faults.point("ended-not-told")
         taken = superseded(self._study, rt)
         if taken is not None:
             self._coordination.trial_ended(internals.trial_id(rt.trial))

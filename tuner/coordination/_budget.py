@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lineage import faults
 from tuner.records import tags as T
 from tuner.search import (
     FAIL_ATTR,
@@ -172,6 +173,7 @@ def ask_within_budget(
                 # module records the heartbeats that optimize would.
                 warnings.filterwarnings("ignore", message="Heartbeat of storage")
                 trial = study.ask(fixed_distributions)
+            faults.point("claimed-before-heartbeat")
             if owner is not None:
                 storage = internals.storage_of(study)
                 storage.set_trial_system_attr(internals.trial_id(trial), OWNER_ATTR, owner)

@@ -11,15 +11,18 @@ compare-and-set on the trial state), so exactly one controller runs each copy.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage import faults
 from tuner import _protocol as protocol
 from tuner.executors import attempt_folder, end_attempt, end_group
 from tuner.records import tags as T
 from tuner.search import (
     ATTEMPT_ATTR,
+    EXPLOIT_ATTR,
     FAIL_ATTR,
     LAUNCH_ATTR,
     RERUN_OF_ATTR,
@@ -47,6 +50,7 @@ def recover_stale(
     grace: float,
     message: Callable[[str], Any],
     trials_dir: Path | None = None,
+    lock: StudyLock | None = None,
 ) -> None:
     """Trials found RUNNING with no live owner: never started ones go back to WAITING;
     started ones have their orphan process group on this ``host`` ended (``grace`` seconds
@@ -77,7 +81,8 @@ def recover_stale(
             + (f", {ended} orphan process(es) ended" if ended else "")
             + "); re-run with the same parameters"
         )
-        supersede(study, frozen.number, internals.trial_id(frozen), reason, frozen.params, frozen)
+        trial_id = internals.trial_id(frozen)
+        supersede(study, frozen.number, trial_id, reason, frozen.params, frozen, lock)
         message(f"trial {frozen.number}: {reason}")
 
 
@@ -97,24 +102,43 @@ def supersede(
     reason: str,
     params: Mapping[str, Any],
     frozen: optuna.trial.FrozenTrial,
+    lock: StudyLock | None = None,
 ) -> None:
-    """Mark an interrupted trial FAIL (superseded) and queue a copy with its params."""
+    """Queue a copy of an interrupted trial with its params, then mark it FAIL (superseded),
+    under the study ``lock`` when one is given.
+
+    In this order a process that dies between the two leaves the trial RUNNING beside its
+    copy, and the next one to supersede it finds the copy (``tuner.rerun_of``) and only marks
+    it; marked first, the trial would be superseded with no copy and its work lost. A trial
+    a PBT exploit replaced (its continuation is queued, ``tuner.exploit``) gets no copy either:
+    its member goes on once."""
     import optuna
 
-    storage = internals.storage_of(study)
-    storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
-    storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
-    storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
-    attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
-    study.enqueue_trial(
-        dict(params),
-        user_attrs={
-            ATTEMPT_ATTR: attempt + 1,
-            RERUN_OF_ATTR: number,
-            **chain_attrs(frozen.user_attrs, number),
-        },
-        skip_if_exists=False,
-    )
+    with lock.hold() if lock is not None else contextlib.nullcontext():
+        storage = internals.storage_of(study)
+        if not any(_continues(t, number) for t in study.get_trials(deepcopy=False)):
+            attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
+            study.enqueue_trial(
+                dict(params),
+                user_attrs={
+                    ATTEMPT_ATTR: attempt + 1,
+                    RERUN_OF_ATTR: number,
+                    **chain_attrs(frozen.user_attrs, number),
+                },
+                skip_if_exists=False,
+            )
+        faults.point("supersede-copied-not-marked")
+        storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+        storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
+        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+
+
+def _continues(trial: optuna.trial.FrozenTrial, number: int) -> bool:
+    """Whether ``trial`` already goes on for trial ``number``: its re-run, or the PBT
+    continuation that replaces it."""
+    exploit = trial.user_attrs.get(EXPLOIT_ATTR)
+    replaces = exploit.get("replaces") if isinstance(exploit, dict) else None
+    return number in (trial.user_attrs.get(RERUN_OF_ATTR), replaces)
 
 
 def requeue_stale(

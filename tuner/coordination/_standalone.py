@@ -102,7 +102,9 @@ class Standalone(Coordination):
     ) -> None:
         grace = self.site.grace_period
         trials = self.campaign_dir().trials
-        recover_stale(study, orphans, socket.gethostname(), grace, message, trials_dir=trials)
+        recover_stale(
+            study, orphans, socket.gethostname(), grace, message, trials_dir=trials, lock=self._lock
+        )
         if self._owner is None:
             return  # the recorder reconciled the runs itself when it started
         # On a shared study the recorder reconciles nothing while a worker is live: end the

@@ -20,9 +20,14 @@ Messages, one JSON object per packet:
   there (with its ``"pid"``); the parent answers nothing.
 
 The parent serves one trial at a time (it belongs to one device slot) and exits when the
-controller closes its end. With ``--die-with-owner`` (Ray, where a trial must not outlive the
-worker that runs it) a trial also ends, with SIGKILL to its process group, when its owner's
-end of the socket closes while it runs, or when this parent dies. It never runs trial code itself: everything a trial changes
+controller closes its end. A trial ends (SIGKILL) when this parent dies, so a parent that dies
+between a fork and its ``{"pid": n}`` leaves no trial beside the cold start that replaces it;
+a trial outlives its controller as a cold one does. With ``--die-with-owner`` (Ray, where a
+trial must not outlive the worker that runs it) a trial also ends, with SIGKILL to its process
+group, when its owner's end of the socket closes while it runs. A trial records its identity
+in its attempt folder before any trial code runs (`tuner.executors._procs.record_self`): its
+``/proc`` environment is this parent's, so its report channel does not find it. The parent
+never runs trial code itself: everything a trial changes
 (globals, module state, the framework's context, ``os.environ``) lives in the forked child
 and dies with it.
 """
@@ -44,6 +49,10 @@ import sys
 import threading
 import time
 from typing import Any
+
+from lineage import faults
+from tuner import _protocol as protocol
+from tuner.executors._procs import record_self
 
 _MAX_MESSAGE = 1 << 20
 _PR_SET_PDEATHSIG = 1
@@ -75,7 +84,7 @@ def _child(
 ) -> None:
     """Become the trial: never returns, ends in SystemExit so the interpreter's own shutdown
     (atexit handlers, non-daemon threads, stream flushes) runs as for a cold start.
-    ``parent``: the pid of a parent the trial must not outlive (``--die-with-owner``)."""
+    ``parent``: the pid of the warm parent, which the trial must not outlive."""
     sock.close()
     _take_title(request)
     if parent is not None:
@@ -83,6 +92,9 @@ def _child(
         if os.getppid() != parent:
             os._exit(137)
     os.setsid()
+    channel = request["env"].get(protocol.CHANNEL)
+    if channel:  # before any trial code: a controller dying now finds this fork by it
+        record_self(channel)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(fds[0], 1)
@@ -190,12 +202,15 @@ def main(fd: int, modules: list[str], path0: str, die_with_owner: bool = False) 
             _send(sock, {"ready": True, "unsafe": None, "seconds": 0.0, "pid": me})
             continue
         if pid == 0:
-            _child(request, fds, sock, me if die_with_owner else None)
+            # A fork never outlives its warm parent: one that dies before saying it forked
+            # (the controller then starts the trial cold) takes the fork with it.
+            _child(request, fds, sock, me)
         for descriptor in fds:
             os.close(descriptor)
         if request.get("sibling"):
             copies.add(pid)
             continue
+        faults.point("warm-forked-not-reported")
         _send(sock, {"pid": pid})
         status = _wait(pid, sock if die_with_owner else None)
         _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})

@@ -14,6 +14,7 @@ their parent died.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -30,6 +31,7 @@ __all__ = [
     "group_members",
     "identity",
     "is_alive",
+    "record_self",
     "session_of",
     "signal_all",
 ]
@@ -142,7 +144,27 @@ def _members(info: Mapping[str, Any]) -> list[int]:
     found = set(group_members(info))
     if info.get("channel") and info.get("boot_id") == boot_id():
         found.update(attempt_processes(str(info["channel"])))
+        found.update(group_members(_recorded(str(info["channel"]))))
     return sorted(found)
+
+
+def record_self(channel: str) -> None:
+    """Write this process's `identity` beside its attempt's ``channel`` (`PROCESS_FILE`), for a
+    process that `attempt_processes` cannot find (a fork keeps its parent's environment in
+    ``/proc``). Written to a temporary name first: a reader sees the whole record or none."""
+    target = Path(channel).with_name(protocol.PROCESS_FILE)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(identity(os.getpid())))
+    os.replace(tmp, target)
+
+
+def _recorded(channel: str) -> dict[str, Any]:
+    """The identity a warm trial recorded beside ``channel`` (`record_self`), else ``{}``."""
+    try:
+        data = json.loads(Path(channel).with_name(protocol.PROCESS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def end_group(info: Mapping[str, Any], *, grace: float) -> int:

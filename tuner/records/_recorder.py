@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from lineage import faults
 from lineage.masking import mask_value
 from tuner.records import _tags as T
 from tuner.records._access import start_failure
@@ -454,6 +455,7 @@ class LineageRecorder:
         tags: Mapping[str, str] | None = None,
         metrics: Sequence[tuple[str, float, int, float]] = (),
     ) -> None:
+        faults.point("recorder-batch-not-written")
         write_batch(
             self._client, self._sql, run_id, self._guard, params=params, tags=tags, metrics=metrics
         )

@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from lineage import faults
 from tuner.schedulers._base import Scheduler, SchedulerContext
 from tuner.schedulers._decision import KEEP, AttemptView, Decision, Pause, Stop
 from tuner.search import (
@@ -155,6 +156,7 @@ class Asha(Scheduler):
                     system_attrs={SUPERSEDES_ATTR: p.number},
                 )
             )
+            faults.point("asha-promoted-not-started")
             self._message(
                 f"trial {p.number}: promoted from rung step {rung} (now rank {rank + 1} of "
                 f"{n}); it resumes from its checkpoint as a new trial"

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage import checkpoints
+from lineage import checkpoints, faults
 from tuner.checkpoints import copy_latest
 from tuner.schedulers._base import Scheduler, SchedulerContext
 from tuner.schedulers._decision import KEEP, AttemptView, Continue, Decision, Pause
@@ -369,6 +369,7 @@ class Pbt(Scheduler):
             f"from trial {donor.number}'s checkpoint"
         )
         storage.set_trial_system_attr(trial_id, STALE_ATTR, why)  # first: see the module
+        faults.point("pbt-marked-not-enqueued")
         self.study.add_trial(
             optuna.trial.create_trial(
                 state=optuna.trial.TrialState.WAITING,
@@ -389,6 +390,7 @@ class Pbt(Scheduler):
                 },
             )
         )
+        faults.point("pbt-copied-not-told")
         self._message(f"trial {rt.number}: {why}" + (f"; explored {changed}" if changed else ""))
         decision = Continue(number, why, {EXPLOITED_ATTR: step})
         return decision, (self._folder(donor), number, held[chosen])
