@@ -19,7 +19,14 @@ import optuna
 import pytest
 
 from lineage import checkpoints
-from lineage.trials import PARENT_ATTR, PAUSED_ATTR, RESUMED_STEP_ATTR
+from lineage.trials import (
+    EXPLOIT_ATTR,
+    FIRST_TRIAL_ATTR,
+    PARENT_ATTR,
+    PAUSED_ATTR,
+    PROMOTED_FROM_ATTR,
+    RESUMED_STEP_ATTR,
+)
 from tuner.config import Objective, Parameter
 from tuner.config._scheduler import AshaConfig, PbtConfig
 from tuner.schedulers import (
@@ -77,14 +84,28 @@ def _loss(lr: float, step: int) -> float:
     return abs(math.log(lr / best)) + 1.0 / step
 
 
-def _drive(section: Any, root: Path, seed: int, budget: int = 14) -> Story:
+@dataclass
+class _Attempt:
+    trial: optuna.Trial
+    lr: float
+    folder: Path
+    resumed: int | None
+    step: int
+    reported: set[int] = field(default_factory=set)
+    latest: dict[str, float] = field(default_factory=dict)
+
+
+def _drive(section: Any, root: Path, seed: int, parallel: int = 4) -> Story:
+    """Run a campaign, ``parallel`` attempts at a time, each advancing one step per round (so
+    members overlap, as under a real controller): 12 fresh trials, or PBT's population."""
+    budget = getattr(section, "population", 12)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    folders: dict[int, Path] = {}
 
     def folder(trial: Any) -> Path:
-        chain = int(trial.user_attrs.get("tuner.first_trial", trial.number))
-        return folders.setdefault(chain, root / f"chain-{chain}")
+        if isinstance(trial, int):
+            return root / f"chain-{trial}"
+        return root / f"chain-{trial.user_attrs.get(FIRST_TRIAL_ATTR, trial.number)}"
 
     scheduler = make_scheduler(
         section,
@@ -101,60 +122,84 @@ def _drive(section: Any, root: Path, seed: int, budget: int = 14) -> Story:
     )
     assert scheduler is not None
     story = Story()
+    active: list[_Attempt] = []
     asked = 0
-    while asked < budget * 4:
+    for _ in range(STEPS * budget * 4):  # a bound: the contract's campaign ends well before
         before = {t.number for t in study.get_trials(deepcopy=False)}
         scheduler.before_ask()
-        again = scheduler.before_ask()  # nothing changed: nothing new
-        assert again == 0
+        assert scheduler.before_ask() == 0, "asking twice enqueues nothing new"
         after = study.get_trials(deepcopy=False)
         story.enqueued += sorted({t.number for t in after} - before)
-        waiting = [t for t in after if t.state == optuna.trial.TrialState.WAITING]
-        counted = [t for t in after if t.state == optuna.trial.TrialState.COMPLETE]
-        if not waiting and len(counted) + asked >= budget * 2:
+        waiting = any(t.state == optuna.trial.TrialState.WAITING for t in after)
+        while len(active) < parallel and (waiting or asked < budget):
+            trial = study.ask()
+            asked += not waiting
+            resumed = _resume_point(trial, folder(trial))
+            lr = trial.suggest_float("lr", 1e-3, 1.0, log=True)
+            start = 1 if resumed is None else int(resumed) + 1
+            active.append(_Attempt(trial, lr, folder(trial), resumed, start))
+            waiting = any(
+                t.state == optuna.trial.TrialState.WAITING for t in study.get_trials(deepcopy=False)
+            )
+        if not active:
             break
-        trial = study.ask()
-        asked += 1
-        lr = trial.suggest_float("lr", 1e-3, 1.0, log=True)
-        _attempt(study, scheduler, trial, lr, folder(trial), story)
-        scheduler.changed()
+        for attempt in list(active):
+            if _advance(study, scheduler, attempt, story):
+                active.remove(attempt)
+                scheduler.changed()
+    else:
+        raise AssertionError("the campaign never ended")
     _check_continuations(study)
     return story
 
 
-def _attempt(
-    study: optuna.Study, scheduler: Any, trial: optuna.Trial, lr: float, folder: Path, story: Story
-) -> None:
-    resumed = trial.user_attrs.get(RESUMED_STEP_ATTR)
-    start = 1 if resumed is None else int(resumed) + 1
-    reported: set[int] = set()
-    latest: dict[str, float] = {}
-    for step in range(start, STEPS + 1):
-        value = _loss(lr, step)
-        directory = checkpoints.step_dir(folder, step)
-        (directory / "weights").write_text(f"{lr} {step}")
-        checkpoints.commit(directory, step)
-        trial.report(value, step)
-        before = max(reported, default=-1)
-        reported.add(step)
-        latest["loss"] = value
-        view = View(trial.number, trial, 1, dict(latest), frozenset(reported), resumed)
-        decision = scheduler.reported(view, before, step)
-        assert isinstance(decision, Decision)
-        story.decisions.append((trial.number, step, type(decision).__name__))
-        if isinstance(decision, Keep):
-            continue
-        if isinstance(decision, Pause):
-            assert start <= decision.step <= step, "a pause names a step the attempt reached"
-            attrs: Mapping[str, Any] = {PAUSED_ATTR: decision.step}
-        else:
-            assert isinstance(decision, Stop | Continue)
-            attrs = decision.attrs
-        for key, value_ in attrs.items():
-            study._storage.set_trial_user_attr(trial._trial_id, key, value_)
-        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        return
-    study.tell(trial, _loss(lr, STEPS))
+def _resume_point(trial: optuna.Trial, folder: Path) -> int | None:
+    """Where a continuation resumes, as the launcher finds it: its chain's latest committed
+    checkpoint (capped at the step it was paused or exploited at), recorded on the trial."""
+    attrs = trial.user_attrs
+    if RESUMED_STEP_ATTR in attrs:
+        return int(attrs[RESUMED_STEP_ATTR])
+    if not ({PARENT_ATTR, PROMOTED_FROM_ATTR, EXPLOIT_ATTR} & set(attrs)):
+        return None
+    exploit = attrs.get(EXPLOIT_ATTR) or {}
+    found = checkpoints.latest_good(folder, at_most=exploit.get("step"))
+    if found is None:
+        return None
+    trial.set_user_attr(RESUMED_STEP_ATTR, found.step)
+    return found.step
+
+
+def _advance(study: optuna.Study, scheduler: Any, a: _Attempt, story: Story) -> bool:
+    """One step of attempt ``a``; True once it ended (told to the study)."""
+    step, trial = a.step, a.trial
+    if step > STEPS:
+        study.tell(trial, _loss(a.lr, STEPS))
+        return True
+    value = _loss(a.lr, step)
+    directory = checkpoints.step_dir(a.folder, step)
+    (directory / "weights").write_text(f"{a.lr} {step}")
+    checkpoints.commit(directory, step)
+    trial.report(value, step)
+    before = max(a.reported, default=-1)
+    a.reported.add(step)
+    a.latest["loss"] = value
+    a.step += 1
+    view = View(trial.number, trial, 1, dict(a.latest), frozenset(a.reported), a.resumed)
+    decision = scheduler.reported(view, before, step)
+    assert isinstance(decision, Decision)
+    story.decisions.append((trial.number, step, type(decision).__name__))
+    if isinstance(decision, Keep):
+        return False
+    if isinstance(decision, Pause):
+        assert a.reported and decision.step <= step, "a pause names a step the attempt reached"
+        attrs: Mapping[str, Any] = {PAUSED_ATTR: decision.step}
+    else:
+        assert isinstance(decision, Stop | Continue)
+        attrs = decision.attrs
+    for key, value_ in attrs.items():
+        study._storage.set_trial_user_attr(trial._trial_id, key, value_)
+    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    return True
 
 
 def _check_continuations(study: optuna.Study) -> None:
@@ -167,9 +212,9 @@ def _check_continuations(study: optuna.Study) -> None:
             continue
         assert parent < number and trials[parent].state.is_finished()
     promoted = [
-        t.user_attrs["tuner.promoted_from"]
+        t.user_attrs[PROMOTED_FROM_ATTR]
         for t in trials.values()
-        if "tuner.promoted_from" in t.user_attrs
+        if PROMOTED_FROM_ATTR in t.user_attrs
     ]
     assert len(promoted) == len(set(promoted)), "a paused trial was promoted twice"
     assert all(isinstance(p, int) for p in parents)
