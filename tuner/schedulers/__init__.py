@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.schedulers._asha import Asha
 from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.schedulers._brackets import Brackets, continuation
 from tuner.schedulers._pbt import Pbt, explore, member_of
 
 if TYPE_CHECKING:
@@ -23,9 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Asha",
+    "Brackets",
     "Pbt",
     "Scheduler",
     "SchedulerContext",
+    "continuation",
     "explore",
     "make_scheduler",
     "member_of",
