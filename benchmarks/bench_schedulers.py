@@ -260,6 +260,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--mfpbench-python", help="--suite mfh: interpreter with mf-prior-bench")
     ap.add_argument("--tasks", default=",".join(_mfpbench.TASKS), help="--suite mfh")
     ap.add_argument("--epochs", type=int, default=2000, help="--suite mfh: the epoch budget")
+    ap.add_argument("--first-seed", type=int, default=0, help="--suite mfh: start here")
     ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
     ap.add_argument("--recommend", default="tuner-hyperband", help="--suite mfh: goals' arm")
     args = ap.parse_args(argv)
@@ -287,7 +288,7 @@ def _mfh(args: argparse.Namespace) -> int:
     bench = _mfpbench.Hartmann(args.mfpbench_python)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
-        for seed in range(args.seeds):  # seed after seed: an interrupted run has every arm
+        for seed in range(args.first_seed, args.seeds):  # an interrupted run has every arm
             for task in tasks:
                 _, optimum = bench.space(task, seed)
                 for arm in arms:
