@@ -9,6 +9,7 @@ stopped at an epoch budget of ``--budget-trainings`` x ``--max-epochs`` epochs:
 - ``tpe-median``: TPE + ``MedianPruner`` (the tuner's default);
 - ``tpe-sha``: TPE + Optuna's ``SuccessiveHalvingPruner`` (decides once per rung, kills);
 - ``tuner-asha``: ``scheduler: asha`` with promotion (pauses, later resumes from checkpoint);
+- ``tuner-hyperband``: the same with ``brackets: 3`` (capped at the rungs there are);
 - ``tuner-pbt``: ``scheduler: pbt``;
 - ``ray-asha``: Ray Tune's ``ASHAScheduler`` with ``OptunaSearch`` (TPE);
 - ``ray-pbt``: Ray Tune's ``PopulationBasedTraining``.
@@ -62,8 +63,17 @@ from _schedulers_train import read_counter
 
 HERE = Path(__file__).resolve().parent
 
-ARMS = ("tpe-none", "tpe-median", "tpe-sha", "tuner-asha", "tuner-pbt", "ray-asha", "ray-pbt")
-TUNER_SCHEDULERS = ("tuner-asha", "tuner-pbt")
+ARMS = (
+    "tpe-none",
+    "tpe-median",
+    "tpe-sha",
+    "tuner-asha",
+    "tuner-hyperband",
+    "tuner-pbt",
+    "ray-asha",
+    "ray-pbt",
+)
+TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-pbt")
 BASELINE, PRUNED = "tpe-none", "tpe-median"
 RAY_NOTE = (
     "Ray Tune's arms run on a local Ray started with 2 CPUs: Ray 2.60 refuses local mode "
@@ -85,7 +95,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _scheduler_missing(arm: str) -> str | None:
     """Why a tuner ``scheduler:`` arm cannot run here, or None when it can."""
-    name = arm.removeprefix("tuner-")
+    name = {"tuner-hyperband": "asha"}.get(arm, arm.removeprefix("tuner-"))
     try:
         import tuner.schedulers as schedulers
     except ImportError:
@@ -261,6 +271,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tasks", default=",".join(_mfpbench.TASKS), help="--suite mfh")
     ap.add_argument("--epochs", type=int, default=2000, help="--suite mfh: the epoch budget")
     ap.add_argument("--first-seed", type=int, default=0, help="--suite mfh: start here")
+    ap.add_argument(
+        "--traces-only",
+        action="store_true",
+        help="--suite mfh: run nothing; summarize the seeds every arm has a trace of",
+    )
     ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
     ap.add_argument("--recommend", default="tuner-hyperband", help="--suite mfh: goals' arm")
     args = ap.parse_args(argv)
@@ -272,6 +287,32 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _exit_on_sigterm(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds through each campaign's cleanup
+
+
+def _mfh_trace(
+    traces: Path, task: str, arm: str, seed: int, opts: dict[str, Any]
+) -> dict[str, Any] | None:
+    path = traces / "mfh" / f"{task}-{arm}-{seed}.json"
+    trace = json.loads(path.read_text()) if path.exists() else None
+    return trace if trace is not None and trace["settings"] == opts else None
+
+
+def _mfh_run(
+    traces: Path, task: str, arm: str, seed: int, opts: dict[str, Any], bench: Any
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    full = _schedulers_mfh.run(arm, task, seed, opts, bench)
+    trace = {
+        "settings": opts,
+        "full": full,
+        "optimum": bench.space(task, seed)[1],
+        "wall_s": round(time.perf_counter() - started, 1),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    path = traces / "mfh" / f"{task}-{arm}-{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(trace))
+    return trace
 
 
 def _mfh(args: argparse.Namespace) -> int:
@@ -290,22 +331,11 @@ def _mfh(args: argparse.Namespace) -> int:
     try:
         for seed in range(args.first_seed, args.seeds):  # an interrupted run has every arm
             for task in tasks:
-                _, optimum = bench.space(task, seed)
+                found = {arm: _mfh_trace(args.traces, task, arm, seed, opts) for arm in arms}
+                if args.traces_only and None in found.values():
+                    continue  # a seed counts only once every arm ran it
                 for arm in arms:
-                    path = args.traces / "mfh" / f"{task}-{arm}-{seed}.json"
-                    trace = json.loads(path.read_text()) if path.exists() else None
-                    if trace is None or trace["settings"] != opts:
-                        started = time.perf_counter()
-                        full = _schedulers_mfh.run(arm, task, seed, opts, bench)
-                        trace = {
-                            "settings": opts,
-                            "full": full,
-                            "optimum": optimum,
-                            "wall_s": round(time.perf_counter() - started, 1),
-                            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                        }
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        path.write_text(json.dumps(trace))
+                    trace = found[arm] or _mfh_run(args.traces, task, arm, seed, opts, bench)
                     runs.setdefault(task, {}).setdefault(arm, []).append(trace)
             print(f"seed {seed} done", flush=True)
     finally:
@@ -322,7 +352,13 @@ def _mfh(args: argparse.Namespace) -> int:
         "schedulers_mfh",
         {"epoch_budget": args.epochs, "tasks": summary, "goals": goals},
         store="none",
-        params={"seeds": args.seeds, "arms": ",".join(arms), "tasks": ",".join(tasks)} | opts,
+        params={
+            "seeds": args.seeds,
+            "seeds_run": {task: len(next(iter(r.values()))) for task, r in runs.items()},
+            "arms": ",".join(arms),
+            "tasks": ",".join(tasks),
+        }
+        | opts,
         notes=(
             f"The campaigns ran from {dates[0]} to {dates[-1]}. Library versions: "
             f"mf-prior-bench {bench.version}, optuna {optuna.__version__}, ray {ray.__version__}. "
