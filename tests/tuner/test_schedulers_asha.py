@@ -66,7 +66,14 @@ def _run(
     config = campaign(
         SCRIPT,
         budget={"trials": n},
-        scheduler={"name": "asha", "mode": mode, "min_resource": 1, "max_resource": 3, **scheduler},
+        scheduler={
+            "name": "asha",
+            "mode": mode,
+            "min_resource": 1,
+            "max_resource": 3,
+            "brackets": 1,
+            **scheduler,
+        },
         reads_tuner_params=True,
     )
     messages: list[str] = []
