@@ -52,6 +52,7 @@ def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
             "min_resource": opts["min_resource"],
             "max_resource": opts["max_epochs"],
             "brackets": 3 if arm == "tuner-hyperband" else 1,
+            "model": "study",
         }
     if arm == "tuner-pbt":
         return {

@@ -277,7 +277,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="--suite mfh: run nothing; summarize the seeds every arm has a trace of",
     )
     ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
-    ap.add_argument("--recommend", default="tuner-hyperband", help="--suite mfh: goals' arm")
+    ap.add_argument("--recommend", default="tuner-bohb", help="--suite mfh: goals' arm")
     args = ap.parse_args(argv)
     if args.quick:
         args.seeds, args.max_epochs, args.budget_trainings = 1, 9, 4

@@ -51,10 +51,10 @@ class AshaConfig(_Model):
         "better measured on mf-prior-bench, see the schedulers guide)",
     )
     model: Literal["study", "rung"] = Field(
-        default="study",
+        default="rung",
         description="what the sampler fits: study: every trial as the study holds it (a "
         "paused one as PRUNED at its rung); rung: each chain's value at the highest rung "
-        "with at least model_points values (BOHB)",
+        "with at least model_points values (BOHB; the default, the better measured)",
     )
     model_points: int = Field(
         default=10,
