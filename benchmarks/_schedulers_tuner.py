@@ -44,13 +44,15 @@ def _pruner(arm: str, opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
-    if arm == "tuner-asha":
+    if arm in ("tuner-asha", "tuner-hyperband"):
         return {
             "name": "asha",
             "mode": "promote",
             "reduction_factor": 3,
             "min_resource": opts["min_resource"],
             "max_resource": opts["max_epochs"],
+            "brackets": 3 if arm == "tuner-hyperband" else 1,
+            "model": "study",
         }
     if arm == "tuner-pbt":
         return {

@@ -33,9 +33,7 @@ Prints one row per task and writes ``benchmarks/results/diagnosis.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -45,38 +43,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _mfpbench import sample_curves
 from _results import write_result
 
 from lineage.diagnose import online_check
 
 #: (metric, goal, values) for each curve a trial reports; the trial's final target value.
 Trial = tuple[list[tuple[str, str | None, list[float]]], float]
-
-_MFP_CODE = """
-import json, sys, importlib.metadata as md
-import mfpbench
-n, seed = int(sys.argv[1]), int(sys.argv[2])
-out = {"version": md.version("mf-prior-bench"), "tasks": {}}
-for fn in ("mfh3", "mfh6"):
-    for variant in ("terrible", "bad", "moderate", "good"):
-        name = f"{fn}_{variant}"
-        bench = mfpbench.get(name, seed=seed)
-        configs = bench.sample(n=n, seed=seed)
-        out["tasks"][name] = [[float(r.error) for r in bench.trajectory(c)] for c in configs]
-print(json.dumps(out))
-"""
-
-
-def _mfpbench(python: str, n: int, seed: int) -> tuple[str, dict[str, list[list[float]]]]:
-    out = subprocess.run(
-        [python, "-c", _MFP_CODE, str(n), str(seed)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=900,
-    )
-    data = json.loads(out.stdout)
-    return data["version"], data["tasks"]
 
 
 def _hartmann_trials(curves: list[list[float]], maximize: bool) -> list[Trial]:
@@ -219,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks: dict[str, tuple[list[Trial], bool]] = {}
     version = None
     if args.mfpbench_python:
-        version, curves = _mfpbench(args.mfpbench_python, args.configs, args.seed)
+        version, curves = sample_curves(args.mfpbench_python, args.configs, args.seed)
         for name, task_curves in curves.items():
             tasks[f"{name}/loss"] = (_hartmann_trials(task_curves, False), False)
             tasks[f"{name}/score"] = (_hartmann_trials(task_curves, True), True)

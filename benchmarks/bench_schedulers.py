@@ -9,6 +9,7 @@ stopped at an epoch budget of ``--budget-trainings`` x ``--max-epochs`` epochs:
 - ``tpe-median``: TPE + ``MedianPruner`` (the tuner's default);
 - ``tpe-sha``: TPE + Optuna's ``SuccessiveHalvingPruner`` (decides once per rung, kills);
 - ``tuner-asha``: ``scheduler: asha`` with promotion (pauses, later resumes from checkpoint);
+- ``tuner-hyperband``: the same with ``brackets: 3`` (capped at the rungs there are);
 - ``tuner-pbt``: ``scheduler: pbt``;
 - ``ray-asha``: Ray Tune's ``ASHAScheduler`` with ``OptunaSearch`` (TPE);
 - ``ray-pbt``: Ray Tune's ``PopulationBasedTraining``.
@@ -23,6 +24,13 @@ wall time. Ratios: epochs to the target over ``tpe-median``'s and ``tpe-none``'s
 goals, met or not.
 
     python benchmarks/bench_schedulers.py [--seeds 5] [--arms tpe-none,ray-asha] [--quick]
+
+``--suite mfh --mfpbench-python PY`` runs the multi-fidelity Hartmann tasks of mf-prior-bench
+instead (``_schedulers_mfh.py``: every arm in this process, one trial at a time, an equal
+budget of ``--epochs`` epochs; ``PY``: an interpreter with mf-prior-bench==1.10.0) and writes
+``benchmarks/results/schedulers_mfh.json``: per task and arm the median regret at the budget,
+the epochs to reach the default's median regret, and whether an arm's regrets are
+significantly above the default's (one-sided Mann-Whitney U, p < 0.05).
 
 A campaign's counted epochs are kept in ``--traces`` (one JSON file per arm and seed) and
 reused by a later run with the same settings, so an interrupted run continues. Writes
@@ -46,14 +54,26 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _mfpbench
+import _schedulers_mfh
+import _schedulers_mfh_summary
 import _schedulers_tuner
 from _results import write_result
 from _schedulers_train import read_counter
 
 HERE = Path(__file__).resolve().parent
 
-ARMS = ("tpe-none", "tpe-median", "tpe-sha", "tuner-asha", "tuner-pbt", "ray-asha", "ray-pbt")
-TUNER_SCHEDULERS = ("tuner-asha", "tuner-pbt")
+ARMS = (
+    "tpe-none",
+    "tpe-median",
+    "tpe-sha",
+    "tuner-asha",
+    "tuner-hyperband",
+    "tuner-pbt",
+    "ray-asha",
+    "ray-pbt",
+)
+TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-pbt")
 BASELINE, PRUNED = "tpe-none", "tpe-median"
 RAY_NOTE = (
     "Ray Tune's arms run on a local Ray started with 2 CPUs: Ray 2.60 refuses local mode "
@@ -75,7 +95,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _scheduler_missing(arm: str) -> str | None:
     """Why a tuner ``scheduler:`` arm cannot run here, or None when it can."""
-    name = arm.removeprefix("tuner-")
+    name = {"tuner-hyperband": "asha"}.get(arm, arm.removeprefix("tuner-"))
     try:
         import tuner.schedulers as schedulers
     except ImportError:
@@ -246,6 +266,18 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "bench-sched")
     ap.add_argument("--quick", action="store_true", help="1 seed, 9 epochs, budget 4 trainings")
     ap.add_argument("--results-dir", type=Path, default=None)
+    ap.add_argument("--suite", choices=("digits", "mfh"), default="digits")
+    ap.add_argument("--mfpbench-python", help="--suite mfh: interpreter with mf-prior-bench")
+    ap.add_argument("--tasks", default=",".join(_mfpbench.TASKS), help="--suite mfh")
+    ap.add_argument("--epochs", type=int, default=2000, help="--suite mfh: the epoch budget")
+    ap.add_argument("--first-seed", type=int, default=0, help="--suite mfh: start here")
+    ap.add_argument(
+        "--traces-only",
+        action="store_true",
+        help="--suite mfh: run nothing; summarize the seeds every arm has a trace of",
+    )
+    ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
+    ap.add_argument("--recommend", default="tuner-bohb", help="--suite mfh: goals' arm")
     args = ap.parse_args(argv)
     if args.quick:
         args.seeds, args.max_epochs, args.budget_trainings = 1, 9, 4
@@ -257,9 +289,95 @@ def _exit_on_sigterm(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds through each campaign's cleanup
 
 
+def _mfh_trace(
+    traces: Path, task: str, arm: str, seed: int, opts: dict[str, Any]
+) -> dict[str, Any] | None:
+    path = traces / "mfh" / f"{task}-{arm}-{seed}.json"
+    trace = json.loads(path.read_text()) if path.exists() else None
+    return trace if trace is not None and trace["settings"] == opts else None
+
+
+def _mfh_run(
+    traces: Path, task: str, arm: str, seed: int, opts: dict[str, Any], bench: Any
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    full = _schedulers_mfh.run(arm, task, seed, opts, bench)
+    trace = {
+        "settings": opts,
+        "full": full,
+        "optimum": bench.space(task, seed)[1],
+        "wall_s": round(time.perf_counter() - started, 1),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    path = traces / "mfh" / f"{task}-{arm}-{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(trace))
+    return trace
+
+
+def _mfh(args: argparse.Namespace) -> int:
+    """``--suite mfh``: every arm on every task and seed; traces kept in ``--traces``."""
+    if not args.mfpbench_python:
+        raise SystemExit("--suite mfh: --mfpbench-python: needs an interpreter with mf-prior-bench")
+    import optuna
+    import ray
+
+    opts = {"budget": args.epochs, "min_resource": 1, "brackets": args.brackets, "ray_brackets": 3}
+    arms = [a for a in args.arms.split(",") if a] if args.arms != ",".join(ARMS) else None
+    arms = arms or list(_schedulers_mfh.ARMS)
+    tasks = [t for t in args.tasks.split(",") if t]
+    bench = _mfpbench.Hartmann(args.mfpbench_python)
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    try:
+        for seed in range(args.first_seed, args.seeds):  # an interrupted run has every arm
+            for task in tasks:
+                found = {arm: _mfh_trace(args.traces, task, arm, seed, opts) for arm in arms}
+                if args.traces_only and None in found.values():
+                    continue  # a seed counts only once every arm ran it
+                for arm in arms:
+                    trace = found[arm] or _mfh_run(args.traces, task, arm, seed, opts, bench)
+                    runs.setdefault(task, {}).setdefault(arm, []).append(trace)
+            print(f"seed {seed} done", flush=True)
+    finally:
+        bench.close()
+    summary = _schedulers_mfh_summary.summarize(runs)
+    _schedulers_mfh_summary.print_table(summary)
+    goals = _schedulers_mfh_summary.goals(summary, args.recommend)
+    for goal, row in goals.items():
+        print(f"goal {goal}: {row}")
+    if args.quick and args.results_dir is None:
+        return 0
+    dates = sorted(t["date"] for arms_ in runs.values() for ts in arms_.values() for t in ts)
+    path = write_result(
+        "schedulers_mfh",
+        {"epoch_budget": args.epochs, "tasks": summary, "goals": goals},
+        store="none",
+        params={
+            "seeds": args.seeds,
+            "seeds_run": {task: len(next(iter(r.values()))) for task, r in runs.items()},
+            "arms": ",".join(arms),
+            "tasks": ",".join(tasks),
+        }
+        | opts,
+        notes=(
+            f"The campaigns ran from {dates[0]} to {dates[-1]}. Library versions: "
+            f"mf-prior-bench {bench.version}, optuna {optuna.__version__}, ray {ray.__version__}. "
+            "Regret: the best full-fidelity error found minus the error at the function's "
+            "known optimum. Ray Tune's HyperBandScheduler is not among the arms: it pauses "
+            "trials and picks which runs next through Ray Tune's trial runner, which this "
+            "in-process harness does not drive."
+        ),
+        results_dir=args.results_dir,
+    )
+    print(f"result: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     args = _parse(argv)
+    if args.suite == "mfh":
+        return _mfh(args)
     opts = _settings(args)
     arms = [a for a in args.arms.split(",") if a]
     unknown = sorted(set(arms) - set(ARMS))

@@ -27,6 +27,7 @@ SCRIPTS = {
     "query_sqlite": "bench_query.py --store sqlite",
     "query_postgresql": "bench_query.py --store postgresql",
     "query_http": "bench_query.py --store http",
+    "schedulers_mfh": "bench_schedulers.py --suite mfh",
 }
 
 
@@ -145,6 +146,40 @@ def _schedulers_table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _schedulers_mfh_table(result: dict[str, Any]) -> list[str]:
+    """``schedulers_mfh``: one row per task and arm."""
+    figures = result.get("figures") or {}
+    lines = [
+        f"Budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. Regret: the best "
+        "full-fidelity error minus the optimum's (median over seeds). Epochs: until the "
+        "campaign's best reaches the default's (`tpe-median`) median regret, median over "
+        "seeds, a seed that never does counting as infinitely many (`-`: the median seed did "
+        "not). p: one-sided Mann-Whitney U that the arm's regrets are above the default's.",
+        "",
+        "| task | arm | regret | epochs | epochs / default's | full evaluations | p (worse) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for task, rows in (figures.get("tasks") or {}).items():
+        for arm, row in rows.items():
+            cells = [
+                row.get(key)
+                for key in (
+                    "median_regret",
+                    "median_epochs_to_default_median",
+                    "epochs_ratio_to_default",
+                    "median_full_evaluations",
+                    "p_worse_than_default",
+                )
+            ]
+            shown = " | ".join("-" if c is None else _cell(c) for c in cells)
+            lines.append(f"| {task} | `{arm}` | {shown} |")
+    for goal, row in (figures.get("goals") or {}).items():
+        shown = ", ".join(f"{k} {_cell(v)}" for k, v in row.items() if k != "met" and v is not None)
+        verdict = "met" if row.get("met") else "not met"
+        lines += ["", f"Goal `{goal}`: **{verdict}** ({shown})."]
+    return lines
+
+
 def _power_table(result: dict[str, Any]) -> list[str]:
     """``importance_power``: one row per effect size and run count."""
     lines = [
@@ -256,6 +291,7 @@ TABLES = {
     "importance_power": _power_table,
     "schedulers": _schedulers_table,
     "faults": _faults_table,
+    "schedulers_mfh": _schedulers_mfh_table,
 }
 
 

@@ -20,7 +20,7 @@ from tests.tuner.test_schedulers_asha import SCRIPT as ASHA_SCRIPT
 from tuner.campaign import Controller
 from tuner.config import load_config
 
-ASHA = {"name": "asha", "mode": "promote", "min_resource": 1, "max_resource": 3}
+ASHA = {"name": "asha", "mode": "promote", "min_resource": 1, "max_resource": 3, "brackets": 1}
 
 
 def _base(tmp_path: Path, script: str, **over: Any) -> Path:

@@ -486,7 +486,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "scheduler-unknown-key",
         {"scheduler": {"name": "asha", "max_t": 9}},
-        "unknown key 'scheduler.max_t'; known keys: name, mode, reduction_factor, min_resource, max_resource.",
+        "unknown key 'scheduler.max_t'; known keys: name, mode, reduction_factor, min_resource, max_resource, brackets, model, model_points.",
     ),
     (
         "scheduler-nested-typo",

@@ -51,14 +51,29 @@ def _starts(tmp_path: Path) -> dict[int, int]:
     return dict(tuple(map(int, line.split())) for line in lines if line)  # type: ignore[misc]
 
 
-def _run(campaign: Any, run_campaign: Any, tmp_path: Path, mode: str, bases: str, cut: str) -> Any:
+def _run(
+    campaign: Any,
+    run_campaign: Any,
+    tmp_path: Path,
+    mode: str,
+    bases: str,
+    cut: str,
+    **scheduler: Any,
+) -> Any:
     (tmp_path / "bases").write_text(bases)
     (tmp_path / "cut").write_text(cut)
     n = len(bases.split())
     config = campaign(
         SCRIPT,
         budget={"trials": n},
-        scheduler={"name": "asha", "mode": mode, "min_resource": 1, "max_resource": 3},
+        scheduler={
+            "name": "asha",
+            "mode": mode,
+            "min_resource": 1,
+            "max_resource": 3,
+            "brackets": 1,
+            **scheduler,
+        },
         reads_tuner_params=True,
     )
     messages: list[str] = []
@@ -167,6 +182,29 @@ def test_asha_stop_prunes_below_the_cut_for_good(
         assert "tuner.paused_at" not in t.user_attrs
     assert not any("tuner.promoted_from" in t.user_attrs for t in trials)
     assert result.counts == {"COMPLETE": 2, "PRUNED": 2, "FAIL": 0}
+
+
+def test_with_brackets_a_chain_is_judged_later_and_only_against_its_bracket(
+    campaign: Any, run_campaign: Any, tmp_path: Path
+) -> None:
+    # Rungs at steps 1 and 3 (max_resource 9), two brackets: trials 1 and 4 join bracket 1,
+    # whose first rung is step 3; the others join bracket 0 (rungs 1 and 3). Trial 1 is the
+    # worst of all at step 1, which alone (brackets: 1) would stop it there; in bracket 1
+    # it is first judged at step 3, against trial 4 alone.
+    config, result, _ = _run(
+        campaign, run_campaign, tmp_path, "stop", "1.0 9.0 3.0 5.0 2.0", "3.0 5.0",
+        max_resource=9, brackets=2,
+    )  # fmt: skip
+    trials = trials_of(config)
+    assert [t.state.name for t in trials] == [
+        "COMPLETE", "COMPLETE", "PRUNED", "PRUNED", "COMPLETE"
+    ], [(t.number, t.user_attrs.get("prune_reason")) for t in trials]  # fmt: skip
+    assert sorted(trials[1].intermediate_values) == list(range(9))
+    for t in trials[2:4]:
+        reason = t.user_attrs["prune_reason"]
+        assert "stopped by the asha scheduler at rung step 1" in reason
+        assert "in bracket 0; the top 1/3 go on" in reason
+    assert result.counts == {"COMPLETE": 3, "PRUNED": 2, "FAIL": 0}
 
 
 def _study(config: Any) -> Any:

@@ -79,6 +79,11 @@ def test_a_scheduler_replaces_the_default_pruner_and_its_rungs_follow_eta(tmp_pa
             "scheduler.max_resource must be > min_resource (9), got 9",
         ),
         ({"scheduler": {"name": "hyperband"}}, "scheduler.name must be one of 'asha', 'pbt'"),
+        ({"scheduler": {**ASHA, "brackets": 0}}, "scheduler.brackets must be >= 1"),
+        (
+            {"scheduler": {**ASHA, "model": "bohb"}},
+            "scheduler.model must be one of 'study' or 'rung', got 'bohb'",
+        ),
     ],
 )
 def test_a_scheduler_that_makes_no_sense_is_refused_in_one_line(

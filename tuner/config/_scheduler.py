@@ -42,6 +42,25 @@ class AshaConfig(_Model):
     max_resource: int = Field(
         ge=1, description="the last step of a full training (no rung at or beyond it)"
     )
+    brackets: int = Field(
+        default=3,
+        ge=1,
+        description="Hyperband: bracket s starts its rungs at min_resource * eta**s; each "
+        "chain is ranked within one bracket, dealt so that every bracket spends about the "
+        "same epochs (1: plain asha; capped at the number of rungs; the default 3 was the "
+        "better measured on mf-prior-bench, see the schedulers guide)",
+    )
+    model: Literal["study", "rung"] = Field(
+        default="rung",
+        description="what the sampler fits: study: every trial as the study holds it (a "
+        "paused one as PRUNED at its rung); rung: each chain's value at the highest rung "
+        "with at least model_points values (BOHB; the default, the better measured)",
+    )
+    model_points: int = Field(
+        default=10,
+        ge=2,
+        description="model: rung fits the highest rung reached by at least this many chains",
+    )
 
     @model_validator(mode="after")
     def _order(self) -> AshaConfig:

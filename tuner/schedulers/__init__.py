@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.schedulers._asha import Asha
 from tuner.schedulers._base import Scheduler, SchedulerContext
+from tuner.schedulers._brackets import Brackets, continuation
 from tuner.schedulers._decision import (
     KEEP,
     AttemptView,
@@ -35,6 +36,7 @@ __all__ = [
     "KEEP",
     "Asha",
     "AttemptView",
+    "Brackets",
     "Continue",
     "Decision",
     "Keep",
@@ -43,6 +45,7 @@ __all__ = [
     "Scheduler",
     "SchedulerContext",
     "Stop",
+    "continuation",
     "explore",
     "make_scheduler",
     "member_of",

@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         outage_for,
         retrying,
     )
+    from tuner.search._rungs import RungModel, rung_points, rung_values
     from tuner.search._space import (
         distribution,
         distributions,
@@ -173,6 +174,9 @@ _LAZY = {
     "open_storage": "tuner.search._study",
     "sqlite_pragmas": "tuner.search._study",
     "transfer_line": "tuner.search._transfer:line",
+    "RungModel": "tuner.search._rungs",
+    "rung_points": "tuner.search._rungs",
+    "rung_values": "tuner.search._rungs",
 }
 __getattr__ = lazy_names(globals(), _LAZY, modules={"internals": "tuner.search._internals"})
 
@@ -219,6 +223,7 @@ __all__ = [
     "SYSTEM_PREFIX",
     "WARM_START_ATTR",
     "DiskFull",
+    "RungModel",
     "SamplerPlan",
     "StudyPlan",
     "best_numbers",
@@ -249,6 +254,8 @@ __all__ = [
     "outage_for",
     "parent_trial",
     "retrying",
+    "rung_points",
+    "rung_values",
     "sample_params",
     "sampling_order",
     "sqlite_pragmas",

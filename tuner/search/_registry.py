@@ -176,17 +176,27 @@ class SamplerPlan:
     warm_start: WarmStartConfig | None
     #: Phrases the one-line error at ``sampler.name`` or ``sampler.options``.
     error: ErrorAt
+    #: ``scheduler: {model: rung}``: the steps the sampler may be fitted at (the rungs and the
+    #: last step), and how many chains a step needs; empty: it reads the study as it is.
+    rungs: tuple[int, ...] = ()
+    rung_points: int = 0
 
     @classmethod
     def of(cls, config: CampaignConfig) -> SamplerPlan:
         """The plan of ``config``'s sampler. It takes the whole config because this is where
         what a sampler reads is cut out of it; nothing past it does."""
+        scheduler = config.scheduler
+        by_rung = getattr(scheduler, "model", "study") == "rung"
+        rungs: Any = getattr(scheduler, "rungs", None)
+        last: Any = getattr(scheduler, "max_resource", None)
         return cls(
             section=config.sampler,
             parameters=config.parameters,
             parallel=config.resources.parallel,
             warm_start=config.warm_start,
             error=config.error,
+            rungs=(*rungs(), last) if by_rung and rungs else (),
+            rung_points=getattr(scheduler, "model_points", 0),
         )
 
 
@@ -260,6 +270,10 @@ def make_sampler(plan: SamplerPlan, *, seed: int | None = None) -> optuna.sample
     if seed is not None:
         kwargs["seed"] = seed
     sampler = _construct(plan.error, ("sampler", "options"), cls, kwargs, section.options)
+    if plan.rungs and name in LEARNING:
+        from tuner.search._rungs import RungModel
+
+        sampler = RungModel(sampler, plan.rungs, plan.rung_points)
     return wrap_sampler(sampler, name=name, parameters=plan.parameters, warm_start=plan.warm_start)
 
 

@@ -134,3 +134,8 @@ class CampaignShape(Protocol):
 
     @property
     def error(self) -> ErrorAt: ...
+
+    @property
+    def scheduler(self) -> object | None:
+        """The ``scheduler:`` section; the sampler reads its rungs under ``model: rung``."""
+        ...
