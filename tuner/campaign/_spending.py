@@ -74,7 +74,7 @@ class Spending:
                 self._spent = spent_of(trials, self.limits.share)
                 self._read_at, self._steps_since = now, 0
         s = self._spent
-        return Spent(s.trials - self._imported, s.steps + self._steps_since, s.device_hours)
+        return Spent(s.trials, s.steps + self._steps_since, s.device_hours)
 
     def take_step(self, rt: RunningTrial) -> bool:
         """Whether ``rt`` may report one more step of its own (it is counted); else it is

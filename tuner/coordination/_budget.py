@@ -163,7 +163,11 @@ def ask_within_budget(
         with lock.hold() as held:
             trials = study.get_trials(deepcopy=False)
             waiting = [t for t in trials if t.state == optuna.trial.TrialState.WAITING]
-            spent = spent_of(trials, limits.share)
+            own = spent_of(trials, limits.share)
+            # The trial limit counts the study's imported trials too (`limits.trials` holds
+            # them: they are finished trials that never ran here).
+            imported = sum(1 for t in trials if IMPORTED_ATTR in t.system_attrs)
+            spent = Spent(own.trials + imported, own.steps, own.device_hours)
             if limits.spends and _spent_limit(limits, spent):
                 return None  # a WAITING trial too: nothing is left to run it with
             if not waiting and limits.reached(spent) is not None:
