@@ -93,7 +93,7 @@ def test_same_task_same_level_is_seen_by_value(tmp_path: Path) -> None:
     (d,) = _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 12))
     assert d.mode == "value" and d.exact_pairs == 3 and d.pairs == 12
     assert d.agreement is not None and d.agreement > 0.9 and d.shift == 0.0
-    assert 0.5 < d.weight < 1.0 and d.shown == round(d.weight * 24)
+    assert 0.3 < d.weight < 1.0 and d.shown == round(d.weight * 24)
 
 
 def test_same_order_other_level_is_seen_by_rank(tmp_path: Path) -> None:
@@ -280,7 +280,7 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     each); the focus holds four trials in five while the best trial stays inside it."""
     from tuner.config import parse_config
     from tuner.search import sample_params
-    from tuner.search._focus import EXPLORE_EVERY
+    from tuner.search._focus import EXPLORE_EVERY, OPEN
     from tuner.search._registry import SamplerPlan, make_sampler
 
     metrics = [{"metric": "loss", "goal": "minimize"}, {"metric": "size", "goal": "minimize"}]
@@ -295,7 +295,7 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
                 "x": {"type": "float", "low": 0.0, "high": 1.0, "focus": {"low": 0.2, "high": 0.6}},
                 "y": {"type": "float", "low": 0.0, "high": 1.0},
             },
-            "budget": {"trials": 12},
+            "budget": {"trials": 16},
             "sampler": {"name": sampler, "seed": 2},
             "warm_start": {"from": [{"experiment": "earlier"}], "enqueue_best": 2},
         },
@@ -325,16 +325,17 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
             {"x": (i % 4 + 0.5) / 4, "y": (i // 4 + 0.5) / 4},
             user_attrs={ENQUEUED_FROM_ATTR: f"run{i}"},
         )
-    for _ in range(12):
+    for _ in range(16):
         trial = study.ask()
         p = sample_params(trial, config.parameters)
         study.tell(trial, values(p["x"], p["y"]))
     own = [t for t in study.trials if IMPORTED_ATTR not in t.system_attrs]
-    assert len(own) == 12 and all(t.state.name == "COMPLETE" for t in own)
-    focused = [t for t in own[2:] if (t.number + 1) % EXPLORE_EVERY]
-    assert all(0.2 <= t.params["x"] <= 0.6 for t in focused)
+    assert len(own) == 16 and all(t.state.name == "COMPLETE" for t in own)
+    # The first OPEN own trials sample the whole range; the focus holds from then on.
+    focused = [t for t in own[OPEN:] if (t.number + 1) % EXPLORE_EVERY]
+    assert focused and all(0.2 <= t.params["x"] <= 0.6 for t in focused)
     (d,) = _measured(study)
-    assert (d.pairs, d.exact_pairs) == (12, 2) and d.mode in ("value", "rank")
+    assert (d.pairs, d.exact_pairs) == (16, 2) and d.mode in ("value", "rank")
 
 
 class _Seeing(optuna.samplers.RandomSampler):
@@ -362,7 +363,7 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
     earlier runs it was built from."""
     from tuner.search import sample_params
     from tuner.search._registry import wrap_sampler
-    from tuner.search._transfer import MIN_PAIRS
+    from tuner.search._transfer import MIN_OWN
     from tuner.search._view import EXPLORE_EVERY
 
     config = _config(tmp_path, focus=focus)
@@ -377,17 +378,19 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
     )
     for i in range(24):
         study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
-    for _ in range(15):
+    for _ in range(20):
         trial = study.ask()
         study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.3) ** 2)
     for number, (imported, own) in seeing.seen.items():
-        assert own == number - 24  # every own trial finished before it is seen
-        if (number + 1) % EXPLORE_EVERY == 0 or own < MIN_PAIRS:
+        done = number - 24  # every own trial finished before the next is proposed
+        # a focus hides the own trials outside it, once it narrows
+        assert own == done if focus is None else own <= done
+        if (number + 1) % EXPLORE_EVERY == 0 or done < MIN_OWN:
             assert imported == 0, number  # exploring, or trust not yet earned
         else:
             assert imported > 0, number
     imported_trials = [t for t in study.trials if IMPORTED_ATTR in t.system_attrs]
-    assert len(study.trials) == 39 and len(imported_trials) == 24
+    assert len(study.trials) == 44 and len(imported_trials) == 24
 
 
 def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Path) -> None:
