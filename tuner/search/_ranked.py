@@ -160,13 +160,12 @@ class RankedWarmStart(ViewSampler):
             return super().sample_relative(study, trial, search_space)
         directions = study.directions
         together = {n: d for n, d in search_space.items() if n not in apart}
-        out = {}
+        out: dict[str, Any] = {}
         if together:
-            out = self.sampler.sample_relative(
-                StudyView(study, lambda trials: self.view(trials, directions)), trial, together
-            )
+            whole: Any = StudyView(study, lambda trials: self.view(trials, directions))
+            out = self.sampler.sample_relative(whole, trial, together)
         alone = {n: d for n, d in search_space.items() if n in apart}
-        view = StudyView(study, lambda trials: self.view(trials, directions, apart))
+        view: Any = StudyView(study, lambda trials: self.view(trials, directions, apart))
         return {**out, **self.sampler.sample_relative(view, trial, alone)}
 
     def sample_independent(
@@ -180,5 +179,5 @@ class RankedWarmStart(ViewSampler):
         if not apart:
             return super().sample_independent(study, trial, param_name, param_distribution)
         directions = study.directions
-        view = StudyView(study, lambda trials: self.view(trials, directions, apart))
+        view: Any = StudyView(study, lambda trials: self.view(trials, directions, apart))
         return self.sampler.sample_independent(view, trial, param_name, param_distribution)

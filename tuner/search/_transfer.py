@@ -118,7 +118,8 @@ class SourceTransfer:
     blind: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # a list, as JSON gives it back: stored decisions compare equal to fresh ones
+        return {**asdict(self), "blind": list(self.blind)}
 
 
 def _group(trial: FrozenTrial) -> str | None:
