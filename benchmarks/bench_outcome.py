@@ -8,9 +8,10 @@ For each task and seed, side by side in one run:
     campaign's runs enter the study through the tuner's own machinery
     (``tuner.history.load_history`` on the loaded config's ``HistoryContext``, then
     ``tuner.history.apply``); the default ``compare: auto`` (``tuner.search._transfer``: the
-    prior's weight follows its measured agreement with the campaign's own trials, weighted
-    toward the best pairs, and fades; every fifth trial is proposed without the prior,
-    ``tuner.search._view.PriorFree``);
+    prior weighs nothing before 10 own trials, then its weight follows its measured agreement
+    with the campaign's own trials, weighted toward the best pairs, and fades; a parameter
+    the prior shows no effect of is sampled without it; every fifth trial is proposed without
+    the prior, ``tuner.search._view.PriorFree``);
 (c') ``tpe-warm-value``: the same with ``compare: value`` (the prior's values as recorded);
 (c'') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
     and new values compared by rank while an imported run is ahead of the campaign's best);
@@ -60,7 +61,8 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
-        quad-constant --seeds 20 --jobs 2                    # the result file
+        quad-constant digits-svc digits-svc-moved --seeds 20 --jobs 4 \
+        --methods tpe-cold tpe-warm tpe-warm-rank tuner-init # the result file
 """
 
 from __future__ import annotations
@@ -437,10 +439,17 @@ def _campaign(
 
 
 def run_seed(
-    task: Task, seed: int, budget: int, prior_trials: int, work: Path, horizon: int | None = None
+    task: Task,
+    seed: int,
+    budget: int,
+    prior_trials: int,
+    work: Path,
+    horizon: int | None = None,
+    methods: tuple[str, ...] = METHODS,
 ) -> dict[str, Any]:
-    """Every arm on one seed: best-so-far curves over ``horizon`` trials (default ``budget``);
-    the derived campaign is written for ``budget`` trials (its ``enqueue_best``)."""
+    """The arms of ``methods`` (default every one) on one seed: best-so-far curves over
+    ``horizon`` trials (default ``budget``); the derived campaign is written for ``budget``
+    trials (its ``enqueue_best``)."""
     from tuner.history import PLACEHOLDER_PROGRAM, derive_campaign, render_campaign
 
     db = work / "mlflow.db"
@@ -465,14 +474,15 @@ def run_seed(
     init = load_config(path)
     fixed = {p.name: p.best for p in derived.fixed if p.in_best}
     n = horizon or budget
-    curves = {
-        "random": _campaign(task, "random", seed, n, plain, {}),
-        "tpe-cold": _campaign(task, "tpe-cold", seed, n, plain, {}),
-        "tpe-warm": _campaign(task, "tpe-warm", seed, n, warmed, {}),
-        "tpe-warm-value": _campaign(task, "tpe-warm-value", seed, n, warmed_value, {}),
-        "tpe-warm-rank": _campaign(task, "tpe-warm-rank", seed, n, warmed_rank, {}),
-        "tuner-init": _campaign(task, "tuner-init", seed, n, init, fixed),
+    arms = {
+        "random": (plain, {}),
+        "tpe-cold": (plain, {}),
+        "tpe-warm": (warmed, {}),
+        "tpe-warm-value": (warmed_value, {}),
+        "tpe-warm-rank": (warmed_rank, {}),
+        "tuner-init": (init, fixed),
     }
+    curves = {m: _campaign(task, m, seed, n, *arms[m]) for m in METHODS if m in methods}
     return {
         "curves": curves,
         "tuned": [p.name for p in derived.tuned],
@@ -505,7 +515,7 @@ def summarize(
     out: dict[str, Any] = {"task": task.name, "metric": task.metric, "goal": task.goal}
     out["target"] = target
     out["methods"] = {}
-    for method in METHODS:
+    for method in (m for m in METHODS if m in seeds[0]["curves"]):
         hits = [_reached(s["curves"][method], target, task.goal) for s in seeds]
         counted = [h if h is not None else horizon + 1 for h in hits]
         out["methods"][method] = {
@@ -553,6 +563,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="processes, one (task, seed) each (default 1)"
     )
+    parser.add_argument(
+        "--methods",
+        nargs="*",
+        choices=METHODS,
+        default=None,
+        help="the arms to run (default every one; tpe-cold is always run: it sets the target)",
+    )
     parser.add_argument("--notes", default=None, help="a note for the result file")
     parser.add_argument(
         "--json", default=None, help="also write the results here (rewritten after each seed)"
@@ -569,13 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     budget = args.budget or (12 if args.quick else 30)
     horizon = args.horizon or 2 * budget
     prior = args.prior or (16 if args.quick else 24)
+    methods = tuple(m for m in METHODS if m in (args.methods or METHODS) or m == "tpe-cold")
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
     pairs = [(name, s) for name in tasks for s in range(n_seeds)]
     done: dict[tuple[str, int], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-outcome-") as tmp:
         jobs = [
-            (name, s, budget, prior, str(Path(tmp) / f"{name}-{s}"), horizon) for name, s in pairs
+            (name, s, budget, prior, str(Path(tmp) / f"{name}-{s}"), horizon, methods)
+            for name, s in pairs
         ]
         if args.jobs > 1:  # one process per (task, seed): each has its own MLflow store
             import multiprocessing
@@ -615,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
                 "budget": budget,
                 "horizon": horizon,
                 "prior": prior,
+                "methods": list(methods),
             },
             notes=args.notes,
         )
@@ -636,7 +656,7 @@ def _goals(summary: dict[str, Any], misleads: bool) -> dict[str, Any]:
     cold_never = methods["tpe-cold"]["never_reached"]
     noise_high = summary["cold_median_interval"][1]
     out: dict[str, Any] = {}
-    for arm in ("tpe-warm", "tuner-init"):
+    for arm in (a for a in ("tpe-warm", "tuner-init") if a in methods):
         m = methods[arm]
         limit = MISLEAD_GOAL if misleads else CARRY_GOAL
         ratio_over = max(0.0, m["ratio_to_cold"] - limit)
@@ -675,11 +695,17 @@ def _figures(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_job(
-    name: str, seed: int, budget: int, prior: int, work: str, horizon: int
+    name: str,
+    seed: int,
+    budget: int,
+    prior: int,
+    work: str,
+    horizon: int,
+    methods: tuple[str, ...] = METHODS,
 ) -> dict[str, Any]:
     warnings.filterwarnings("ignore")
     Path(work).mkdir(parents=True)
-    return run_seed(TASKS[name], seed, budget, prior, Path(work), horizon)
+    return run_seed(TASKS[name], seed, budget, prior, Path(work), horizon, methods)
 
 
 def _progress(

@@ -18,7 +18,7 @@ import yaml
 from tests.tuner.conftest import trials_of
 from tuner.history import PLACEHOLDER_PROGRAM
 from tuner.search._attrs import IMPORTED_ATTR
-from tuner.search._focus import EXPLORE_EVERY, focus_of, focus_state
+from tuner.search._focus import EXPLORE_EVERY, OPEN, focus_of, focus_state
 
 
 def _config(tmp_path: Path, **parameters: Any) -> Any:
@@ -55,7 +55,9 @@ LR = {"type": "float", "low": 1e-6, "high": 1.0, "log": True, "focus": {"low": 1
 def test_a_right_focus_holds_four_trials_in_five(tmp_path: Path) -> None:
     config = _config(tmp_path, lr=LR)
     study = _run(config, lambda p: (math.log10(p["lr"]) + 2) ** 2, 30)
-    focused = [t for t in study.trials if (t.number + 1) % EXPLORE_EVERY]
+    # The first OPEN trials sample the whole range; the focus holds from then on.
+    assert any(not 1e-3 <= t.params["lr"] <= 1e-1 for t in study.trials[:OPEN])
+    focused = [t for t in study.trials[OPEN:] if (t.number + 1) % EXPLORE_EVERY]
     assert all(1e-3 <= t.params["lr"] <= 1e-1 for t in focused)
     (state,) = focus_state(study.trials, study.directions, focus_of(config.parameters)).values()
     assert (state.low, state.high, state.released) == (1e-3, 1e-1, ())

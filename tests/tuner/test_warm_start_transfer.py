@@ -90,15 +90,15 @@ def test_auto_is_the_default(tmp_path: Path) -> None:
 
 
 def test_same_task_same_level_is_seen_by_value(tmp_path: Path) -> None:
-    (d,) = _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 8))
-    assert d.mode == "value" and d.exact_pairs == 3 and d.pairs == 8
+    (d,) = _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 12))
+    assert d.mode == "value" and d.exact_pairs == 3 and d.pairs == 12
     assert d.agreement is not None and d.agreement > 0.9 and d.shift == 0.0
-    assert 0.5 < d.weight < 1.0 and d.shown == round(d.weight * 24)
+    assert 0.3 < d.weight < 1.0 and d.shown == round(d.weight * 24)
 
 
 def test_same_order_other_level_is_seen_by_rank(tmp_path: Path) -> None:
     (d,) = _measured(
-        _study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: 10 + 2 * (x - 0.3) ** 2, 8)
+        _study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: 10 + 2 * (x - 0.3) ** 2, 12)
     )
     assert d.mode == "rank" and d.shift is not None and d.shift > 0.5
     assert d.agreement is not None and d.agreement > 0.9
@@ -164,6 +164,22 @@ def test_before_enough_pairs_the_evidence_is_thin_and_the_prior_waits(tmp_path: 
     ]
 
 
+def test_an_agreement_beyond_chance_waits_for_the_first_trials(tmp_path: Path) -> None:
+    """The campaign's first trials explore the whole space, as a cold TPE's random first ten
+    do, whatever the earlier runs say: a source that agrees beyond chance over fewer than
+    `MIN_OWN` trials still weighs nothing, and its line says why."""
+    from tuner.search._transfer import MIN_OWN, line
+
+    same = lambda x: (x - 0.3) ** 2  # noqa: E731
+    (early,) = _measured(_study(tmp_path, same, same, MIN_OWN - 2))
+    assert early.agreement is not None and early.noise is not None
+    assert early.agreement > early.noise
+    assert early.mode == "thin" and early.weight == 0.0 and early.shown == 0
+    assert f"beyond chance, but over fewer than {MIN_OWN} trials: weight 0.00" in line(early)
+    (later,) = _measured(_study(tmp_path, same, same, MIN_OWN))
+    assert later.mode == "value" and later.weight > 0
+
+
 def test_an_agreement_within_chance_is_too_thin_to_act_on(tmp_path: Path) -> None:
     """Over few pairs a weak agreement is what unrelated tasks show by chance: the source
     weighs nothing, and its line says the evidence is too thin; the same agreement over
@@ -204,7 +220,7 @@ def test_a_large_source_is_modelled_from_an_even_pick_of_its_runs() -> None:
 def test_the_weight_fades_with_own_evidence(tmp_path: Path) -> None:
     weights = [
         _measured(_study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, n))[0]
-        for n in (6, 20, 40)
+        for n in (12, 20, 40)
     ]
     assert weights[0].weight > weights[1].weight > weights[2].weight > 0
 
@@ -212,7 +228,7 @@ def test_the_weight_fades_with_own_evidence(tmp_path: Path) -> None:
 def test_sources_are_weighted_each_by_its_own_agreement(tmp_path: Path) -> None:
     from tuner.search._transfer import describe
 
-    study = _study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 8, ("a", "b"))
+    study = _study(tmp_path, lambda x: (x - 0.3) ** 2, lambda x: (x - 0.3) ** 2, 12, ("a", "b"))
     for i in range(24):  # a third source that ranks the space backwards
         study.add_trial(_imported(i / 23, -((i / 23 - 0.3) ** 2), i, "c"))
     by_source = {d["source"]: d for d in describe(study.get_trials(), study.directions)}
@@ -264,7 +280,7 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     each); the focus holds four trials in five while the best trial stays inside it."""
     from tuner.config import parse_config
     from tuner.search import sample_params
-    from tuner.search._focus import EXPLORE_EVERY
+    from tuner.search._focus import EXPLORE_EVERY, OPEN
     from tuner.search._registry import SamplerPlan, make_sampler
 
     metrics = [{"metric": "loss", "goal": "minimize"}, {"metric": "size", "goal": "minimize"}]
@@ -279,7 +295,7 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
                 "x": {"type": "float", "low": 0.0, "high": 1.0, "focus": {"low": 0.2, "high": 0.6}},
                 "y": {"type": "float", "low": 0.0, "high": 1.0},
             },
-            "budget": {"trials": 12},
+            "budget": {"trials": 16},
             "sampler": {"name": sampler, "seed": 2},
             "warm_start": {"from": [{"experiment": "earlier"}], "enqueue_best": 2},
         },
@@ -309,16 +325,17 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
             {"x": (i % 4 + 0.5) / 4, "y": (i // 4 + 0.5) / 4},
             user_attrs={ENQUEUED_FROM_ATTR: f"run{i}"},
         )
-    for _ in range(12):
+    for _ in range(16):
         trial = study.ask()
         p = sample_params(trial, config.parameters)
         study.tell(trial, values(p["x"], p["y"]))
     own = [t for t in study.trials if IMPORTED_ATTR not in t.system_attrs]
-    assert len(own) == 12 and all(t.state.name == "COMPLETE" for t in own)
-    focused = [t for t in own[2:] if (t.number + 1) % EXPLORE_EVERY]
-    assert all(0.2 <= t.params["x"] <= 0.6 for t in focused)
+    assert len(own) == 16 and all(t.state.name == "COMPLETE" for t in own)
+    # The first OPEN own trials sample the whole range; the focus holds from then on.
+    focused = [t for t in own[OPEN:] if (t.number + 1) % EXPLORE_EVERY]
+    assert focused and all(0.2 <= t.params["x"] <= 0.6 for t in focused)
     (d,) = _measured(study)
-    assert (d.pairs, d.exact_pairs) == (12, 2) and d.mode in ("value", "rank")
+    assert (d.pairs, d.exact_pairs) == (16, 2) and d.mode in ("value", "rank")
 
 
 class _Seeing(optuna.samplers.RandomSampler):
@@ -346,7 +363,7 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
     earlier runs it was built from."""
     from tuner.search import sample_params
     from tuner.search._registry import wrap_sampler
-    from tuner.search._transfer import MIN_PAIRS
+    from tuner.search._transfer import MIN_OWN
     from tuner.search._view import EXPLORE_EVERY
 
     config = _config(tmp_path, focus=focus)
@@ -361,17 +378,19 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
     )
     for i in range(24):
         study.add_trial(_imported(i / 23, (i / 23 - 0.3) ** 2, i))
-    for _ in range(15):
+    for _ in range(20):
         trial = study.ask()
         study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.3) ** 2)
     for number, (imported, own) in seeing.seen.items():
-        assert own == number - 24  # every own trial finished before it is seen
-        if (number + 1) % EXPLORE_EVERY == 0 or own < MIN_PAIRS:
+        done = number - 24  # every own trial finished before the next is proposed
+        # a focus hides the own trials outside it, once it narrows
+        assert own == done if focus is None else own <= done
+        if (number + 1) % EXPLORE_EVERY == 0 or done < MIN_OWN:
             assert imported == 0, number  # exploring, or trust not yet earned
         else:
             assert imported > 0, number
     imported_trials = [t for t in study.trials if IMPORTED_ATTR in t.system_attrs]
-    assert len(study.trials) == 39 and len(imported_trials) == 24
+    assert len(study.trials) == 44 and len(imported_trials) == 24
 
 
 def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Path) -> None:
@@ -399,3 +418,76 @@ def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Pa
     assert json.loads((tmp_path / "report" / "report.json").read_text())["exploring"] == [29]
     history = next(v for v in report.views if v["name"] == "history")
     assert "exploring trials, proposed without the earlier runs" in history["caption"]
+
+
+def _two_params(x: float, act: str) -> dict[str, Any]:
+    return {
+        "params": {"x": x, "act": act},
+        "distributions": {
+            "x": optuna.distributions.FloatDistribution(0.0, 1.0),
+            "act": optuna.distributions.CategoricalDistribution(["relu", "tanh"]),
+        },
+    }
+
+
+def test_a_parameter_the_earlier_runs_show_no_effect_of_is_sampled_without_them(
+    tmp_path: Path,
+) -> None:
+    """The earlier task's loss does not depend on ``act``; this task's does. The earlier
+    runs still carry over on ``x``, but their values of ``act`` are whatever their search
+    tried: the sampler samples ``act`` from the campaign's own trials alone."""
+    from tuner.config import parse_config
+    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search._transfer import line, transfer_view
+
+    config = parse_config(
+        {
+            "name": "blind",
+            "command": ["x"],
+            "reads_tuner_params": True,
+            "target": {"metric": "loss", "goal": "minimize"},
+            "parameters": {
+                "x": {"type": "float", "low": 0.0, "high": 1.0},
+                "act": {"type": "categorical", "choices": ["relu", "tanh"]},
+            },
+            "budget": {"trials": 20},
+            "sampler": {"name": "tpe", "seed": 3},
+            "warm_start": {"from": [{"experiment": "earlier"}]},
+        },
+        base_dir=tmp_path,
+    )
+    study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(config)))
+    for i in range(24):
+        x, act = i / 23, ("relu", "tanh")[i % 2]
+        study.add_trial(
+            optuna.trial.create_trial(
+                state=optuna.trial.TrialState.COMPLETE,
+                value=(x - 0.3) ** 2,
+                system_attrs={IMPORTED_ATTR: f"a-{i}"},
+                user_attrs={IMPORTED_FROM_ATTR: {"run_id": f"a-{i}", "source": "a"}},
+                **_two_params(x, act),
+            )
+        )
+
+    def loss(t: optuna.Trial) -> float:
+        x = t.suggest_float("x", 0.0, 1.0)
+        return (x - 0.3) ** 2 + (
+            0.0 if t.suggest_categorical("act", ["relu", "tanh"]) == "tanh" else 0.5
+        )
+
+    study.optimize(loss, n_trials=16)
+    (d,) = _measured(study)
+    assert d.weight > 0 and d.blind == ("act",)
+    assert "none for act, which they show no effect of" in line(d)
+    trials = study.get_trials(deepcopy=False)
+
+    def seen(param: str) -> list[Any]:
+        view = transfer_view(trials, study.directions, (param,))
+        return [
+            t
+            for t in view
+            if t.state == optuna.trial.TrialState.COMPLETE and IMPORTED_ATTR in t.system_attrs
+        ]
+
+    assert len(seen("x")) == d.shown > 0
+    assert seen("act") == []

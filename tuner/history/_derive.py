@@ -9,8 +9,9 @@ query API), ranks their varying hyperparameters with lineage's importance analys
   the values the best quarter of the runs (``k`` of them, at least 3) used, widened on each
   side by ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values spread over
   decades; a quarter of the span for the best 6 of 24 runs) and kept within the recorded
-  range, which stays the parameter's range (``focus:``, `tuner.search._focus`: most trials
-  sample the focus, one in five the whole range, and the focus widens when the campaign's
+  range, which stays the parameter's range (``focus:``, `tuner.search._focus`: after the
+  campaign's first 10 trials, which sample the whole range, most trials sample the focus,
+  one in five the whole range, and the focus widens when the campaign's
   best trials sit at its edge or beyond it, so a wrong refinement cannot trap the campaign);
   a categorical keeps every recorded choice, with a focus on those the best runs used. The
   margin shrinks as more runs locate the good region; it stays wide because the new campaign's optimum may have moved

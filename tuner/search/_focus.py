@@ -15,6 +15,10 @@ sampler:
   study as this wrapper is given it: under a warm start with ``compare: auto`` that is the
   campaign's own trials only (`tuner.search._view.PriorFree`), so the earlier runs the focus
   was built from do not steer the trials meant to check it;
+- **open first**: until the campaign has `OPEN` (10) finished trials of its own, no focus
+  narrows anything: those trials sample the whole declared space (as a cold TPE's first ten
+  sample it at random), so that the focus never keeps the campaign from a region none of
+  its own trials has tested, and a better region there can release it from the start;
 - **widened on evidence**: a focus no longer holds on one side once the campaign's best own
   trial lies beyond it there, or most of its `TOP` best own trials sit at that edge
   (`tuner.search._bounds.EDGE` of the focus); that side then reaches the parameter's bound.
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXPLORE_EVERY",
+    "OPEN",
     "TOP",
     "FocusSpec",
     "FocusState",
@@ -57,6 +62,10 @@ __all__ = [
 
 #: The best own trials whose place at a focus edge widens it.
 TOP = 5
+#: Own finished trials before a focus narrows anything: the first ones sample the whole
+#: declared space (as Optuna's TPE samples its first ten at random), so that a focus never
+#: keeps the campaign from a region none of its own trials has tested.
+OPEN = 10
 
 
 @dataclass(frozen=True)
@@ -115,13 +124,8 @@ def focus_state(
     """Per focused parameter, the focus the campaign's own COMPLETE ``trials`` leave
     standing (see the module's doc)."""
     from optuna.study import StudyDirection
-    from optuna.trial import TrialState
 
-    own = [
-        t
-        for t in trials
-        if t.state == TrialState.COMPLETE and t.values and IMPORTED_ATTR not in t.system_attrs
-    ]
+    own = _own_trials(trials)
     sign = -1.0 if directions and directions[0] == StudyDirection.MAXIMIZE else 1.0
     best = sorted(own, key=lambda t: sign * t.values[0])[:TOP]
     out = {}
@@ -137,6 +141,20 @@ def focus_state(
             continue
         out[name] = _numeric_state(name, spec, [float(v) for v in values])
     return out
+
+
+def _own_trials(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    from optuna.trial import TrialState
+
+    return [
+        t
+        for t in trials
+        if t.state == TrialState.COMPLETE and t.values and IMPORTED_ATTR not in t.system_attrs
+    ]
+
+
+def _own(trials: Sequence[FrozenTrial]) -> int:
+    return len(_own_trials(trials))
 
 
 def _numeric_state(name: str, spec: FocusSpec, values: list[float]) -> FocusState:
@@ -198,6 +216,8 @@ class FocusedSampler(ViewSampler):
         from tuner.search._internals import sampler_trials
 
         trials = sampler_trials(study, False, None, True)
+        if _own(trials) < OPEN:
+            return study, None
         states = focus_state(trials, study.directions, self.focus)
         narrowed = {n: s for n, s in states.items() if not _whole(s, self.focus[n])}
         if not narrowed:

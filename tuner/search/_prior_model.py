@@ -21,17 +21,35 @@ them).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
     from optuna.trial import FrozenTrial
 
-__all__ = ["MAX_FIT", "PriorModel"]
+__all__ = ["MAX_FIT", "SEEN", "PriorModel"]
 
 #: The most runs of one source the model is fitted to.
 MAX_FIT = 300
+#: The best runs a parameter's effect is measured around (`PriorModel.effects`).
+TOP = 5
+#: Values of a numeric parameter its effect is measured at.
+SWEEP = 9
+#: The effect (in spreads of the source's values) under which a source is taken to have
+#: found a parameter not to matter.
+SEEN = 0.1
+
+
+def _spread(values: list[float]) -> float:
+    """The interquartile range of ``values`` (their range when it is zero; 1 when that is)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        return 1.0
+    q1, q3 = ordered[n // 4], ordered[(3 * n) // 4 if n > 1 else 0]
+    spread = q3 - q1
+    return spread if spread > 0 else (max(ordered) - min(ordered)) or 1.0
 
 
 def _space(trials: Sequence[FrozenTrial]) -> dict[str, BaseDistribution]:
@@ -43,11 +61,15 @@ def _space(trials: Sequence[FrozenTrial]) -> dict[str, BaseDistribution]:
 
 
 def _encode(trial: FrozenTrial, space: dict[str, BaseDistribution]) -> list[float]:
+    return _encode_params(trial.params, space)
+
+
+def _encode_params(params: Mapping[str, Any], space: dict[str, BaseDistribution]) -> list[float]:
     from optuna.distributions import CategoricalDistribution
 
     row: list[float] = []
     for name, dist in space.items():
-        value = trial.params.get(name)
+        value = params.get(name)
         if isinstance(dist, CategoricalDistribution):
             row += [math.sqrt(0.5) * (value == c and value is not None) for c in dist.choices]
             continue
@@ -76,6 +98,9 @@ class PriorModel:
         #: The runs the model was fitted to.
         self.fitted_runs = len(members)
         y = [sign * t.values[0] for t in members]
+        self._best = [t.params for t in sorted(members, key=lambda t: sign * t.values[0])[:TOP]]
+        self._scale = _spread(y)
+        self._effects: dict[str, float] | None = None
         self._mean = sum(y) / len(y) if y else 0.0
         if len(y) < 2 or max(y) == min(y):
             return
@@ -105,3 +130,36 @@ class PriorModel:
 
         X = np.array([_encode(t, self.space) for t in trials])
         return [float(v) for v in self._fitted.predict(X)]
+
+    def effects(self) -> dict[str, float]:
+        """Per parameter, how much the source's value moves with that parameter alone, in
+        units of the spread of its values (their interquartile range): the model's predictions
+        with the parameter swept over its range (every choice, or `SWEEP` evenly spaced
+        values on its scale) and the rest held at one of the `TOP` best runs, the largest
+        minus the smallest, averaged over those runs. A parameter the source's value does not
+        depend on (an effect under `SEEN`) tells nothing of where it is best."""
+        if self._effects is None:
+            self._effects = {name: self._effect(name) for name in self.space}
+        return self._effects
+
+    def _effect(self, name: str) -> float:
+        if self._fitted is None or not self._best:
+            return 0.0
+        import numpy as np
+        from optuna.distributions import CategoricalDistribution
+
+        dist = self.space[name]
+        if isinstance(dist, CategoricalDistribution):
+            values: list[Any] = list(dist.choices)
+        else:
+            low, high = float(dist.low), float(dist.high)  # type: ignore[attr-defined]
+            if dist.log and low > 0:  # type: ignore[attr-defined]
+                values = [math.exp(v) for v in np.linspace(math.log(low), math.log(high), SWEEP)]
+            else:
+                values = list(np.linspace(low, high, SWEEP))
+        spans = []
+        for best in self._best:
+            X = np.array([_encode_params({**best, name: v}, self.space) for v in values])
+            predicted = self._fitted.predict(X)
+            spans.append(float(predicted.max() - predicted.min()))
+        return sum(spans) / len(spans) / self._scale

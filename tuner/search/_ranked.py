@@ -29,15 +29,17 @@ The sampler reads the study through `tuner.search._view.StudyView`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 from tuner.search._attrs import IMPORTED_ATTR, IMPORTED_FROM_ATTR
+from tuner.search._internals import sampler_trials
 from tuner.search._view import Narrow, StudyView, ViewSampler
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.distributions import BaseDistribution
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
@@ -111,19 +113,29 @@ def ranked_view(
     return out
 
 
-_View = Callable[[Sequence["FrozenTrial"], Sequence["StudyDirection"]], list["FrozenTrial"]]
+_View = Callable[..., list["FrozenTrial"]]
+_Apart = Callable[[Sequence["FrozenTrial"], Sequence["StudyDirection"]], set[str]]
 
 
 class RankedWarmStart(ViewSampler):
     """``sampler``, reading a warm-started study through ``view`` (`ranked_view`, or
-    `tuner.search._transfer.transfer_view` for ``compare: auto``)."""
+    `tuner.search._transfer.transfer_view` for ``compare: auto``). With ``apart``
+    (`tuner.search._transfer.apart`: the parameters some shown source says nothing of),
+    those parameters are sampled apart from the others, reading the study through
+    ``view(trials, directions, names)``, which leaves such sources out."""
 
     def __init__(
-        self, sampler: optuna.samplers.BaseSampler, view: _View = ranked_view, how: str = "rank"
+        self,
+        sampler: optuna.samplers.BaseSampler,
+        view: _View = ranked_view,
+        how: str = "rank",
+        *,
+        apart: _Apart | None = None,
     ) -> None:
         super().__init__(sampler)
         self.view = view
         self.how = how
+        self.apart = apart
 
     def __str__(self) -> str:
         return f"{type(self.sampler).__name__} (warm start compared by {self.how})"
@@ -131,3 +143,41 @@ class RankedWarmStart(ViewSampler):
     def plan(self, study: optuna.Study, trial: FrozenTrial) -> tuple[Any, Narrow | None]:
         directions = study.directions
         return StudyView(study, lambda trials: self.view(trials, directions)), None
+
+    def _apart(self, study: optuna.Study, names: Iterable[str]) -> set[str]:
+        if self.apart is None:
+            return set()
+        return self.apart(sampler_trials(study, False, None, True), study.directions) & set(names)
+
+    def sample_relative(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        apart = self._apart(study, search_space)
+        if not apart:
+            return super().sample_relative(study, trial, search_space)
+        directions = study.directions
+        together = {n: d for n, d in search_space.items() if n not in apart}
+        out: dict[str, Any] = {}
+        if together:
+            whole: Any = StudyView(study, lambda trials: self.view(trials, directions))
+            out = self.sampler.sample_relative(whole, trial, together)
+        alone = {n: d for n, d in search_space.items() if n in apart}
+        view: Any = StudyView(study, lambda trials: self.view(trials, directions, apart))
+        return {**out, **self.sampler.sample_relative(view, trial, alone)}
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        apart = self._apart(study, [param_name])
+        if not apart:
+            return super().sample_independent(study, trial, param_name, param_distribution)
+        directions = study.directions
+        view: Any = StudyView(study, lambda trials: self.view(trials, directions, apart))
+        return self.sampler.sample_independent(view, trial, param_name, param_distribution)

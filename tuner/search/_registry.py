@@ -307,12 +307,12 @@ def ranked_if_warm(
     from tuner.search._ranked import RankedWarmStart
 
     if section.compare == "auto":
-        from tuner.search._transfer import transfer_view
+        from tuner.search._transfer import apart, transfer_view
         from tuner.search._view import PriorFree
 
         # Outermost, so that an exploring trial's view holds no imported run for the
         # measured view to weigh, nor for a focus to narrow around.
-        return PriorFree(RankedWarmStart(sampler, transfer_view, "auto"))
+        return PriorFree(RankedWarmStart(sampler, transfer_view, "auto", apart=apart))
     return RankedWarmStart(sampler)
 
 

@@ -18,7 +18,10 @@ for the first objective:
 
 Trust is earned (`_decide`): until `MIN_PAIRS` pairs exist, and while the agreement lies
 within its noise, the evidence is too thin to act on (mode ``thin``): the source weighs
-nothing and the campaign runs as a cold one. Past that, each source gets a **mode**:
+nothing and the campaign runs as a cold one. An agreement beyond chance also waits for
+`MIN_OWN` (10) own trials: a cold TPE samples its first ten at random, and a source shown
+earlier would end that survey of the whole space, the only measure of the source there,
+before the campaign had made it. Past that, each source gets a **mode**:
 
 - ``value``: the values carry over as recorded (agreement, and a level within half a spread);
 - ``rank``: the order carries over but the level does not: the sampler sees each set's normal
@@ -36,6 +39,15 @@ the task weights of meta-learning TPE (Watanabe et al., 2022) are. The sampler s
 shape of what the source says is kept while its mass shrinks; at zero the source is gone from
 the sampler's view and the campaign runs as a cold one.
 
+**Per parameter** (`blind`): a parameter the source's runs show no effect of (its model's
+value moves by less than `tuner.search._prior_model.SEEN` of their spread when that
+parameter alone varies around their best runs) is sampled without the source: the earlier
+task had no preference there, and its best runs hold whatever values its search tried,
+which would outweigh what the campaign's own trials say of a parameter that may matter now.
+This reaches a sampler that samples each parameter on its own (TPE's default, independent
+sampling: `tuner.search._ranked.RankedWarmStart` with ``per_param``); a sampler that models
+the space as one whole sees one view for all parameters.
+
 The agreement is measured where the campaign has been; where it has not, earlier runs that
 agree may still mislead. The exploring trials (`tuner.search._view.PriorFree`, one in
 `tuner.search._view.EXPLORE_EVERY`) therefore see none of them, whatever their weight.
@@ -49,12 +61,12 @@ MLflow run and the report. Only the sampler's view changes: the study keeps ever
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR
-from tuner.search._prior_model import PriorModel
+from tuner.search._prior_model import SEEN, PriorModel
 
 if TYPE_CHECKING:
     from optuna.study import StudyDirection
@@ -65,6 +77,7 @@ __all__ = [
     "FADE",
     "MIN_PAIRS",
     "SourceTransfer",
+    "apart",
     "describe",
     "line",
     "measure",
@@ -74,9 +87,13 @@ __all__ = [
 #: The weighted Kendall's tau at and above which a source fully agrees with this task.
 AGREE = 0.4
 #: Own finished trials at which a fully agreeing source's weight has halved.
-FADE = 20
+FADE = 8
 #: Pairs needed before agreement and shift are trusted.
 MIN_PAIRS = 4
+#: Own finished trials before a source may weigh anything: Optuna's TPE samples its first
+#: ten trials at random (``n_startup_trials``), and a prior shown earlier would end that
+#: exploration of the whole space before the campaign has seen any of it.
+MIN_OWN = 10
 #: A level shift within this many spreads keeps raw values.
 LEVEL = 0.5
 
@@ -96,9 +113,13 @@ class SourceTransfer:
     mode: str
     weight: float
     shown: int
+    #: The parameters the source's runs show no effect of (`blind`): for these the sampler
+    #: sees none of its runs.
+    blind: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # a list, as JSON gives it back: stored decisions compare equal to fresh ones
+        return {**asdict(self), "blind": list(self.blind)}
 
 
 def _group(trial: FrozenTrial) -> str | None:
@@ -206,6 +227,7 @@ def _measured(
             shift = diffs[len(diffs) // 2] / _spread([sign * m.values[0] for m in members])
         mode, weight = _decide(agreement, shift, noise, len(own))
         n = len(members)
+        unseen = tuple(blind(members, sign)) if weight > 0 else ()
         out.append(
             (
                 str(group),
@@ -220,6 +242,7 @@ def _measured(
                     mode=mode,
                     weight=round(weight, 3),
                     shown=min(n, round(weight * n)),
+                    blind=unseen,
                 ),
             )
         )
@@ -253,7 +276,7 @@ def _decide(
     if agreement is None or noise is None or shift is None:
         return "thin", 0.0
     earned = agreement - noise
-    if earned <= 0 and agreement > -noise:
+    if (earned <= 0 and agreement > -noise) or (earned > 0 and own < MIN_OWN):
         return "thin", 0.0
     if agreement < AGREE:
         mode = "discount"
@@ -275,11 +298,14 @@ def _evenly(members: list[FrozenTrial], k: int, sign: float) -> list[FrozenTrial
 
 
 def transfer_view(
-    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+    trials: Sequence[FrozenTrial],
+    directions: Sequence[StudyDirection],
+    params: Collection[str] = (),
 ) -> list[FrozenTrial]:
     """``trials`` as the sampler sees them under ``compare: auto``: each imported source
     thinned to its weight (the runs left out hidden: `tuner.search._ranked.hidden`), and
-    seen by rank unless its mode is ``value``."""
+    seen by rank unless its mode is ``value``. For ``params`` sampled apart from the others
+    (`apart`), a source that shows no effect of one of them (`blind`) is hidden whole."""
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
@@ -299,12 +325,29 @@ def transfer_view(
     by_rank = False
     for group, members in groups.items():
         d = decided[group]
+        if params and set(d.blind) & set(params):
+            continue
         shown = _evenly(members, d.shown, sign)
         keep.update(t.number for t in shown)
         by_rank = by_rank or (d.mode != "value" and bool(shown))
     view = [t if _group(t) is None or t.number in keep else hidden(t) for t in trials]
     # One scale for the whole view: ranked as soon as one shown source is not seen by value.
     return ranked_view(view, directions) if by_rank else view
+
+
+def blind(members: list[FrozenTrial], sign: float) -> list[str]:
+    """The parameters a source's runs (``members``) show no effect of: those its model's
+    value moves with by less than `tuner.search._prior_model.SEEN` of its spread
+    (`PriorModel.effects`). Where the earlier task's value did not depend on a parameter, its
+    best runs hold whatever values its search happened to try; shown to the sampler they would
+    outweigh what the campaign's own trials say of that parameter."""
+    return sorted(n for n, e in _model(members, sign).effects().items() if e < SEEN)
+
+
+def apart(trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]) -> set[str]:
+    """The parameters some source the sampler sees shows no effect of (`blind`): sampled
+    apart from the others, without that source."""
+    return {n for _, d in _measure(trials, directions) if d.shown for n in d.blind}
 
 
 def describe(
@@ -327,12 +370,19 @@ def line(d: SourceTransfer) -> str:
         f"({d.exact_pairs} re-runs; by chance +/-{d.noise:.2f}), level shift "
         f"{d.shift:+.2f} spreads: "
     )
+    if d.mode == "thin" and d.pairs < MIN_OWN and d.agreement > (d.noise or 0.0):
+        return measured + (
+            f"beyond chance, but over fewer than {MIN_OWN} trials: weight 0.00 (none of the "
+            f"{d.runs} earlier runs seen by the sampler while its first trials explore the "
+            "whole space)"
+        )
     if d.mode == "thin":
         return measured + (
             f"within chance, too thin to act on: weight 0.00 (none of the {d.runs} earlier "
             "runs seen by the sampler until the agreement exceeds chance)"
         )
+    unseen = f"; none for {', '.join(d.blind)}, which they show no effect of" if d.blind else ""
     return measured + (
         f"{d.mode}, weight {d.weight:.2f} ({d.shown} of {d.runs} earlier runs seen by the "
-        "sampler, none by its exploring trials)"
+        f"sampler, none by its exploring trials{unseen})"
     )
