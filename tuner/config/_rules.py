@@ -25,12 +25,12 @@ from tuner.search import (
 )
 
 if TYPE_CHECKING:
-    from tuner.config._model import CampaignConfig
+    from tuner.config._shape import Campaign
 
 __all__ = ["campaign_warnings", "check_campaign"]
 
 
-def check_campaign(config: CampaignConfig, *, check_options: bool = True) -> None:
+def check_campaign(config: Campaign, *, check_options: bool = True) -> None:
     _check_objectives(config)
     _check_conditions(config)
     _check_placeholders(config)
@@ -45,7 +45,7 @@ def check_campaign(config: CampaignConfig, *, check_options: bool = True) -> Non
     check_resources(config.resources, config.parameters)
 
 
-def campaign_warnings(config: CampaignConfig) -> list[str]:
+def campaign_warnings(config: Campaign) -> list[str]:
     """What is legal but probably wrong, one line each (``tuner validate`` prints them)."""
     out = []
     unused = unused_parameters(config)
@@ -97,7 +97,7 @@ def module_installed(name: str) -> bool:
     return spec is not None
 
 
-def unused_parameters(config: CampaignConfig) -> list[str]:
+def unused_parameters(config: Campaign) -> list[str]:
     """Parameters no ``command`` placeholder passes, unless the script reads TUNER_PARAMS."""
     if config.reads_tuner_params:
         return []
@@ -105,7 +105,7 @@ def unused_parameters(config: CampaignConfig) -> list[str]:
     return [name for name in config.parameters if name not in used]
 
 
-def _check_objectives(config: CampaignConfig) -> None:
+def _check_objectives(config: Campaign) -> None:
     seen = {config.target.metric}
     for i, objective in enumerate(config.objectives):
         if objective.metric in seen:
@@ -137,7 +137,7 @@ def _check_objectives(config: CampaignConfig) -> None:
         )
 
 
-def _check_conditions(config: CampaignConfig) -> None:
+def _check_conditions(config: Campaign) -> None:
     params = config.parameters
     for name, param in params.items():
         for other, wanted in (param.when or {}).items():
@@ -198,7 +198,7 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _check_placeholders(config: CampaignConfig) -> None:
+def _check_placeholders(config: Campaign) -> None:
     for name in config.parameters:
         if name in BUILTINS:
             raise RuleError(
@@ -232,7 +232,7 @@ def _check_placeholders(config: CampaignConfig) -> None:
 LEFT_TO_REPLACE = "CHANGE-ME"
 
 
-def _check_left_to_replace(config: CampaignConfig) -> None:
+def _check_left_to_replace(config: Campaign) -> None:
     rule = (
         f"holds a {LEFT_TO_REPLACE} placeholder left by tuner init; replace it with the "
         "command that trains one run, passing each parameter as a {name} placeholder"
@@ -245,7 +245,7 @@ def _check_left_to_replace(config: CampaignConfig) -> None:
             raise RuleError(("env", name), f"holds a {LEFT_TO_REPLACE} placeholder", value)
 
 
-def _check_env(config: CampaignConfig) -> None:
+def _check_env(config: Campaign) -> None:
     # A LINEAGE_* value the trials' recording would refuse fails every trial: refuse it here.
     from lineage import environment
 
@@ -255,7 +255,7 @@ def _check_env(config: CampaignConfig) -> None:
         raise RuleError(("env", name), f"must be {rule}", value)
 
 
-def _check_sampler(config: CampaignConfig, *, check_options: bool = True) -> None:
+def _check_sampler(config: Campaign, *, check_options: bool = True) -> None:
     sampler = config.sampler
     params = config.parameters
     if check_options:  # needs Optuna's classes (an import of ~0.5 s)
@@ -338,7 +338,7 @@ def _outside(param: Any, value: Any) -> str | None:
     return None
 
 
-def _check_pruner(config: CampaignConfig) -> None:
+def _check_pruner(config: Campaign) -> None:
     _check_options(("pruner", "options"), config.pruner.options, PRUNERS[config.pruner.name]())
 
 

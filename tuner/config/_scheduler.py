@@ -18,7 +18,7 @@ from tuner.config._types import RuleError, suggest
 from tuner.search import NO_PRUNING
 
 if TYPE_CHECKING:
-    from tuner.config._model import CampaignConfig
+    from tuner.config._shape import Campaign
 
 __all__ = ["AshaConfig", "PbtConfig", "Perturb", "SchedulerConfig", "check_scheduler"]
 
@@ -161,10 +161,10 @@ class PbtConfig(_Model):
 SchedulerConfig = Annotated[AshaConfig | PbtConfig, Field(discriminator="name")]
 
 
-def check_scheduler(config: CampaignConfig) -> None:
+def check_scheduler(config: Campaign) -> None:
     """The rules a scheduler sets across sections; each raises `RuleError`."""
     scheduler = config.scheduler
-    if scheduler is None:
+    if not isinstance(scheduler, AshaConfig | PbtConfig):
         return
     if config.pruner.name != NO_PRUNING:
         raise RuleError(
@@ -183,7 +183,7 @@ def check_scheduler(config: CampaignConfig) -> None:
         _check_pbt(config, scheduler)
 
 
-def _check_pbt(config: CampaignConfig, pbt: PbtConfig) -> None:
+def _check_pbt(config: Campaign, pbt: PbtConfig) -> None:
     if config.budget.trials is not None and config.budget.trials != pbt.population:
         raise RuleError(
             ("budget", "trials"),

@@ -20,7 +20,7 @@ from tuner.config._types import RuleError
 from tuner.search import STORAGE_SCHEMES, explain_storage_error, storage_unavailable
 
 if TYPE_CHECKING:
-    from tuner.config._model import CampaignConfig
+    from tuner.config._shape import Campaign
 
 __all__ = [
     "STORAGE_SCHEMES",
@@ -127,7 +127,7 @@ def absolute_uri(uri: str, base: Path) -> str:
     return uri
 
 
-def tracking_uri(config: CampaignConfig) -> str:
+def tracking_uri(config: Campaign) -> str:
     if config.lineage.tracking_uri:
         return absolute_uri(config.lineage.tracking_uri, config.base_dir)
     env = os.environ.get("MLFLOW_TRACKING_URI")
@@ -150,7 +150,7 @@ def _local_dir(uri: str) -> Path | None:
     return None
 
 
-def optuna_storage_url(config: CampaignConfig) -> str:
+def optuna_storage_url(config: Campaign) -> str:
     if config.storage:
         return absolute_uri(config.storage, config.base_dir)
     directory = _local_dir(tracking_uri(config)) or Path.cwd().resolve()

@@ -30,7 +30,7 @@ from tuner.config._sections import Int
 from tuner.config._types import RuleError, suggest
 
 if TYPE_CHECKING:
-    from tuner.config._model import CampaignConfig
+    from tuner.config._shape import Campaign
 
 __all__ = ["WarmStartConfig", "WarmStartSource", "check_warm_start"]
 
@@ -157,10 +157,10 @@ class WarmStartConfig(_Model):
     )
 
 
-def check_warm_start(config: CampaignConfig) -> None:
+def check_warm_start(config: Campaign) -> None:
     """Rules across sections: mapped names must be campaign parameters / objectives."""
     section = config.warm_start
-    if section is None:
+    if not isinstance(section, WarmStartConfig):
         return
     params = list(config.parameters)
     metrics = config.metric_names
