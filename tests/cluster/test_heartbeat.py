@@ -19,7 +19,7 @@ from tuner.coordination import (
     live_trial_ids,
     requeue_stale,
 )
-from tuner.search._attrs import RETRY_OF_ATTR, STALE_ATTR
+from tuner.search import RETRY_OF_ATTR, STALE_ATTR
 
 WORKER = """
 import sys, optuna

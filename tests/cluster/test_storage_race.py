@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from _services import PG_BASE, pg_exec
 
-from tuner.search._study import create_rdb
+from tuner.search import create_rdb
 
 pytestmark = pytest.mark.postgres
 OPENER = str(Path(__file__).with_name("_race_opener.py"))

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from _campaign_base import base_config
 
-from tuner._errors import TunerError
+from tuner import TunerError
 from tuner.config import CampaignConfig, load_config
 
 COMMAND = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _campaign_base import base_config
 
-from tuner._errors import ConfigError
+from tuner import ConfigError
 from tuner.cli import main
 from tuner.config import CampaignConfig, load_config, parse_config
 from tuner.config._load import _Loader
@@ -234,7 +234,7 @@ def test_schema_output_file(tmp_path: Path) -> None:
 
 
 def test_builtin_placeholders(write_config: Callable[..., Path], tmp_path: Path) -> None:
-    from tuner._errors import TunerError
+    from tuner import TunerError
 
     data = base_config()
     data["command"] = ["python", "t.py", "--out={workdir}/t{trial}", "--run", "{run_id}", "{lr}"]

@@ -11,7 +11,7 @@ import optuna
 import pytest
 from _campaign_base import base_config
 
-from tuner._errors import ConfigError
+from tuner import ConfigError
 from tuner.config import CampaignConfig, load_config, parse_config
 from tuner.search import _registry, distributions, sample_params, sampling_order, validate_params
 from tuner.search._registry import SamplerPlan, make_pruner, make_sampler, search_space

@@ -44,7 +44,7 @@ def _inprocess(_tmp: Path) -> Callable[[int, str], Executor]:
 
 
 def _local(tmp: Path, *, warm: bool = False) -> Callable[[int, str], Executor]:
-    from tuner.executors._devices import make_slots
+    from tuner.executors import make_slots
     from tuner.executors._local import LocalExecutor
 
     def make(slots: int, kind: str) -> Executor:

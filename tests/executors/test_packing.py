@@ -18,8 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _fake_gpu import STATE, install
 
-from tuner.executors import TrialHandle, TrialOutcome, TrialSpec
-from tuner.executors._devices import make_slots
+from tuner.executors import TrialHandle, TrialOutcome, TrialSpec, make_slots
 from tuner.executors._local import LocalExecutor
 from tuner.executors._packing import SETTLE, Packing, TrialMemory, is_out_of_memory
 

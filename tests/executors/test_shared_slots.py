@@ -55,7 +55,7 @@ def _finish(executor: Executor, folder: Path, handles: list[Any]) -> None:
 
 
 def test_local_half_slots_share_one_device(tmp_path: Path) -> None:
-    from tuner.executors._devices import make_slots
+    from tuner.executors import make_slots
     from tuner.executors._local import LocalExecutor
 
     executor = LocalExecutor(make_slots("npu", ["3"], 0.5, None), run_dir=tmp_path / "run")

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from test_executor_contract import drive
 
-from tuner.executors import TrialSpec
-from tuner.executors._devices import make_slots
+from tuner.executors import TrialSpec, make_slots
 from tuner.executors._local import LocalExecutor
 from tuner.executors._procs import identity, is_alive
 from tuner.executors._warm import plan
@@ -212,7 +211,7 @@ def test_the_campaign_env_reaches_what_the_warm_parent_imports(
     import yaml
 
     from tuner.config import load_config
-    from tuner.executors._factory import default_executor
+    from tuner.executors import default_executor
 
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)

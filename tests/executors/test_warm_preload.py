@@ -10,8 +10,7 @@ from pathlib import Path
 
 from test_executor_contract import drive
 
-from tuner.executors import TrialSpec
-from tuner.executors._devices import make_slots
+from tuner.executors import TrialSpec, make_slots
 from tuner.executors._local import LocalExecutor
 from tuner.executors._warm import plan
 

@@ -12,9 +12,13 @@ import pytest
 from importance_cases import make_runs
 
 from lineage import NotFoundError
-from lineage.importance import get_param_importances, render_importance
+from lineage.importance import (
+    ImportanceResult,
+    format_bound,
+    get_param_importances,
+    render_importance,
+)
 from lineage.importance._figures._data import headline
-from lineage.importance._result import ImportanceResult, format_bound
 
 SPACE = {
     "lr": ("log", 1e-3, 0.5),

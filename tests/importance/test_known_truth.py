@@ -11,11 +11,11 @@ from importance_cases import make_runs
 
 from lineage.importance import (
     CorrelationImportance,
+    ImportanceResult,
     NotFittedError,
     RandomForestImportance,
     get_param_importances,
 )
-from lineage.importance._result import ImportanceResult
 
 U = ("float", 0.0, 1.0)
 

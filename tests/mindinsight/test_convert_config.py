@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tuner._errors import ConfigError
+from tuner import ConfigError
 from tuner.compat.mindinsight import (
     convert_config,
     is_mindoptimizer_config,
@@ -260,7 +260,7 @@ def test_message_names_the_file_and_the_command() -> None:
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
 def test_unconverted_config_is_refused_with_the_converting_command(sample: Path) -> None:
-    from tuner._errors import ConfigError
+    from tuner import ConfigError
     from tuner.config import load_config
 
     with pytest.raises(ConfigError) as info:

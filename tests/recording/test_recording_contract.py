@@ -14,7 +14,7 @@ from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 import lineage
-from lineage._errors import NotFoundError, UsageError
+from lineage import NotFoundError, UsageError
 from lineage._params import decode_params, types_tag_from_tags
 
 pytestmark = pytest.mark.slow
@@ -262,7 +262,7 @@ def test_run_deleted_under_the_writer_fails_fast_and_spills_to_disk(
     import json
     from pathlib import Path
 
-    from lineage._errors import StoreError
+    from lineage import StoreError
 
     client = MlflowClient(tracking_uri=sqlite_uri)
     run = lineage.start_run(experiment="gone", tracking_uri=sqlite_uri, record_identity=False)
@@ -388,7 +388,7 @@ def test_first_run_on_a_new_sqlite_file_uses_the_sql_writer(tmp_path: object) ->
 
 
 def test_unreachable_store_is_one_clear_line() -> None:
-    from lineage._errors import StoreError
+    from lineage import StoreError
 
     with pytest.raises(StoreError) as info:
         lineage.start_run(tracking_uri="postgresql://u:pw-x@127.0.0.1:1/db", record_identity=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lineage._errors import UsageError
+from lineage import UsageError
 from lineage._fingerprint import dataset_name, fingerprint
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lineage._errors import UsageError
+from lineage import UsageError
 from lineage._params import (
     TYPES_TAG,
     decode_params,

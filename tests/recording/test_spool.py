@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lineage._errors import TransientError
+from lineage import TransientError
 from lineage._recording._spool import SpoolingWriter, spool_dir
 from lineage._recording._writer import Batch, WriteResult
 

@@ -43,7 +43,7 @@ def test_the_standalone_report_tells_the_campaigns_story(
     from lineage.cli import main
     from tuner.campaign import Controller
     from tuner.config import load_config
-    from tuner.search._study import open_storage
+    from tuner.search import open_storage
 
     shutil.copyfile(_sqlite_template, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

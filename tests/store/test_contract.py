@@ -284,7 +284,7 @@ def _as_cli_json(runs: list) -> list:  # type: ignore[type-arg]
     import json
 
     from lineage.cli._cmd_runs import write_json_list
-    from lineage.query._table import run_to_dict
+    from lineage.query import run_to_dict
 
     buf = io.StringIO()
     write_json_list((run_to_dict(r) for r in runs), buf)

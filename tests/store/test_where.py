@@ -8,8 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from lineage import NotFoundError, QuerySyntaxError, UsageError
-from lineage.query import parse_field, parse_sort, parse_where, sort_runs
-from lineage.query._search import check_known
+from lineage.query import check_known, parse_field, parse_sort, parse_where, sort_runs
 from lineage.store import RunRecord
 
 
@@ -170,7 +169,7 @@ def test_unknown_metric_or_param_is_named() -> None:
 
 def test_prefilter_only_states_necessary_conditions() -> None:
     from lineage.query._pushdown import to_prefilter
-    from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition
+    from lineage.store import AllOf, AnyOf, AttrCondition, KeyCondition
 
     def pf(expr: str) -> object:
         return to_prefilter(parse_where(expr))
@@ -201,7 +200,7 @@ def test_prefilter_only_states_necessary_conditions() -> None:
 
 def test_exact_prefilter_only_where_sql_gives_the_same_answer() -> None:
     from lineage.query._pushdown import exact_prefilter
-    from lineage.store._prefilter import AllOf, AnyOf, AttrCondition, KeyCondition
+    from lineage.store import AllOf, AnyOf, AttrCondition, KeyCondition
 
     def ex(expr: str) -> object:
         return exact_prefilter(parse_where(expr))

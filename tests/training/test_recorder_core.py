@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import lineage
-from lineage import checkpoints, tags
-from lineage._errors import UsageError
+from lineage import UsageError, checkpoints, tags
 from lineage.diagnose import diagnose_histories
 from lineage.store import open_store
 from lineage.training import (

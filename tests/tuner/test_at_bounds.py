@@ -6,7 +6,7 @@ from pathlib import Path
 
 import optuna
 
-from tuner.search._attrs import IMPORTED_ATTR
+from tuner.search import IMPORTED_ATTR
 from tuner.search._bounds import at_bounds, widened
 
 
@@ -57,8 +57,7 @@ def test_widened_grows_past_the_bound_only() -> None:
 
 def test_bound_notes_read_the_campaign_study(tmp_path: Path) -> None:
     from tuner.config import parse_config
-    from tuner.search import StudyPlan, bound_notes
-    from tuner.search._study import create_rdb
+    from tuner.search import StudyPlan, bound_notes, create_rdb
 
     config = parse_config(
         {

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.tuner.conftest import mlflow_runs, trials_of
-from tuner._errors import BudgetExhausted
+from tuner import BudgetExhausted
 
 pytestmark = pytest.mark.slow
 
@@ -226,7 +226,7 @@ def test_prune_stops_the_process_and_marks_both_stores(campaign, run_campaign, s
     # The grid has two points; enqueue the good one first so the bad one is pruned.
     import optuna
 
-    from tuner.search._study import open_storage
+    from tuner.search import open_storage
 
     study = optuna.create_study(
         storage=open_storage(config.optuna_storage_url(), exclusive=False), study_name="t"

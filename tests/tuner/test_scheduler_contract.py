@@ -27,8 +27,7 @@ from lineage.trials import (
     PROMOTED_FROM_ATTR,
     RESUMED_STEP_ATTR,
 )
-from tuner.config import Objective, Parameter
-from tuner.config._scheduler import AshaConfig, PbtConfig
+from tuner.config import AshaConfig, Objective, Parameter, PbtConfig
 from tuner.schedulers import (
     Continue,
     Decision,

@@ -90,7 +90,7 @@ def test_every_kind_of_full_disk_is_one_campaign_ending_line(tmp_path: Path) -> 
 
     from lineage.recording import SpoolFullError
     from tuner.records import disk_full
-    from tuner.search._resilient import DiskFull
+    from tuner.search import DiskFull
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     assert disk_full(RuntimeError("database is locked"), uri) is None
@@ -115,7 +115,7 @@ def test_the_controller_stops_on_the_full_disk_its_recorder_met(bare_campaign: A
     from tests.tuner.test_units import _NullRecorder
     from tuner.campaign import Controller
     from tuner.executors._inprocess import InProcessExecutor
-    from tuner.search._resilient import DiskFull
+    from tuner.search import DiskFull
 
     full = DiskFull("mlflow.db: disk full writing the lineage store")
 

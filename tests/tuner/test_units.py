@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tuner._errors import BudgetExhausted, ConfigError, TunerError
+from tuner import BudgetExhausted, ConfigError, TunerError
 from tuner.campaign import IllegalTransition, TrialState
 
 
@@ -30,7 +30,7 @@ def test_trial_state_transitions():
 
 
 def test_slots_and_device_environment(tmp_path, monkeypatch):
-    from tuner.executors._devices import detect_devices, make_slots
+    from tuner.executors import detect_devices, make_slots
 
     slots = make_slots("gpu", [0, 1, 2, 3], 2, 2)
     assert [s.devices for s in slots] == [("0", "1"), ("2", "3")]
@@ -168,7 +168,7 @@ def test_trial_api_is_cheap_per_step(tmp_path, monkeypatch):
 def test_exclusive_cache_writes_through(tmp_path):
     import optuna
 
-    from tuner.search._study import open_storage
+    from tuner.search import open_storage
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     study = optuna.create_study(

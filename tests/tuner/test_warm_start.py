@@ -20,7 +20,7 @@ import pytest
 from tests.tuner.conftest import mlflow_runs, trials_of
 from tuner.campaign import Observer
 from tuner.config import CampaignConfig
-from tuner.search._attrs import (
+from tuner.search import (
     ENQUEUED_FROM_ATTR,
     EXPLORING_ATTR,
     IMPORTED_ATTR,
@@ -488,11 +488,9 @@ def test_every_sampler_asks_with_imported_trials(tmp_path: Path, sampler: str) -
     import optuna
 
     from tuner.config import parse_config
-    from tuner.history import apply
-    from tuner.history._warm_start import WarmStartPlan
-    from tuner.search import distributions, sample_params
+    from tuner.history import WarmStartPlan, apply
+    from tuner.search import SamplerPlan, distributions, make_sampler, sample_params
     from tuner.search._ranked import RankedWarmStart
-    from tuner.search._registry import SamplerPlan, make_sampler
 
     config = parse_config(
         {
@@ -542,7 +540,7 @@ def test_values_are_read_as_the_space_declares_them(tmp_path: Path) -> None:
     in another case) and a ``when`` condition, without a store."""
     from lineage.store import RunRecord
     from tuner.config import parse_config
-    from tuner.history._sources import SourceRuns
+    from tuner.history import SourceRuns
     from tuner.history._warm_start import SourceTally, _convert
 
     config = parse_config(

@@ -17,7 +17,7 @@ import yaml
 
 from tests.tuner.conftest import trials_of
 from tuner.history import PLACEHOLDER_PROGRAM
-from tuner.search._attrs import IMPORTED_ATTR
+from tuner.search import IMPORTED_ATTR
 from tuner.search._focus import EXPLORE_EVERY, OPEN, focus_of, focus_state
 
 
@@ -39,8 +39,7 @@ def _config(tmp_path: Path, **parameters: Any) -> Any:
 
 
 def _run(config: Any, loss: Any, n: int) -> optuna.Study:
-    from tuner.search import sample_params
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search import SamplerPlan, make_sampler, sample_params
 
     study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(config)))
     for _ in range(n):

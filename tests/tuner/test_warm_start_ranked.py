@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tuner.search._attrs import IMPORTED_ATTR, IMPORTED_FROM_ATTR
+from tuner.search import IMPORTED_ATTR, IMPORTED_FROM_ATTR
 
 
 def _config(tmp_path: Path, compare: str | None, sampler: str = "tpe") -> Any:
@@ -54,9 +54,8 @@ def _proposals(tmp_path: Path, compare: str) -> tuple[list[float], Any]:
     space, where does TPE propose over the next 24?"""
     import optuna
 
-    from tuner.history import apply
-    from tuner.history._warm_start import WarmStartPlan
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.history import WarmStartPlan, apply
+    from tuner.search import SamplerPlan, make_sampler
 
     config = _config(tmp_path, compare)
     olds = [i / 23 for i in range(24)]
@@ -144,8 +143,8 @@ def test_ranked_view_scores_each_set_on_its_own() -> None:
 def test_value_compare_and_non_learning_samplers_are_not_wrapped(
     tmp_path: Path, compare: str | None, sampler: str
 ) -> None:
+    from tuner.search import SamplerPlan, make_sampler
     from tuner.search._ranked import RankedWarmStart
-    from tuner.search._registry import SamplerPlan, make_sampler
 
     assert not isinstance(
         make_sampler(SamplerPlan.of(_config(tmp_path, compare, sampler))), RankedWarmStart

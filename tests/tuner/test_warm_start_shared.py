@@ -18,7 +18,7 @@ import pytest
 
 from tests.tuner.conftest import trials_of
 from tuner.config import CampaignConfig
-from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR
+from tuner.search import ENQUEUED_FROM_ATTR, IMPORTED_ATTR
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from typing import Any
 import optuna
 import pytest
 
-from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR, IMPORTED_FROM_ATTR
+from tuner.search import ENQUEUED_FROM_ATTR, IMPORTED_ATTR, IMPORTED_FROM_ATTR
 
 
 def _config(
@@ -56,7 +56,7 @@ def _study(
     """A study holding 24 imported runs per source (scored by ``old(x)``) and ``n_own`` own
     trials spread over the space (scored by ``new(x)``); the first 3 re-run imported
     configurations, as ``enqueue_best`` does."""
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search import SamplerPlan, make_sampler
 
     study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(_config(tmp_path))))
     for source in sources:
@@ -81,7 +81,7 @@ def _measured(study: Any) -> Any:
 
 
 def test_auto_is_the_default(tmp_path: Path) -> None:
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search import SamplerPlan, make_sampler
 
     config = _config(tmp_path)
     assert config.warm_start.compare == "auto"
@@ -238,7 +238,7 @@ def test_sources_are_weighted_each_by_its_own_agreement(tmp_path: Path) -> None:
 
 def test_the_decision_is_recomputed_from_the_stored_study(tmp_path: Path) -> None:
     """A resumed controller (another process, the same storage) decides the same."""
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search import SamplerPlan, make_sampler
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     study = optuna.create_study(
@@ -279,9 +279,8 @@ def test_every_learning_sampler_with_a_focus_and_several_objectives(
     one objective or two (the decision is measured on the first objective, the ranks taken on
     each); the focus holds four trials in five while the best trial stays inside it."""
     from tuner.config import parse_config
-    from tuner.search import sample_params
+    from tuner.search import SamplerPlan, make_sampler, sample_params
     from tuner.search._focus import EXPLORE_EVERY, OPEN
-    from tuner.search._registry import SamplerPlan, make_sampler
 
     metrics = [{"metric": "loss", "goal": "minimize"}, {"metric": "size", "goal": "minimize"}]
     config = parse_config(
@@ -399,9 +398,7 @@ def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Pa
     import json
 
     from lineage.report import render_report
-    from tuner.search import sample_params
-    from tuner.search._attrs import EXPLORING_ATTR
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search import EXPLORING_ATTR, SamplerPlan, make_sampler, sample_params
 
     config = _config(tmp_path)
     study = optuna.create_study(sampler=make_sampler(SamplerPlan.of(config)))
@@ -437,7 +434,7 @@ def test_a_parameter_the_earlier_runs_show_no_effect_of_is_sampled_without_them(
     runs still carry over on ``x``, but their values of ``act`` are whatever their search
     tried: the sampler samples ``act`` from the campaign's own trials alone."""
     from tuner.config import parse_config
-    from tuner.search._registry import SamplerPlan, make_sampler
+    from tuner.search import SamplerPlan, make_sampler
     from tuner.search._transfer import line, transfer_view
 
     config = parse_config(
