@@ -69,6 +69,8 @@ class Sample:
     abridge: Callable[[str], str] = lambda text: text
     #: Shown as the block's first line (``$ command  # comment``), when the page shows it.
     prompt: str | None = None
+    #: What the command says on stderr follows its output (a terminal shows both).
+    stderr: bool = False
 
 
 def _log_abridged(text: str) -> str:
@@ -102,7 +104,7 @@ SAMPLES: tuple[Sample, ...] = (
     Sample("quickstart-log", "quickstart", ("tuner", "run", "configs/quickstart.yaml"),
            abridge=_log_abridged),
     Sample("quickstart-runs", "quickstart", ("lineage", "runs", "-e", "quickstart"), columns=80,
-           abridge=_runs_abridged,
+           abridge=_runs_abridged, stderr=True,
            prompt="$ lineage runs -e quickstart            # an 80-column terminal"),
     Sample("demo-log", "demo", ("tuner", "run", "demo.yaml"), abridge=_whole),
     Sample("demo-status", "demo", ("tuner", "status", "demo.yaml"), abridge=_whole),
@@ -118,13 +120,13 @@ def _env(columns: int | None) -> dict[str, str]:
     return env
 
 
-def _run(argv: tuple[str, ...], cwd: Path, columns: int | None = None) -> str:
+def _run(argv: tuple[str, ...], cwd: Path, columns: int | None = None, stderr: bool = False) -> str:
     done = subprocess.run(
         argv, cwd=cwd, env=_env(columns), capture_output=True, text=True, timeout=1200
     )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
-    return done.stdout
+    return done.stdout + (done.stderr if stderr else "")
 
 
 def _campaign(kind: str, where: Path) -> tuple[Path, str]:
@@ -146,7 +148,7 @@ def _text(sample: Sample, folder: Path, printed: str) -> str:
     out = (
         printed
         if sample.argv[:2] == ("tuner", "run")
-        else _run(sample.argv, folder, sample.columns)
+        else _run(sample.argv, folder, sample.columns, sample.stderr)
     )
     out = out.replace(str(folder), "/tmp/" + sample.campaign)
     text = sample.abridge(out)

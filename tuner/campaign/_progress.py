@@ -250,8 +250,8 @@ class PlainObserver(Observer):
         if values:
             parts.append(" ".join(f"{n}={v:.6g}" for n, v in zip(names, values, strict=False)))
         secs = running_seconds(frozen, time.time())
-        if secs > 0:
-            parts.append(f"{secs:.1f}s")
+        if secs > 0:  # under a second: two digits that say something (0.04s, not 0.0s)
+            parts.append(f"{secs:.1f}s" if secs >= 1 else f"{secs:.2g}s")
         # A value under a secret-looking name (``api_token``) is masked, as in every record.
         params = mask_mapping(frozen.params)
         parts += [f"{k}={_short(v)}" for k, v in params.items()]
