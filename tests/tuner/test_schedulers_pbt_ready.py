@@ -102,12 +102,12 @@ def _one_attempt_number_everywhere(
     """A continuation's attempt, one after the trial it continues, reads the same in its
     process's ``TUNER_ATTEMPT``, the Optuna attribute, the MLflow tag, `tuner status` and
     the `tuner run` line (as a retry's line shows it)."""
-    from tuner.cli import _cmd_status
+    from tuner.status import collect
 
     seen = dict(line.split() for line in (folder / "attempts").read_text().splitlines())
     tags = {r.data.tags["tuner.trial_number"]: r.data.tags for r in mlflow_runs(uri)
             if "tuner.trial_number" in r.data.tags}  # fmt: skip
-    status = {c["number"]: c["attempt"] for c in _cmd_status.collect(config)["continued"]}
+    status = {c["number"]: c["attempt"] for c in collect(config)["continued"]}
     assert exploits and set(status) == {t.number for t in exploits}
     for cont in exploits:
         donor = cont.user_attrs["tuner.exploit"]["donor"]

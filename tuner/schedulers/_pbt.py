@@ -283,6 +283,55 @@ class Pbt(Scheduler):
                 )
         return len(paused)
 
+    def _explored(
+        self, donor: optuna.trial.FrozenTrial, rng: random.Random
+    ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+        """The donor's parameters with those named in ``perturb`` explored, and what changed
+        (``{name: [before, after]}``)."""
+        params = explore(donor.params, self.section.perturb, self.context.parameters, rng)
+        changed = {
+            name: [donor.params[name], params[name]]
+            for name in self.section.perturb
+            if name in params and params[name] != donor.params[name]
+        }
+        return params, changed
+
+    @staticmethod
+    def _continuation(
+        me: int,
+        donor: optuna.trial.FrozenTrial,
+        params: dict[str, Any],
+        *,
+        replaces: int,
+        step: int,
+        from_step: int,
+        changed: dict[str, list[Any]],
+        system_attrs: dict[str, Any] | None = None,
+    ) -> optuna.trial.FrozenTrial:
+        """The WAITING trial by which member ``me`` goes on from ``donor``'s checkpoint of
+        ``from_step`` with ``params``, in place of trial ``replaces`` at ``step``."""
+        import optuna
+
+        return optuna.trial.create_trial(
+            state=optuna.trial.TrialState.WAITING,
+            params=params,
+            distributions=donor.distributions,
+            user_attrs={
+                ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
+                PARENT_ATTR: donor.number,
+                MEMBER_ATTR: me,
+                EXPLOIT_ATTR: {
+                    "member": me,
+                    "replaces": replaces,
+                    "donor": donor.number,
+                    "step": step,
+                    "from_step": from_step,
+                    "perturbed": changed,
+                },
+            },
+            system_attrs=system_attrs or {},
+        )
+
     def _exploit(
         self,
         me: int,
@@ -290,34 +339,19 @@ class Pbt(Scheduler):
         donor: optuna.trial.FrozenTrial,
         rng: random.Random,
     ) -> None:
-        import optuna
 
         step = int(donor.user_attrs[PAUSED_ATTR])
-        params = explore(donor.params, self.section.perturb, self.context.parameters, rng)
-        changed = {
-            name: [donor.params[name], params[name]]
-            for name in self.section.perturb
-            if name in params and params[name] != donor.params[name]
-        }
+        params, changed = self._explored(donor, rng)
         number = internals.n_trials(self.study)
         self.study.add_trial(
-            optuna.trial.create_trial(
-                state=optuna.trial.TrialState.WAITING,
-                params=params,
-                distributions=donor.distributions,
-                user_attrs={
-                    ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
-                    PARENT_ATTR: donor.number,
-                    MEMBER_ATTR: me,
-                    EXPLOIT_ATTR: {
-                        "member": me,
-                        "replaces": segment.number,
-                        "donor": donor.number,
-                        "step": int(segment.user_attrs[PAUSED_ATTR]),
-                        "from_step": step,
-                        "perturbed": changed,
-                    },
-                },
+            self._continuation(
+                me,
+                donor,
+                params,
+                replaces=segment.number,
+                step=int(segment.user_attrs[PAUSED_ATTR]),
+                from_step=step,
+                changed=changed,
                 system_attrs={SUPERSEDES_ATTR: segment.number},
             )
         )
@@ -355,12 +389,7 @@ class Pbt(Scheduler):
         rng = random.Random(f"{self.context.seed}:{me}:{step}")
         chosen = rng.choice(sorted(held))
         donor = scores[chosen][1]
-        params = explore(donor.params, self.section.perturb, self.context.parameters, rng)
-        changed = {
-            name: [donor.params[name], params[name]]
-            for name in self.section.perturb
-            if name in params and params[name] != donor.params[name]
-        }
+        params, changed = self._explored(donor, rng)
         storage, trial_id = internals.storage_of(self.study), internals.trial_id(rt.trial)
         number = internals.n_trials(self.study)
         why = (
@@ -371,23 +400,14 @@ class Pbt(Scheduler):
         storage.set_trial_system_attr(trial_id, STALE_ATTR, why)  # first: see the module
         faults.point("pbt-marked-not-enqueued")
         self.study.add_trial(
-            optuna.trial.create_trial(
-                state=optuna.trial.TrialState.WAITING,
-                params=params,
-                distributions=donor.distributions,
-                user_attrs={
-                    ATTEMPT_ATTR: int(donor.user_attrs.get(ATTEMPT_ATTR, 1)) + 1,
-                    PARENT_ATTR: donor.number,
-                    MEMBER_ATTR: me,
-                    EXPLOIT_ATTR: {
-                        "member": me,
-                        "replaces": rt.number,
-                        "donor": donor.number,
-                        "step": step,
-                        "from_step": held[chosen],
-                        "perturbed": changed,
-                    },
-                },
+            self._continuation(
+                me,
+                donor,
+                params,
+                replaces=rt.number,
+                step=step,
+                from_step=held[chosen],
+                changed=changed,
             )
         )
         faults.point("pbt-copied-not-told")
