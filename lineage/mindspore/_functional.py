@@ -78,9 +78,9 @@ def record_training(
             ``loss_scale.*``; None: not recorded.
         params: extra parameters to log, str names mapped to values; they take the place of
             what the recorder reads under the same names, and None values are skipped.
-        run: a `lineage.Run` to record into; None: the active run, else a new run in
-            ``experiment`` (attached to ``MLFLOW_RUN_ID`` under the tuner) that the recorder
-            ends.
+        run: the `lineage.Run` the loop is recorded into; None: the active lineage run, or
+            else a new run in ``experiment`` (under the tuner, the trial's run
+            ``MLFLOW_RUN_ID`` names) that the recorder ends.
         experiment: the experiment a new run is created in; None: `lineage.start_run`'s
             default.
         log_every: per-step metrics every N steps (an int >= 1).
