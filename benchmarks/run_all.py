@@ -169,6 +169,22 @@ BENCHES: tuple[Bench, ...] = (
         ("diagnosis",),
     ),
     Bench("schedulers", "bench_schedulers.py", (), ("--quick",), ("schedulers",), ("ray",)),
+    Bench(
+        "schedulers_mfh",
+        "bench_schedulers.py",
+        ("--suite", "mfh", "--seeds", "10"),
+        ("--suite", "mfh", "--seeds", "1", "--tasks", "mfh3_good", "--epochs", "300"),
+        ("schedulers_mfh",),
+        ("ray", "mfpbench"),
+    ),
+    Bench(
+        "stop",
+        "bench_stop.py",
+        ("--rounds", "5"),
+        ("--rounds", "1", "--schedulers", "none"),
+        ("stop",),
+    ),
+    Bench("faults", "bench_faults.py", (), ("--stores", "sqlite"), ("faults",), ("postgres",)),
     Bench("outcome", "bench_outcome.py", ("--seeds", "20"), ("--quick",), ("outcome",)),
 )
 
@@ -191,13 +207,14 @@ def _module(name: str) -> str | None:
     return None if importlib.util.find_spec(name) else f"{name} is not installed"
 
 
-def missing(needs: tuple[str, ...]) -> str | None:
+def missing(needs: tuple[str, ...], mfpbench: str | None = None) -> str | None:
     """Why a benchmark with these ``needs`` cannot run here, or None."""
     checks = {
         "postgres": _postgres,
         "mindspore": lambda: _module("mindspore"),
         "torch": lambda: _module("torch"),
         "ray": lambda: _module("ray"),
+        "mfpbench": lambda: None if mfpbench else "no --mfpbench-python given",
     }
     for need in needs:
         why = checks[need]()
@@ -273,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[tuple[str, str, float, str]] = []
     for bench in benches:
-        why = missing(bench.needs)
+        why = missing(bench.needs, args.mfpbench_python)
         if why:
             rows.append((bench.name, "skipped", 0.0, why))
             print(f"- {bench.name}: skipped ({why})", flush=True)

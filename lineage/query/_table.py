@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 
 from lineage import tags as T
-from lineage import trials
 from lineage._errors import UsageError
 from lineage.query._fields import ATTRIBUTES, Field, parse_field
 from lineage.store import RunRecord
@@ -45,6 +44,8 @@ def shown_status(run: RunRecord, continued: Collection[str] = ()) -> str:
     (`lineage.trials.kind`: promoted when its trial number is in ``continued``, the trials
     other runs continue: `continued_trials`), else MLflow's status."""
     if run.status == "KILLED" and run.tags.get(T.TRIAL_STATE) == T.TRIAL_STATE_PRUNED:
+        from lineage import trials  # the vocabulary's rules: only for a campaign's trials
+
         tag = run.tags.get(T.TRIAL_NUMBER) or ""
         record = trials.TrialRecord(int(tag) if tag.isdigit() else -1, "PRUNED", run.tags)
         return trials.kind(record, {int(n) for n in continued if n.isdigit()})
@@ -53,7 +54,8 @@ def shown_status(run: RunRecord, continued: Collection[str] = ()) -> str:
 
 def continued_trials(runs: Iterable[RunRecord]) -> set[str]:
     """The trial numbers (as their tags spell them) that some run of ``runs`` continues."""
-    parent = trials.PARENT_ATTR
+    from lineage.trials import PARENT_ATTR as parent  # loaded for tables only
+
     return {str(r.tags[parent]) for r in runs if r.tags.get(parent) is not None}
 
 

@@ -7,6 +7,7 @@ at the end (never ``ray stop``, which would stop every Ray cluster of this user)
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,20 +140,27 @@ class MlflowServer:
     url: str
     proc: subprocess.Popen[bytes]
     log: Path
+    #: Starts the same server on another free port (the port chosen was taken meanwhile).
+    relaunch: Callable[[], MlflowServer] | None = None
 
     def wait_ready(self, timeout: float = 180.0) -> MlflowServer:
+        """Wait for ``/health``; a server that lost its port to another process (Ray starts
+        beside it and takes ports of its own) is started again on another one, in place."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"mlflow server exited {self.proc.returncode}: {self.log.read_text()[-2000:]}"
-                )
+                log = self.log.read_text(errors="replace")
+                if "in use" in log and self.relaunch is not None:
+                    again = self.relaunch()
+                    self.url, self.proc, self.log = again.url, again.proc, again.log
+                    continue
+                raise RuntimeError(f"mlflow server exited {self.proc.returncode}: {log[-2000:]}")
             try:
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
-                    if resp.status == 200:
+                    if resp.status == 200 and resp.read().strip() == b"OK":
                         return self
-            except (urllib.error.URLError, OSError):
-                pass
+            except (urllib.error.URLError, OSError, http.client.HTTPException):
+                pass  # not up yet, or another process's port: its own exit says which
             time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"mlflow server did not answer /health in {timeout}s")
@@ -204,4 +212,11 @@ def launch_mlflow_server(
         list(argv), env=env, cwd=workdir, start_new_session=True, stdout=out,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
-    return MlflowServer(f"http://127.0.0.1:{port}", proc, log)
+    return MlflowServer(
+        f"http://127.0.0.1:{port}",
+        proc,
+        log,
+        relaunch=lambda: launch_mlflow_server(
+            backend_uri, workdir, auth_admin_password=auth_admin_password, extra_env=extra_env
+        ),
+    )
