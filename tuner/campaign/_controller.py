@@ -326,6 +326,8 @@ class Controller:
                 queue.ask_ahead()
             if not self.running and (exhausted or self._launch_closed):
                 queue.discard()
+                assert self.study is not None
+                self._spending.close_waiting(self.study, self._coordination.study_lock)
                 return
             self._notify()
             with interruptible():

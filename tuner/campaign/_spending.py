@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from tuner.coordination import Limits, Spent, spent_of
 from tuner.schedulers import Decision, Stop
+from tuner.search import FAIL_ATTR, STALE_ATTR, internals
 
 if TYPE_CHECKING:
     import optuna
@@ -108,6 +110,28 @@ class Spending:
         for rt in running:
             self._stop(rt, self.reached, f"{_limit(self.limits, self.reached)} {what}")
         return True
+
+    def close_waiting(
+        self, study: optuna.Study, locked: Callable[[], AbstractContextManager[Any]]
+    ) -> int:
+        """Once a spent limit ended the campaign, end the WAITING trials (asked ahead and
+        given back, or re-queued): nothing is left to run them with, and a WAITING trial would
+        wait forever. Each is told FAIL and marked superseded, so it never counts; how many."""
+        import optuna
+
+        if self.reached not in ("budget.steps", "budget.device_hours"):
+            return 0
+        reason = f"not run: {self.reached} was spent before it started"
+        ended = 0
+        with locked():
+            storage = internals.storage_of(study)
+            for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+                trial_id = internals.trial_id(t)
+                storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
+                storage.set_trial_system_attr(trial_id, STALE_ATTR, reason)
+                storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+                ended += 1
+        return ended
 
     def _stop(self, rt: RunningTrial, key: str, amount: str) -> None:
         assert self.apply is not None, "the controller sets where decisions take effect"
