@@ -120,6 +120,8 @@ def test_auto_on_ray_asks_for_the_share_its_memory_implies(
         assert outcome(small).neighbours == 1
         _until(lambda: holds(retry), "the retry to hold its memory", ex)
         free_gpu(0.0)
+        asked = queries()
+        _until(lambda: queries() >= asked + 2, "its task to measure it", ex)
         (folder / "release-2").touch()
         again = outcome(retry)
         assert again.succeeded and again.neighbours == 0 and again.peak_memory_mib == 800.0
