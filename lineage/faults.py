@@ -72,9 +72,9 @@ POINTS: dict[str, str] = {
     ),
     "recorder-batch-not-written": (
         "a failed write into the lineage store is said and the campaign goes on; after a kill "
-        "there, a trial's run is closed by the next controller (not yet the campaign's own "
-        "run when the kill comes between its creation and its first write: it stays RUNNING "
-        "beside the next controller's)"
+        "there, a trial's run is closed by the next controller, and a campaign run the study "
+        "never recorded (killed between its creation and its first write) is taken up again "
+        "by the next controller, not doubled"
     ),
     "ended-not-told": (
         "an attempt that ended and was not told yet is re-run once; other attempts that "

@@ -393,7 +393,19 @@ class LineageRecorder:
                     run = None
                 if run is not None and run.info.lifecycle_stage == "deleted":
                     run = None
-            if run is None:
+            adopted = None
+            if run is None and not parent_run_id:
+                # A controller killed after creating the campaign run and before the study
+                # recorded it left that run RUNNING: it is this campaign's, not a second one.
+                run = adopted = self._orphan_campaign_run(client, tags)
+            if adopted is not None:
+                self.parent_run_id = adopted.info.run_id
+                if not adopted.data.params:  # killed before its first write
+                    self._log(
+                        self.parent_run_id,
+                        params={k: clip_value(mask_value(k, v)) for k, v in params.items()},
+                    )
+            elif run is None:
                 run = client.create_run(
                     self.experiment_id,
                     run_name=self.campaign,
@@ -420,6 +432,25 @@ class LineageRecorder:
             )
         self._ready.set()
         self._refill()
+
+    def _orphan_campaign_run(self, client: Any, tags: Mapping[str, str]) -> Any:
+        """The RUNNING campaign run of this campaign, study and storage that no study records
+        (its controller died before recording it), newest first; None when there is none."""
+        found = client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`{T.RUN_TYPE}` = '{T.RUN_TYPE_CAMPAIGN}' "
+            "and attributes.status = 'RUNNING'",
+            order_by=["attributes.start_time DESC"],
+            max_results=50,
+        )
+        same = {
+            T.CAMPAIGN: self.campaign,
+            **{k: tags[k] for k in (T.STUDY, T.STORAGE) if k in tags},
+        }
+        for run in found:
+            if all(run.data.tags.get(k) == v for k, v in same.items()):
+                return run
+        return None
 
     def _end_leftover(self, run_id: str, started: bool, reason: str, end_ms: int) -> None:
         if not started:
