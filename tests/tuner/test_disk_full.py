@@ -45,7 +45,7 @@ def test_full_disk_is_one_line_and_the_campaign_resumes(
     # That line is all it says: nothing from the lineage recorder, MLflow or the marking of
     # the trials it stopped, on either stream.
     output = seen["run_stdout"] + seen["run_stderr"]
-    assert "Traceback" not in output
+    assert "Traceback" not in output, output
     assert [ln for ln in seen["run_stderr"].splitlines() if ln.strip()] == [last]
     assert "could not be marked" not in output and "lineage " not in seen["run_stdout"], output
     # Both stores intact.

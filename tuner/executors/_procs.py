@@ -151,11 +151,16 @@ def _members(info: Mapping[str, Any]) -> list[int]:
 def record_self(channel: str) -> None:
     """Write this process's `identity` beside its attempt's ``channel`` (`PROCESS_FILE`), for a
     process that `attempt_processes` cannot find (a fork keeps its parent's environment in
-    ``/proc``). Written to a temporary name first: a reader sees the whole record or none."""
+    ``/proc``). Written to a temporary name first: a reader sees the whole record or none;
+    where nothing can be written (a full disk), nothing is, and the trial goes on to fail on
+    its own writes."""
     target = Path(channel).with_name(protocol.PROCESS_FILE)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(identity(os.getpid())))
-    os.replace(tmp, target)
+    try:
+        tmp.write_text(json.dumps(identity(os.getpid())))
+        os.replace(tmp, target)
+    except OSError:  # a full disk: the trial's own writes fail next, and say so once
+        tmp.unlink(missing_ok=True)
 
 
 def _recorded(channel: str) -> dict[str, Any]:
