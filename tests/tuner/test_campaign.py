@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -258,6 +259,46 @@ def test_diagnosis_stops_a_diverging_trial(campaign, run_campaign):
     (t,) = trials_of(config)
     assert t.user_attrs["prune_reason"].startswith("stopped early by diagnosis:")
     assert "nan" in t.user_attrs["prune_reason"].lower()
+
+
+def test_diagnosis_checks_each_ended_trial(campaign, run_campaign, sqlite_uri):
+    # With the early stop off, a curve that ends in NaN runs to its end; the checks of
+    # ``diagnosis.checks`` then find the runaway (an error, also said in the output) and the
+    # learning rate out of any reasonable range (a warning, on the run's tag only).
+    script = """
+    import argparse
+    from tuner import trial
+    ap = argparse.ArgumentParser(); ap.add_argument("--lr", type=float); a = ap.parse_args()
+    for step in range(4):
+        trial.report(step, loss=float("nan") if step == 3 else 1.0 / (step + 1))
+    """
+    from tuner.campaign import Observer
+
+    class Lines(Observer):
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def message(self, text: str) -> None:
+            self.lines.append(text)
+
+    observer = Lines()
+    config = campaign(
+        script,
+        command=[sys.executable, "trial.py", "--lr", "{lr}"],
+        parameters={"lr": {"type": "float", "low": 20.0, "high": 30.0}},
+        budget={"trials": 1},
+        diagnosis={"early_stop": False, "checks": ["hyperparameter_range", "loss_runaway"]},
+    )
+    run_campaign(config, observer=observer)
+    (run,) = [r for r in mlflow_runs(sqlite_uri) if r.data.tags.get("lineage.run_type") == "trial"]
+    found = run.data.tags["tuner.diagnosis"].split("; ")
+    assert [entry.split(":")[0] for entry in found] == [
+        "loss_runaway (error)",
+        "hyperparameter_range (warning)",
+    ]
+    assert "lr = 2" in found[1]
+    said = [line for line in observer.lines if "diagnosis" in line]
+    assert len(said) == 1 and said[0].startswith("trial 0: diagnosis: loss_runaway: "), said
 
 
 def test_plain_mlflow_script(campaign, run_campaign, sqlite_uri):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuner._report import Report
+from tuner.campaign._findings import DIAGNOSIS_STOP
 from tuner.campaign._running import RunningTrial
 from tuner.executors import TrialOutcome
 from tuner.schedulers import KEEP, Decision, Stop, strongest
@@ -137,7 +138,7 @@ class MetricIntake:
         for key, (steps, values) in rt.history.items():
             finding = self._online_check(key, steps, values)
             if finding is not None:
-                return Stop(f"stopped early by diagnosis: {_finding_text(finding)}")
+                return Stop(f"{DIAGNOSIS_STOP}: {_finding_text(finding)}")
         return KEEP
 
 

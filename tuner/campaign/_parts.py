@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.campaign._ahead import AskAhead
 from tuner.campaign._decide import Decisions
+from tuner.campaign._findings import end_check
 from tuner.campaign._intake import MetricIntake, load_online_check
 from tuner.campaign._launch import Launcher
 from tuner.campaign._launch_plan import LaunchPlan
@@ -149,7 +150,12 @@ def build_parts(
         coordination=coordination,
         launcher=launcher,
         scheduler=scheduler,
-        run_ends=RunEnds(recorder, metric_names=config.metric_names, message=message),
+        run_ends=RunEnds(
+            recorder,
+            metric_names=config.metric_names,
+            message=message,
+            check=end_check(config.diagnosis.checks),
+        ),
         message=message,
         count=count,
         stop=stop,

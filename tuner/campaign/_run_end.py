@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING
 
 from lineage.masking import scrub_text
 from tuner.campaign._closing import ended_at
+from tuner.campaign._findings import DIAGNOSIS_STOP, error_line, tag_text
 from tuner.campaign._launch_plan import HPARAM_PREFIX
 from tuner.campaign._state import TrialState
 from tuner.records import carry_history, output_tail, trial_end_tags
+from tuner.records import tags as T
 
 if TYPE_CHECKING:
+    from tuner.campaign._findings import EndCheck
     from tuner.campaign._running import RunningTrial
     from tuner.executors import TrialOutcome
     from tuner.records import LineageRecorder
@@ -23,7 +26,8 @@ __all__ = ["RunEnds"]
 
 class RunEnds:
     """Ends attempts' runs in ``recorder``; ``metric_names`` name the objective values,
-    ``message`` takes the lines shown to the user."""
+    ``message`` takes the lines shown to the user, ``check`` (``diagnosis.checks``) diagnoses
+    each attempt told to the study."""
 
     def __init__(
         self,
@@ -31,10 +35,12 @@ class RunEnds:
         *,
         metric_names: Sequence[str],
         message: Callable[[str], None],
+        check: EndCheck | None = None,
     ) -> None:
         self._recorder = recorder
         self._metric_names = metric_names
         self._message = message
+        self._check = check
 
     def told(
         self,
@@ -59,6 +65,13 @@ class RunEnds:
         )
         if state is TrialState.PRUNED:  # a scheduler's mark (paused, exploited) shows there too
             tags.update({key: str(value) for key, value in rt.end_attrs.items()})
+        if self._check is not None:
+            findings = self._check(rt, state.mlflow_status)
+            if findings:
+                tags[T.DIAGNOSIS] = tag_text(findings)
+                line = error_line(rt.number, findings)
+                if line is not None and not (reason or "").startswith(DIAGNOSIS_STOP):
+                    self._message(line)  # a trial diagnosis stopped already said why
         self._record(rt, outcome, state.mlflow_status, tags)
 
     def superseded(

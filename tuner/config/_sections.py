@@ -328,8 +328,9 @@ class DiagnosisConfig(_Model):
     )
     checks: list[str] = Field(
         default_factory=list,
-        description="ids of the lineage.diagnose checks to run on each finished trial "
-        "(default: all)",
+        description="ids of the lineage.diagnose checks run on each ended trial over its "
+        "reported values and parameters (default: all); findings go on its run's "
+        "tuner.diagnosis tag, errors also into the campaign's output",
     )
 
     @field_validator("checks")

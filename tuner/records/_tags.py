@@ -34,6 +34,7 @@ __all__ = [
     "DEVICE_HOURS",
     "DEVICE_NEIGHBOURS",
     "DEVICE_PEAK_MEMORY",
+    "DIAGNOSIS",
     "DURATION",
     "ENV_PREFIX",
     "ERROR",
@@ -103,6 +104,9 @@ PRUNE_REASON = "tuner.prune_reason"
 FAIL_REASON = "tuner.fail_reason"
 #: On a failed attempt that was run again: the number of the trial that re-runs it.
 RETRIED_AS = "tuner.retried_as"
+#: What the campaign's ``diagnosis.checks`` found on an ended attempt's reported values and
+#: parameters: ``check (severity): summary`` entries joined by ``"; "``. Absent when healthy.
+DIAGNOSIS = "tuner.diagnosis"
 #: ``tuner.value.<metric>``: the objective values of a COMPLETE trial.
 VALUE_PREFIX = "tuner.value."
 
