@@ -23,29 +23,40 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from lineage._recording._run import Run
+
+class Live(Protocol):
+    """What the process hooks need of a run that is recording (``lineage.Run``)."""
+
+    run_id: str
+    _signal: int | None
+
+    def _note_exception(self, exc_type: type[BaseException], exc: BaseException | None) -> None: ...
+
+    def _on_signal(self, signum: int) -> None: ...
+
+    def _end_quietly(self, status: str) -> None: ...
+
 
 _installed = False
 _previous: dict[int, Any] = {}
-_active: list[Run] = []
+_active: list[Live] = []
 _state: dict[str, Any] = {"exc_type": None}
 _prev_excepthook: Callable[..., Any] | None = None
 
 
-def register(run: Run) -> None:
+def register(run: Live) -> None:
     _active.append(run)
     _install()
 
 
-def unregister(run: Run) -> None:
+def unregister(run: Live) -> None:
     if run in _active:
         _active.remove(run)
 
 
-def active() -> Run | None:
+def active() -> Live | None:
     return _active[-1] if _active else None
 
 

@@ -34,7 +34,7 @@ from lineage._recording._writer import Writer
 from lineage._secrets import mask_value
 
 if TYPE_CHECKING:
-    from lineage._recording._start import LazyClient
+    from lineage._recording._client import LazyClient
 
 STATUSES = ("FINISHED", "FAILED", "KILLED")
 #: ``Run.flush``'s default: the run's ``LINEAGE_FLUSH_TIMEOUT``.
@@ -355,4 +355,6 @@ class Run:
 
 def active_run() -> Run | None:
     """The run this process is recording into, or None."""
-    return _lifecycle.active()
+    run = _lifecycle.active()
+    assert run is None or isinstance(run, Run)  # only `start_run` registers, and only a Run
+    return run

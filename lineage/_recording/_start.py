@@ -20,32 +20,12 @@ from lineage._errors import (
 )
 from lineage._params import types_tag_from_tags
 from lineage._recording import _lifecycle
+from lineage._recording._client import LazyClient
 from lineage._recording._experiment import default_run_name, experiment_from_env
 from lineage._recording._run import Run
 from lineage._recording._spool import SpoolingWriter
 from lineage._recording._writer import RunInfo, TransientError, Writer
 from lineage.uri import checked_tracking_uri, masked
-
-
-class LazyClient:
-    """An ``MlflowClient`` made on first use: attaching to a run on a SQL store needs none,
-    which spares a tuner trial the ~2 s ``import mlflow`` costs."""
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-        self._client: Any = None
-
-    def get(self) -> Any:
-        if self._client is None:
-            from mlflow.tracking import MlflowClient
-
-            try:
-                self._client = MlflowClient(tracking_uri=self.uri)
-            except Exception as exc:  # MlflowException, SQLAlchemy and driver errors alike
-                raise StoreError(
-                    f"tracking store {masked(self.uri)} cannot be opened: {one_line(exc)}"
-                ) from exc
-        return self._client
 
 
 def _sql_writer(uri: str, *, warn: bool) -> Writer | None:
