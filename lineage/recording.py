@@ -29,6 +29,7 @@ import sys
 from lineage._errors import TransientError
 from lineage._recording import (
     Batch,
+    JournalWriter,
     SpoolFullError,
     SpoolingWriter,
     Writer,
@@ -40,6 +41,7 @@ from lineage.uri import is_sql_uri, scheme
 
 __all__ = [
     "Batch",
+    "JournalWriter",
     "SpoolFullError",
     "SpoolingWriter",
     "TransientError",
@@ -86,9 +88,10 @@ def http_writer(uri: str) -> SpoolingWriter | None:
 
 
 def drain_spool(uri: str, *, timeout: float = 0.0) -> int:
-    """Deliver the records that processes which ended left in the spool for tracking server
-    ``uri``; the number delivered. Waits up to ``timeout`` seconds for the server, then
-    raises :class:`~lineage.TransientError`."""
+    """Deliver the records that processes which ended left in the spool for ``uri`` (a
+    tracking server, or a SQL store a stopped tuner controller could not finish writing to);
+    the number delivered. Waits up to ``timeout`` seconds for the store, then raises
+    :class:`~lineage.TransientError`."""
     from lineage._recording import drain
 
     return drain(uri, timeout=timeout)
@@ -101,7 +104,7 @@ def _main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m lineage.recording")
     sub = ap.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("drain", help="deliver spooled records to a tracking server")
+    d = sub.add_parser("drain", help="deliver spooled records to a tracking server or SQL store")
     d.add_argument("uri")
     d.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the server")
     args = ap.parse_args(argv)

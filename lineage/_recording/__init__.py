@@ -13,7 +13,7 @@ from lineage._fingerprint import DataFingerprint
 from lineage._recording._experiment import default_run_name, ensure_experiment
 from lineage._recording._http import HttpWriter
 from lineage._recording._run import Run, active_run
-from lineage._recording._spool import SpoolFullError, SpoolingWriter, drain
+from lineage._recording._spool import JournalWriter, SpoolFullError, SpoolingWriter, drain
 from lineage._recording._start import start_run
 from lineage._recording._writer import Batch, Writer, WriteResult
 from lineage.lazy import lazy_names
@@ -34,6 +34,7 @@ __all__ = [
     "Batch",
     "DataFingerprint",
     "HttpWriter",
+    "JournalWriter",
     "Run",
     "SpoolFullError",
     "SpoolingWriter",

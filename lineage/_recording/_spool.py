@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lineage import environment
 from lineage._errors import LineageError, StoreError, TransientError
@@ -52,7 +52,15 @@ from lineage._recording._journal import (
 )
 from lineage._recording._writer import Batch, Writer, WriteResult
 
-__all__ = ["SPOOL_TAG", "SpoolFullError", "SpoolingWriter", "drain", "spool_dir", "spool_root"]
+__all__ = [
+    "SPOOL_TAG",
+    "JournalWriter",
+    "SpoolFullError",
+    "SpoolingWriter",
+    "drain",
+    "spool_dir",
+    "spool_root",
+]
 
 log = logging.getLogger("lineage.recording")
 
@@ -368,6 +376,8 @@ class SpoolingWriter(Writer):
     def _create(self, op: dict[str, Any]) -> str:
         from lineage import tags as T
 
+        if not isinstance(self.inner, HttpWriter):  # only a server's spool holds creations
+            raise StoreError(f"spool: a run created in the spool of {self._shown}")
         if op["by_name"]:
             experiment_id = self.inner.experiment_id(
                 op["experiment"], (T.EXPERIMENT_KIND, T.EXPERIMENT_KIND_TRAINING)
@@ -382,6 +392,47 @@ class SpoolingWriter(Writer):
         )
 
 
+class JournalWriter(Writer):
+    """Appends every batch, status and name to this process's journal in the spool of ``uri``
+    and sends nothing: for a process that must end before a locked or slow store took its
+    last records (a stopped tuner controller). The next process that drains that spool
+    (:func:`drain`; the tuner drains it whenever it opens the store) delivers them."""
+
+    kind = "spool-only"
+
+    def __init__(self, uri: str, *, root: Path | None = None) -> None:
+        from lineage.uri import masked
+
+        self.directory = spool_dir(uri, root)
+        self._journal = Journal(self.directory, masked(uri))
+        self.records = 0
+
+    @property
+    def journal(self) -> Path | None:
+        return self._journal.path
+
+    def write(self, run_id: str, batch: Batch) -> WriteResult:
+        if batch:
+            self._append(batch_op(run_id, batch))
+        return WriteResult()
+
+    def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
+        self._append({"op": "status", "run": run_id, "status": status, "end_time": end_time})
+        return True
+
+    def set_name(self, run_id: str, name: str) -> bool:
+        self._append({"op": "name", "run": run_id, "name": name})
+        return True
+
+    def close(self) -> None:
+        """Keep the journal (unlocked) for the next process."""
+        self._journal.close(delete=False)
+
+    def _append(self, op: dict[str, Any]) -> None:
+        self._journal.append(op)
+        self.records += 1
+
+
 def _fixable(exc: BaseException) -> bool:
     """A refusal that a person can fix (login, rights, a full disk), so the record waits."""
     if isinstance(exc, HttpError):
@@ -389,10 +440,19 @@ def _fixable(exc: BaseException) -> bool:
     return isinstance(exc, SpoolFullError)
 
 
-def drain(uri: str, *, timeout: float = 0.0) -> int:
-    """Deliver the journals left for ``uri`` by processes that ended; the records delivered.
-    Raises :class:`~lineage.TransientError` when the server is still unreachable."""
-    writer = SpoolingWriter(HttpWriter(uri), uri)
+def drain(uri: str, *, timeout: float = 0.0, root: Path | None = None) -> int:
+    """Deliver the journals left for ``uri`` (a tracking server, or a SQL store a stopped
+    tuner could not finish writing to) by processes that ended; the records delivered.
+    Raises :class:`~lineage.TransientError` when the store is still unreachable."""
+    from lineage._recording._sql import SqlWriter
+    from lineage.uri import is_sql_uri
+
+    if not spool_dir(uri, root).is_dir():
+        return 0  # nothing was ever spooled for it: no connection opened
+    # A SQL store's journals hold batches, statuses and names only (`JournalWriter`), which
+    # the SQL writer takes as the http one does; a creation there is refused (`_create`).
+    inner = cast("HttpWriter", SqlWriter(uri)) if is_sql_uri(uri) else HttpWriter(uri)
+    writer = SpoolingWriter(inner, uri, root=root)
     try:
         deadline = time.monotonic() + timeout
         done = 0

@@ -42,6 +42,7 @@ from lineage.masking import mask_value
 from tuner.records import _tags as T
 from tuner.records._access import start_failure
 from tuner.records._disk_full import disk_full
+from tuner.records._late import LateWriter, RefusingClient, TooLate, deliver_spooled
 from tuner.records._reconcile import EndedRun, reconcile_runs
 from tuner.records._trial import clip_value, trial_start_tags
 from tuner.records._write import (
@@ -261,7 +262,9 @@ class LineageRecorder:
         stop); after them, a locked database is not retried, a tracking server that is away
         keeps the rest in lineage's spool (delivered by the next process), and what is left
         of the queue is dropped with one warning: `tuner resume` closes the runs it leaves
-        open. Without it, every write is made, however long the store takes."""
+        open. On a SQL store the batches, statuses and names left then go to lineage's spool
+        instead (`tuner.records._late`), delivered by the next tuner process on the store.
+        Without it, every write is made, however long the store takes."""
         if not self._thread.is_alive():
             return
         if wait is not None:
@@ -294,6 +297,16 @@ class LineageRecorder:
         self._jobs.put(finish)
         self._jobs.put(None)
         self._thread.join(None if wait is None else wait + 2.0)
+        journal = getattr(self._sql, "journal", None)
+        if journal is not None and journal.records:
+            _log.warning(
+                "lineage: %d record(s) not made in time wait in %s; the next tuner command "
+                "on this store delivers them (or: python -m lineage.recording drain URI)",
+                journal.records,
+                journal.journal or journal.directory,
+            )
+            if not self._thread.is_alive():
+                journal.close()  # unlocked: another process may deliver it now
         if self._thread.is_alive() or self._dropped:
             _log.warning(
                 "lineage: %d write(s) were not made in time (the store is locked or away); "
@@ -330,8 +343,12 @@ class LineageRecorder:
             if job is None:
                 return
             if self._give_up_at is not None and time.monotonic() > self._give_up_at:
-                self._dropped += 1
-                continue
+                if not isinstance(self._sql, LateWriter):
+                    self._dropped += 1  # no journal for this store: what its spool lacks
+                    continue
+                # Past the deadline on a SQL store: batches, statuses and names go to the
+                # journal (`LateWriter`); what needs MLflow's client is refused at once.
+                self._client = RefusingClient()
             try:
                 job()
             except Exception as exc:  # keep the thread alive whatever a job does
@@ -349,6 +366,9 @@ class LineageRecorder:
     def _guard(self, kind: str, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
+        except TooLate:  # a write only the client makes, past the stop's deadline: counted
+            self._dropped += 1
+            return None
         except Exception as exc:  # noted: counted per kind and logged
             self._note(kind, exc)
             return None
@@ -369,7 +389,11 @@ class LineageRecorder:
 
             self._client = client = MlflowClient(tracking_uri=self.tracking_uri)
             self._sql = open_sql_writer(self.tracking_uri)
-            if self._sql is None:
+            if self._sql is not None:
+                # Records a stopped controller could not make in time wait in the spool.
+                self._guard("spool", lambda: deliver_spooled(self.tracking_uri))
+                self._sql = LateWriter(self._sql, self.tracking_uri)
+            else:
                 # No way to move a run's start time: create each trial's run as it starts.
                 self._pool_size = 0
                 # An mlflow server: records wait in a local spool while it is away.
@@ -460,6 +484,9 @@ class LineageRecorder:
         self._guard("status", lambda: set_status(self._client, self._sql, run_id, "KILLED", end_ms))
 
     def _discard(self, run_id: str) -> None:
+        if isinstance(self._client, RefusingClient):
+            # Not journaled: a reserved run must stay RUNNING for `tuner resume` to delete.
+            raise TooLate("deleting an unused run past the stop's deadline")
         set_status(self._client, self._sql, run_id, "KILLED")
         self._client.delete_run(run_id)
 
