@@ -127,7 +127,11 @@ class MetricIntake:
                 f"({target}={_short(rt.latest.get(target))})"
             )
         by_diagnosis = self._diagnose(rt, fresh_non_finite)
-        self._decisions.apply(rt, strongest(by_scheduler, by_pruner, by_diagnosis))
+        self._decisions.apply(
+            rt,
+            strongest(by_scheduler, by_pruner, by_diagnosis),
+            judged=max(rt.reported_steps) if new_target else None,
+        )
 
     def _diagnose(self, rt: RunningTrial, fresh_non_finite: bool) -> Decision:
         now = time.monotonic()
