@@ -24,6 +24,8 @@ checkpoint the tuner hands it (a retry, `tuner resume`, a re-queued trial):
         ...
         save(trial.checkpoint_dir(epoch) / "model.ckpt")
         trial.checkpointed(epoch)            # the folder now holds epoch; older ones pruned
+        if trial.should_prune():
+            break                            # pruned, or paused at this epoch (ASHA)
 
 A trial sharing its device with others (``resources.per_trial: auto``) may say how much device
 memory it has held, as its framework counts it; the packing uses the figure where the device's
