@@ -184,6 +184,7 @@ BENCHES: tuple[Bench, ...] = (
         ("--rounds", "1", "--schedulers", "none"),
         ("stop",),
     ),
+    Bench("pause", "bench_pause.py", ("--trials", "24"), ("--trials", "6"), ("pause",)),
     Bench("faults", "bench_faults.py", (), ("--stores", "sqlite"), ("faults",), ("postgres",)),
     Bench("outcome", "bench_outcome.py", ("--seeds", "20"), ("--quick",), ("outcome",)),
 )

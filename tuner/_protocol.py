@@ -11,6 +11,13 @@ A trial process receives, in its environment:
   that a script using plain ``mlflow`` logs into it;
 - ``TUNER_CHANNEL``: a file to append reports to, one JSON line each (`encode_report`);
 - ``TUNER_CONTROL``: a file whose existence means "stop now" (pruned, or the campaign stops);
+- ``TUNER_PAUSE_STEPS``: where a scheduler may pause the trial, the steps (comma-separated)
+  at which it judges it (ASHA's rungs, with ``mode: promote``), and ``TUNER_VERDICT``: a file
+  holding the highest step the controller let the trial go on past (`write_verdict`). At
+  one of these steps `tuner.trial.checkpointed` waits, after its commit and for at most
+  ``TUNER_PAUSE_WAIT`` seconds (``trial.grace_period``), until either file answers, so that
+  a pause stops the process at the step it was judged at rather than some steps later
+  (`pause_env`, `attempt_env`);
 - ``TUNER_TRIAL_NUMBER``, ``TUNER_ATTEMPT``: which trial and which attempt it is;
 - its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
   (`device_env`);
@@ -69,6 +76,9 @@ __all__ = [
     "MS_ROLE",
     "MS_WORKER",
     "PARAMS",
+    "PAUSE_STEPS",
+    "PAUSE_WAIT",
+    "PAUSE_WAIT_S",
     "PROCESS_FILE",
     "RANK_VARS",
     "RESUME_CHANGED",
@@ -77,6 +87,8 @@ __all__ = [
     "RUN_ID",
     "TRACKING_URI",
     "TRIAL_NUMBER",
+    "VERDICT",
+    "VERDICT_FILE",
     "ChannelReader",
     "attempt_env",
     "checkpoint_env",
@@ -87,7 +99,12 @@ __all__ = [
     "is_rank_zero",
     "parse_memory",
     "parse_report",
+    "pause_env",
+    "pause_steps",
+    "pause_wait",
+    "read_verdict",
     "run_env",
+    "write_verdict",
 ]
 
 PARAMS = "TUNER_PARAMS"
@@ -95,6 +112,9 @@ CHANNEL = "TUNER_CHANNEL"
 CONTROL = "TUNER_CONTROL"
 TRIAL_NUMBER = "TUNER_TRIAL_NUMBER"
 ATTEMPT = "TUNER_ATTEMPT"
+PAUSE_STEPS = "TUNER_PAUSE_STEPS"
+PAUSE_WAIT = "TUNER_PAUSE_WAIT"
+VERDICT = "TUNER_VERDICT"
 TRACKING_URI = "MLFLOW_TRACKING_URI"
 EXPERIMENT_ID = "MLFLOW_EXPERIMENT_ID"
 RUN_ID = "MLFLOW_RUN_ID"
@@ -115,6 +135,11 @@ MS_ROLE, MS_WORKER = "MS_ROLE", "MS_WORKER"
 
 CHANNEL_FILE = "channel.jsonl"
 CONTROL_FILE = "stop"
+VERDICT_FILE = "verdict"
+#: The longest a trial waits at a pause step for the controller's verdict (seconds) when
+#: ``TUNER_PAUSE_WAIT`` does not say: a slow or dead controller costs a trial this much per
+#: pause step, never a hang.
+PAUSE_WAIT_S = 10.0
 #: A trial forked from a warm parent records itself there (`tuner.executors._procs.identity`):
 #: a fork's ``/proc/PID/environ`` is its parent's, so the channel variable cannot find it.
 PROCESS_FILE = "process.json"
@@ -146,14 +171,40 @@ def run_env(
     }
 
 
-def attempt_env(*, channel: str, control: str, number: int, attempt: int) -> dict[str, str]:
-    """The variables an executor adds for one attempt: its channel, stop flag and numbers."""
-    return {
+def attempt_env(
+    *, channel: str, control: str, number: int, attempt: int, verdict: str | None = None
+) -> dict[str, str]:
+    """The variables an executor adds for one attempt: its channel, stop flag and numbers,
+    and ``verdict``, the file it writes with `write_verdict` (None: an executor that cannot
+    reach the trial's files, whose trial then never waits at a pause step)."""
+    env = {
         CHANNEL: channel,
         CONTROL: control,
         TRIAL_NUMBER: str(number),
         ATTEMPT: str(attempt),
     }
+    if verdict is not None:
+        env[VERDICT] = verdict
+    return env
+
+
+def pause_env(steps: Sequence[int], *, wait: float) -> dict[str, str]:
+    """The variables naming the steps at which a scheduler may pause the trial and how long
+    it waits there for the verdict, in seconds (no steps: no variables)."""
+    if not steps:
+        return {}
+    return {PAUSE_STEPS: ",".join(str(s) for s in sorted(set(steps))), PAUSE_WAIT: f"{wait:g}"}
+
+
+def write_verdict(path: str, step: int) -> None:
+    """Let the trial whose verdict file is ``path`` go on past ``step`` (a rename, so the
+    trial never reads half a number). Raises OSError when the file cannot be written."""
+    import os
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="ascii") as fh:
+        fh.write(str(step))
+    os.replace(tmp, path)
 
 
 def checkpoint_env(
@@ -192,6 +243,37 @@ def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:
 
 
 # ----- the channel -----------------------------------------------------------------------------
+
+
+def pause_steps(raw: str) -> frozenset[int]:
+    """The steps in a ``TUNER_PAUSE_STEPS`` value; what is not a whole number is skipped (a
+    malformed value makes the trial wait nowhere, as before the variable existed)."""
+    out = set()
+    for part in raw.split(","):
+        part = part.strip()
+        if part.lstrip("-").isdigit():
+            out.add(int(part))
+    return frozenset(out)
+
+
+def pause_wait(raw: str | None) -> float:
+    """The seconds in a ``TUNER_PAUSE_WAIT`` value; `PAUSE_WAIT_S` when unset or not a
+    finite number of seconds >= 0."""
+    try:
+        wait = float(raw or "")
+    except ValueError:
+        return PAUSE_WAIT_S
+    return wait if math.isfinite(wait) and wait >= 0 else PAUSE_WAIT_S
+
+
+def read_verdict(path: str) -> int | None:
+    """The step the trial may go on past, from its verdict file; None while there is none."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 def is_rank_zero(environ: Mapping[str, str]) -> bool:

@@ -24,6 +24,8 @@ checkpoint the tuner hands it (a retry, `tuner resume`, a re-queued trial):
         ...
         save(trial.checkpoint_dir(epoch) / "model.ckpt")
         trial.checkpointed(epoch)            # the folder now holds epoch; older ones pruned
+        if trial.should_prune():
+            break                            # pruned, or paused at this epoch (ASHA)
 
 A trial sharing its device with others (``resources.per_trial: auto``) may say how much device
 memory it has held, as its framework counts it; the packing uses the figure where the device's
@@ -63,6 +65,9 @@ __all__ = [
 _channel: IO[str] | None = None
 _channel_path: str | None = None
 _params: dict[str, Any] | None = None
+#: The highest step this process reported: a pause step is waited at only once reported
+#: (the controller judges reports; it has nothing to judge before).
+_reported: int | None = None
 
 
 def is_tuning() -> bool:
@@ -134,9 +139,11 @@ def report(step: int, **metrics: float) -> None:
         return
     if isinstance(step, bool) or not isinstance(step, int):
         raise TypeError(f"report(step, ...): step must be an int, got {step!r}")
+    global _reported
     _write(
         path, protocol.encode_report(step, metrics, time.time(), recorded=_record(step, metrics))
     )
+    _reported = step if _reported is None else max(_reported, step)
 
 
 def _write(path: str, line: str) -> None:
@@ -247,6 +254,15 @@ def checkpointed(step: int) -> None:
     committed (an interrupted write is never resumed from) and older ones are pruned to the
     campaign's ``checkpoint.keep``. In a multi-process trial only rank 0's call counts.
 
+    Where the campaign's scheduler may pause the trial at ``step`` (ASHA's rungs with
+    ``mode: promote``) and the step was reported, the call then waits until the controller
+    judged that report: it returns at once when the trial goes on, or, when it is paused,
+    with `should_prune` True, so a script that checks `should_prune` after this call stops
+    at the step it was paused at instead of computing further ones. The wait is bounded
+    (``trial.grace_period``; then the trial goes on and a pause stops it later, as without the
+    wait), and happens nowhere else: not under other schedulers, not on Ray, not in ranks
+    other than 0.
+
     Args:
         step: the step (epoch) whose folder, ``checkpoint_dir(step)``, holds every file of
             the checkpoint.
@@ -260,6 +276,30 @@ def checkpointed(step: int) -> None:
     if not protocol.is_rank_zero(os.environ):
         return
     checkpoints.commit(checkpoint_dir(step), step)
+    _await_verdict(step)
+
+
+def _await_verdict(step: int) -> None:
+    """Wait, after the commit of ``step``, for the controller's verdict on it (see
+    `checkpointed`): a stop flag or a verdict file at or past ``step``."""
+    steps, verdict = os.environ.get(protocol.PAUSE_STEPS), os.environ.get(protocol.VERDICT)
+    control = os.environ.get(protocol.CONTROL)
+    if not steps or not verdict or not control or _reported is None or _reported < step:
+        return
+    if step not in protocol.pause_steps(steps):
+        return
+    deadline = time.monotonic() + protocol.pause_wait(os.environ.get(protocol.PAUSE_WAIT))
+    while True:
+        if os.path.exists(control):
+            return
+        cleared = protocol.read_verdict(verdict)
+        if (cleared is not None and cleared >= step) or time.monotonic() >= deadline:
+            return
+        time.sleep(_VERDICT_POLL_S)
+
+
+#: How often a trial waiting at a pause step looks for the verdict (two file checks).
+_VERDICT_POLL_S = 0.005
 
 
 def resume_from() -> tuple[Path, int] | None:

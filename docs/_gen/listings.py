@@ -109,6 +109,21 @@ _VARIABLES: dict[str, tuple[str, str, str]] = {
         "",
         "The folder where the controller leaves its stop request for the trial.",
     ),
+    "TUNER_PAUSE_STEPS": (
+        "the tuner (ASHA with `mode: promote`)",
+        "",
+        "The steps (comma-separated) at which the scheduler may pause the trial: there `tuner.trial.checkpointed` waits for the controller's verdict.",
+    ),
+    "TUNER_PAUSE_WAIT": (
+        "the tuner (from `trial.grace_period`)",
+        "10",
+        "The longest, in seconds, a trial waits at a pause step for the controller's verdict.",
+    ),
+    "TUNER_VERDICT": (
+        "the tuner (local trials)",
+        "",
+        "The file in which the controller writes the highest step the trial may go on past.",
+    ),
     "TUNER_CHECKPOINT_DIR": (
         "the tuner",
         "",

@@ -6,7 +6,9 @@ Once an attempt is stopping, later decisions are ignored: the first stop applied
 A pending pause holds the same rank against later decisions as within one turn: a `Stop`
 that comes while it waits for its checkpoint is ignored (the pause takes effect within the
 grace period anyway, and the trial is already marked paused in the study). A pause waits here for the attempt's checkpoint of its step (or the grace period) before it
-stops the process.
+stops the process. An attempt nothing stops is told it may go on past the step just judged:
+a trial that waits at a step where it may be paused (`tuner.trial.checkpointed`) then goes on
+at once, and one that is paused there stops having computed nothing further.
 """
 
 from __future__ import annotations
@@ -46,11 +48,17 @@ class Decisions:
         self._grace = grace
         self._message = message
 
-    def apply(self, rt: RunningTrial, decision: Decision) -> None:
-        """Let ``decision`` take effect on ``rt`` (nothing once ``rt`` is stopping)."""
+    def apply(self, rt: RunningTrial, decision: Decision, *, judged: int | None = None) -> None:
+        """Let ``decision`` take effect on ``rt`` (nothing once ``rt`` is stopping).
+        ``judged``: the highest step whose report the decision judged, if it judged a new
+        one; when ``rt`` goes on (nothing stops or pauses it), its trial is told it may go on
+        past that step (it may be waiting there, `tuner.trial.checkpointed`)."""
         if rt.decided is not None or rt.superseded:
             return
         if rt.pending is not None and decision.rank <= rt.pending.rank:
+            return
+        if judged is not None and decision.rank == 0 and rt.pending is None:
+            rt.handle.go_on(judged)
             return
         if isinstance(decision, Stop | Continue):
             self._stop(rt, decision)

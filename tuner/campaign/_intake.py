@@ -82,12 +82,18 @@ class MetricIntake:
         new_target = False
         fresh_non_finite = False
         before = max(rt.reported_steps, default=-1)
+        # The highest step whose target value came in this turn, finite or not: once the
+        # decisions on it let the trial go on, it is told so (a NaN is judged too, by the
+        # diagnosis, and must not hold a trial that waits at that step).
+        judged: int | None = None
         for report in reports:
             ts = report.timestamp or time.time()
             for key, value in report.metrics.items():
                 if _copied(rt, key, report.step):
                     continue
                 rt.latest[key] = value
+                if key == target:
+                    judged = report.step if judged is None else max(judged, report.step)
                 steps, values = rt.history.setdefault(key, ([], []))
                 steps.append(report.step)
                 values.append(value)
@@ -128,7 +134,11 @@ class MetricIntake:
                 f"({target}={_short(rt.latest.get(target))})"
             )
         by_diagnosis = self._diagnose(rt, fresh_non_finite)
-        self._decisions.apply(rt, strongest(by_scheduler, by_pruner, by_diagnosis))
+        self._decisions.apply(
+            rt,
+            strongest(by_scheduler, by_pruner, by_diagnosis),
+            judged=judged,
+        )
 
     def _diagnose(self, rt: RunningTrial, fresh_non_finite: bool) -> Decision:
         now = time.monotonic()

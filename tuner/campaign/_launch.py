@@ -71,6 +71,9 @@ class Launcher:
         self._recorder = recorder
         self._executor = executor
         self._message = message
+        #: The steps at which the scheduler may pause a trial (`Scheduler.pause_steps`); set
+        #: once the scheduler exists, which needs this launcher's checkpoint folders.
+        self.pause_steps: Callable[[optuna.Trial], tuple[int, ...]] = lambda trial: ()
         self._host = socket.gethostname()
         self._checkpoints = make_store(
             plan.checkpoint,
@@ -201,6 +204,10 @@ class Launcher:
             )
         )
         env.update(self._checkpoints.env())
+        # A continuation is not judged again at or before the step it resumes from.
+        after = -1 if resume is None else resume[1]
+        steps = [s for s in self.pause_steps(trial) if s > after]
+        env.update(protocol.pause_env(steps, wait=self.plan.trial.grace_period))
         env.update(self.plan.env)
         return TrialSpec(
             number=trial.number,

@@ -122,6 +122,8 @@ def build_parts(
         folder=launcher.checkpoint_folder,
         message=message,
     )
+    if scheduler is not None:
+        launcher.pause_steps = scheduler.pause_steps
     decisions = Decisions(
         study,
         folder=launcher.checkpoint_folder,

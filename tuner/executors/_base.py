@@ -166,6 +166,13 @@ class TrialHandle(abc.ABC):
         to its process group, and SIGKILL after ``grace_period``. Idempotent, thread-safe.
         The outcome then has ``stopped`` set."""
 
+    def go_on(self, step: int) -> None:
+        """Tell the trial the controller let it go on past ``step`` (no decision stopped it
+        there), so that a trial waiting at a pause step (`tuner.trial.checkpointed`) goes on
+        at once. Called from the controller's thread; never raises. Default: nothing, for an
+        executor whose trials never wait (they are not given a verdict file)."""
+        return None
+
     @abc.abstractmethod
     def terminate(self) -> None:
         """Stop the trial as `request_prune` does; used on shutdown. Idempotent, thread-safe."""

@@ -205,9 +205,12 @@ class _LocalHandle(TrialHandle):
         self._pending: collections.deque[str] = collections.deque(maxlen=_PENDING_LINES)
         self._channel_path = trial_dir / protocol.CHANNEL_FILE
         self._control_path = trial_dir / protocol.CONTROL_FILE
+        self._verdict_path = trial_dir / protocol.VERDICT_FILE
         self._channel_path.write_bytes(b"")
-        with contextlib.suppress(FileNotFoundError):
-            self._control_path.unlink()
+        for stale in (self._control_path, self._verdict_path):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+        self._verdict_step = -1
         self._channel: IO[bytes] | None = None
         self._reader = protocol.ChannelReader()
         self._late: list[Report] = []  # read when the channel was closed, not yet delivered
@@ -260,6 +263,7 @@ class _LocalHandle(TrialHandle):
                 control=str(self._control_path),
                 number=self.spec.number,
                 attempt=self.spec.attempt,
+                verdict=str(self._verdict_path),
             )
         )
         return env
@@ -401,6 +405,16 @@ class _LocalHandle(TrialHandle):
 
     def request_prune(self) -> None:
         self._stop()
+
+    def go_on(self, step: int) -> None:
+        # Only a trial told where it may be paused waits for a verdict: no file otherwise.
+        if step <= self._verdict_step or protocol.PAUSE_STEPS not in self.spec.env:
+            return
+        try:
+            protocol.write_verdict(str(self._verdict_path), step)
+        except OSError:
+            return  # the trial's wait is bounded: it goes on when it ends
+        self._verdict_step = step
 
     def terminate(self) -> None:
         self._stop()

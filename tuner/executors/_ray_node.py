@@ -168,6 +168,9 @@ def _node_env(kind: str, own: Mapping[str, str]) -> dict[str, str]:
         # Ray restricted the visible NPUs already; the first of them is logical device 0.
         env[protocol.DEVICE_ID] = "0"
     env.update(own)
+    # The controller cannot write a verdict file on this node: its trials never wait at a
+    # pause step (`tuner.trial.checkpointed`), whatever the node's environment holds.
+    env.pop(protocol.VERDICT, None)
     return env
 
 

@@ -73,6 +73,13 @@ class Asha(Scheduler):
             return Stop(f"stopped by the asha scheduler {what}")
         return Pause(rung, what)
 
+    def pause_steps(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> tuple[int, ...]:
+        """The rungs of ``trial``'s bracket with ``mode: promote``; none with ``mode: stop``
+        (a stop needs no checkpoint of its step)."""
+        if self.section.mode != "promote":
+            return ()
+        return self._brackets.rungs(self._brackets.of(first_trial(trial)))
+
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str
     ) -> list[optuna.trial.FrozenTrial]:

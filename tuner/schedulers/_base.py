@@ -44,6 +44,7 @@ class Scheduler(abc.ABC):
       `Pause` at a step, `Continue` as another trial) over a read-only view of the attempt;
       the controller applies it, with the pruner's and the diagnosis's, in one place
       (`strongest` says which wins). It is not asked about an attempt already stopping.
+    - `pause_steps` when an attempt of a trial is launched: where it may be paused.
     - `recover` once, before the coordination re-runs the trials a dead controller left.
     - `before_ask` before the controller asks for a new trial: it may enqueue continuations
       (WAITING trials, which the next ask takes first, whatever the budget count); the number
@@ -78,6 +79,12 @@ class Scheduler(abc.ABC):
     def reported(self, rt: AttemptView, before: int, step: int) -> Decision:
         """What becomes of ``rt``, which reported target values up to ``step`` (``before``:
         its highest step before; -1 for none)."""
+
+    def pause_steps(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> tuple[int, ...]:
+        """The steps at which `reported` may return a `Pause` for ``trial``'s attempts; the
+        controller tells the trial (`tuner.trial.checkpointed` then waits there for the
+        verdict). Default: none, so no trial ever waits."""
+        return ()
 
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str
