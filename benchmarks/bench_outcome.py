@@ -19,8 +19,9 @@ For each task and seed, side by side in one run:
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
     ``load_config``): significant parameters tuned over refined ranges, those the analysis is
     confident do not matter fixed at the prior's best values, the rest tuned over the recorded
-    ranges; warm-started from the prior the same way, and re-running the prior's 3 best
-    configurations first (its ``enqueue_best``: new trials, counted among the budget's).
+    ranges; warm-started from the prior the same way. It offers the prior's 3 best
+    configurations for a re-run first commented out, and that is how it runs here (re-run
+    first, they cost trials and seeds wherever the optimum moved).
 
 The prior is a TPE campaign (its own seed) on a *related variant* of the task: another
 data subsample and a model one size smaller (fewer iterations / boosting rounds, a looser
