@@ -49,8 +49,8 @@ The campaign does not re-run the best earlier configurations first: it writes
 ``warm_start.enqueue_best`` (the `ENQUEUE_BEST` (3) best, never more than a quarter of the
 budget: `enqueue_count`) commented out, for the user who knows the earlier optimum holds.
 Re-run as the first trials, they took three of the ten trials a TPE sampler spends surveying
-the whole space and made the earlier optimum the campaign's best from the start, so the
-focus held there: where the optimum had moved, the campaign needed more trials than a cold
+the whole space and made the earlier optimum the campaign's best from the start, which the
+sampler and the focus then followed: where the optimum had moved, the campaign needed more trials than a cold
 one and more seeds never reached cold TPE's result (``benchmarks/bench_outcome.py``,
 docs/benchmarks.md, warm start). Without them the warm start's earned trust and the focus,
 which narrows nothing before the campaign's own first 10 trials, decide from the campaign's
