@@ -19,8 +19,9 @@ For each task and seed, side by side in one run:
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
     ``load_config``): significant parameters tuned over refined ranges, those the analysis is
     confident do not matter fixed at the prior's best values, the rest tuned over the recorded
-    ranges; warm-started from the prior the same way, and re-running the prior's 3 best
-    configurations first (its ``enqueue_best``: new trials, counted among the budget's).
+    ranges; warm-started from the prior the same way. It offers the prior's 3 best
+    configurations for a re-run first commented out, and that is how it runs here (re-run
+    first, they cost trials and seeds wherever the optimum moved).
 
 The prior is a TPE campaign (its own seed) on a *related variant* of the task: another
 data subsample and a model one size smaller (fewer iterations / boosting rounds, a looser
@@ -61,8 +62,9 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
-        quad-constant digits-svc digits-svc-moved --seeds 20 --jobs 4 \
-        --methods tpe-cold tpe-warm tpe-warm-rank tuner-init # the result file
+        quad-constant --seeds 20 --jobs 2 --methods tpe-cold tpe-warm tuner-init
+    python benchmarks/bench_outcome.py --tasks digits-svc digits-svc-moved --seeds 10 \
+        --jobs 2 --methods tpe-cold tuner-init  # with the line above: the result file (merged)
 """
 
 from __future__ import annotations

@@ -279,17 +279,19 @@ def test_init_refines_what_matters_and_tunes_what_it_cannot_rule_out(
     assert "steps (on no recorded command line" in " ".join(text.split())
     assert config["workdir"] == str(Path(plain_runs.removeprefix("sqlite:///")).parent)
     assert config["warm_start"]["from"][0] == {"experiment": "cmd", "tracking_uri": plain_runs}
-    # the 3 best earlier configurations re-run first (budget 20: at most a quarter of it)
-    assert config["warm_start"]["enqueue_best"] == 3
-    assert "the 3 best earlier configurations" in flat and "at most a quarter" in flat
+    # the 3 best earlier configurations offered for a re-run first, commented out: re-run
+    # first they end the sampler's survey of the whole space early
+    assert "enqueue_best" not in config["warm_start"]
+    assert "  # enqueue_best: 3\n" in text
+    assert "Not re-run first: the 3 best earlier configurations" in flat
     assert main(["validate", str(out)]) == 0
     captured = capsys.readouterr()
     assert "warning" not in captured.err
-    assert "the 3 best re-run first as new trials" in " ".join(captured.out.split())
+    assert "re-run first" not in " ".join(captured.out.split())
 
 
 @pytest.mark.parametrize(("trials", "enqueued"), [(8, 2), (3, 0)])
-def test_init_reruns_the_best_configurations_within_a_quarter_of_the_budget(
+def test_init_offers_the_best_configurations_within_a_quarter_of_the_budget(
     plain_runs: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -302,10 +304,12 @@ def test_init_reruns_the_best_configurations_within_a_quarter_of_the_budget(
     assert code == 0, err
     config = yaml.safe_load(out.read_text())
     assert config["budget"]["trials"] == trials
-    assert config["warm_start"].get("enqueue_best", 0) == enqueued
+    # offered commented out, never re-run unless the user says so
+    assert "enqueue_best" not in config["warm_start"]
+    assert (f"  # enqueue_best: {enqueued}\n" in out.read_text()) == bool(enqueued)
     assert main(["validate", str(out)]) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert ("re-run first" in said) == bool(enqueued)
+    assert "re-run first" not in said
 
 
 @pytest.mark.parametrize("fix_runs", [16, None])

@@ -26,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write a commented campaign YAML from an experiment's finished runs: the "
         "parameters lineage's importance analysis finds significant are tuned over ranges "
         "refined around the best runs, the others fixed at the best run's value; the command "
-        "is the best run's recorded command line; warm_start points back at the runs and "
-        "re-runs the 3 best of them first (at most a quarter of --trials).",
+        "is the best run's recorded command line; warm_start points back at the runs (their "
+        "3 best are offered for a re-run first, commented out).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -45,14 +45,16 @@ not to look).
 When no parameter is significant (or there are fewer runs than the analysis needs) every
 varying parameter is tuned over its recorded range: too little evidence to fix anything.
 
-The campaign re-runs the `ENQUEUE_BEST` (3) best earlier configurations first
-(``warm_start.enqueue_best``, never more than a quarter of the budget: `enqueue_count`), as
-new trials that count against the budget. The earlier runs say where the good region was
-when they were recorded, and the data, the model or the code may have changed since (why
-else tune again); these few trials measure the campaign's own task there, where the earlier
-evidence is densest, and from the first trials on give the sampler values of that task to
-tell good from poor by (without them the first new trials, wherever they land, are the only
-ones it has). Measured in ``benchmarks/bench_outcome.py`` (docs/benchmarks.md, warm start).
+The campaign does not re-run the best earlier configurations first: it writes
+``warm_start.enqueue_best`` (the `ENQUEUE_BEST` (3) best, never more than a quarter of the
+budget: `enqueue_count`) commented out, for the user who knows the earlier optimum holds.
+Re-run as the first trials, they took three of the ten trials a TPE sampler spends surveying
+the whole space and made the earlier optimum the campaign's best from the start, which the
+sampler and the focus then followed: where the optimum had moved, the campaign needed more trials than a cold
+one and more seeds never reached cold TPE's result (``benchmarks/bench_outcome.py``,
+docs/benchmarks.md, warm start). Without them the warm start's earned trust and the focus,
+which narrows nothing before the campaign's own first 10 trials, decide from the campaign's
+own trials.
 
 Which recorded params are hyperparameters: a campaign's trials hold the campaign's search
 space (its campaign run's ``space.*`` params); runs launched by hand hold the flags of their
@@ -94,7 +96,8 @@ __all__ = [
     "enqueue_count",
 ]
 
-#: The best earlier configurations a derived campaign re-runs first (``enqueue_best``) ...
+#: The best earlier configurations a derived campaign offers to re-run first (its
+#: ``enqueue_best``, written commented out) ...
 ENQUEUE_BEST = 3
 #: ... and never more than this share of its budget (the rest is the sampler's to spend).
 ENQUEUE_SHARE = 0.25

@@ -226,13 +226,13 @@ def _warm_start_lines(d: DerivedCampaign, trials: int, uri: str) -> list[str]:
     if enqueue:
         fixed = " (with the fixed parameters at the best run's value)" if d.fixed else ""
         lines += _wrap(
-            f"Re-run first, as new trials counted in budget.trials: the {enqueue} best earlier "
-            f"configurations{fixed}, at most a quarter of the budget. The earlier runs say "
-            "where the good region was when they were recorded (the data, the model or the "
-            "code may have changed since); these trials measure this campaign's task there, "
-            "where the earlier evidence is densest, and from the start give the sampler values "
-            "of this task to tell good from poor by.",
+            f"Not re-run first: the {enqueue} best earlier configurations{fixed}. Re-run as the "
+            "first trials they take the place of the sampler's first survey of the whole "
+            "space and center it on the earlier optimum, which cost trials and left seeds "
+            "short wherever that optimum had moved (docs/benchmarks.md, warm start). "
+            "Uncomment to re-run them first, as new trials counted in budget.trials, when "
+            "the earlier optimum is likely to hold (the same data, model and code).",
             "  ",
         )
-        lines.append(f"  enqueue_best: {enqueue}")
+        lines.append(f"  # enqueue_best: {enqueue}")
     return lines
