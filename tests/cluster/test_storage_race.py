@@ -6,8 +6,9 @@ together, `tuner status` or `lineage runs` beside them, trial scripts with ``lin
 A store an older MLflow made (``tests/data/mlflow-2.9.2-*.sql``: MLflow 2.9.2's schema with
 one run) is migrated by the first open of this MLflow; the openers of such a store race too.
 
-Each round starts six openers that import first, wait at one barrier (a file the test creates
-once every opener is ready) and then open fresh stores together. ``LT_RACE_ROUNDS`` sets the
+Each round starts six openers, processes forked from one launcher that imported what they need
+(``_race_opener.py``), that wait at one barrier (a file the test creates once every opener is
+ready) and then open fresh stores together. ``LT_RACE_ROUNDS`` sets the
 number of rounds of the six light openers per store kind, ``LT_RACE_WORKER_ROUNDS`` those with
 two ``tuner worker``s; CI runs one of each, ``LT_RACE_ROUNDS=20 LT_RACE_WORKER_ROUNDS=20
 pytest -n 0 tests/cluster/test_storage_race.py`` the whole check (about an hour on two
@@ -17,7 +18,9 @@ cores).
 from __future__ import annotations
 
 import functools
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -87,42 +90,42 @@ def _race(
     timeout: float = 600,
     during: Callable[[], None] | None = None,
 ) -> None:
-    """Start ``openers`` (each a ``_race_opener.py`` KIND ARGS...), release them together once
-    all are ready, and assert that each exited 0 (or, for ``tuner status`` only, 2 with the
-    one line ``early`` when it came before the campaign it asks about). ``during`` runs in a
-    thread from the start signal on (a fault while they run)."""
+    """Start ``openers`` (each a ``_race_opener.py`` KIND ARGS..., a process of its own),
+    release them together once all are ready, and assert that each exited 0 (or, for
+    ``tuner status`` only, 2 with the one line ``early`` when it came before the campaign it
+    asks about). ``during`` runs in a thread from the start signal on (a fault while they
+    run)."""
     where.mkdir(parents=True, exist_ok=True)
-    go = where / "go"
-    procs = []
-    for n, opener in enumerate(openers):
-        cmd = [sys.executable, OPENER, str(where / f"ready-{n}"), str(go), *opener]
-        with open(where / f"opener-{n}.log", "wb") as log:
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=where))
+    cmd = [sys.executable, OPENER, str(where), json.dumps([list(o) for o in openers])]
+    with open(where / "launcher.log", "wb") as log:
+        launcher = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, cwd=where, start_new_session=True
+        )
     try:
         deadline = time.monotonic() + timeout
-        while not all((where / f"ready-{n}").exists() for n in range(len(openers))):
-            assert all(p.poll() is None for p in procs), _logs(where, openers)
+        while not (where / "ready").exists():
+            assert launcher.poll() is None, _logs(where, openers)
             assert time.monotonic() < deadline, "the openers did not get ready"
             time.sleep(0.02)
-        go.touch()
+        (where / "go").touch()
         fault = threading.Thread(target=during, daemon=True) if during else None
         if fault is not None:
             fault.start()
-        for proc in procs:
-            proc.wait(max(1.0, deadline - time.monotonic()))
+        launcher.wait(max(1.0, deadline - time.monotonic()))
         if fault is not None:
             fault.join(60)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for n, (proc, opener) in enumerate(zip(procs, openers, strict=True)):
+        if launcher.poll() is None:  # the openers too: they are in its session
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    assert launcher.returncode == 0, _logs(where, openers)
+    for n, opener in enumerate(openers):
+        code = int((where / f"exit-{n}").read_text())
         log = (where / f"opener-{n}.log").read_text(errors="replace")
-        if early and opener[:2] == ["tuner", "status"] and proc.returncode == 2:
+        if early and opener[:2] == ["tuner", "status"] and code == 2:
             assert log.strip().splitlines() == [early], _logs(where, openers)
             continue
-        assert proc.returncode == 0, _logs(where, openers)
+        assert code == 0, _logs(where, openers)
 
 
 def _terminate_connections(database: str, *, times: int, every: float) -> None:
@@ -137,10 +140,13 @@ def _terminate_connections(database: str, *, times: int, every: float) -> None:
 
 
 def _logs(where: Path, openers: Sequence[Sequence[str]]) -> str:
-    return "\n".join(
-        f"--- {' '.join(o[:2])}\n{(where / f'opener-{n}.log').read_text(errors='replace')[-2000:]}"
-        for n, o in enumerate(openers)
-    )
+    def tail(name: str) -> str:
+        path = where / name
+        return path.read_text(errors="replace")[-2000:] if path.exists() else "(none)"
+
+    parts = [f"--- launcher\n{tail('launcher.log')}"]
+    parts += [f"--- {' '.join(o[:2])}\n{tail(f'opener-{n}.log')}" for n, o in enumerate(openers)]
+    return "\n".join(parts)
 
 
 def _usable(tracking: str, optuna_url: str, runs: int) -> None:

@@ -3,7 +3,11 @@ every time, with the trials stopped and the campaign run closed; a second SIGTER
 once. Real `tuner run` processes, real subprocess trials, MLflow and Optuna on SQLite.
 
 The bound asserted here is a hang detector, well above what a stop takes; the figure the
-docs give comes from ``benchmarks/bench_stop.py``."""
+docs give comes from ``benchmarks/bench_stop.py``.
+
+``LT_STOP_ROUNDS`` sets how many times the churn test starts a campaign and stops it, each
+round deeper into the churn; CI runs two, ``LT_STOP_ROUNDS=5 pytest -n 0
+tests/tuner/test_stop_bounded.py`` the whole check."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import pytest
 import yaml
 
 pytestmark = pytest.mark.slow
+ROUNDS = int(os.environ.get("LT_STOP_ROUNDS", "2"))
 
 #: Loss rises every step, so each member is ranked against the other's fresh report and
 #: copied over and over (checkpoint each step, exploit every step).
@@ -116,7 +121,7 @@ def test_sigterm_during_pbt_churn_ends_tuner_run_every_time(
     from mlflow.tracking import MlflowClient
 
     store = Path(sqlite_uri.removeprefix("sqlite:///"))
-    for round_ in range(5):
+    for round_ in range(ROUNDS):
         folder = _fresh(tmp_path, store, f"round{round_}")
         proc = _start(folder)
         # Churn under way: members have been copied over and restarted a few times.
