@@ -61,14 +61,22 @@ _reported: int | None = None
 
 def reported(step: int) -> None:
     """Note that this process reported ``step`` to the tuner (``tuner.trial.report`` calls
-    it), so that `await_verdict` waits at that step."""
+    it), so that `await_verdict` waits at that step.
+
+    Args:
+        step: the step just reported.
+    """
     global _reported
     _reported = step if _reported is None else max(_reported, step)
 
 
 def pause_steps(raw: str) -> frozenset[int]:
     """The steps in a ``TUNER_PAUSE_STEPS`` value; what is not a whole number is skipped (a
-    malformed value makes the trial wait nowhere, as before the variable existed)."""
+    malformed value makes the trial wait nowhere, as before the variable existed).
+
+    Args:
+        raw: the variable's value.
+    """
     out = set()
     for part in raw.split(","):
         part = part.strip()
@@ -79,7 +87,11 @@ def pause_steps(raw: str) -> frozenset[int]:
 
 def pause_wait(raw: str | None) -> float:
     """The seconds in a ``TUNER_PAUSE_WAIT`` value; `PAUSE_WAIT_S` when unset or not a
-    finite number of seconds >= 0."""
+    finite number of seconds >= 0.
+
+    Args:
+        raw: the variable's value; None when unset.
+    """
     try:
         wait = float(raw or "")
     except ValueError:
@@ -88,7 +100,11 @@ def pause_wait(raw: str | None) -> float:
 
 
 def read_verdict(path: str) -> int | None:
-    """The step the trial may go on past, from its verdict file; None while there is none."""
+    """The step the trial may go on past, from its verdict file; None while there is none.
+
+    Args:
+        path: the verdict file (``TUNER_VERDICT``).
+    """
     try:
         with open(path, encoding="ascii") as fh:
             text = fh.read().strip()
