@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "lineage",
     "lineage.checkpoints",
+    "lineage.pausing",
     "lineage.training",
     "lineage.mindspore",
     "lineage.pytorch",

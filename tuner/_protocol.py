@@ -14,10 +14,11 @@ A trial process receives, in its environment:
 - ``TUNER_PAUSE_STEPS``: where a scheduler may pause the trial, the steps (comma-separated)
   at which it judges it (ASHA's rungs, with ``mode: promote``), and ``TUNER_VERDICT``: a file
   holding the highest step the controller let the trial go on past (`write_verdict`). At
-  one of these steps `tuner.trial.checkpointed` waits, after its commit and for at most
-  ``TUNER_PAUSE_WAIT`` seconds (``trial.grace_period``), until either file answers, so that
-  a pause stops the process at the step it was judged at rather than some steps later
-  (`pause_env`, `attempt_env`);
+  one of these steps `tuner.trial.checkpointed` and lineage's framework helpers wait, after
+  their commit and for at most ``TUNER_PAUSE_WAIT`` seconds (``trial.grace_period``), until
+  either file answers, so that a pause stops the process at the step it was judged at
+  rather than some steps later (`pause_env`, `attempt_env`; the wait and these names are
+  `lineage.pausing`, which framework helpers use without importing the tuner);
 - ``TUNER_TRIAL_NUMBER``, ``TUNER_ATTEMPT``: which trial and which attempt it is;
 - its devices: ``CUDA_VISIBLE_DEVICES``, or ``ASCEND_RT_VISIBLE_DEVICES`` and ``DEVICE_ID``
   (`device_env`);
@@ -51,6 +52,16 @@ from lineage.checkpoints import (
     RESUME_STEP,
 )
 from lineage.checkpoints import STORE as CHECKPOINT_STORE
+from lineage.pausing import (
+    CONTROL,
+    PAUSE_STEPS,
+    PAUSE_WAIT,
+    PAUSE_WAIT_S,
+    VERDICT,
+    pause_steps,
+    pause_wait,
+    read_verdict,
+)
 
 # Not `typing.TYPE_CHECKING`: a training script importing `tuner.trial` should not pay for
 # the typing module.
@@ -109,12 +120,8 @@ __all__ = [
 
 PARAMS = "TUNER_PARAMS"
 CHANNEL = "TUNER_CHANNEL"
-CONTROL = "TUNER_CONTROL"
 TRIAL_NUMBER = "TUNER_TRIAL_NUMBER"
 ATTEMPT = "TUNER_ATTEMPT"
-PAUSE_STEPS = "TUNER_PAUSE_STEPS"
-PAUSE_WAIT = "TUNER_PAUSE_WAIT"
-VERDICT = "TUNER_VERDICT"
 TRACKING_URI = "MLFLOW_TRACKING_URI"
 EXPERIMENT_ID = "MLFLOW_EXPERIMENT_ID"
 RUN_ID = "MLFLOW_RUN_ID"
@@ -136,10 +143,6 @@ MS_ROLE, MS_WORKER = "MS_ROLE", "MS_WORKER"
 CHANNEL_FILE = "channel.jsonl"
 CONTROL_FILE = "stop"
 VERDICT_FILE = "verdict"
-#: The longest a trial waits at a pause step for the controller's verdict (seconds) when
-#: ``TUNER_PAUSE_WAIT`` does not say: a slow or dead controller costs a trial this much per
-#: pause step, never a hang.
-PAUSE_WAIT_S = 10.0
 #: A trial forked from a warm parent records itself there (`tuner.executors._procs.identity`):
 #: a fork's ``/proc/PID/environ`` is its parent's, so the channel variable cannot find it.
 PROCESS_FILE = "process.json"
@@ -243,37 +246,6 @@ def device_env(kind: str, devices: Sequence[str]) -> dict[str, str]:
 
 
 # ----- the channel -----------------------------------------------------------------------------
-
-
-def pause_steps(raw: str) -> frozenset[int]:
-    """The steps in a ``TUNER_PAUSE_STEPS`` value; what is not a whole number is skipped (a
-    malformed value makes the trial wait nowhere, as before the variable existed)."""
-    out = set()
-    for part in raw.split(","):
-        part = part.strip()
-        if part.lstrip("-").isdigit():
-            out.add(int(part))
-    return frozenset(out)
-
-
-def pause_wait(raw: str | None) -> float:
-    """The seconds in a ``TUNER_PAUSE_WAIT`` value; `PAUSE_WAIT_S` when unset or not a
-    finite number of seconds >= 0."""
-    try:
-        wait = float(raw or "")
-    except ValueError:
-        return PAUSE_WAIT_S
-    return wait if math.isfinite(wait) and wait >= 0 else PAUSE_WAIT_S
-
-
-def read_verdict(path: str) -> int | None:
-    """The step the trial may go on past, from its verdict file; None while there is none."""
-    try:
-        with open(path, encoding="ascii") as fh:
-            text = fh.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.lstrip("-").isdigit() else None
 
 
 def is_rank_zero(environ: Mapping[str, str]) -> bool:

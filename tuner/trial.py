@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 import time
 
+from lineage import pausing
 from tuner import _protocol as protocol
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would cost the script
@@ -65,9 +66,6 @@ __all__ = [
 _channel: IO[str] | None = None
 _channel_path: str | None = None
 _params: dict[str, Any] | None = None
-#: The highest step this process reported: a pause step is waited at only once reported
-#: (the controller judges reports; it has nothing to judge before).
-_reported: int | None = None
 
 
 def is_tuning() -> bool:
@@ -139,11 +137,11 @@ def report(step: int, **metrics: float) -> None:
         return
     if isinstance(step, bool) or not isinstance(step, int):
         raise TypeError(f"report(step, ...): step must be an int, got {step!r}")
-    global _reported
     _write(
         path, protocol.encode_report(step, metrics, time.time(), recorded=_record(step, metrics))
     )
-    _reported = step if _reported is None else max(_reported, step)
+    # A pause step is waited at only once reported: the controller judges reports.
+    pausing.reported(step)
 
 
 def _write(path: str, line: str) -> None:
@@ -219,8 +217,7 @@ def should_prune() -> bool:
     The script should then return promptly; a SIGTERM follows, then SIGKILL after
     ``trial.grace_period``.
     """
-    path = os.environ.get(protocol.CONTROL)
-    return bool(path) and os.path.exists(path)  # type: ignore[arg-type]
+    return pausing.stopped()
 
 
 def checkpoint_dir(step: int | None = None) -> Path:
@@ -276,30 +273,7 @@ def checkpointed(step: int) -> None:
     if not protocol.is_rank_zero(os.environ):
         return
     checkpoints.commit(checkpoint_dir(step), step)
-    _await_verdict(step)
-
-
-def _await_verdict(step: int) -> None:
-    """Wait, after the commit of ``step``, for the controller's verdict on it (see
-    `checkpointed`): a stop flag or a verdict file at or past ``step``."""
-    steps, verdict = os.environ.get(protocol.PAUSE_STEPS), os.environ.get(protocol.VERDICT)
-    control = os.environ.get(protocol.CONTROL)
-    if not steps or not verdict or not control or _reported is None or _reported < step:
-        return
-    if step not in protocol.pause_steps(steps):
-        return
-    deadline = time.monotonic() + protocol.pause_wait(os.environ.get(protocol.PAUSE_WAIT))
-    while True:
-        if os.path.exists(control):
-            return
-        cleared = protocol.read_verdict(verdict)
-        if (cleared is not None and cleared >= step) or time.monotonic() >= deadline:
-            return
-        time.sleep(_VERDICT_POLL_S)
-
-
-#: How often a trial waiting at a pause step looks for the verdict (two file checks).
-_VERDICT_POLL_S = 0.005
+    pausing.await_verdict(step)
 
 
 def resume_from() -> tuple[Path, int] | None:

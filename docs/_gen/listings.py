@@ -112,7 +112,7 @@ _VARIABLES: dict[str, tuple[str, str, str]] = {
     "TUNER_PAUSE_STEPS": (
         "the tuner (ASHA with `mode: promote`)",
         "",
-        "The steps (comma-separated) at which the scheduler may pause the trial: there `tuner.trial.checkpointed` waits for the controller's verdict.",
+        "The steps (comma-separated) at which the scheduler may pause the trial: there `tuner.trial.checkpointed` and the framework helpers' checkpoint saves wait for the controller's verdict.",
     ),
     "TUNER_PAUSE_WAIT": (
         "the tuner (from `trial.grace_period`)",

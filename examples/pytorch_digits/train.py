@@ -67,10 +67,12 @@ with lineage.pytorch.watch(
             x, y = val.tensors
             accuracy = (model(x).argmax(1) == y).float().mean().item()
         print(f"epoch {epoch}: val_accuracy={accuracy:.4f}", flush=True)
-        stop = w.epoch_end(epoch, val_accuracy=accuracy)
+        w.epoch_end(epoch, val_accuracy=accuracy)
         # After the report (an attempt resumed from this epoch keeps it), and also when told
         # to stop: a scheduler that pauses a trial (ASHA) resumes it from this checkpoint.
+        # At an ASHA rung the save waits for the tuner's verdict on the report, and
+        # ``w.pruned`` then says whether the trial was paused here.
         lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)
-        if stop:
+        if w.pruned:
             print(f"stopped by the tuner after epoch {epoch}", flush=True)
             break

@@ -9,7 +9,7 @@ from typing import Any
 import lightning as L
 import torch
 
-from lineage import checkpoints
+from lineage import checkpoints, pausing
 from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import Watcher, apply_settings, check_every, optimizer_settings
 from lineage.training import RecorderOptions, Trial
@@ -79,8 +79,11 @@ class LineageCallback(L.Callback):
     attempt continues a checkpoint with other values of some hyperparameters
     (``TUNER_RESUME_CHANGED``, as population-based training's explore step sets it), the
     optimizer keeps the hyperparameters ``configure_optimizers`` gave it; the checkpoint
-    gives its state and the schedule's position. A plain retry restores it whole. A refused
-    ``TUNER_*`` value ends the process with one line and exit status 2.
+    gives its state and the schedule's position. A plain retry restores it whole. At an
+    epoch where the tuner may pause the trial (an ASHA rung with ``mode: promote``) the
+    commit waits for the controller's verdict on the epoch's report, and a paused trial's fit
+    stops at that epoch (``trainer.should_stop``). A refused ``TUNER_*`` value ends the
+    process with one line and exit status 2.
 
     Args:
         trial: ``tuner.trial``, to report to and be pruned by; None: no reports.
@@ -242,22 +245,28 @@ class LineageCallback(L.Callback):
         epoch = trainer.current_epoch + 1
         pruned = w.epoch_end(epoch, report=chosen, **metrics)
         # After the report: an attempt resumed from this epoch keeps the epoch's report.
-        self._save(trainer, epoch)
+        if self._save(trainer, epoch):
+            # At an ASHA rung the save waited for the verdict on the report: ask again.
+            pruned = w.report(epoch, {})
         # Rank 0 decides; every rank must stop at the same epoch or DDP hangs.
         if trainer.strategy.reduce_boolean_decision(pruned, all=False):
             trainer.should_stop = True
 
-    def _save(self, trainer: L.Trainer, epoch: int) -> None:
+    def _save(self, trainer: L.Trainer, epoch: int) -> bool:
+        """Save and commit the epoch's trial checkpoint when one is due (the same answer on
+        every rank); whether one was."""
         root = os.environ.get(checkpoints.CHECKPOINT_DIR)
         every = self._every
         if not root or not every or (epoch % every and epoch != trainer.max_epochs):
-            return
+            return False
         # Every rank takes part (the strategy gathers sharded state and waits at a barrier);
         # the strategy writes on global rank 0, which then commits the folder.
         folder = checkpoints.step_dir(root, epoch)
         trainer.save_checkpoint(folder / CHECKPOINT_FILE)
         if trainer.is_global_zero:
             checkpoints.commit(folder, epoch)
+            pausing.await_verdict(epoch)
+        return True
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not self._started:

@@ -42,7 +42,7 @@ import mindspore as ms
 from mindspore import nn
 from mindspore.train import Callback
 
-from lineage import checkpoints
+from lineage import checkpoints, pausing
 from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._introspect import rank
 from lineage.training import checkpoint_root
@@ -117,6 +117,11 @@ def save_checkpoint(
         step: the training steps done, stored in the file; None: not stored (a restore then
             leaves the step count to the caller).
 
+    Where the campaign's scheduler may pause the trial at ``epoch`` (ASHA's rungs with
+    ``mode: promote``) and this process reported the epoch, the call then waits until the
+    controller judged that report (at most ``trial.grace_period``): a loop that checks
+    ``tuner.trial.should_prune()`` after it stops at the epoch it was paused at.
+
     Returns:
         The committed checkpoint, or None where nothing is saved.
 
@@ -132,7 +137,9 @@ def save_checkpoint(
     if step is not None:
         extra[STEP_KEY] = int(step)
     ms.save_checkpoint(_save_object(cell), str(folder / CHECKPOINT_FILE), append_dict=extra)
-    return checkpoints.commit(folder, epoch)
+    committed = checkpoints.commit(folder, epoch)
+    pausing.await_verdict(int(epoch))
+    return committed
 
 
 def load_checkpoint(
@@ -244,8 +251,9 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
 
     ``recorder`` (a `TrainingRecorder`): its epoch and step counters continue from the
     checkpoint's, so the recorded curves go on without repeating a step. An epoch the body
-    leaves with ``break`` (pruned) is not saved. When the checkpoint holds the last epoch,
-    nothing is yielded. Outside the tuner: ``1..epochs``, nothing saved or restored.
+    leaves with ``break`` (pruned) is not saved; when the tuner tells the trial to stop
+    during the save (paused at an ASHA rung), no further epoch is yielded. When the
+    checkpoint holds the last epoch, nothing is yielded. Outside the tuner: ``1..epochs``, nothing saved or restored.
 
     Args:
         epochs: the training's epoch count: the last epoch yielded, and under the tuner always
@@ -278,12 +286,14 @@ def resumable_epochs(epochs: int, *cells: Any, recorder: Any = None) -> Iterator
         yield epoch
         if every and (epoch % every == 0 or epoch == epochs):
             step = recorder.global_step if recorder is not None else None
-            save_checkpoint(list(cells), epoch, step=step)
+            if save_checkpoint(list(cells), epoch, step=step) is not None and pausing.stopped():
+                return  # paused (or pruned) at this epoch: no further one
 
 
 class TrialCheckpoint(Callback):
     """Save ``cell`` every ``every`` epochs (default ``TUNER_CHECKPOINT_EVERY``, else 1; and
-    after the last) through `save_checkpoint`.
+    after the last) through `save_checkpoint`, and stop the training (``request_stop``) when
+    the tuner told the trial to stop by then (paused at this epoch, or pruned).
 
     Args:
         cell: what `save_checkpoint` saves (``Model.train_network``), a cell or a list of
@@ -306,9 +316,11 @@ class TrialCheckpoint(Callback):
         epoch = int(cb.cur_epoch_num)
         with exiting_on_bad_environment():
             every = self.every or checkpoints.every()
-        if epoch % every == 0 or epoch == int(getattr(cb, "epoch_num", epoch)):
-            # No step: with ``initial_epoch`` MindSpore counts steps from 0 again.
-            save_checkpoint(self.cell, epoch)
+        if epoch % every and epoch != int(getattr(cb, "epoch_num", epoch)):
+            return
+        # No step: with ``initial_epoch`` MindSpore counts steps from 0 again.
+        if save_checkpoint(self.cell, epoch) is not None and pausing.stopped():
+            run_context.request_stop()
 
 
 def has_trial_checkpoint(callbacks: Sequence[Any]) -> bool:

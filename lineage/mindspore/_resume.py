@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Any
 
-from lineage import checkpoints
+from lineage import checkpoints, pausing
 from lineage._errors import exiting_on_bad_environment
 from lineage.mindspore._checkpoint import (
     has_trial_checkpoint,
@@ -126,14 +126,19 @@ class TrialResume:
 
     def epoch_end(self, run_context: Any) -> None:
         """Save the epoch's checkpoint every N epochs and after the last; stop a continued
-        training after its last epoch."""
+        training after its last epoch, and any training the tuner told to stop by the end of
+        the save (see `save_checkpoint`)."""
         if not self.active or self.finished:
             return
         cb = run_context.original_args()
         epoch = int(cb.cur_epoch_num)
         if self._save and (epoch % self._every == 0 or epoch >= self._total):
             step = int(cb.cur_step_num) if self._steps_known else None
-            save_checkpoint(self._cell, epoch, step=step)
+            saved = save_checkpoint(self._cell, epoch, step=step)
+            if saved is not None and pausing.stopped():
+                # Paused at this epoch (an ASHA rung) or pruned while saving waited for the
+                # verdict: stop here, not after callbacks later in the list looked again.
+                run_context.request_stop()
         if self._shift and epoch >= self._total:
             run_context.request_stop()
 

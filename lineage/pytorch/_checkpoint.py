@@ -6,15 +6,18 @@ after an epoch, and restore the one the tuner hands an attempt that continues ea
     start = lineage.pytorch.restore_checkpoint(model, opt, sched, watcher=w)  # 0: fresh
     for epoch in range(start + 1, epochs + 1):
         ...                                   # one epoch
-        stop = w.epoch_end(epoch, val_accuracy=accuracy)          # report first
+        w.epoch_end(epoch, val_accuracy=accuracy)                 # report first
         lineage.pytorch.save_checkpoint(epoch, model, opt, sched, watcher=w)
-        if stop:                              # pruned, or paused to resume from here later
+        if w.pruned:                          # pruned, or paused to resume from here later
             break
 
 One file, ``pytorch.pt``, holds the model's, optimizer's, scheduler's and AMP scaler's
 ``state_dict``, the epoch, the watcher's optimizer-step count (so the resumed run's per-step
 curves continue where the checkpoint left off instead of starting again at step 1) and the
-random-number generators' states. Outside the tuner (no ``TUNER_CHECKPOINT_DIR``) saving does
+random-number generators' states. At a step where the tuner may pause the trial (an ASHA
+rung with ``mode: promote``), saving waits after the commit for the controller's verdict on
+the epoch's report (`lineage.pausing.await_verdict`) and then asks the watcher's trial again,
+so ``w.pruned`` says whether the trial was paused at this epoch. Outside the tuner (no ``TUNER_CHECKPOINT_DIR``) saving does
 nothing and restoring returns 0, so the same script runs by hand. In a multi-process trial
 (``torchrun``) only rank 0 writes; every rank restores. The folder protocol is
 :mod:`lineage.checkpoints`.
@@ -29,7 +32,7 @@ from typing import Any
 
 import torch
 
-from lineage import checkpoints
+from lineage import checkpoints, pausing
 from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import _introspect as intro
 from lineage.training import checkpoint_root
@@ -133,14 +136,20 @@ def save_checkpoint(
     ones pruned to the campaign's ``checkpoint.keep``); None outside the tuner and on ranks
     other than 0.
 
+    Where the campaign's scheduler may pause the trial at ``epoch`` (ASHA's rungs with
+    ``mode: promote``) and the epoch was reported, rank 0 then waits until the controller
+    judged that report (at most ``trial.grace_period``), and ``watcher`` asks its trial
+    whether to stop (every rank, as `Watcher.report` does): a loop that checks
+    ``watcher.pruned`` after this call stops at the epoch it was paused at.
+
     Args:
         epoch: the epoch just trained; it names the step folder and is stored in the file.
         model: the ``torch.nn.Module`` whose ``state_dict`` is saved.
         optimizer: its optimizer, saved when given.
         scheduler: its lr scheduler, saved when given.
         scaler: the AMP ``torch.amp.GradScaler``, saved when given.
-        watcher: the `Watcher` of the loop, whose optimizer-step count is saved; None: no
-            count saved.
+        watcher: the `Watcher` of the loop, whose optimizer-step count is saved and whose
+            ``pruned`` is brought up to date after the commit; None: no count saved.
 
     Returns:
         The committed checkpoint, or None where nothing is saved.
@@ -149,6 +158,16 @@ def save_checkpoint(
         OSError: the checkpoint file or its manifest could not be written (the checkpoint
             stays uncommitted, so a resume ignores it).
     """
+    committed = _save(epoch, model, optimizer, scheduler, scaler, watcher)
+    if watcher is not None and os.environ.get(checkpoints.CHECKPOINT_DIR):
+        # On every rank (rank 0 decides for all): the verdict may have come during the wait.
+        watcher.report(int(epoch), {})
+    return committed
+
+
+def _save(
+    epoch: int, model: Any, optimizer: Any, scheduler: Any, scaler: Any, watcher: Any
+) -> checkpoints.Checkpoint | None:
     root = checkpoint_root(intro.rank())
     if root is None:
         return None
@@ -165,7 +184,9 @@ def save_checkpoint(
     tmp = folder / f"{CHECKPOINT_FILE}.tmp"
     torch.save(state, tmp)
     os.replace(tmp, folder / CHECKPOINT_FILE)
-    return checkpoints.commit(folder, epoch)
+    committed = checkpoints.commit(folder, epoch)
+    pausing.await_verdict(int(epoch))
+    return committed
 
 
 def restore_checkpoint(

@@ -11,7 +11,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from lineage import checkpoints
+from lineage import checkpoints, pausing
 from lineage._errors import UsageError, exiting_on_bad_environment
 from lineage.pytorch import Watcher, apply_settings, check_every
 from lineage.training import RecorderOptions, Trial
@@ -95,8 +95,11 @@ class LineageCallback(TrainerCallback):
     values of some hyperparameters (``TUNER_RESUME_CHANGED``, as population-based
     training's explore step sets it), the callback gives them back the values of
     ``TrainingArguments`` (each group's lr, weight decay, Adam's betas and eps), keeping the
-    optimizer's state and the schedule's position. A refused ``TUNER_*`` value ends the
-    process with one line and exit status 2.
+    optimizer's state and the schedule's position. At an evaluation where the tuner may
+    pause the trial (an ASHA rung with ``mode: promote``) the commit waits for the
+    controller's verdict on the evaluation's report, and a paused trial's training stops
+    there (``control.should_training_stop``). A refused ``TUNER_*`` value ends the process
+    with one line and exit status 2.
 
     Args:
         trial: ``tuner.trial``, to report to and be pruned by; None: no reports.
@@ -266,8 +269,16 @@ class LineageCallback(TrainerCallback):
         root = os.environ.get(checkpoints.CHECKPOINT_DIR)
         step = self._saving
         self._saving = None
-        if not root or step is None or not state.is_world_process_zero:
+        if not root or step is None:
             return
+        if state.is_world_process_zero:
+            self._commit(args, state, root, step)
+        # On every rank (rank 0 decides for all): at an ASHA rung the commit waited for the
+        # verdict on the evaluation's report, and a paused trial stops at this evaluation.
+        if self.watcher.report(step, {}):
+            control.should_training_stop = True
+
+    def _commit(self, args: TrainingArguments, state: TrainerState, root: str, step: int) -> None:
         written = Path(args.output_dir or ".") / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if not written.is_dir():
             return
@@ -278,6 +289,7 @@ class LineageCallback(TrainerCallback):
         else:
             shutil.copytree(written, folder, copy_function=_link_or_copy)
         checkpoints.commit(folder, step)
+        pausing.await_verdict(step)
 
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

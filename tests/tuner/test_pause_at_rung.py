@@ -115,8 +115,8 @@ def test_asha_stop_tells_no_trial_of_pause_steps(
 def waiting_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """The environment of a trial that may be paused at steps 2 and 4 and waits up to a
     minute for a verdict."""
+    from lineage import pausing
     from tuner import _protocol as protocol
-    from tuner import trial
 
     files = {
         "control": tmp_path / protocol.CONTROL_FILE,
@@ -128,7 +128,7 @@ def waiting_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     monkeypatch.setenv(protocol.CHECKPOINT_DIR, str(tmp_path / "ckpt"))
     monkeypatch.setenv(protocol.PAUSE_STEPS, "2,4")
     monkeypatch.setenv(protocol.PAUSE_WAIT, "60")
-    monkeypatch.setattr(trial, "_reported", None)
+    monkeypatch.setattr(pausing, "_reported", None)
     return files
 
 
