@@ -257,8 +257,8 @@ def checkpointed(step: int) -> None:
     with `should_prune` True, so a script that checks `should_prune` after this call stops
     at the step it was paused at instead of computing further ones. The wait is bounded
     (``trial.grace_period``; then the trial goes on and a pause stops it later, as without the
-    wait), and happens nowhere else: not under other schedulers, not on Ray, not in ranks
-    other than 0.
+    wait), and happens nowhere else: not under other schedulers, not in ranks other than 0,
+    not on Ray with ``trial.preload: false`` (a plain task hears no verdict).
 
     Args:
         step: the step (epoch) whose folder, ``checkpoint_dir(step)``, holds every file of

@@ -69,6 +69,55 @@ def test_asha_promotes_a_paused_trial_on_ray(
     assert sorted(cont.intermediate_values) == list(range(9))
 
 
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_paused_ray_trial_computes_no_step_past_its_rung(
+    tmp_path: Path, sqlite_uri: str, ray_address: str
+) -> None:
+    # Ray's warm slots (the default) carry the controller's verdicts to the trial's node: a
+    # trial waits at its rung step as on local slots, so a pause there costs nothing more.
+    from tests.tuner.test_pause_at_rung import SCRIPT as PAUSE_SCRIPT
+
+    # After each commit the script notes what the verdict file on its node held: the trial
+    # that goes on past its rung was let go by the controller's verdict, not by the timeout.
+    script = PAUSE_SCRIPT.replace(
+        "    trial.checkpointed(step)\n",
+        "    trial.checkpointed(step)\n"
+        "    seen = pathlib.Path(os.environ['TUNER_VERDICT'])\n"
+        "    with open('verdicts', 'a') as fh:\n"
+        "        fh.write(f'{trial.number()} {step} "
+        "{seen.read_text().strip() if seen.exists() else -1}\\n')\n",
+    )
+    assert script != PAUSE_SCRIPT
+    (tmp_path / "bases").write_text("1.0 3.0 5.0 6.0 7.0")
+    path = _base(
+        tmp_path,
+        script,
+        budget={"trials": 5, "max_failures": 3},
+        resources={"kind": "cpu", "parallel": 1},
+        executor={"name": "ray", "address": ray_address},
+        lineage={"tracking_uri": sqlite_uri},
+        scheduler={**ASHA, "max_resource": 9},
+        trial={"grace_period": 60},
+    )
+    config = load_config(path)
+    Controller(config, importance=False, handle_signals=False).run()
+    study = optuna.load_study(study_name="sched", storage=config.optuna_storage_url())
+    paused = [t for t in study.get_trials() if t.user_attrs.get("tuner.paused_at") is not None]
+    assert paused
+    computed: dict[int, list[int]] = {}
+    for line in (tmp_path / "computed").read_text().splitlines():
+        number, step = map(int, line.split())
+        computed.setdefault(number, []).append(step)
+    for t in paused:
+        assert max(computed[t.number]) == t.user_attrs["tuner.paused_at"], (t.number, computed)
+    verdicts = [
+        tuple(map(int, line.split())) for line in (tmp_path / "verdicts").read_text().splitlines()
+    ]
+    # Trial 0 (the best) went on past rung 1: the verdict for step 1 had reached its node.
+    assert any(n == 0 and step == 1 and seen >= 1 for n, step, seen in verdicts), verdicts
+
+
 #: Six steps of a little work each, a checkpoint after each; the loss ranks trials by x.
 SHARED = """
 import json, time

@@ -210,6 +210,7 @@ class RayExecutor(Executor):
                 self._ray, spec, gen, request, self._say, index, packing=self._packing
             )
             handle.stopper = lambda: warm.stop(index, spec.number, spec.attempt)
+            handle.clearer = lambda step: warm.go_on(index, spec.number, spec.attempt, step)
             handle.killer = lambda: warm.kill(index)
         self._handles = [*live, handle]
         return handle
@@ -268,6 +269,9 @@ class _RayHandle(TrialHandle):
         # A warm slot's trial stops through its actor, and a forced stop kills the actor.
         self.stopper: Callable[[], None] | None = None
         self.killer: Callable[[], None] | None = None
+        #: Tells the node the controller let the trial go on past a step (warm slots only).
+        self.clearer: Callable[[int], None] | None = None
+        self._cleared = -1
         self.lost = False
         self.spec = spec
         self.generator = generator
@@ -384,6 +388,15 @@ class _RayHandle(TrialHandle):
         self._drain()
         out, self._lines = self._lines, []
         return out
+
+    def go_on(self, step: int) -> None:
+        # Only a trial told where it may be paused waits for a verdict: no call otherwise.
+        if self.clearer is None or step <= self._cleared:
+            return
+        if protocol.PAUSE_STEPS not in self.spec.env:
+            return
+        self._cleared = step
+        self.clearer(step)
 
     def request_prune(self) -> None:
         if self._stop_at is not None or self._outcome is not None:

@@ -88,8 +88,14 @@ def follow_trial(
     start: Start,
     stop_requested: Callable[[], bool] | None = None,
     cold: Callable[[], str | None] | None = None,
+    cleared: Callable[[], int | None] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Runs one attempt on this node and yields its items (start, io..., end).
+
+    ``cleared()`` (polled, as ``stop_requested``): the highest step the controller let the
+    trial go on past, which this node writes to the trial's verdict file for a trial waiting
+    at a pause step (`tuner.trial.checkpointed`). Without it the trial is given no verdict
+    file and never waits: a plain Ray task has no way to hear the controller's verdicts.
 
     Stopping: ``stop_requested`` (polled) or, in a Ray task, ``KeyboardInterrupt`` or
     ``GeneratorExit`` from ``ray.cancel``; either way the trial gets its stop flag and SIGTERM,
@@ -108,10 +114,15 @@ def follow_trial(
     tmp = tempfile.mkdtemp(prefix=f"tuner-trial-{payload['number']}-{payload['attempt']}-")
     channel = os.path.join(tmp, protocol.CHANNEL_FILE)
     control = os.path.join(tmp, protocol.CONTROL_FILE)
+    verdict = os.path.join(tmp, protocol.VERDICT_FILE) if cleared is not None else None
     out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
     env.update(
         protocol.attempt_env(
-            channel=channel, control=control, number=payload["number"], attempt=payload["attempt"]
+            channel=channel,
+            control=control,
+            number=payload["number"],
+            attempt=payload["attempt"],
+            verdict=verdict,
         )
     )
     open(channel, "wb").close()
@@ -137,8 +148,9 @@ def follow_trial(
             "cold": cold() if cold is not None else None,
         }
         sampler = _Sampler(kind, devices, env.get("PATH"), payload.get("memory_interval"))
+        told = _Verdicts(verdict, cleared) if verdict is not None and cleared else None
         rc, timed_out = yield from _watch(
-            proc, followers, payload, control, t0, stop_requested, sampler
+            proc, followers, payload, control, t0, stop_requested, sampler, told
         )
         yield _ended(rc, timed_out, t0, out_path, err_path)
     except (KeyboardInterrupt, GeneratorExit):
@@ -168,10 +180,27 @@ def _node_env(kind: str, own: Mapping[str, str]) -> dict[str, str]:
         # Ray restricted the visible NPUs already; the first of them is logical device 0.
         env[protocol.DEVICE_ID] = "0"
     env.update(own)
-    # The controller cannot write a verdict file on this node: its trials never wait at a
-    # pause step (`tuner.trial.checkpointed`), whatever the node's environment holds.
+    # The controller's verdict file is on its own machine: `follow_trial` names one on this
+    # node when it can hear the verdicts, else none (the trial then never waits).
     env.pop(protocol.VERDICT, None)
     return env
+
+
+class _Verdicts:
+    """Writes the steps the controller cleared (``cleared()``) to the trial's verdict file."""
+
+    def __init__(self, path: str, cleared: Callable[[], int | None]) -> None:
+        self._path = path
+        self._cleared = cleared
+        self._written = -1
+
+    def poll(self) -> None:
+        step = self._cleared()
+        if step is None or step <= self._written:
+            return
+        with contextlib.suppress(OSError):  # the trial's wait is bounded: it goes on anyway
+            protocol.write_verdict(self._path, step)
+            self._written = step
 
 
 class _Sampler:
@@ -208,6 +237,7 @@ def _watch(
     t0: float,
     stop_requested: Callable[[], bool] | None,
     sampler: _Sampler | None = None,
+    told: _Verdicts | None = None,
 ) -> Generator[dict[str, Any], None, tuple[int, bool]]:
     """Yield the attempt's io items (and its memory, with a ``sampler``) until its process
     exits, stopping it past its timeout or on request; returns ``(exit status, whether it
@@ -224,6 +254,8 @@ def _watch(
             yield memory
         if rc is not None:
             return int(rc), timed_out
+        if told is not None:
+            told.poll()
         timeout = payload["timeout"]
         if timeout is not None and time.monotonic() - t0 > timeout:
             timed_out = True

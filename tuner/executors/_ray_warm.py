@@ -40,6 +40,7 @@ class WarmSlot:
         self._env = dict(env)  # the campaign's `env:`, which the parent imports under
         self._parent: WarmParent | None = None
         self._stopped: set[tuple[int, int]] = set()
+        self._cleared: dict[tuple[int, int], int] = {}
 
     def _warm_parent(self, payload: dict[str, Any]) -> tuple[WarmParent | None, Any, str | None]:
         how, why = plan(payload["argv"], payload["workdir"], self._preload)
@@ -79,13 +80,23 @@ class WarmSlot:
 
         try:
             yield from follow_trial(
-                payload, start, lambda: key in self._stopped, lambda: notes["cold"]
+                payload,
+                start,
+                lambda: key in self._stopped,
+                lambda: notes["cold"],
+                lambda: self._cleared.get(key),
             )
         finally:
             self._stopped.discard(key)
+            self._cleared.pop(key, None)
 
     def stop(self, number: int, attempt: int) -> None:
         self._stopped.add((number, attempt))
+
+    def go_on(self, number: int, attempt: int, step: int) -> None:
+        """The controller let the attempt go on past ``step`` (see `follow_trial`)."""
+        key = (number, attempt)
+        self._cleared[key] = max(step, self._cleared.get(key, -1))
 
     def close(self) -> None:
         if self._parent is not None:
@@ -122,6 +133,10 @@ class WarmSlots:
     def stop(self, index: int, number: int, attempt: int) -> None:
         with contextlib.suppress(Exception):
             self._actors[index].stop.remote(number, attempt)
+
+    def go_on(self, index: int, number: int, attempt: int, step: int) -> None:
+        with contextlib.suppress(Exception):  # a lost actor: the trial's wait is bounded
+            self._actors[index].go_on.remote(number, attempt, step)
 
     def kill(self, index: int) -> None:
         """Ends slot ``index``'s actor (its warm parent and trial go with it); the next trial
