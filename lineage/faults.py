@@ -80,6 +80,11 @@ POINTS: dict[str, str] = {
         "an attempt that ended and was not told yet is re-run once; other attempts that "
         "ended at the same moment are told their results"
     ),
+    "retry-queued-not-marked": (
+        "a failed attempt whose retry is queued but which is not yet marked failed is marked "
+        "by the next controller (a failed attempt, counted against budget.max_failures) "
+        "without a second retry; the retry runs once"
+    ),
     "supersede-copied-not-marked": (
         "an interrupted trial whose copy is queued but which is not yet marked superseded "
         "is marked by the next controller without a second copy"

@@ -284,6 +284,13 @@ def _faults_table(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {store} | " + " | ".join(cells) + f" | {failed} | {_cell(row.get('seconds'))} |"
         )
+    race = figures.get("two_workers_race")
+    if race:
+        lines += [
+            "",
+            f"The two-workers race (`{race.get('test')}`), one pytest per run beside the "
+            f"matrix: {_cell(race.get('passed'))} of {_cell(race.get('runs'))} runs passed.",
+        ]
     return lines
 
 

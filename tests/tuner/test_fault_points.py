@@ -34,10 +34,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 #: Four steps with a checkpoint after each; a resumed attempt checks that the checkpoint it
 #: was given holds the step it was told (a torn one would not) and notes it in ``torn``.
+#: While ``fail`` exists, the first attempt to reach its step-1 checkpoint takes it and exits 3
+#: (a failure the retry scenario retries once).
 #: While ``hold`` exists, trial 0's fresh attempt waits after its step-1 checkpoint (up to
 #: 120 s): a process its killed controller left is still running when `tuner resume` comes.
 SCRIPT = """
-import argparse, json, pathlib, time
+import argparse, json, os, pathlib, time
 from tuner import trial
 ap = argparse.ArgumentParser(); ap.add_argument("--x", type=float); x = ap.parse_args().x
 resume = trial.resume_from()
@@ -51,6 +53,13 @@ for step in range(start, 4):
     trial.report(step, loss=(x - 0.3) ** 2 + 0.1 / (step + 1))
     (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"step": step}))
     trial.checkpointed(step)
+    if step == 1 and resume is None:
+        try:
+            os.rename("fail", "failed")  # atomic: one attempt takes the one failure
+        except FileNotFoundError:
+            pass
+        else:
+            raise SystemExit(3)
     if step == 1 and resume is None and trial.number() == 0:
         deadline = time.monotonic() + 120
         while pathlib.Path("hold").exists() and time.monotonic() < deadline:
@@ -67,6 +76,7 @@ SCENARIO = {
     "asha-promoted-not-started": "asha",
     "pbt-marked-not-enqueued": "pbt",
     "pbt-copied-not-told": "pbt",
+    "retry-queued-not-marked": "retry",
 }
 
 #: A point reached only while a controller recovers what a killed one left: the campaign is
@@ -184,11 +194,13 @@ def _config(
             },
             **extra,
         )
+    if scenario == "retry":
+        (tmp_path / "fail").touch()
     return campaign(
         SCRIPT,
         budget={"trials": 3},
         resources={"kind": "cpu", "parallel": 2},
-        trial={"grace_period": 1},
+        trial={"grace_period": 1, **({"retries": 1} if scenario == "retry" else {})},
         **extra,
     )
 
@@ -233,7 +245,7 @@ def _check_invariants(config: Any, uri: str, folder: Path, scenario: str, fired_
     import optuna
 
     from tuner.coordination import counted_trials
-    from tuner.search import PROMOTED_FROM_ATTR, RERUN_OF_ATTR
+    from tuner.search import PROMOTED_FROM_ATTR, RERUN_OF_ATTR, RETRY_OF_USER_ATTR
 
     # No process of the campaign is left (the SIGKILL of an orphan is sent, not awaited).
     _poll(lambda: not _campaign_processes(folder), f"processes left {_campaign_processes(folder)}")
@@ -246,9 +258,11 @@ def _check_invariants(config: Any, uri: str, folder: Path, scenario: str, fired_
     assert counted_trials(study) == config.budget.trials, states
 
     # No chain re-run, promoted or exploited twice.
-    for attr in (RERUN_OF_ATTR, PROMOTED_FROM_ATTR):
+    for attr in (RERUN_OF_ATTR, PROMOTED_FROM_ATTR, RETRY_OF_USER_ATTR):
         values = [t.user_attrs[attr] for t in trials if t.user_attrs.get(attr) is not None]
         assert len(values) == len(set(values)), (attr, values)
+    if scenario == "retry":
+        assert any(RETRY_OF_USER_ATTR in t.user_attrs for t in trials), states
     replaced = [
         t.user_attrs["tuner.exploit"]["replaces"] for t in trials if "tuner.exploit" in t.user_attrs
     ]

@@ -244,23 +244,29 @@ def tell(
             storage.set_trial_user_attr(trial_id, key, value)
         study.tell(rt.trial, state=optuna.trial.TrialState.PRUNED)
         return None
+    retry_number = None
+    if retry:
+        # The retry is queued before the attempt is marked, as `supersede` does: a process
+        # that dies between the two leaves the attempt RUNNING beside its retry, and the next
+        # controller finds the retry (``tuner.retry_of``) and only marks the attempt; marked
+        # first, the attempt would stop counting with no retry queued and its work be lost.
+        study.enqueue_trial(
+            rt.params,
+            user_attrs={
+                ATTEMPT_ATTR: rt.attempt + 1,
+                RETRY_OF_USER_ATTR: rt.number,
+                **chain_attrs(rt.trial.user_attrs, rt.number),
+            },
+            skip_if_exists=False,
+        )
+        retry_number = internals.n_trials(study) - 1
+        faults.point("retry-queued-not-marked")
     storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
     storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
     if retry:
         storage.set_trial_system_attr(trial_id, STALE_ATTR, f"failed attempt {rt.attempt}, retried")
     study.tell(rt.trial, state=optuna.trial.TrialState.FAIL)
-    if not retry:
-        return None
-    study.enqueue_trial(
-        rt.params,
-        user_attrs={
-            ATTEMPT_ATTR: rt.attempt + 1,
-            RETRY_OF_USER_ATTR: rt.number,
-            **chain_attrs(rt.trial.user_attrs, rt.number),
-        },
-        skip_if_exists=False,
-    )
-    return internals.n_trials(study) - 1
+    return retry_number
 
 
 def best_of(study: optuna.Study) -> dict[str, Any] | None:

@@ -24,10 +24,12 @@ from tuner.search import (
     ATTEMPT_ATTR,
     EXPLOIT_ATTR,
     FAIL_ATTR,
+    FAILED_ATTEMPT,
     LAUNCH_ATTR,
     RERUN_OF_ATTR,
     RETRY_HISTORY_ATTR,
     RETRY_OF_ATTR,
+    RETRY_OF_USER_ATTR,
     STALE_ATTR,
     SYSTEM_PREFIX,
     chain_attrs,
@@ -116,7 +118,12 @@ def supersede(
 
     with lock.hold() if lock is not None else contextlib.nullcontext():
         storage = internals.storage_of(study)
-        if not any(_continues(t, number) for t in study.get_trials(deepcopy=False)):
+        going_on = [t for t in study.get_trials(deepcopy=False) if _continues(t, number)]
+        if any(t.user_attrs.get(RETRY_OF_USER_ATTR) == number for t in going_on):
+            # Its attempt failed and its retry was queued before its controller died: it is
+            # marked as the failed attempt it was, so it counts against budget.max_failures.
+            storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
+        if not going_on:
             attempt = int(frozen.user_attrs.get(ATTEMPT_ATTR, 1))
             study.enqueue_trial(
                 dict(params),
@@ -134,11 +141,15 @@ def supersede(
 
 
 def _continues(trial: optuna.trial.FrozenTrial, number: int) -> bool:
-    """Whether ``trial`` already goes on for trial ``number``: its re-run, or the PBT
-    continuation that replaces it."""
+    """Whether ``trial`` already goes on for trial ``number``: its re-run, its retry, or the
+    PBT continuation that replaces it."""
     exploit = trial.user_attrs.get(EXPLOIT_ATTR)
     replaces = exploit.get("replaces") if isinstance(exploit, dict) else None
-    return number in (trial.user_attrs.get(RERUN_OF_ATTR), replaces)
+    return number in (
+        trial.user_attrs.get(RERUN_OF_ATTR),
+        trial.user_attrs.get(RETRY_OF_USER_ATTR),
+        replaces,
+    )
 
 
 def requeue_stale(
@@ -173,6 +184,13 @@ def requeue_stale(
                     continue
             except optuna.exceptions.UpdateFinishedTrialError:
                 continue  # its worker finished it after all
+            going_on = [t for t in study.get_trials(deepcopy=False) if _continues(t, old.number)]
+            if going_on:
+                # Its continuation was queued before its worker died (a retry, a re-run, an
+                # exploit): that copy runs it on, a second would run it twice.
+                if any(t.user_attrs.get(RETRY_OF_USER_ATTR) == old.number for t in going_on):
+                    storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
+                continue
             history = [*old.system_attrs.get(RETRY_HISTORY_ATTR, []), old.number]
             system_attrs = {
                 k: v for k, v in old.system_attrs.items() if not k.startswith(SYSTEM_PREFIX)
