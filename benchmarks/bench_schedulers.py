@@ -436,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         store="sqlite",
         params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,
         # A run that reused earlier campaigns' traces says when they ran (per arm: measured).
-        notes=f"The campaigns ran from {dates[0]} to {dates[-1]}. {RAY_NOTE}",
+        notes=f"The campaigns ran from {dates[0]} to {dates[-1]}."
+        + (f" {RAY_NOTE}" if any(arm.startswith("ray-") for arm in traces) else ""),
         results_dir=args.results_dir,
     )
     print(f"result: {path}")
