@@ -153,7 +153,8 @@ def _schedulers_mfh_table(result: dict[str, Any]) -> list[str]:
     lines = [
         f"Budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. Regret: the best "
         "full-fidelity error minus the optimum's (median over seeds). Epochs: until the "
-        "campaign's best reaches the default's (`tpe-median`) median regret, median over "
+        "campaign's best reaches the default's (`tpe-median`) median regret (with an even "
+        "number of seeds the upper of the two middle ones), median over "
         "seeds, a seed that never does counting as infinitely many (`-`: the median seed did "
         "not). p: one-sided Mann-Whitney U that the arm's regrets are above the default's.",
         "",
