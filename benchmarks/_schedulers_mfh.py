@@ -15,7 +15,16 @@ continuations included. What decides is the real code of each arm:
   promotion resumes its curve at the next epoch, as a checkpoint would;
 - ``ray-async-hyperband``: Ray Tune's ``AsyncHyperBandScheduler`` (its ``on_trial_add`` /
   ``on_trial_result`` decide; no Ray cluster is needed for them), with TPE told each trial's
-  last result as ``OptunaSearch`` tells it.
+  last result as ``OptunaSearch`` tells it;
+- ``ray-hyperband``: Ray Tune's synchronous ``HyperBandScheduler``, driven as Tune's trial
+  controller drives it with one trial running at a time (`_HyperBandController`): the
+  scheduler picks the next trial to run (``choose_trial_to_run``: a pending trial, or a
+  paused one its bracket promoted), pauses a trial at its bracket's milestone until the
+  bracket's other trials reach it, and stops the bad half through the controller's
+  ``stop_trial``; TPE is asked for a new trial whenever none waits to start, as Tune keeps
+  one suggested trial pending (its limit for a searcher without a concurrency limit). TPE
+  is told as ``OptunaSearch`` is: a trial stopped while running, its last result; one
+  stopped while paused, nothing (pruned).
 
 A campaign's trace is the list of its full-fidelity results in epoch order: ``[epochs spent
 when it finished, error]``.
@@ -37,6 +46,7 @@ ARMS = (
     "random",
     "optuna-hyperband",
     "ray-async-hyperband",
+    "ray-hyperband",
     "tuner-asha",
     "tuner-hyperband",
     "tuner-bohb",
@@ -107,6 +117,8 @@ def run(arm: str, task: str, seed: int, opts: dict[str, Any], bench: Hartmann) -
     budget = opts["budget"]
     if arm.startswith("tuner-"):
         return _tuner(study, config, bench, task, seed, budget)
+    if arm == "ray-hyperband":
+        return _ray_hyperband(study, config, bench, task, seed, budget)
     if arm.startswith("ray-"):
         return _ray(study, config, bench, task, seed, budget, opts)
     spent, out = 0, []
@@ -226,4 +238,77 @@ def _ray(
                 break
         # OptunaSearch tells a stopped trial its last result, as a completed one.
         study.tell(trial, curve[step - 1])
+    return out
+
+
+class _HyperBandController:
+    """What ``HyperBandScheduler`` asks of Tune's trial controller: ``stop_trial`` of a trial
+    that is not running (a paused trial its bracket cut), as ``TuneController.stop_trial``
+    does it: the scheduler removes the trial, the searcher is told no result."""
+
+    def __init__(self, scheduler: Any, study: Any) -> None:
+        self.scheduler = scheduler
+        self.study = study
+        self.optuna_trials: dict[Any, Any] = {}
+
+    def stop_trial(self, trial: Any) -> None:
+        import optuna
+        from ray.tune.experiment import Trial
+
+        if trial.status in (Trial.PENDING, Trial.PAUSED):
+            self.scheduler.on_trial_remove(self, trial)
+            self.study.tell(self.optuna_trials[trial], state=optuna.trial.TrialState.PRUNED)
+        trial.set_status(Trial.TERMINATED)
+
+
+def _ray_hyperband(
+    study: Any, config: Any, bench: Hartmann, task: str, seed: int, budget: int
+) -> list[list[float]]:
+    from ray.tune.experiment import Trial
+    from ray.tune.schedulers import HyperBandScheduler, TrialScheduler
+
+    scheduler = HyperBandScheduler(
+        time_attr="epoch", metric="error", mode="min", max_t=MAX, reduction_factor=3
+    )
+    # Ray types the argument as its TuneController; this stands in for the part used.
+    controller: Any = _HyperBandController(scheduler, study)
+    curves: dict[Any, list[float]] = {}
+    done: dict[Any, int] = {}  # epochs each trial has trained
+    spent, out = 0, []
+    while spent < budget:
+        # Tune keeps one trial a searcher suggested waiting to start (its pending-trials
+        # limit for a searcher without a ConcurrencyLimiter is 1): the scheduler adds it to a
+        # bracket when it is suggested, before the trials ahead of it have results.
+        if not any(t.status == Trial.PENDING and done[t] == 0 for t in done):
+            trial, params = _ask(study, config)
+            new = Trial("mfh", config=params, stub=True)
+            controller.optuna_trials[new] = trial
+            curves[new] = bench.curve(task, seed, params)
+            done[new] = 0
+            scheduler.on_trial_add(controller, new)
+        ray_trial = scheduler.choose_trial_to_run(controller)
+        if ray_trial is None:
+            raise RuntimeError("HyperBandScheduler chose no trial beside a pending one")
+        ray_trial.set_status(Trial.RUNNING)
+        curve = curves[ray_trial]
+        for step in range(done[ray_trial] + 1, MAX + 1):
+            if spent >= budget:
+                return out
+            spent += 1
+            done[ray_trial] = step
+            result = {"epoch": step, "error": curve[step - 1]}
+            if step == MAX:
+                out.append([spent, curve[-1]])
+                decision = TrialScheduler.STOP  # the trainable ends: Tune completes it
+            else:
+                decision = scheduler.on_trial_result(controller, ray_trial, result)
+            if decision == TrialScheduler.PAUSE:
+                ray_trial.set_status(Trial.PAUSED)
+                break
+            if decision == TrialScheduler.STOP:
+                # TuneController.stop_trial of a running trial: both are told its last result.
+                scheduler.on_trial_complete(controller, ray_trial, result)
+                study.tell(controller.optuna_trials[ray_trial], curve[step - 1])
+                ray_trial.set_status(Trial.TERMINATED)
+                break
     return out

@@ -44,15 +44,16 @@ def _pruner(arm: str, opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
-    if arm in ("tuner-asha", "tuner-hyperband"):
+    if arm in ("tuner-asha", "tuner-hyperband", "tuner-bohb"):
         return {
             "name": "asha",
             "mode": "promote",
             "reduction_factor": 3,
             "min_resource": opts["min_resource"],
             "max_resource": opts["max_epochs"],
-            "brackets": 3 if arm == "tuner-hyperband" else 1,
-            "model": "study",
+            "brackets": 1 if arm == "tuner-asha" else 3,
+            # tuner-bohb: the recommended scheduler, the sampler fitted at a rung.
+            "model": "rung" if arm == "tuner-bohb" else "study",
         }
     if arm == "tuner-pbt":
         return {
@@ -68,7 +69,7 @@ def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
 
 def config(arm: str, seed: int, work: Path, opts: dict[str, Any]) -> dict[str, Any]:
     """The campaign config of ``arm`` (``tpe-none``, ``tpe-median``, ``tpe-sha``,
-    ``tuner-asha``, ``tuner-pbt``)."""
+    ``tuner-asha``, ``tuner-hyperband``, ``tuner-bohb``, ``tuner-pbt``)."""
     data: dict[str, Any] = {
         "name": f"{arm}-{seed}",
         "command": [sys.executable, str(HERE / "_schedulers_train.py")],

@@ -10,6 +10,8 @@ stopped at an epoch budget of ``--budget-trainings`` x ``--max-epochs`` epochs:
 - ``tpe-sha``: TPE + Optuna's ``SuccessiveHalvingPruner`` (decides once per rung, kills);
 - ``tuner-asha``: ``scheduler: asha`` with promotion (pauses, later resumes from checkpoint);
 - ``tuner-hyperband``: the same with ``brackets: 3`` (capped at the rungs there are);
+- ``tuner-bohb``: the same with ``model: rung`` (the sampler fitted at a rung), the
+  scheduler the schedulers guide recommends;
 - ``tuner-pbt``: ``scheduler: pbt``;
 - ``ray-asha``: Ray Tune's ``ASHAScheduler`` with ``OptunaSearch`` (TPE);
 - ``ray-pbt``: Ray Tune's ``PopulationBasedTraining``.
@@ -24,6 +26,9 @@ wall time. Ratios: epochs to the target over ``tpe-median``'s and ``tpe-none``'s
 goals, met or not.
 
     python benchmarks/bench_schedulers.py [--seeds 5] [--arms tpe-none,ray-asha] [--quick]
+
+``--result-name`` writes ``benchmarks/results/<name>.json`` instead (a run of some arms
+beside the full file: ``schedulers_recommended``, the recommended arm with its references).
 
 ``--suite mfh --mfpbench-python PY`` runs the multi-fidelity Hartmann tasks of mf-prior-bench
 instead (``_schedulers_mfh.py``: every arm in this process, one trial at a time, an equal
@@ -69,11 +74,12 @@ ARMS = (
     "tpe-sha",
     "tuner-asha",
     "tuner-hyperband",
+    "tuner-bohb",
     "tuner-pbt",
     "ray-asha",
     "ray-pbt",
 )
-TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-pbt")
+TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-bohb", "tuner-pbt")
 BASELINE, PRUNED = "tpe-none", "tpe-median"
 RAY_NOTE = (
     "Ray Tune's arms run on a local Ray started with 2 CPUs: Ray 2.60 refuses local mode "
@@ -95,7 +101,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _scheduler_missing(arm: str) -> str | None:
     """Why a tuner ``scheduler:`` arm cannot run here, or None when it can."""
-    name = {"tuner-hyperband": "asha"}.get(arm, arm.removeprefix("tuner-"))
+    name = {"tuner-hyperband": "asha", "tuner-bohb": "asha"}.get(arm, arm.removeprefix("tuner-"))
     try:
         import tuner.schedulers as schedulers
     except ImportError:
@@ -266,6 +272,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "bench-sched")
     ap.add_argument("--quick", action="store_true", help="1 seed, 9 epochs, budget 4 trainings")
     ap.add_argument("--results-dir", type=Path, default=None)
+    ap.add_argument("--result-name", default=None, help="the result file's name (no .json)")
     ap.add_argument("--suite", choices=("digits", "mfh"), default="digits")
     ap.add_argument("--mfpbench-python", help="--suite mfh: interpreter with mf-prior-bench")
     ap.add_argument("--tasks", default=",".join(_mfpbench.TASKS), help="--suite mfh")
@@ -274,7 +281,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--traces-only",
         action="store_true",
-        help="--suite mfh: run nothing; summarize the seeds every arm has a trace of",
+        help="--suite mfh: run nothing; summarize the traces there are, each arm its seeds",
     )
     ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
     ap.add_argument("--recommend", default="tuner-bohb", help="--suite mfh: goals' arm")
@@ -332,10 +339,11 @@ def _mfh(args: argparse.Namespace) -> int:
         for seed in range(args.first_seed, args.seeds):  # an interrupted run has every arm
             for task in tasks:
                 found = {arm: _mfh_trace(args.traces, task, arm, seed, opts) for arm in arms}
-                if args.traces_only and None in found.values():
-                    continue  # a seed counts only once every arm ran it
                 for arm in arms:
-                    trace = found[arm] or _mfh_run(args.traces, task, arm, seed, opts, bench)
+                    trace = found[arm]
+                    if trace is None and args.traces_only:
+                        continue  # each arm counts the seeds it ran
+                    trace = trace or _mfh_run(args.traces, task, arm, seed, opts, bench)
                     runs.setdefault(task, {}).setdefault(arm, []).append(trace)
             print(f"seed {seed} done", flush=True)
     finally:
@@ -354,7 +362,7 @@ def _mfh(args: argparse.Namespace) -> int:
         store="none",
         params={
             "seeds": args.seeds,
-            "seeds_run": {task: len(next(iter(r.values()))) for task, r in runs.items()},
+            "seeds_run": {task: {a: len(t) for a, t in r.items()} for task, r in runs.items()},
             "arms": ",".join(arms),
             "tasks": ",".join(tasks),
         }
@@ -363,9 +371,16 @@ def _mfh(args: argparse.Namespace) -> int:
             f"The campaigns ran from {dates[0]} to {dates[-1]}. Library versions: "
             f"mf-prior-bench {bench.version}, optuna {optuna.__version__}, ray {ray.__version__}. "
             "Regret: the best full-fidelity error found minus the error at the function's "
-            "known optimum. Ray Tune's HyperBandScheduler is not among the arms: it pauses "
-            "trials and picks which runs next through Ray Tune's trial runner, which this "
-            "in-process harness does not drive."
+            "known optimum. ray-hyperband: Ray Tune's HyperBandScheduler driven as Tune's "
+            "controller drives it with one trial running and one suggested trial pending; its "
+            "first bracket (5 trials to max_t) then never fills, since a trial leaves it when "
+            "it finishes, so every trial trains to max_t."
+            + (
+                " Summarized from kept traces (--traces-only), which campaigns in several "
+                "processes wrote: each arm counts the seeds it finished (seeds_run)."
+                if args.traces_only
+                else ""
+            )
         ),
         results_dir=args.results_dir,
     )
@@ -416,12 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         figures["not_run"] = skipped
     dates = sorted(t["date"] for runs in traces.values() for t in runs)
     path = write_result(
-        "schedulers",
+        args.result_name or "schedulers",
         figures,
         store="sqlite",
         params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,
         # A run that reused earlier campaigns' traces says when they ran (per arm: measured).
-        notes=f"The campaigns ran from {dates[0]} to {dates[-1]}. {RAY_NOTE}",
+        notes=f"The campaigns ran from {dates[0]} to {dates[-1]}."
+        + (f" {RAY_NOTE}" if any(arm.startswith("ray-") for arm in traces) else ""),
         results_dir=args.results_dir,
     )
     print(f"result: {path}")

@@ -170,6 +170,18 @@ BENCHES: tuple[Bench, ...] = (
     ),
     Bench("schedulers", "bench_schedulers.py", (), ("--quick",), ("schedulers",), ("ray",)),
     Bench(
+        "schedulers_recommended",
+        "bench_schedulers.py",
+        (
+            "--arms",
+            "tpe-none,tpe-median,tuner-bohb",
+            "--result-name",
+            "schedulers_recommended",
+        ),
+        ("--quick", "--arms", "tpe-none,tpe-median,tuner-bohb"),
+        ("schedulers_recommended",),
+    ),
+    Bench(
         "schedulers_mfh",
         "bench_schedulers.py",
         ("--suite", "mfh", "--seeds", "10"),

@@ -77,3 +77,19 @@ def test_the_docs_show_one_row_per_arm_and_each_goal(bench: Any) -> None:
     assert [row.split("|")[1].strip() for row in rows] == ["`tpe-none`", "`ray-pbt`"]
     assert "| - |" in rows[1]  # never reached
     assert any(line.startswith("Goal `asha_or_pbt") and "not met" in line for line in lines)
+
+
+def test_the_hartmann_target_is_reached_by_the_defaults_median_seed_with_even_seeds(
+    bench: Any,
+) -> None:
+    import _schedulers_mfh_summary as summary
+
+    # Four seeds of the default: regrets 1, 2, 3, 4 at epochs 100, 200, 300, 400.
+    default = [{"full": [[100 * r, float(r)]], "optimum": 0.0} for r in (1, 2, 3, 4)]
+    other = [{"full": [[50, 0.5]], "optimum": 0.0} for _ in range(3)]
+    rows = summary.summarize({"t": {"tpe-median": default, "tuner-bohb": other}})["t"]
+    # The target is regret 3 (the upper middle): three seeds reach it, at 100, 200 and 300
+    # epochs, the fourth never: the median is 250, not infinite.
+    assert rows["tpe-median"]["median_epochs_to_default_median"] == 250
+    assert rows["tuner-bohb"]["epochs_ratio_to_default"] == round(50 / 250, 3)
+    assert rows["tuner-bohb"]["seeds"] == 3

@@ -28,6 +28,7 @@ SCRIPTS = {
     "query_postgresql": "bench_query.py --store postgresql",
     "query_http": "bench_query.py --store http",
     "schedulers_mfh": "bench_schedulers.py --suite mfh",
+    "schedulers_recommended": "bench_schedulers.py --arms tpe-none,tpe-median,tuner-bohb",
 }
 
 
@@ -152,18 +153,21 @@ def _schedulers_mfh_table(result: dict[str, Any]) -> list[str]:
     lines = [
         f"Budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. Regret: the best "
         "full-fidelity error minus the optimum's (median over seeds). Epochs: until the "
-        "campaign's best reaches the default's (`tpe-median`) median regret, median over "
+        "campaign's best reaches the default's (`tpe-median`) median regret (with an even "
+        "number of seeds the upper of the two middle ones), median over "
         "seeds, a seed that never does counting as infinitely many (`-`: the median seed did "
         "not). p: one-sided Mann-Whitney U that the arm's regrets are above the default's.",
         "",
-        "| task | arm | regret | epochs | epochs / default's | full evaluations | p (worse) |",
-        "|---|---|---|---|---|---|---|",
+        "| task | arm | seeds | regret | epochs | epochs / default's | full evaluations "
+        "| p (worse) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for task, rows in (figures.get("tasks") or {}).items():
         for arm, row in rows.items():
             cells = [
                 row.get(key)
                 for key in (
+                    "seeds",
                     "median_regret",
                     "median_epochs_to_default_median",
                     "epochs_ratio_to_default",
@@ -297,6 +301,7 @@ def _faults_table(result: dict[str, Any]) -> list[str]:
 TABLES = {
     "importance_power": _power_table,
     "schedulers": _schedulers_table,
+    "schedulers_recommended": _schedulers_table,
     "faults": _faults_table,
     "schedulers_mfh": _schedulers_mfh_table,
 }
