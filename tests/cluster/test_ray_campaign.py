@@ -171,3 +171,43 @@ def _ray_worker(pid: int) -> int:
         if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
             return pid
     raise AssertionError("the trial runs under no Ray worker")
+
+
+#: Reports three steps, then kills the Ray worker it runs under at once: the reports are in
+#: its channel on the node, and the worker dies before it could send them.
+KILLS_ITS_WORKER = """
+import os, pathlib, signal, time
+from tuner import trial
+for step in range(3):
+    trial.report(step, loss=1.0 / (step + 1))
+pid = os.getpid()
+while pid > 1:
+    pid = int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    if pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+        os.kill(pid, signal.SIGKILL)
+        break
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("preload", [True, False], ids=["warm", "cold"])
+def test_reports_a_dead_workers_node_still_holds_are_recorded(
+    tmp_path: Path, sqlite_uri: str, ray_address: str, preload: bool
+) -> None:
+    (tmp_path / "trial.py").write_text(KILLS_ITS_WORKER)
+    path = _config(
+        tmp_path,
+        sqlite_uri,
+        ray_address,
+        command=[sys.executable, "trial.py"],
+        budget={"trials": 1, "max_failures": 2},
+        trial={"grace_period": 2, "retries": 0, "preload": preload},
+        resources={"kind": "cpu", "parallel": 1},
+    )
+    config = load_config(path)
+    Controller(config, importance=False, handle_signals=False).run()
+    study = optuna.load_study(study_name=config.study_name, storage=config.optuna_storage_url())
+    (failed,) = study.trials
+    assert failed.state.name == "FAIL" and "was lost" in failed.user_attrs["fail_reason"]
+    # Read back from the node by a task pinned to it: every step the trial reported.
+    assert failed.intermediate_values == {0: 1.0, 1: 0.5, 2: pytest.approx(1 / 3)}

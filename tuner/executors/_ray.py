@@ -48,13 +48,15 @@ from tuner.executors._base import (
     TrialSpec,
 )
 from tuner.executors._packing import Packing
-from tuner.executors._ray_node import RESOURCE, run_trial
+from tuner.executors._ray_node import RESOURCE, channel_rest, run_trial
 from tuner.executors._ray_packing import RayPacking
 from tuner.executors._ray_warm import WarmSlots
 
 __all__ = ["RayExecutor"]
 
 _FORCE_AFTER = 15.0
+#: How long the controller waits for the reports a dead attempt's node still holds.
+_REST_TIMEOUT_S = 10.0
 
 
 class RayExecutor(Executor):
@@ -132,6 +134,7 @@ class RayExecutor(Executor):
         self._handles: list[_RayHandle] = []
         self._closed = False
         self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_trial)
+        self._rest = ray.remote(num_cpus=0, max_retries=0)(channel_rest)
         shared = auto or least < 1
         self._packing = (
             RayPacking(per_trial, packing, devices=int(have), per_device=per_device)
@@ -212,6 +215,7 @@ class RayExecutor(Executor):
             handle.stopper = lambda: warm.stop(index, spec.number, spec.attempt)
             handle.clearer = lambda step: warm.go_on(index, spec.number, spec.attempt, step)
             handle.killer = lambda: warm.kill(index)
+        handle.rest = self._rest
         self._handles = [*live, handle]
         return handle
 
@@ -271,6 +275,10 @@ class _RayHandle(TrialHandle):
         self.killer: Callable[[], None] | None = None
         #: Tells the node the controller let the trial go on past a step (warm slots only).
         self.clearer: Callable[[int], None] | None = None
+        #: The remote `channel_rest`: what the trial reported after its worker's last item.
+        self.rest: Any = None
+        self._channel_bytes = 0
+        self._channel_path: str | None = None
         self._cleared = -1
         self.lost = False
         self.spec = spec
@@ -304,9 +312,30 @@ class _RayHandle(TrialHandle):
             except ray.exceptions.TaskCancelledError:
                 self._end(TrialOutcome(exit_code=None, stopped=True, duration=self._elapsed()))
             except ray.exceptions.RayError as exc:
+                self._recover_reports()
                 self._end(self._lost(exc))
             else:
                 self._take(item)
+
+    def _recover_reports(self) -> None:
+        """After the attempt's worker died: the reports its trial wrote to the channel on
+        the node after the last item the worker sent, read by a task pinned to that node
+        (a node that is gone takes them with it: the read then fails and they stay lost)."""
+        node, path = self._info.get("node_id"), self._channel_path
+        if self.rest is None or not node or not path:
+            return
+        try:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            strategy = NodeAffinitySchedulingStrategy(node_id=str(node), soft=False)
+            ref = self.rest.options(scheduling_strategy=strategy).remote(
+                str(path), self._channel_bytes
+            )
+            rest = self._ray.get(ref, timeout=_REST_TIMEOUT_S)
+        except Exception:  # node gone, cluster shutting down: the attempt fails as it would
+            return
+        if rest:
+            self._reports.extend(self._channel.feed(rest))
 
     def _take(self, item: Mapping[str, Any]) -> None:
         kind = item["type"]
@@ -314,6 +343,7 @@ class _RayHandle(TrialHandle):
             self.devices = tuple(str(d) for d in item["devices"])
             self.started_at = float(item["started_at"])
             self._info = {k: item[k] for k in ("host", "node_ip", "node_id", "pid", "devices")}
+            self._channel_path = item.get("channel")
             if item.get("cold"):
                 self._say(item["cold"])
             if self._packing is not None:
@@ -322,6 +352,7 @@ class _RayHandle(TrialHandle):
             if self._packing is not None:
                 self._packing.measured(self, float(item["mib"]), item.get("total"))
         elif kind == "io":
+            self._channel_bytes += len(item["channel"])
             self._reports.extend(self._channel.feed(item["channel"]))
             self._lines.extend(item["lines"])
         elif kind == "end":

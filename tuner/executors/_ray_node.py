@@ -66,6 +66,28 @@ def run_trial(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield from follow_trial(payload, start_cold)
 
 
+def channel_rest(path: str, offset: int) -> bytes:
+    """The Ray task, pinned to a dead attempt's node, that reads what the trial wrote to its
+    channel past ``offset`` (the bytes the controller got before the attempt's worker died)
+    and removes the attempt's folder, which the dead worker could not clean up."""
+    import shutil
+
+    folder = os.path.dirname(path)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read()
+    except OSError:
+        return b""
+    finally:
+        if os.path.basename(folder).startswith(_FOLDER_PREFIX):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+#: How the folder of an attempt on a node begins (`follow_trial`).
+_FOLDER_PREFIX = "tuner-trial-"
+
+
 def start_cold(payload: dict[str, Any], env: dict[str, str], out: IO[bytes], err: IO[bytes]) -> Any:
     """Starts the command as a fresh process through the exec shim."""
     import subprocess
@@ -111,7 +133,7 @@ def follow_trial(
     ctx = ray.get_runtime_context()
     devices = list(ctx.get_accelerator_ids().get(RESOURCE[kind], [])) if kind != "cpu" else []
     env = _node_env(kind, payload["env"])
-    tmp = tempfile.mkdtemp(prefix=f"tuner-trial-{payload['number']}-{payload['attempt']}-")
+    tmp = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{payload['number']}-{payload['attempt']}-")
     channel = os.path.join(tmp, protocol.CHANNEL_FILE)
     control = os.path.join(tmp, protocol.CONTROL_FILE)
     verdict = os.path.join(tmp, protocol.VERDICT_FILE) if cleared is not None else None
@@ -146,6 +168,7 @@ def follow_trial(
             "devices": devices,
             "started_at": time.time(),
             "cold": cold() if cold is not None else None,
+            "channel": channel,
         }
         sampler = _Sampler(kind, devices, env.get("PATH"), payload.get("memory_interval"))
         told = _Verdicts(verdict, cleared) if verdict is not None and cleared else None
