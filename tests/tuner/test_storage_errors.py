@@ -91,3 +91,27 @@ def test_storage_error_helper_for_other_commands() -> None:
         check_storage("postgresql://postgres@127.0.0.1:1/optuna")
     assert info.value.exit_code == 1 and "connection refused" in str(info.value)
     check_storage(PG_ADMIN)  # an existing database: no error
+
+
+def test_opening_the_study_waits_for_a_server_with_no_session_to_spare(monkeypatch) -> None:
+    # PostgreSQL at max_connections refuses every new session until some client closes one:
+    # the open waits for that (a server that is not there is still reported within seconds).
+    import sqlalchemy.exc
+
+    import tuner.search._resilient as resilient
+    from tuner.search._study import create_rdb
+
+    tries: list[int] = []
+
+    def full_then_free(open_storage, url):  # type: ignore[no-untyped-def]
+        tries.append(1)
+        if len(tries) <= 6:  # more than the two seconds a dropped connection is retried
+            raise sqlalchemy.exc.OperationalError(
+                "connect", {}, Exception("FATAL:  sorry, too many clients already")
+            )
+        return "opened"
+
+    monkeypatch.setattr(resilient, "starting", full_then_free)
+    monkeypatch.setattr("time.sleep", lambda _s: None)
+    assert create_rdb("postgresql://postgres@127.0.0.1:5432/x") == "opened"
+    assert len(tries) == 7

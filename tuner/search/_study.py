@@ -91,26 +91,38 @@ def create_rdb(url: str, **kwargs: Any) -> RDBStorage:
         with schema_lock(url, "optuna"):
             return ResilientRDBStorage(url, **kwargs)
 
-    for attempt in range(5):
+    full_until = time.monotonic() + _FULL_WAIT_S
+    attempt = 0
+    while True:
         try:
             return starting(open_locked, url)
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             text = str(exc).lower()
             # A connection dropped while the tables are checked is tried again, briefly (a
-            # server that is not there at all is reported within seconds).
+            # server that is not there at all is reported within seconds). A server with no
+            # session to spare (as many clients as max_connections) is there and frees one
+            # as soon as any client closes: that is waited for longer.
+            full = any(t in text for t in _FULL_TEXT)
             retried = "already exists" in text or "duplicate key" in text or is_disconnect(exc)
-            if attempt == 4 or not retried:
+            out = time.monotonic() >= full_until if full else attempt >= 4
+            if out or not (retried or full):
                 error = storage_unavailable(exc, url)
                 if error is None:
                     raise
                 raise error from None
-            time.sleep(0.2 * (attempt + 1))
+            attempt += 1
+            time.sleep(min(0.2 * attempt, 2.0))
         except Exception as exc:  # NoSuchModuleError, ArgumentError: no such driver or URL
             error = storage_unavailable(exc, url)
             if error is None:
                 raise
             raise error from None
-    raise AssertionError("unreachable")
+
+
+#: What PostgreSQL says when every session it allows is taken (``max_connections``).
+_FULL_TEXT = ("too many clients", "remaining connection slots are reserved")
+#: How long opening the study waits for such a server to free a session.
+_FULL_WAIT_S = 60.0
 
 
 def sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
