@@ -170,17 +170,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if shared:
             group = "services" if shared & _SERVICES else min(shared)
             item.add_marker(pytest.mark.xdist_group(group))
-    if hasattr(config, "workerinput"):
-        _slow_modules_first(items)
-
-
-def _slow_modules_first(items: list[pytest.Item]) -> None:
-    """Put the modules that hold a ``slow`` test first, each module's tests kept together and
-    in their order. The scheduler hands the ungrouped tests out in this order, one worker
-    at a time as each frees up: the last tests out are then the quick ones, and the two
-    workers end together instead of one waiting on a long test that came last."""
-    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:
