@@ -104,13 +104,17 @@ def _pg_template(_pg_databases: list[str]) -> str:
 
 
 @pytest.fixture
-def postgres_uri(_pg_template: str, _pg_databases: list[str]) -> str:
-    """A fresh, migrated MLflow store in its own PostgreSQL database (127.0.0.1:5432)."""
+def postgres_uri(_pg_template: str, _pg_databases: list[str]) -> Iterator[str]:
+    """A fresh, migrated MLflow store in its own PostgreSQL database (127.0.0.1:5432),
+    dropped when the test ends: the idle pooled sessions this process keeps to it (MLflow
+    caches a store and its engine per address) end with it, instead of adding up over the
+    session to the server's ``max_connections``."""
     name = f"lt_{uuid.uuid4().hex[:12]}"
     # A template must have no open connections while it is cloned; migration closed its own.
     _pg_exec(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template}"')
     _pg_databases.append(name)
-    return f"{PG_BASE}/{name}"
+    yield f"{PG_BASE}/{name}"
+    _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

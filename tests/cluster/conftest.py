@@ -101,9 +101,11 @@ def mlflow_credentials(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 @pytest.fixture
-def pg_storage(_pg_databases: list[str]) -> str:
-    """A fresh, empty PostgreSQL database for an Optuna study."""
+def pg_storage(_pg_databases: list[str]) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for an Optuna study, dropped when the test ends
+    (with the idle pooled sessions this process keeps to it)."""
     name = f"lt_optuna_{uuid.uuid4().hex[:10]}"
     pg_exec(f'CREATE DATABASE "{name}"')
     _pg_databases.append(name)
-    return f"{PG_BASE}/{name}"
+    yield f"{PG_BASE}/{name}"
+    pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
