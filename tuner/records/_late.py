@@ -14,11 +14,14 @@ reserved run) are not kept: `tuner resume` closes and deletes what they would ha
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from lineage.recording import Batch, JournalWriter, TransientError, Writer, WriteResult
 
 __all__ = ["LateWriter", "RefusingClient", "TooLate", "deliver_spooled"]
+
+T = TypeVar("T")
 
 
 class TooLate(Exception):
@@ -47,31 +50,31 @@ class LateWriter(Writer):
         return self._deadline is not None and time.monotonic() >= self._deadline
 
     def write(self, run_id: str, batch: Batch) -> WriteResult:
-        if not self.late:
-            try:
-                return self.inner.write(run_id, batch)
-            except TransientError:
-                if not self.late:
-                    raise
-        return self._journal().write(run_id, batch)
+        return self._either(
+            lambda: self.inner.write(run_id, batch), lambda j: j.write(run_id, batch)
+        )
 
     def set_status(self, run_id: str, status: str, end_time: int | None) -> bool:
-        if not self.late:
-            try:
-                return self.inner.set_status(run_id, status, end_time)
-            except TransientError:
-                if not self.late:
-                    raise
-        return self._journal().set_status(run_id, status, end_time)
+        return self._either(
+            lambda: self.inner.set_status(run_id, status, end_time),
+            lambda j: j.set_status(run_id, status, end_time),
+        )
 
     def set_name(self, run_id: str, name: str) -> bool:
+        return self._either(
+            lambda: self.inner.set_name(run_id, name), lambda j: j.set_name(run_id, name)
+        )
+
+    def _either(self, store: Callable[[], T], journal: Callable[[JournalWriter], T]) -> T:
+        """``store()`` before the deadline; past it, or when the deadline cut it short (a
+        locked database given up on), ``journal`` with this process's journal."""
         if not self.late:
             try:
-                return self.inner.set_name(run_id, name)
+                return store()
             except TransientError:
                 if not self.late:
                     raise
-        return self._journal().set_name(run_id, name)
+        return journal(self._journal())
 
     def set_start_time(self, run_id: str, start_ms: int) -> bool:
         if self.late:
