@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.tuner.conftest import _maker, trials_of
+from tests.tuner.test_pause_at_rung import RUNGS_AT_1_AND_3
 
 pytestmark = pytest.mark.slow
 
@@ -64,13 +65,7 @@ def test_a_paused_pytorch_trial_stops_at_its_rung(tmp_path: Path, sqlite_uri: st
     config = _maker(tmp_path, sqlite_uri)(
         SCRIPT,
         budget={"trials": 4, "max_failures": 1},
-        scheduler={
-            "name": "asha",
-            "mode": "promote",
-            "min_resource": 1,
-            "max_resource": 9,
-            "brackets": 1,
-        },
+        scheduler=RUNGS_AT_1_AND_3,
         # The wait for a verdict is bounded by the grace period: a loaded machine must not
         # end it before the controller decided.
         trial={"grace_period": 60},

@@ -44,6 +44,16 @@ for step in range(start, 9):
 """
 
 
+#: ASHA with promotion, one bracket, rungs at steps 1 and 3 (eta 3, max_resource 9).
+RUNGS_AT_1_AND_3 = {
+    "name": "asha",
+    "mode": "promote",
+    "min_resource": 1,
+    "max_resource": 9,
+    "brackets": 1,
+}
+
+
 def _rows(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines() if line]
 
@@ -59,13 +69,7 @@ def test_a_paused_trial_computes_no_step_past_its_rung(
     config = campaign(
         SCRIPT,
         budget={"trials": 5},
-        scheduler={
-            "name": "asha",
-            "mode": "promote",
-            "min_resource": 1,
-            "max_resource": 9,
-            "brackets": 1,
-        },
+        scheduler=RUNGS_AT_1_AND_3,
         # A long grace period: the trial's wait for a verdict is bounded by it, and a loaded
         # machine must not end the wait before the controller decided.
         trial={"grace_period": 60, "preload": preload},
