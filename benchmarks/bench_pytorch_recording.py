@@ -24,6 +24,7 @@ read back from the MLflow store. Writes ``benchmarks/results/pytorch_recording.j
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -205,7 +206,8 @@ def _micro(calls: int = 20_000) -> dict[str, float]:
     model = _cnn()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss = torch.tensor(1.0)
-    with tempfile.TemporaryDirectory() as tmp:
+    # In the scratch folder: a SQLite store keeps artifacts under ./mlruns.
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
         run = lineage.start_run(experiment="micro", tracking_uri=f"sqlite:///{tmp}/m.db")
         w = lineage.pytorch.watch(model, opt, data_sample=False)
         hook = w._after_step
@@ -261,9 +263,10 @@ def main() -> None:
             for key in MODES if r % 2 == 0 else tuple(reversed(MODES)):
                 # Each mode in a fresh process: autologging patches outlive autolog(disable=True).
                 out = Path(tmp) / "one.json"
-                cmd = [sys.executable, __file__, "--one", key, "--epochs", str(args.epochs)]
-                cmd += ["--uri", uri, "--out", str(out)]
-                subprocess.run(cmd, check=True, capture_output=True)
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--one", key]
+                cmd += ["--epochs", str(args.epochs), "--uri", uri, "--out", str(out)]
+                # In the scratch folder: a SQLite store keeps artifacts under ./mlruns.
+                subprocess.run(cmd, check=True, capture_output=True, cwd=tmp)
                 result = json.loads(out.read_text())
                 times[key].extend(result["times"])  # the first step (lazy set-up) left out
                 round_medians[key].append(statistics.median(result["times"]))
