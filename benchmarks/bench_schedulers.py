@@ -30,6 +30,14 @@ goals, met or not.
 ``--result-name`` writes ``benchmarks/results/<name>.json`` instead (a run of some arms
 beside the full file: ``schedulers_recommended``, the recommended arm with its references).
 
+``--suite nqm`` runs the same campaigns on a training whose best learning rate changes as it
+trains (``_schedulers_nqm.py``: SGD on the noisy quadratic model, ``lr`` and ``momentum``
+tuned, a score in decades of loss reduction maximised; 30 epochs a trial, a budget of 10
+trainings, a PBT population of 10, epochs of 0.05 s), by default ``tpe-none``, ``tpe-median``
+and ``tuner-pbt`` at 10 seeds, and writes ``benchmarks/results/schedulers_schedule.json``.
+Its goals add whether PBT's best scores are significantly below or above ``tpe-none``'s
+(one-sided Mann-Whitney U over the seeds, p < 0.05).
+
 ``--suite mfh --mfpbench-python PY`` runs the multi-fidelity Hartmann tasks of mf-prior-bench
 instead (``_schedulers_mfh.py``: every arm in this process, one trial at a time, an equal
 budget of ``--epochs`` epochs; ``PY``: an interpreter with mf-prior-bench==1.10.0) and writes
@@ -64,7 +72,7 @@ import _schedulers_mfh
 import _schedulers_mfh_summary
 import _schedulers_tuner
 from _results import write_result
-from _schedulers_train import read_counter
+from _schedulers_counter import read_counter
 
 HERE = Path(__file__).resolve().parent
 
@@ -81,6 +89,31 @@ ARMS = (
 )
 TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-bohb", "tuner-pbt")
 BASELINE, PRUNED = "tpe-none", "tpe-median"
+#: Per suite of tuner campaigns: the defaults its options take when not given.
+SUITE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "digits": {
+        "seeds": 5,
+        "arms": ",".join(ARMS),
+        "max_epochs": 27,
+        "budget_trainings": 12,
+        "epoch_seconds": 0.2,
+        "population": 12,
+        "interval": 3,
+        "result_name": "schedulers",
+    },
+    "nqm": {
+        "seeds": 10,
+        "arms": "tpe-none,tpe-median,tuner-pbt",
+        "max_epochs": 30,
+        "budget_trainings": 10,
+        "epoch_seconds": 0.05,
+        "population": 10,
+        "interval": 3,
+        "result_name": "schedulers_schedule",
+    },
+}
+#: What each suite's training reports (maximised), as the result file names it.
+METRICS = {"digits": "val_accuracy", "nqm": "score"}
 RAY_NOTE = (
     "Ray Tune's arms run on a local Ray started with 2 CPUs: Ray 2.60 refuses local mode "
     "(`ray.init(local_mode=True)`: 'local_mode is no longer supported')."
@@ -89,7 +122,7 @@ RAY_NOTE = (
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """What a campaign depends on: traces with other settings are not reused."""
-    return {
+    out = {
         "max_epochs": args.max_epochs,
         "budget": args.budget_trainings * args.max_epochs,
         "epoch_seconds": args.epoch_seconds,
@@ -97,6 +130,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "population": args.population,
         "interval": args.interval,
     }
+    # The digits campaigns' settings stay as they were, so that their kept traces still count.
+    return out | ({"task": args.suite} if args.suite != "digits" else {})
 
 
 def _scheduler_missing(arm: str) -> str | None:
@@ -205,7 +240,9 @@ def _summary(traces: dict[str, list[dict[str, Any]]], target: float) -> dict[str
             # median seed misses.
             "median_epochs_to_target": None if math.isinf(epochs) else epochs,
             "median_cpu_s_to_target": None if math.isinf(cpu) else round(cpu, 2),
+            # The suite's metric (val_accuracy on digits, the score on nqm).
             "median_best_accuracy": round(statistics.median(bests), 4),
+            "best_per_seed": [round(b, 4) for b in bests],
             "epochs_trained": round(statistics.median(len(t["epochs"]) for t in runs)),
             "median_continuations": statistics.median(t["continuations"] for t in runs),
             "median_campaign_wall_s": round(statistics.median(t["wall_s"] for t in runs), 1),
@@ -236,11 +273,23 @@ def _goals(summary: dict[str, Any]) -> dict[str, Any]:
             BASELINE: tpe,
             "met": pbt >= tpe,
         }
+        mine, theirs = (summary[a].get("best_per_seed") for a in ("tuner-pbt", BASELINE))
+        if mine and theirs and min(len(mine), len(theirs)) >= 3:
+            from scipy.stats import mannwhitneyu
+
+            below = float(mannwhitneyu(mine, theirs, alternative="less").pvalue)
+            above = float(mannwhitneyu(mine, theirs, alternative="greater").pvalue)
+            # Not significantly below TPE's bests (one-sided Mann-Whitney U over the seeds).
+            goals["pbt_bests_not_significantly_below_tpe_none"] = {
+                "p_below": round(below, 4),
+                "p_above": round(above, 4),
+                "met": below >= 0.05,
+            }
     return goals
 
 
-def _print(summary: dict[str, Any], target: float, budget: int) -> None:
-    print(f"target: val_accuracy >= {target:.4f} (median best of {BASELINE}); budget {budget}")
+def _print(summary: dict[str, Any], target: float, budget: int, metric: str) -> None:
+    print(f"target: {metric} >= {target:.4f} (median best of {BASELINE}); budget {budget}")
     head = f"{'arm':11} {'reach':>5} {'epochs':>7} {'cpu s':>7} {'best':>7} {'wall s':>7}"
     print(f"{head} {'/median':>8} {'/none':>6}")
 
@@ -261,19 +310,20 @@ def _print(summary: dict[str, Any], target: float, budget: int) -> None:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated; default: all")
-    ap.add_argument("--max-epochs", type=int, default=27)
-    ap.add_argument("--budget-trainings", type=int, default=12, help="budget / max epochs")
-    ap.add_argument("--epoch-seconds", type=float, default=0.2, help="an epoch's least wall")
+    # Defaults of None: the suite's (SUITE_DEFAULTS).
+    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--arms", default=None, help="comma-separated; default: the suite's")
+    ap.add_argument("--max-epochs", type=int, default=None)
+    ap.add_argument("--budget-trainings", type=int, default=None, help="budget / max epochs")
+    ap.add_argument("--epoch-seconds", type=float, default=None, help="an epoch's least wall")
     ap.add_argument("--min-resource", type=int, default=3, help="first rung (epochs)")
-    ap.add_argument("--population", type=int, default=12, help="PBT members")
-    ap.add_argument("--interval", type=int, default=3, help="PBT epochs between exploits")
+    ap.add_argument("--population", type=int, default=None, help="PBT members")
+    ap.add_argument("--interval", type=int, default=None, help="PBT epochs between exploits")
     ap.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "bench-sched")
     ap.add_argument("--quick", action="store_true", help="1 seed, 9 epochs, budget 4 trainings")
     ap.add_argument("--results-dir", type=Path, default=None)
     ap.add_argument("--result-name", default=None, help="the result file's name (no .json)")
-    ap.add_argument("--suite", choices=("digits", "mfh"), default="digits")
+    ap.add_argument("--suite", choices=("digits", "nqm", "mfh"), default="digits")
     ap.add_argument("--mfpbench-python", help="--suite mfh: interpreter with mf-prior-bench")
     ap.add_argument("--tasks", default=",".join(_mfpbench.TASKS), help="--suite mfh")
     ap.add_argument("--epochs", type=int, default=2000, help="--suite mfh: the epoch budget")
@@ -286,6 +336,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
     ap.add_argument("--recommend", default="tuner-bohb", help="--suite mfh: goals' arm")
     args = ap.parse_args(argv)
+    for key, value in SUITE_DEFAULTS.get(args.suite, SUITE_DEFAULTS["digits"]).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if args.quick:
         args.seeds, args.max_epochs, args.budget_trainings = 1, 9, 4
         args.min_resource, args.population, args.epoch_seconds = 1, 4, 0.02
@@ -402,14 +455,17 @@ def main(argv: list[str] | None = None) -> int:
     for arm in arms:
         why = _scheduler_missing(arm) if arm in TUNER_SCHEDULERS else None
         why = why or (_ray_missing() if arm.startswith("ray-") else None)
+        if arm.startswith("ray-") and args.suite != "digits":
+            why = f"Ray Tune's arms train the digits MLP only, not --suite {args.suite}"
         if why:
             skipped[arm] = why
             print(f"skipping {arm}: {why}", flush=True)
     traces: dict[str, list[dict[str, Any]]] = {}
+    kept = args.traces if args.suite == "digits" else args.traces / args.suite
     for arm in (a for a in arms if a not in skipped):
         for seed in range(args.seeds):
             try:
-                trace = _campaign(arm, seed, opts, args.traces)
+                trace = _campaign(arm, seed, opts, kept)
             except RuntimeError as exc:
                 skipped[arm] = str(exc).splitlines()[0]
                 print(f"{arm} failed: {exc}", flush=True)
@@ -420,18 +476,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{arm} seed {seed}: best {best:.4f} in {trace['wall_s']} s", flush=True)
     target = statistics.median(max(a for a, _ in t["epochs"]) for t in traces[BASELINE])
     summary = _summary(traces, target)
-    _print(summary, target, opts["budget"])
-    for goal, row in _goals(summary).items():
+    metric = METRICS[args.suite]
+    _print(summary, target, opts["budget"], metric)
+    goals = _goals(summary)
+    for goal, row in goals.items():
         print(f"goal {goal}: {row}")
     if args.quick and args.results_dir is None:
         return 0
-    figures = {"target_val_accuracy": round(target, 4), "epoch_budget": opts["budget"]}
-    figures |= {"arms": summary, "goals": _goals(summary)}
+    figures: dict[str, Any] = {f"target_{metric}": round(target, 4)}
+    figures |= {"epoch_budget": opts["budget"]}
+    if args.suite != "digits":
+        figures["metric"] = metric
+    figures |= {"arms": summary, "goals": goals}
     if skipped:
         figures["not_run"] = skipped
     dates = sorted(t["date"] for runs in traces.values() for t in runs)
     path = write_result(
-        args.result_name or "schedulers",
+        args.result_name,
         figures,
         store="sqlite",
         params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,
