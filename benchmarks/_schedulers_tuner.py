@@ -74,12 +74,13 @@ def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
             # tuner-bohb: the recommended scheduler, the sampler fitted at a rung.
             "model": "rung" if arm == "tuner-bohb" else "study",
         }
-    if arm == "tuner-pbt":
+    if arm in ("tuner-pbt", "tuner-pbt-synch"):
         return {
             "name": "pbt",
             "population": opts["population"],
             "interval": opts["interval"],
             "quantile": 0.25,
+            "synch": arm == "tuner-pbt-synch",
             # Ray Tune's default explore: multiply by 0.8 or 1.2; the width stays.
             "perturb": {
                 k: {"factor": [0.8, 1.2]} for k in TASKS[opts.get("task", "digits")]["perturb"]
@@ -90,8 +91,8 @@ def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
 
 def config(arm: str, seed: int, work: Path, opts: dict[str, Any]) -> dict[str, Any]:
     """The campaign config of ``arm`` (``tpe-none``, ``tpe-median``, ``tpe-sha``,
-    ``tuner-asha``, ``tuner-hyperband``, ``tuner-bohb``, ``tuner-pbt``) on ``opts["task"]``
-    (``digits`` when absent)."""
+    ``tuner-asha``, ``tuner-hyperband``, ``tuner-bohb``, ``tuner-pbt``,
+    ``tuner-pbt-synch``) on ``opts["task"]`` (``digits`` when absent)."""
     task = TASKS[opts.get("task", "digits")]
     data: dict[str, Any] = {
         "name": f"{arm}-{seed}",

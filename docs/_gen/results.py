@@ -29,6 +29,7 @@ SCRIPTS = {
     "query_http": "bench_query.py --store http",
     "schedulers_mfh": "bench_schedulers.py --suite mfh",
     "schedulers_recommended": "bench_schedulers.py --arms tpe-none,tpe-median,tuner-bohb",
+    "schedulers_schedule": "bench_schedulers.py --suite nqm",
 }
 
 
@@ -113,7 +114,7 @@ _SCHEDULER_COLUMNS = (
     ("seeds reaching the target", "reached"),
     ("epochs to target (median)", "median_epochs_to_target"),
     ("training CPU-s to target", "median_cpu_s_to_target"),
-    ("best val_accuracy in budget (median)", "median_best_accuracy"),
+    ("best {metric} in budget (median)", "median_best_accuracy"),
     ("epochs trained (within budget)", "epochs_trained"),
     ("resumed from a checkpoint", "median_continuations"),
     ("campaign wall s (median)", "median_campaign_wall_s"),
@@ -125,13 +126,16 @@ _SCHEDULER_COLUMNS = (
 def _schedulers_table(result: dict[str, Any]) -> list[str]:
     """``schedulers``: one row per arm (as figure/value rows it would be 60 rows)."""
     figures = result.get("figures") or {}
+    metric = figures.get("metric", "val_accuracy")
     lines = [
-        f"Target: val_accuracy >= {_cell(figures.get('target_val_accuracy'))} (the median best "
+        f"Target: {metric} >= {_cell(figures.get(f'target_{metric}'))} (the median best "
         f"of `tpe-none`); budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. "
         "Medians over seeds, a seed that never reaches the target counting as infinitely "
         "many epochs; `-`: the median seed did not reach it.",
         "",
-        "| arm | " + " | ".join(head for head, _ in _SCHEDULER_COLUMNS) + " |",
+        "| arm | "
+        + " | ".join(head.format(metric=metric) for head, _ in _SCHEDULER_COLUMNS)
+        + " |",
         "|---" * (len(_SCHEDULER_COLUMNS) + 1) + "|",
     ]
     for arm, row in (figures.get("arms") or {}).items():
@@ -302,6 +306,7 @@ TABLES = {
     "importance_power": _power_table,
     "schedulers": _schedulers_table,
     "schedulers_recommended": _schedulers_table,
+    "schedulers_schedule": _schedulers_table,
     "faults": _faults_table,
     "schedulers_mfh": _schedulers_mfh_table,
 }
