@@ -20,7 +20,7 @@ stopped at an epoch budget of ``--budget-trainings`` x ``--max-epochs`` epochs:
 
 Epochs are counted from what the trials trained (each epoch appends a line to a counter
 file), in the order they ended. The target is the median over seeds of ``tpe-none``'s best
-validation accuracy within the budget (with an even number of seeds the upper of the two
+validation accuracy within the budget (with an even number of seeds the lower of the two
 middle ones, so that the median seed reaches it). Per arm: epochs and training CPU-seconds until the
 campaign's first epoch at or above the target (median over seeds, a seed that never reaches
 it counting as infinitely many; and how many reach it), the best accuracy within the budget
@@ -39,7 +39,9 @@ tuned, a score in decades of loss reduction maximised; 30 epochs a trial, a budg
 trainings, a PBT population of 10, epochs of 0.05 s), by default ``tpe-none``, ``tpe-median``
 and ``tuner-pbt`` at 10 seeds, and writes ``benchmarks/results/schedulers_schedule.json``.
 Its goals add whether PBT's best scores are significantly below or above ``tpe-none``'s
-(one-sided Mann-Whitney U over the seeds, p < 0.05).
+(one-sided Mann-Whitney U over the seeds, p < 0.05), and its figures an untuned reference
+(``_schedulers_nqm.reference``: the best fixed ``lr`` and the best decaying schedules). Its
+traces are kept in a folder of ``--traces`` per setting, so runs at other settings keep them.
 
 ``--suite mfh --mfpbench-python PY`` runs the multi-fidelity Hartmann tasks of mf-prior-bench
 instead (``_schedulers_mfh.py``: every arm in this process, one trial at a time, an equal
@@ -56,6 +58,7 @@ reused by a later run with the same settings, so an interrupted run continues. W
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -465,7 +468,10 @@ def main(argv: list[str] | None = None) -> int:
             skipped[arm] = why
             print(f"skipping {arm}: {why}", flush=True)
     traces: dict[str, list[dict[str, Any]]] = {}
-    kept = args.traces if args.suite == "digits" else args.traces / args.suite
+    kept = args.traces
+    if args.suite != "digits":  # a folder per setting: another setting's run keeps these
+        digest = hashlib.sha1(json.dumps(opts, sort_keys=True).encode()).hexdigest()[:8]
+        kept = args.traces / f"{args.suite}-{digest}"
     for arm in (a for a in arms if a not in skipped):
         for seed in range(args.seeds):
             try:
@@ -478,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             traces.setdefault(arm, []).append(trace)
             best = max(a for a, _ in trace["epochs"])
             print(f"{arm} seed {seed}: best {best:.4f} in {trace['wall_s']} s", flush=True)
-    target = statistics.median_high(max(a for a, _ in t["epochs"]) for t in traces[BASELINE])
+    target = statistics.median_low(max(a for a, _ in t["epochs"]) for t in traces[BASELINE])
     summary = _summary(traces, target)
     metric = METRICS[args.suite]
     _print(summary, target, opts["budget"], metric)
@@ -491,6 +497,10 @@ def main(argv: list[str] | None = None) -> int:
     figures |= {"epoch_budget": opts["budget"]}
     if args.suite != "digits":
         figures["metric"] = metric
+    if args.suite == "nqm":
+        import _schedulers_nqm
+
+        figures["reference"] = _schedulers_nqm.reference(args.max_epochs)
     figures |= {"arms": summary, "goals": goals}
     if skipped:
         figures["not_run"] = skipped

@@ -147,7 +147,9 @@ def test_the_docs_table_names_the_suites_metric(bench: Any) -> None:
     finally:
         sys.path.remove(str(ROOT / "docs" / "_gen"))
     summary = bench._summary({"tpe-none": [_trace([1.2])]}, 1.2)
-    figures = {"target_score": 1.2, "metric": "score", "arms": summary, "goals": {}}
+    reference = {"fixed_lr": 0.04, "fixed_score": 1.4, "decay_0.8_every_3_score": 1.6}
+    figures = {"target_score": 1.2, "metric": "score", "arms": summary, "reference": reference}
     lines = results._schedulers_table({"figures": figures})
     assert lines[0].startswith("Target: score >= 1.2 ")
     assert "best score in budget (median)" in lines[2]
+    assert any("fixed `lr` (0.04) scores 1.4;" in line for line in lines)

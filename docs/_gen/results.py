@@ -129,7 +129,8 @@ def _schedulers_table(result: dict[str, Any]) -> list[str]:
     metric = figures.get("metric", "val_accuracy")
     lines = [
         f"Target: {metric} >= {_cell(figures.get(f'target_{metric}'))} (the median best "
-        f"of `tpe-none`); budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. "
+        "of `tpe-none`, with an even number of seeds the lower middle one); budget: "
+        f"{_cell(figures.get('epoch_budget'))} epochs per campaign. "
         "Medians over seeds, a seed that never reaches the target counting as infinitely "
         "many epochs; `-`: the median seed did not reach it.",
         "",
@@ -146,6 +147,16 @@ def _schedulers_table(result: dict[str, Any]) -> list[str]:
         shown = ", ".join(f"{k} {_cell(v)}" for k, v in row.items() if k != "met" and v is not None)
         verdict = "met" if row.get("met") else "not met"
         lines += ["", f"Goal `{goal}`: **{verdict}** ({shown})."]
+    ref = figures.get("reference")
+    if ref:
+        lines += [
+            "",
+            f"Untuned reference (momentum 0, `lr` on a grid of 81): the best fixed `lr` "
+            f"({_cell(ref.get('fixed_lr'))}) scores {_cell(ref.get('fixed_score'))}; "
+            f"decayed by 0.8 every 3 epochs from {_cell(ref.get('decay_0.8_every_3_lr'))}, "
+            f"{_cell(ref.get('decay_0.8_every_3_score'))}; by 0.7 every 3 epochs from "
+            f"{_cell(ref.get('decay_0.7_every_3_lr'))}, {_cell(ref.get('decay_0.7_every_3_score'))}.",
+        ]
     for arm, why in (figures.get("not_run") or {}).items():
         lines += ["", f"`{arm}` did not run: {why}"]
     return lines
