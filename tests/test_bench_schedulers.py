@@ -70,12 +70,14 @@ def test_the_docs_show_one_row_per_arm_and_each_goal(bench: Any) -> None:
         import results
     finally:
         sys.path.remove(str(ROOT / "docs" / "_gen"))
-    summary = bench._summary({"tpe-none": [_trace([0.9])], "ray-pbt": [_trace([0.1])]}, 0.9)
+    traces = {"tpe-none": [_trace([0.9])], "tpe-median": [_trace([0.9])]}
+    summary = bench._summary(traces | {"ray-pbt": [_trace([0.1])]}, 0.9)
     figures = {"target_val_accuracy": 0.9, "arms": summary, "goals": bench._goals(summary)}
     lines = results._schedulers_table({"figures": figures})
     rows = [line for line in lines if line.startswith("| `")]
-    assert [row.split("|")[1].strip() for row in rows] == ["`tpe-none`", "`ray-pbt`"]
-    assert "| - |" in rows[1]  # never reached
+    names = [row.split("|")[1].strip() for row in rows]
+    assert names == ["`tpe-none`", "`tpe-median`", "`ray-pbt`"]
+    assert "| - |" in rows[2]  # never reached
     assert any(line.startswith("Goal `asha_or_pbt") and "not met" in line for line in lines)
 
 
@@ -135,6 +137,7 @@ def test_pbt_against_tpe_over_seeds_is_a_one_sided_test_of_their_bests(bench: An
         "tuner-pbt": [_trace([b]) for b in (1.40, 1.41, 1.42, 1.43, 1.44)],
     }
     goals = bench._goals(bench._summary(traces, target=1.32))
+    assert "asha_or_pbt_epochs_at_most_half_of_tpe_median" not in goals  # no tpe-median
     assert goals["pbt_best_at_least_tpe_none"]["met"]
     test = goals["pbt_bests_not_significantly_below_tpe_none"]
     assert test["met"] and test["p_above"] < 0.05 < test["p_below"]

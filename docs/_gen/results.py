@@ -30,6 +30,7 @@ SCRIPTS = {
     "schedulers_mfh": "bench_schedulers.py --suite mfh",
     "schedulers_recommended": "bench_schedulers.py --arms tpe-none,tpe-median,tuner-bohb",
     "schedulers_schedule": "bench_schedulers.py --suite nqm",
+    "schedulers_schedule_slow": "bench_schedulers.py --suite nqm --epoch-seconds 0.3",
 }
 
 
@@ -318,6 +319,7 @@ TABLES = {
     "schedulers": _schedulers_table,
     "schedulers_recommended": _schedulers_table,
     "schedulers_schedule": _schedulers_table,
+    "schedulers_schedule_slow": _schedulers_table,
     "faults": _faults_table,
     "schedulers_mfh": _schedulers_mfh_table,
 }
