@@ -201,7 +201,15 @@ BENCHES: tuple[Bench, ...] = (
             "--result-name",
             "schedulers_schedule_slow",
         ),
-        ("--suite", "nqm", "--quick", "--arms", "tpe-none,tuner-pbt,tuner-pbt-synch"),
+        (
+            "--suite",
+            "nqm",
+            "--quick",
+            "--arms",
+            "tpe-none,tuner-pbt,tuner-pbt-synch",
+            "--result-name",
+            "schedulers_schedule_slow",
+        ),
         ("schedulers_schedule_slow",),
     ),
     Bench(
