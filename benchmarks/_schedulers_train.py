@@ -20,14 +20,19 @@ Ray Tune's arms call :class:`Training` in process.
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _schedulers_counter import count, read_counter
+
+__all__ = ["DEFAULTS", "Training", "read_counter"]
 
 TRAIN_IMAGES = 500
 BATCH = 32
@@ -100,7 +105,7 @@ class Training:
         rest = float(os.environ.get("BENCH_EPOCH_SECONDS", "0")) - (time.time() - started)
         if rest > 0:
             time.sleep(rest)
-        _count(self.epoch, accuracy, cpu)
+        count(self.epoch, accuracy, cpu)
         return accuracy
 
     def state(self) -> dict[str, Any]:
@@ -114,26 +119,6 @@ class Training:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         self.epoch = int(state["epoch"])
-
-
-def _count(epoch: int, accuracy: float, cpu: float) -> None:
-    path = os.environ.get("BENCH_COUNTER")
-    if not path:
-        return
-    line = json.dumps(
-        {"pid": os.getpid(), "epoch": epoch, "acc": accuracy, "cpu": cpu, "t": time.time()}
-    )
-    # One short O_APPEND write per line: trials in parallel never interleave within a line.
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
-
-
-def read_counter(path: Path) -> list[dict[str, Any]]:
-    """The counter's epochs in the order they ended."""
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return sorted(rows, key=lambda r: r["t"])
 
 
 def main() -> int:

@@ -1,8 +1,9 @@
 """The tuner's arms of ``bench_schedulers.py``: one ``tuner run`` campaign per arm and seed.
 
-Each campaign runs ``_schedulers_train.py`` on two CPU slots (PBT: one per member) and is stopped (SIGTERM, as
-Ctrl-C) once the counter holds the epoch budget; the analysis reads only the first
-``budget`` epochs, so an epoch still in flight at the stop does not count.
+Each campaign runs its task's training (``_schedulers_train.py`` for ``digits``,
+``_schedulers_nqm.py`` for ``nqm``) on two CPU slots (PBT: one per member) and is stopped
+(SIGTERM, as Ctrl-C) once the counter holds the epoch budget; the analysis reads only the
+first ``budget`` epochs, so an epoch still in flight at the stop does not count.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _schedulers_train import read_counter
+import _schedulers_nqm
+from _schedulers_counter import read_counter
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,6 +31,23 @@ SPACE: dict[str, Any] = {
     "momentum": {"type": "float", "low": 0.0, "high": 0.99},
     "weight_decay": {"type": "float", "low": 1e-6, "high": 0.1, "log": True},
     "hidden": {"type": "int", "low": 8, "high": 256, "log": True},
+}
+
+#: Per task: its training script, the metric it reports (maximised), its search space and
+#: the parameters PBT perturbs.
+TASKS: dict[str, dict[str, Any]] = {
+    "digits": {
+        "script": "_schedulers_train.py",
+        "metric": "val_accuracy",
+        "space": SPACE,
+        "perturb": ("lr", "momentum", "weight_decay"),
+    },
+    "nqm": {
+        "script": "_schedulers_nqm.py",
+        "metric": "score",
+        "space": _schedulers_nqm.SPACE,
+        "perturb": ("lr", "momentum"),
+    },
 }
 
 
@@ -55,26 +74,31 @@ def _scheduler(arm: str, opts: dict[str, Any]) -> dict[str, Any] | None:
             # tuner-bohb: the recommended scheduler, the sampler fitted at a rung.
             "model": "rung" if arm == "tuner-bohb" else "study",
         }
-    if arm == "tuner-pbt":
+    if arm in ("tuner-pbt", "tuner-pbt-synch"):
         return {
             "name": "pbt",
             "population": opts["population"],
             "interval": opts["interval"],
             "quantile": 0.25,
+            "synch": arm == "tuner-pbt-synch",
             # Ray Tune's default explore: multiply by 0.8 or 1.2; the width stays.
-            "perturb": {k: {"factor": [0.8, 1.2]} for k in ("lr", "momentum", "weight_decay")},
+            "perturb": {
+                k: {"factor": [0.8, 1.2]} for k in TASKS[opts.get("task", "digits")]["perturb"]
+            },
         }
     return None
 
 
 def config(arm: str, seed: int, work: Path, opts: dict[str, Any]) -> dict[str, Any]:
     """The campaign config of ``arm`` (``tpe-none``, ``tpe-median``, ``tpe-sha``,
-    ``tuner-asha``, ``tuner-hyperband``, ``tuner-bohb``, ``tuner-pbt``)."""
+    ``tuner-asha``, ``tuner-hyperband``, ``tuner-bohb``, ``tuner-pbt``,
+    ``tuner-pbt-synch``) on ``opts["task"]`` (``digits`` when absent)."""
+    task = TASKS[opts.get("task", "digits")]
     data: dict[str, Any] = {
         "name": f"{arm}-{seed}",
-        "command": [sys.executable, str(HERE / "_schedulers_train.py")],
-        "target": {"metric": "val_accuracy", "goal": "maximize"},
-        "parameters": SPACE,
+        "command": [sys.executable, str(HERE / task["script"])],
+        "target": {"metric": task["metric"], "goal": "maximize"},
+        "parameters": task["space"],
         "reads_tuner_params": True,
         # More trials than the epoch budget can hold: the harness stops the campaign (PBT's
         # members are its trials: population x max_epochs is its budget).

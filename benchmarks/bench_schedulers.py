@@ -13,12 +13,15 @@ stopped at an epoch budget of ``--budget-trainings`` x ``--max-epochs`` epochs:
 - ``tuner-bohb``: the same with ``model: rung`` (the sampler fitted at a rung), the
   scheduler the schedulers guide recommends;
 - ``tuner-pbt``: ``scheduler: pbt``;
+- ``tuner-pbt-synch``: the same with ``synch: true`` (members decide together at each
+  multiple of the interval, each paused there until all have reached it);
 - ``ray-asha``: Ray Tune's ``ASHAScheduler`` with ``OptunaSearch`` (TPE);
 - ``ray-pbt``: Ray Tune's ``PopulationBasedTraining``.
 
 Epochs are counted from what the trials trained (each epoch appends a line to a counter
 file), in the order they ended. The target is the median over seeds of ``tpe-none``'s best
-validation accuracy within the budget. Per arm: epochs and training CPU-seconds until the
+validation accuracy within the budget (with an even number of seeds the lower of the two
+middle ones, so that the median seed reaches it). Per arm: epochs and training CPU-seconds until the
 campaign's first epoch at or above the target (median over seeds, a seed that never reaches
 it counting as infinitely many; and how many reach it), the best accuracy within the budget
 (median), the processes that resumed from a checkpoint (promotions, exploits) and campaign
@@ -29,6 +32,16 @@ goals, met or not.
 
 ``--result-name`` writes ``benchmarks/results/<name>.json`` instead (a run of some arms
 beside the full file: ``schedulers_recommended``, the recommended arm with its references).
+
+``--suite nqm`` runs the same campaigns on a training whose best learning rate changes as it
+trains (``_schedulers_nqm.py``: SGD on the noisy quadratic model, ``lr`` and ``momentum``
+tuned, a score in decades of loss reduction maximised; 30 epochs a trial, a budget of 10
+trainings, a PBT population of 10, epochs of 0.05 s), by default ``tpe-none``, ``tpe-median``
+and ``tuner-pbt`` at 10 seeds, and writes ``benchmarks/results/schedulers_schedule.json``.
+Its goals add whether PBT's best scores are significantly below or above ``tpe-none``'s
+(one-sided Mann-Whitney U over the seeds, p < 0.05), and its figures an untuned reference
+(``_schedulers_nqm.reference``: the best fixed ``lr`` and the best decaying schedules). Its
+traces are kept in a folder of ``--traces`` per setting, so runs at other settings keep them.
 
 ``--suite mfh --mfpbench-python PY`` runs the multi-fidelity Hartmann tasks of mf-prior-bench
 instead (``_schedulers_mfh.py``: every arm in this process, one trial at a time, an equal
@@ -45,6 +58,7 @@ reused by a later run with the same settings, so an interrupted run continues. W
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -64,7 +78,7 @@ import _schedulers_mfh
 import _schedulers_mfh_summary
 import _schedulers_tuner
 from _results import write_result
-from _schedulers_train import read_counter
+from _schedulers_counter import read_counter
 
 HERE = Path(__file__).resolve().parent
 
@@ -76,11 +90,39 @@ ARMS = (
     "tuner-hyperband",
     "tuner-bohb",
     "tuner-pbt",
+    "tuner-pbt-synch",
     "ray-asha",
     "ray-pbt",
 )
-TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-bohb", "tuner-pbt")
+TUNER_SCHEDULERS = ("tuner-asha", "tuner-hyperband", "tuner-bohb", "tuner-pbt", "tuner-pbt-synch")
+#: The PBT arms, each with the prefix of its goals' names.
+PBT_ARMS = {"tuner-pbt": "pbt", "tuner-pbt-synch": "pbt_synch"}
 BASELINE, PRUNED = "tpe-none", "tpe-median"
+#: Per suite of tuner campaigns: the defaults its options take when not given.
+SUITE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "digits": {
+        "seeds": 5,
+        "arms": ",".join(ARMS),
+        "max_epochs": 27,
+        "budget_trainings": 12,
+        "epoch_seconds": 0.2,
+        "population": 12,
+        "interval": 3,
+        "result_name": "schedulers",
+    },
+    "nqm": {
+        "seeds": 10,
+        "arms": "tpe-none,tpe-median,tuner-pbt",
+        "max_epochs": 30,
+        "budget_trainings": 10,
+        "epoch_seconds": 0.05,
+        "population": 10,
+        "interval": 3,
+        "result_name": "schedulers_schedule",
+    },
+}
+#: What each suite's training reports (maximised), as the result file names it.
+METRICS = {"digits": "val_accuracy", "nqm": "score"}
 RAY_NOTE = (
     "Ray Tune's arms run on a local Ray started with 2 CPUs: Ray 2.60 refuses local mode "
     "(`ray.init(local_mode=True)`: 'local_mode is no longer supported')."
@@ -89,7 +131,7 @@ RAY_NOTE = (
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """What a campaign depends on: traces with other settings are not reused."""
-    return {
+    out = {
         "max_epochs": args.max_epochs,
         "budget": args.budget_trainings * args.max_epochs,
         "epoch_seconds": args.epoch_seconds,
@@ -97,11 +139,15 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "population": args.population,
         "interval": args.interval,
     }
+    # The digits campaigns' settings stay as they were, so that their kept traces still count.
+    return out | ({"task": args.suite} if args.suite != "digits" else {})
 
 
 def _scheduler_missing(arm: str) -> str | None:
     """Why a tuner ``scheduler:`` arm cannot run here, or None when it can."""
-    name = {"tuner-hyperband": "asha", "tuner-bohb": "asha"}.get(arm, arm.removeprefix("tuner-"))
+    name = {"tuner-hyperband": "asha", "tuner-bohb": "asha", "tuner-pbt-synch": "pbt"}.get(
+        arm, arm.removeprefix("tuner-")
+    )
     try:
         import tuner.schedulers as schedulers
     except ImportError:
@@ -205,7 +251,9 @@ def _summary(traces: dict[str, list[dict[str, Any]]], target: float) -> dict[str
             # median seed misses.
             "median_epochs_to_target": None if math.isinf(epochs) else epochs,
             "median_cpu_s_to_target": None if math.isinf(cpu) else round(cpu, 2),
+            # The suite's metric (val_accuracy on digits, the score on nqm).
             "median_best_accuracy": round(statistics.median(bests), 4),
+            "best_per_seed": [round(b, 4) for b in bests],
             "epochs_trained": round(statistics.median(len(t["epochs"]) for t in runs)),
             "median_continuations": statistics.median(t["continuations"] for t in runs),
             "median_campaign_wall_s": round(statistics.median(t["wall_s"] for t in runs), 1),
@@ -224,23 +272,34 @@ def _goals(summary: dict[str, Any]) -> dict[str, Any]:
     ratios = {
         arm: summary[arm][f"epochs_ratio_to_{PRUNED}"] for arm in TUNER_SCHEDULERS if arm in summary
     }
-    goals: dict[str, Any] = {
-        "asha_or_pbt_epochs_at_most_half_of_tpe_median": ratios
-        | {"met": any(r is not None and r <= 0.5 for r in ratios.values())}
-    }
-    if "tuner-pbt" in summary:
-        pbt = summary["tuner-pbt"]["median_best_accuracy"]
-        tpe = summary[BASELINE]["median_best_accuracy"]
-        goals["pbt_best_at_least_tpe_none"] = {
-            "tuner-pbt": pbt,
-            BASELINE: tpe,
-            "met": pbt >= tpe,
+    goals: dict[str, Any] = {}
+    if PRUNED in summary:  # else there is nothing to hold the schedulers' epochs against
+        goals["asha_or_pbt_epochs_at_most_half_of_tpe_median"] = ratios | {
+            "met": any(r is not None and r <= 0.5 for r in ratios.values())
         }
+    for arm, name in PBT_ARMS.items():
+        if arm not in summary:
+            continue
+        pbt = summary[arm]["median_best_accuracy"]
+        tpe = summary[BASELINE]["median_best_accuracy"]
+        goals[f"{name}_best_at_least_tpe_none"] = {arm: pbt, BASELINE: tpe, "met": pbt >= tpe}
+        mine, theirs = (summary[a].get("best_per_seed") for a in (arm, BASELINE))
+        if mine and theirs and min(len(mine), len(theirs)) >= 3:
+            from scipy.stats import mannwhitneyu
+
+            below = float(mannwhitneyu(mine, theirs, alternative="less").pvalue)
+            above = float(mannwhitneyu(mine, theirs, alternative="greater").pvalue)
+            # Not significantly below TPE's bests (one-sided Mann-Whitney U over the seeds).
+            goals[f"{name}_bests_not_significantly_below_tpe_none"] = {
+                "p_below": round(below, 4),
+                "p_above": round(above, 4),
+                "met": below >= 0.05,
+            }
     return goals
 
 
-def _print(summary: dict[str, Any], target: float, budget: int) -> None:
-    print(f"target: val_accuracy >= {target:.4f} (median best of {BASELINE}); budget {budget}")
+def _print(summary: dict[str, Any], target: float, budget: int, metric: str) -> None:
+    print(f"target: {metric} >= {target:.4f} (median best of {BASELINE}); budget {budget}")
     head = f"{'arm':11} {'reach':>5} {'epochs':>7} {'cpu s':>7} {'best':>7} {'wall s':>7}"
     print(f"{head} {'/median':>8} {'/none':>6}")
 
@@ -261,19 +320,20 @@ def _print(summary: dict[str, Any], target: float, budget: int) -> None:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated; default: all")
-    ap.add_argument("--max-epochs", type=int, default=27)
-    ap.add_argument("--budget-trainings", type=int, default=12, help="budget / max epochs")
-    ap.add_argument("--epoch-seconds", type=float, default=0.2, help="an epoch's least wall")
+    # Defaults of None: the suite's (SUITE_DEFAULTS).
+    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--arms", default=None, help="comma-separated; default: the suite's")
+    ap.add_argument("--max-epochs", type=int, default=None)
+    ap.add_argument("--budget-trainings", type=int, default=None, help="budget / max epochs")
+    ap.add_argument("--epoch-seconds", type=float, default=None, help="an epoch's least wall")
     ap.add_argument("--min-resource", type=int, default=3, help="first rung (epochs)")
-    ap.add_argument("--population", type=int, default=12, help="PBT members")
-    ap.add_argument("--interval", type=int, default=3, help="PBT epochs between exploits")
+    ap.add_argument("--population", type=int, default=None, help="PBT members")
+    ap.add_argument("--interval", type=int, default=None, help="PBT epochs between exploits")
     ap.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "bench-sched")
     ap.add_argument("--quick", action="store_true", help="1 seed, 9 epochs, budget 4 trainings")
     ap.add_argument("--results-dir", type=Path, default=None)
     ap.add_argument("--result-name", default=None, help="the result file's name (no .json)")
-    ap.add_argument("--suite", choices=("digits", "mfh"), default="digits")
+    ap.add_argument("--suite", choices=("digits", "nqm", "mfh"), default="digits")
     ap.add_argument("--mfpbench-python", help="--suite mfh: interpreter with mf-prior-bench")
     ap.add_argument("--tasks", default=",".join(_mfpbench.TASKS), help="--suite mfh")
     ap.add_argument("--epochs", type=int, default=2000, help="--suite mfh: the epoch budget")
@@ -286,6 +346,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--brackets", type=int, default=3, help="--suite mfh: tuner's brackets")
     ap.add_argument("--recommend", default="tuner-bohb", help="--suite mfh: goals' arm")
     args = ap.parse_args(argv)
+    for key, value in SUITE_DEFAULTS.get(args.suite, SUITE_DEFAULTS["digits"]).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if args.quick:
         args.seeds, args.max_epochs, args.budget_trainings = 1, 9, 4
         args.min_resource, args.population, args.epoch_seconds = 1, 4, 0.02
@@ -406,10 +469,14 @@ def main(argv: list[str] | None = None) -> int:
             skipped[arm] = why
             print(f"skipping {arm}: {why}", flush=True)
     traces: dict[str, list[dict[str, Any]]] = {}
+    kept = args.traces
+    if args.suite != "digits":  # a folder per setting: another setting's run keeps these
+        digest = hashlib.sha1(json.dumps(opts, sort_keys=True).encode()).hexdigest()[:8]
+        kept = args.traces / f"{args.suite}-{digest}"
     for arm in (a for a in arms if a not in skipped):
         for seed in range(args.seeds):
             try:
-                trace = _campaign(arm, seed, opts, args.traces)
+                trace = _campaign(arm, seed, opts, kept)
             except RuntimeError as exc:
                 skipped[arm] = str(exc).splitlines()[0]
                 print(f"{arm} failed: {exc}", flush=True)
@@ -418,20 +485,29 @@ def main(argv: list[str] | None = None) -> int:
             traces.setdefault(arm, []).append(trace)
             best = max(a for a, _ in trace["epochs"])
             print(f"{arm} seed {seed}: best {best:.4f} in {trace['wall_s']} s", flush=True)
-    target = statistics.median(max(a for a, _ in t["epochs"]) for t in traces[BASELINE])
+    target = statistics.median_low(max(a for a, _ in t["epochs"]) for t in traces[BASELINE])
     summary = _summary(traces, target)
-    _print(summary, target, opts["budget"])
-    for goal, row in _goals(summary).items():
+    metric = METRICS[args.suite]
+    _print(summary, target, opts["budget"], metric)
+    goals = _goals(summary)
+    for goal, row in goals.items():
         print(f"goal {goal}: {row}")
     if args.quick and args.results_dir is None:
         return 0
-    figures = {"target_val_accuracy": round(target, 4), "epoch_budget": opts["budget"]}
-    figures |= {"arms": summary, "goals": _goals(summary)}
+    figures: dict[str, Any] = {f"target_{metric}": round(target, 4)}
+    figures |= {"epoch_budget": opts["budget"]}
+    if args.suite != "digits":
+        figures["metric"] = metric
+    if args.suite == "nqm":
+        import _schedulers_nqm
+
+        figures["reference"] = _schedulers_nqm.reference(args.max_epochs)
+    figures |= {"arms": summary, "goals": goals}
     if skipped:
         figures["not_run"] = skipped
     dates = sorted(t["date"] for runs in traces.values() for t in runs)
     path = write_result(
-        args.result_name or "schedulers",
+        args.result_name,
         figures,
         store="sqlite",
         params={"seeds": args.seeds, "arms": ",".join(arms)} | opts,

@@ -29,6 +29,8 @@ SCRIPTS = {
     "query_http": "bench_query.py --store http",
     "schedulers_mfh": "bench_schedulers.py --suite mfh",
     "schedulers_recommended": "bench_schedulers.py --arms tpe-none,tpe-median,tuner-bohb",
+    "schedulers_schedule": "bench_schedulers.py --suite nqm",
+    "schedulers_schedule_slow": "bench_schedulers.py --suite nqm --epoch-seconds 0.3",
 }
 
 
@@ -113,7 +115,7 @@ _SCHEDULER_COLUMNS = (
     ("seeds reaching the target", "reached"),
     ("epochs to target (median)", "median_epochs_to_target"),
     ("training CPU-s to target", "median_cpu_s_to_target"),
-    ("best val_accuracy in budget (median)", "median_best_accuracy"),
+    ("best {metric} in budget (median)", "median_best_accuracy"),
     ("epochs trained (within budget)", "epochs_trained"),
     ("resumed from a checkpoint", "median_continuations"),
     ("campaign wall s (median)", "median_campaign_wall_s"),
@@ -125,13 +127,17 @@ _SCHEDULER_COLUMNS = (
 def _schedulers_table(result: dict[str, Any]) -> list[str]:
     """``schedulers``: one row per arm (as figure/value rows it would be 60 rows)."""
     figures = result.get("figures") or {}
+    metric = figures.get("metric", "val_accuracy")
     lines = [
-        f"Target: val_accuracy >= {_cell(figures.get('target_val_accuracy'))} (the median best "
-        f"of `tpe-none`); budget: {_cell(figures.get('epoch_budget'))} epochs per campaign. "
+        f"Target: {metric} >= {_cell(figures.get(f'target_{metric}'))} (the median best "
+        "of `tpe-none`, with an even number of seeds the lower middle one); budget: "
+        f"{_cell(figures.get('epoch_budget'))} epochs per campaign. "
         "Medians over seeds, a seed that never reaches the target counting as infinitely "
         "many epochs; `-`: the median seed did not reach it.",
         "",
-        "| arm | " + " | ".join(head for head, _ in _SCHEDULER_COLUMNS) + " |",
+        "| arm | "
+        + " | ".join(head.format(metric=metric) for head, _ in _SCHEDULER_COLUMNS)
+        + " |",
         "|---" * (len(_SCHEDULER_COLUMNS) + 1) + "|",
     ]
     for arm, row in (figures.get("arms") or {}).items():
@@ -142,6 +148,16 @@ def _schedulers_table(result: dict[str, Any]) -> list[str]:
         shown = ", ".join(f"{k} {_cell(v)}" for k, v in row.items() if k != "met" and v is not None)
         verdict = "met" if row.get("met") else "not met"
         lines += ["", f"Goal `{goal}`: **{verdict}** ({shown})."]
+    ref = figures.get("reference")
+    if ref:
+        lines += [
+            "",
+            f"Untuned reference (momentum 0, `lr` on a grid of 81): the best fixed `lr` "
+            f"({_cell(ref.get('fixed_lr'))}) scores {_cell(ref.get('fixed_score'))}; "
+            f"decayed by 0.8 every 3 epochs from {_cell(ref.get('decay_0.8_every_3_lr'))}, "
+            f"{_cell(ref.get('decay_0.8_every_3_score'))}; by 0.7 every 3 epochs from "
+            f"{_cell(ref.get('decay_0.7_every_3_lr'))}, {_cell(ref.get('decay_0.7_every_3_score'))}.",
+        ]
     for arm, why in (figures.get("not_run") or {}).items():
         lines += ["", f"`{arm}` did not run: {why}"]
     return lines
@@ -302,6 +318,8 @@ TABLES = {
     "importance_power": _power_table,
     "schedulers": _schedulers_table,
     "schedulers_recommended": _schedulers_table,
+    "schedulers_schedule": _schedulers_table,
+    "schedulers_schedule_slow": _schedulers_table,
     "faults": _faults_table,
     "schedulers_mfh": _schedulers_mfh_table,
 }
