@@ -71,11 +71,9 @@ def test_a_wrong_focus_gives_way_to_the_best_trial_beyond_it(tmp_path: Path) -> 
     study = _run(config, lambda p: (math.log10(p["lr"]) + 5) ** 2, 40)
     assert study.best_params["lr"] < 1e-3
     (state,) = focus_state(study.trials, study.directions, focus_of(config.parameters)).values()
-    # below it, and the trials inside it do not beat those outside: the focus is open
-    assert (state.low, state.high) == (1e-6, 1.0)
+    assert (state.low, state.high) == (1e-6, 1e-1)
     assert state.released[0].startswith("the best trial has ")
-    assert "inside it do not beat the " in state.released[1]
-    assert state.line().startswith("focus on lr: widened to [1e-06, 1]: the best trial has")
+    assert state.line().startswith("focus on lr: widened to [1e-06, 0.1]: the best trial has")
     # once widened, focused trials sample below the old focus too
     late = [t for t in study.trials[20:] if (t.number + 1) % EXPLORE_EVERY]
     assert sum(t.params["lr"] < 1e-3 for t in late) >= len(late) // 2
@@ -91,41 +89,11 @@ def test_best_trials_at_the_edge_of_the_focus_widen_it(tmp_path: Path) -> None:
         trials.append(
             optuna.trial.create_trial(params={"lr": x}, distributions={"lr": lr}, value=-x)
         )
-    for x in [1e-5, 1e-6]:  # outside the focus and worse: the focus has earned its hold
-        trials.append(
-            optuna.trial.create_trial(params={"lr": x}, distributions={"lr": lr}, value=1.0)
-        )
     (state,) = focus_state(
         trials, [optuna.study.StudyDirection.MINIMIZE], focus_of(config.parameters)
     ).values()
     assert (state.low, state.high) == (1e-3, 1.0)
     assert state.released == ("5 of the 5 best trials sit at its high edge",)
-
-
-def test_a_focus_holds_only_once_its_own_trials_inside_it_beat_those_outside(
-    tmp_path: Path,
-) -> None:
-    """The best trial lies inside the focus either way; the focus holds only where the trials
-    inside it beat those outside it beyond chance."""
-    config = _config(tmp_path, lr=LR)
-    lr = optuna.distributions.FloatDistribution(1e-6, 1.0, log=True)
-    inside, outside = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1], [1e-6, 1e-5, 1e-4, 3e-1, 1.0]
-
-    def state(inside_losses: list[float], outside_losses: list[float]) -> Any:
-        trials = [
-            optuna.trial.create_trial(params={"lr": x}, distributions={"lr": lr}, value=v)
-            for x, v in zip([*inside, *outside], [*inside_losses, *outside_losses], strict=True)
-        ]
-        directions = [optuna.study.StudyDirection.MINIMIZE]
-        return focus_state(trials, directions, focus_of(config.parameters))["lr"]
-
-    mixed = state([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])
-    assert (mixed.low, mixed.high) == (1e-6, 1.0)
-    assert mixed.released[-1] == (
-        "the 5 trials inside it do not beat the 5 outside it beyond chance (p = 0.35)"
-    )
-    earned = state([1, 2, 3, 4, 6], [5, 7, 8, 9, 10])
-    assert (earned.low, earned.high, earned.released) == (1e-3, 1e-1, ())
 
 
 def test_a_focus_on_choices_gives_way_when_the_best_trial_has_another(tmp_path: Path) -> None:

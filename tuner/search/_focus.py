@@ -19,11 +19,6 @@ sampler:
   narrows anything: those trials sample the whole declared space (as a cold TPE's first ten
   sample it at random), so that the focus never keeps the campaign from a region none of
   its own trials has tested, and a better region there can release it from the start;
-- **earned**: past those, a focus holds only while the campaign's own finished trials inside
-  it beat those outside it by more than chance (a one-sided Mann-Whitney test on the first
-  objective at `EARNED`, per parameter); until then, or once that no longer holds, every
-  trial samples the whole range, so a focus around an optimum that moved never steers the
-  campaign, and one that carries over starts to once the campaign's own trials show it;
 - **widened on evidence**: a focus no longer holds on one side once the campaign's best own
   trial lies beyond it there, or most of its `TOP` best own trials sit at that edge
   (`tuner.search._bounds.EDGE` of the focus); that side then reaches the parameter's bound.
@@ -54,7 +49,6 @@ if TYPE_CHECKING:
     from tuner.search._shapes import ParameterShape as Parameter
 
 __all__ = [
-    "EARNED",
     "EXPLORE_EVERY",
     "OPEN",
     "TOP",
@@ -72,9 +66,6 @@ TOP = 5
 #: declared space (as Optuna's TPE samples its first ten at random), so that a focus never
 #: keeps the campaign from a region none of its own trials has tested.
 OPEN = 10
-#: A focus holds once its own trials inside it beat those outside it at this one-sided level
-#: (Mann-Whitney): by more than chance, with room for the few trials a campaign has early.
-EARNED = 0.1
 
 
 @dataclass(frozen=True)
@@ -136,8 +127,7 @@ def focus_state(
 
     own = _own_trials(trials)
     sign = -1.0 if directions and directions[0] == StudyDirection.MAXIMIZE else 1.0
-    ranked = sorted(own, key=lambda t: sign * t.values[0])
-    best = ranked[:TOP]
+    best = sorted(own, key=lambda t: sign * t.values[0])[:TOP]
     out = {}
     for name, spec in focus.items():
         values = [t.params[name] for t in best if name in t.params]
@@ -148,40 +138,9 @@ def focus_state(
                 out[name] = FocusState(name, 0.0, 0.0, spec.choices, why)
             else:
                 out[name] = held
-        else:
-            out[name] = _numeric_state(name, spec, [float(v) for v in values])
-        unearned = _unearned(_held(name, spec), ranked)
-        if unearned and not _whole(out[name], spec):
-            out[name] = _open(name, spec, (*out[name].released, unearned))
+            continue
+        out[name] = _numeric_state(name, spec, [float(v) for v in values])
     return out
-
-
-def _held(name: str, spec: FocusSpec) -> FocusState:
-    return FocusState(name, spec.focus_low, spec.focus_high, spec.focus_choices, ())
-
-
-def _open(name: str, spec: FocusSpec, why: tuple[str, ...]) -> FocusState:
-    return FocusState(name, spec.low, spec.high, spec.choices, why)
-
-
-def _unearned(held: FocusState, ranked: list[FrozenTrial]) -> str:
-    """Why the focus has not earned its hold over the own trials ``ranked`` (best first):
-    those inside it do not beat those outside it beyond `EARNED` (empty: they do)."""
-    from scipy.stats import mannwhitneyu
-
-    name = held.param
-    places = [(i, held.contains(t.params[name])) for i, t in enumerate(ranked) if name in t.params]
-    inside = [i for i, within in places if within]
-    outside = [i for i, within in places if not within]
-    if not inside or not outside:
-        return f"{len(inside)} of the {len(places)} trials inside it, none to compare"
-    p = float(mannwhitneyu(inside, outside, alternative="less").pvalue)
-    if p <= EARNED:
-        return ""
-    return (
-        f"the {len(inside)} trials inside it do not beat the {len(outside)} outside it "
-        f"beyond chance (p = {p:.2f})"
-    )
 
 
 def _own_trials(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
