@@ -62,9 +62,9 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
-        quad-constant --seeds 20 --jobs 2 --methods tpe-cold tpe-warm tuner-init
-    python benchmarks/bench_outcome.py --tasks digits-svc digits-svc-moved --seeds 10 \
-        --jobs 2 --methods tpe-cold tuner-init  # with the line above: the result file (merged)
+        quad-constant --seeds 20 --methods tpe-cold tpe-warm tuner-init
+    python benchmarks/bench_outcome.py --tasks digits-svc digits-svc-moved --seeds 20 \
+        --methods tpe-cold tpe-warm tuner-init  # with the line above: the result file (merged)
 """
 
 from __future__ import annotations

@@ -264,3 +264,26 @@ trial.report(0, loss=(math.log10(p["lr"]) + 2) ** 2 + 0.001 * p["batch"] + 0.01 
     assert opt["type"] == "categorical" and opt["choices"] == ["sgd", "adam", "lamb"]
     rc, _, err = cli("validate", str(tmp_path / "derived.yaml"))
     assert rc == 0, err
+
+
+def test_init_keeps_a_log_scale_under_two_decades(
+    cli: Any, sqlite_uri: str, tmp_path: Path
+) -> None:
+    """A width sampled on a log scale over [8, 512] spans 1.8 decades, less than what the
+    importance analysis takes for log: `tuner init` still tunes it on a log scale (sampled
+    uniformly, most trials would land above 128). One spread evenly over the same span stays
+    linear."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(sqlite_uri)
+    exp = client.create_experiment("widths")
+    for i in range(12):
+        run = client.create_run(exp).info.run_id
+        client.log_param(run, "width", round(8 * 64 ** (((i * 5) % 12) / 11)))
+        client.log_param(run, "depth", 8 + round(504 * ((i * 7) % 12) / 11))
+        client.log_metric(run, "loss", float(i))
+        client.set_terminated(run)
+    data = _init(cli, sqlite_uri, "widths", tmp_path / "c.yaml")
+    width, depth = data["parameters"]["width"], data["parameters"]["depth"]
+    assert (width["type"], width["low"], width["high"], width.get("log")) == ("int", 8, 512, True)
+    assert (depth["type"], depth["low"], depth["high"], depth.get("log")) == ("int", 8, 512, None)

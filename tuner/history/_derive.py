@@ -7,8 +7,9 @@ query API), ranks their varying hyperparameters with lineage's importance analys
 - **tuned, with a focus refined around the best runs** when the analysis finds it
   significant (the lower end of its 95% interval is above zero): the focus is the span of
   the values the best quarter of the runs (``k`` of them, at least 3) used, widened on each
-  side by ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values spread over
-  decades; a quarter of the span for the best 6 of 24 runs) and kept within the recorded
+  side by ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values were
+  sampled on one: `tuner.history._derive_ranges.log_scale`; a quarter of the span for the best
+  6 of 24 runs) and kept within the recorded
   range, which stays the parameter's range (``focus:``, `tuner.search._focus`: after the
   campaign's first 10 trials, which sample the whole range, most trials sample the focus,
   one in five the whole range, and the focus widens when the campaign's

@@ -15,6 +15,7 @@ from tuner.history._derive_ranges import (
     TOP_EDGE,
     add_focus,
     at_bound,
+    log_scale,
     margin_share,
     numeric_spec,
     refined_span,
@@ -226,7 +227,11 @@ def _range_spec(
     from lineage.importance import infer_spec
 
     n_present = len(values)
-    log = bool(declared.get("log")) if declared else bool(infer_spec(name, values).log)
+    log = (
+        bool(declared.get("log"))
+        if declared
+        else bool(infer_spec(name, values).log) or log_scale(values)
+    )
     lo_all, hi_all = min(values), max(values)
     step = None
     if declared is not None:

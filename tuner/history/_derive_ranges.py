@@ -15,6 +15,7 @@ __all__ = [
     "TOP_EDGE",
     "add_focus",
     "at_bound",
+    "log_scale",
     "margin_share",
     "numeric_spec",
     "refined_span",
@@ -28,6 +29,25 @@ __all__ = [
 MARGIN = 0.6
 #: The best runs whose place at a bound of the recorded range widens it beyond that bound.
 TOP_EDGE = 5
+
+
+#: Positive values spanning at least this ratio, with at least `LOG_SHARE` of them below the
+#: geometric middle of their span, were sampled on a log scale.
+LOG_RATIO = 10.0
+LOG_SHARE = 1 / 3
+
+
+def log_scale(values: Sequence[float]) -> bool:
+    """Whether recorded ``values`` were sampled on a log scale: positive, spanning a decade or
+    more, with a third or more of them below the geometric middle of their span (half of a
+    log-uniform sample is, a tenth of a uniform one over ``[8, 512]``). Looser than what the
+    importance analysis takes for log (two decades): a width declared over ``[8, 512]`` on a log
+    scale spans 1.8, and sampled uniformly a campaign would spend most trials above 128."""
+    low, high = min(values), max(values)
+    if low <= 0 or high < LOG_RATIO * low:
+        return False
+    middle = math.sqrt(low * high)
+    return sum(v < middle for v in values) >= LOG_SHARE * len(values)
 
 
 def margin_share(k: int) -> float:
