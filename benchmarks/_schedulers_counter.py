@@ -27,6 +27,17 @@ def count(epoch: int, accuracy: float, cpu: float) -> None:
         fh.write(line + "\n")
 
 
+def end_epoch(epoch: int, score: float, started: float, cpu_started: float) -> None:
+    """Close an epoch that began at ``started`` (``time.time()``) and ``cpu_started``
+    (``time.process_time()``): sleep out the rest of ``BENCH_EPOCH_SECONDS`` (costing no CPU,
+    so a scheduler's decision reaches a trial within an epoch) and append it to the counter."""
+    cpu = time.process_time() - cpu_started
+    rest = float(os.environ.get("BENCH_EPOCH_SECONDS", "0")) - (time.time() - started)
+    if rest > 0:
+        time.sleep(rest)
+    count(epoch, score, cpu)
+
+
 def read_counter(path: Path) -> list[dict[str, Any]]:
     """The counter's epochs in the order they ended."""
     if not path.exists():

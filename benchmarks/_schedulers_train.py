@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _schedulers_counter import count, read_counter
+from _schedulers_counter import end_epoch, read_counter
 
 __all__ = ["DEFAULTS", "Training", "read_counter"]
 
@@ -101,11 +101,7 @@ class Training:
         # A diverged network (NaN logits) scores as chance would, not as a failure.
         accuracy = float((out.argmax(1) == yv).float().mean()) if torch.isfinite(out).all() else 0.1
         self.epoch += 1
-        cpu = time.process_time() - cpu
-        rest = float(os.environ.get("BENCH_EPOCH_SECONDS", "0")) - (time.time() - started)
-        if rest > 0:
-            time.sleep(rest)
-        count(self.epoch, accuracy, cpu)
+        end_epoch(self.epoch, accuracy, started, cpu)
         return accuracy
 
     def state(self) -> dict[str, Any]:

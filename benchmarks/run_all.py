@@ -365,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         before = {w: _mtime(results_dir / f"{w}.json") for w in bench.writes}
         log = logs / f"{bench.name}.log"
+        # Each benchmark runs in a scratch folder beside its log: MLflow puts the artifacts of
+        # a SQLite store's new experiments under ./mlruns, which stays out of the checkout.
+        work = logs / "work" / bench.name
+        work.mkdir(parents=True, exist_ok=True)
         with log.open("w") as out:
             try:
                 rc = subprocess.run(
@@ -372,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     env=env,
-                    cwd=HERE.parent,
+                    cwd=work,
                     timeout=args.timeout,
                     check=False,
                 ).returncode
