@@ -10,8 +10,9 @@ For each task and seed, side by side in one run:
     ``tuner.history.apply``); the default ``compare: auto`` (``tuner.search._transfer``: the
     prior weighs nothing before 10 own trials, then its weight follows its measured agreement
     with the campaign's own trials, weighted toward the best pairs, and fades; a parameter
-    the prior shows no effect of is sampled without it; every fifth trial is proposed without
-    the prior, ``tuner.search._view.PriorFree``);
+    the prior shows no effect of is sampled without it; every fifth trial is proposed seeing
+    neither the prior nor the trials it steered, as a cold campaign of its own,
+    ``tuner.search._view.PriorFree``);
 (c') ``tpe-warm-value``: the same with ``compare: value`` (the prior's values as recorded);
 (c'') ``tpe-warm-rank``: the same with ``compare: rank`` (``tuner.search._ranked``: imported
     and new values compared by rank while an imported run is ahead of the campaign's best);
@@ -62,9 +63,8 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
-        quad-constant --seeds 20 --methods tpe-cold tpe-warm tuner-init
-    python benchmarks/bench_outcome.py --tasks digits-svc digits-svc-moved --seeds 20 \
-        --methods tpe-cold tpe-warm tuner-init  # with the line above: the result file (merged)
+        quad-constant digits-svc digits-svc-moved --seeds 20 \
+        --methods tpe-cold tpe-warm tpe-warm-rank tuner-init --jobs 2  # the result file
 """
 
 from __future__ import annotations

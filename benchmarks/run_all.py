@@ -67,6 +67,16 @@ IMPORTANCE_CASES = (
     "geometric2",
 )
 
+#: The warm-start benchmark's tasks at full size: the four analytic ones and the two SVC ones.
+OUTCOME_TASKS = (
+    "quad-carry",
+    "quad-mislead",
+    "quad-decoy",
+    "quad-constant",
+    "digits-svc",
+    "digits-svc-moved",
+)
+
 #: In the order they run: quick, store-bound timings first (least disturbed), long
 #: outcome studies last. ``full`` is the size the committed result files were measured at.
 BENCHES: tuple[Bench, ...] = (
@@ -245,7 +255,25 @@ BENCHES: tuple[Bench, ...] = (
     ),
     Bench("pause", "bench_pause.py", ("--trials", "24"), ("--trials", "6"), ("pause",)),
     Bench("faults", "bench_faults.py", (), ("--stores", "sqlite"), ("faults",), ("postgres",)),
-    Bench("outcome", "bench_outcome.py", ("--seeds", "20"), ("--quick",), ("outcome",)),
+    Bench(
+        "outcome",
+        "bench_outcome.py",
+        (
+            "--tasks",
+            *OUTCOME_TASKS,
+            "--seeds",
+            "20",
+            "--methods",
+            "tpe-cold",
+            "tpe-warm",
+            "tpe-warm-rank",
+            "tuner-init",
+            "--jobs",
+            "2",
+        ),
+        ("--quick",),
+        ("outcome",),
+    ),
 )
 
 

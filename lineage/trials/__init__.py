@@ -57,6 +57,7 @@ from lineage.trials._names import (
     RETRY_OF_ATTR,
     RETRY_OF_USER_ATTR,
     STALE_ATTR,
+    STEERED_ATTR,
     SUPERSEDES_ATTR,
     SYSTEM_PREFIX,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "RETRY_OF_ATTR",
     "RETRY_OF_USER_ATTR",
     "STALE_ATTR",
+    "STEERED_ATTR",
     "SUPERSEDES_ATTR",
     "SYSTEM_PREFIX",
     "Mark",

@@ -30,6 +30,7 @@ __all__ = [
     "RETRY_OF_ATTR",
     "RETRY_OF_USER_ATTR",
     "STALE_ATTR",
+    "STEERED_ATTR",
     "SUPERSEDES_ATTR",
     "SYSTEM_PREFIX",
 ]
@@ -104,6 +105,9 @@ OWNER_ATTR = "tuner:owner"
 #: A trial imported from an earlier run by ``warm_start:`` (value: the source run id): a
 #: finished trial every sampler sees, never one of the campaign's own.
 IMPORTED_ATTR = "tuner:imported"
+#: On a trial a warm start's sampler proposed while it showed earlier runs (``True``): the
+#: exploring trials, which go on as a cold campaign would, do not see it.
+STEERED_ATTR = "tuner:steered"
 
 # ----- system attributes of the study --------------------------------------------------------
 #: Heartbeat writes a controller could not make, one attribute per controller

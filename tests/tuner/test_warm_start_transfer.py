@@ -352,15 +352,17 @@ class _Seeing(optuna.samplers.RandomSampler):
 
 
 @pytest.mark.parametrize("focus", [None, {"low": 0.2, "high": 0.4}])
-def test_exploring_trials_are_proposed_without_the_earlier_runs(
+def test_exploring_trials_go_on_as_a_cold_campaign(
     tmp_path: Path, focus: dict[str, float] | None
 ) -> None:
-    """Every fifth trial of a warm start (``compare: auto``) is proposed from the campaign's
-    own trials only, so earlier runs that agree where the campaign has been but mislead where
-    it has not cannot steer those trials; the other trials see them. The same holds with a
-    focus (what ``tuner init`` writes): the trials that check the focus do not see the
-    earlier runs it was built from."""
-    from tuner.search import sample_params
+    """Every fifth trial of a warm start (``compare: auto``) is proposed as a cold campaign's
+    would be: it sees neither the earlier runs nor the campaign's trials they steered, so
+    earlier runs that agree where the campaign has been but mislead where it has not cannot
+    steer those trials, directly or through the trials they led to. The other trials see
+    them, and each is marked steered exactly when it did. The same holds with a focus (what
+    ``tuner init`` writes): the trials that check the focus do not see the earlier runs it
+    was built from."""
+    from tuner.search import STEERED_ATTR, sample_params
     from tuner.search._registry import wrap_sampler
     from tuner.search._transfer import MIN_OWN
     from tuner.search._view import EXPLORE_EVERY
@@ -380,16 +382,59 @@ def test_exploring_trials_are_proposed_without_the_earlier_runs(
     for _ in range(20):
         trial = study.ask()
         study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.3) ** 2)
+    steered = {t.number for t in study.trials if t.system_attrs.get(STEERED_ATTR)}
     for number, (imported, own) in seeing.seen.items():
         done = number - 24  # every own trial finished before the next is proposed
-        # a focus hides the own trials outside it, once it narrows
-        assert own == done if focus is None else own <= done
+        unsteered = done - len({n for n in steered if n < number})
         if (number + 1) % EXPLORE_EVERY == 0 or done < MIN_OWN:
             assert imported == 0, number  # exploring, or trust not yet earned
+            assert number not in steered, number
         else:
             assert imported > 0, number
+            assert number in steered, number
+        # a focus hides the own trials outside it, once it narrows
+        if (number + 1) % EXPLORE_EVERY == 0:
+            assert own == unsteered if focus is None else own <= unsteered, number
+        else:
+            assert own == done if focus is None else own <= done, number
+    assert len(steered) > 5  # the earlier runs agree here: most later trials are steered
     imported_trials = [t for t in study.trials if IMPORTED_ATTR in t.system_attrs]
     assert len(study.trials) == 44 and len(imported_trials) == 24
+
+
+def test_a_warm_start_no_earlier_run_earns_trust_in_is_a_cold_campaign(tmp_path: Path) -> None:
+    """Earlier runs that never agree with the campaign's own trials beyond chance are never
+    shown: the warm-started campaign proposes the same trials as a cold one with the same
+    seed, its exploring trials included, and marks none steered."""
+    from tuner.search import STEERED_ATTR, sample_params
+    from tuner.search._registry import wrap_sampler
+
+    config = _config(tmp_path)
+
+    def campaign(warm: bool) -> optuna.Study:
+        sampler = optuna.samplers.TPESampler(seed=3)
+        study = optuna.create_study(
+            sampler=wrap_sampler(
+                sampler,
+                name="tpe",
+                parameters=config.parameters,
+                warm_start=config.warm_start if warm else None,
+            )
+        )
+        if warm:  # earlier values unrelated to this task's
+            for i in range(24):
+                study.add_trial(_imported(i / 23, float((i * 7) % 5), i))
+        for _ in range(25):
+            trial = study.ask()
+            study.tell(trial, (sample_params(trial, config.parameters)["x"] - 0.8) ** 2)
+        return study
+
+    def own(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+        return [t for t in study.trials if IMPORTED_ATTR not in t.system_attrs]
+
+    warm, cold = campaign(True), campaign(False)
+    assert [t.params for t in own(warm)] == [t.params for t in own(cold)]
+    assert not any(t.system_attrs.get(STEERED_ATTR) for t in warm.trials)
 
 
 def test_exploring_trials_are_marked_on_the_trial_and_in_the_report(tmp_path: Path) -> None:

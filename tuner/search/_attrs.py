@@ -33,6 +33,7 @@ from lineage.trials import (
     RETRY_OF_ATTR,
     RETRY_OF_USER_ATTR,
     STALE_ATTR,
+    STEERED_ATTR,
     SUPERSEDES_ATTR,
     SYSTEM_PREFIX,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "SPACE_ATTR",
     "SPACE_CHANGES_ATTR",
     "STALE_ATTR",
+    "STEERED_ATTR",
     "SUPERSEDES_ATTR",
     "SYSTEM_PREFIX",
     "WARM_START_ATTR",

@@ -300,19 +300,20 @@ def ranked_if_warm(
     """``sampler`` (named ``name`` under ``sampler:``), reading imported runs by rank (``compare: rank``, `tuner.search._ranked`)
     or as far as they are measured to carry over (``compare: auto``, `tuner.search._transfer`)
     when the campaign warm-starts and the sampler learns from values. Under ``compare: auto``
-    the exploring trials see none of them (`tuner.search._view.PriorFree`). ``section``: the
+    the exploring trials see none of them, nor the trials they steered
+    (`tuner.search._view.PriorFree`). ``section``: the
     ``warm_start:`` section (None: the campaign does not warm-start)."""
     if section is None or section.compare == "value" or name not in LEARNING:
         return sampler
     from tuner.search._ranked import RankedWarmStart
 
     if section.compare == "auto":
-        from tuner.search._transfer import apart, transfer_view
+        from tuner.search._transfer import apart, steers, transfer_view
         from tuner.search._view import PriorFree
 
         # Outermost, so that an exploring trial's view holds no imported run for the
         # measured view to weigh, nor for a focus to narrow around.
-        return PriorFree(RankedWarmStart(sampler, transfer_view, "auto", apart=apart))
+        return PriorFree(RankedWarmStart(sampler, transfer_view, "auto", apart=apart), steers)
     return RankedWarmStart(sampler)
 
 

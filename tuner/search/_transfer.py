@@ -69,6 +69,7 @@ from tuner.search._attrs import ENQUEUED_FROM_ATTR, IMPORTED_ATTR
 from tuner.search._prior_model import SEEN, PriorModel
 
 if TYPE_CHECKING:
+    import optuna
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial
 
@@ -81,6 +82,7 @@ __all__ = [
     "describe",
     "line",
     "measure",
+    "steers",
     "transfer_view",
 ]
 
@@ -348,6 +350,16 @@ def apart(trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]) -
     """The parameters some source the sampler sees shows no effect of (`blind`): sampled
     apart from the others, without that source."""
     return {n for _, d in _measure(trials, directions) if d.shown for n in d.blind}
+
+
+def steers(study: optuna.Study) -> bool:
+    """Whether the sampler's view of ``study`` now shows any earlier run (some source weighs
+    more than nothing): a trial proposed now is steered by them
+    (`tuner.search._view.PriorFree`)."""
+    from tuner.search._internals import sampler_trials
+
+    trials = sampler_trials(study, False, None, True)
+    return any(d.shown for _, d in _measure(trials, study.directions))
 
 
 def describe(

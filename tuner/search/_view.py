@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
 
-from tuner.search._attrs import EXPLORING_ATTR, IMPORTED_ATTR
+from tuner.search._attrs import EXPLORING_ATTR, IMPORTED_ATTR, STEERED_ATTR
 from tuner.search._internals import sampler_trials
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ __all__ = [
     "PriorFree",
     "StudyView",
     "ViewSampler",
+    "cold_only",
     "exploring",
     "hidden",
     "in_states",
@@ -73,6 +74,15 @@ def in_states(trials: list[FrozenTrial], states: Sequence[TrialState] | None) ->
 def without_imported(trials: list[FrozenTrial]) -> list[FrozenTrial]:
     """``trials`` with every imported run hidden: the campaign's own trials only."""
     return [hidden(t) if IMPORTED_ATTR in t.system_attrs else t for t in trials]
+
+
+def cold_only(trials: list[FrozenTrial]) -> list[FrozenTrial]:
+    """``trials`` as a cold campaign would have them: every imported run, and every trial
+    proposed while earlier runs steered the sampler (`STEERED_ATTR`), hidden."""
+    return [
+        hidden(t) if IMPORTED_ATTR in t.system_attrs or STEERED_ATTR in t.system_attrs else t
+        for t in trials
+    ]
 
 
 class StudyView:
@@ -162,23 +172,39 @@ class ViewSampler(BaseSampler):
 
 
 class PriorFree(ViewSampler):
-    """``sampler``, seeing no imported run in its exploring trials (`exploring`): those are
-    proposed from the campaign's own trials alone, as a cold campaign's would be, so earlier
-    runs that mislead can slow the campaign by at most that share of its trials, never keep it
-    from where a cold campaign goes. Every other trial sees the study as it is."""
+    """``sampler``, with its exploring trials (`exploring`) proposed as a cold campaign's
+    would be: from the campaign's own trials that no earlier run steered (`cold_only`). A
+    trial proposed while the sampler's view showed earlier runs is marked steered
+    (`STEERED_ATTR`, when ``steers`` says so before it is sampled); the exploring trials see
+    neither the earlier runs nor those trials, so they go on as a cold campaign of their own
+    and earlier runs that mislead can slow the campaign by at most that share of its trials,
+    never keep it from where a cold campaign goes. While no earlier run is shown, no trial is
+    steered and the campaign is a cold one, trial for trial. Every other trial sees the study
+    as it is."""
+
+    def __init__(
+        self,
+        sampler: optuna.samplers.BaseSampler,
+        steers: Callable[[optuna.Study], bool] | None = None,
+    ) -> None:
+        super().__init__(sampler)
+        self.steers = steers
 
     def __str__(self) -> str:
         return f"{self.sampler} (every {EXPLORE_EVERY}th trial without the earlier runs)"
 
     def plan(self, study: optuna.Study, trial: FrozenTrial) -> tuple[Any, Narrow | None]:
         if exploring(trial):
-            return StudyView(study, without_imported), None
+            return StudyView(study, cold_only), None
         return study, None
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         # An enqueued trial (a re-run of an earlier configuration) is not proposed here.
         from tuner.search._internals import enqueued, storage_of, trial_id
 
-        if exploring(trial) and not enqueued(trial):
-            storage_of(study).set_trial_user_attr(trial_id(trial), EXPLORING_ATTR, True)
+        if not enqueued(trial):
+            if exploring(trial):
+                storage_of(study).set_trial_user_attr(trial_id(trial), EXPLORING_ATTR, True)
+            elif self.steers is not None and self.steers(study):
+                storage_of(study).set_trial_system_attr(trial_id(trial), STEERED_ATTR, True)
         super().before_trial(study, trial)
