@@ -254,7 +254,14 @@ BENCHES: tuple[Bench, ...] = (
         ("stop",),
     ),
     Bench("pause", "bench_pause.py", ("--trials", "24"), ("--trials", "6"), ("pause",)),
-    Bench("faults", "bench_faults.py", (), ("--stores", "sqlite"), ("faults",), ("postgres",)),
+    Bench(
+        "faults",
+        "bench_faults.py",
+        ("--race-runs", "20"),
+        ("--stores", "sqlite"),
+        ("faults",),
+        ("postgres",),
+    ),
     Bench(
         "outcome",
         "bench_outcome.py",

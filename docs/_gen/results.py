@@ -90,24 +90,35 @@ def source_line(result: dict[str, Any]) -> str:
 
 
 def _commit(commit: str | None) -> str:
-    """The result's commit, and how many commits of this checkout came after it."""
+    """The result's commit, how many commits of this checkout came after it, and how many of
+    those changed the package's code (``lineage/``, ``tuner/``)."""
     if not commit:
         return "commit ?"
+    after = _count(commit)
+    if after is None:
+        return f"commit {commit}"
+    if after == 0:
+        return f"commit {commit} (the docs' own commit)"
+    code = _count(commit, ":(top)lineage", ":(top)tuner")
+    changed = "" if code is None else f", {code} of them changing `lineage/` or `tuner/`"
+    commits = "commit" if after == 1 else "commits"
+    return f"commit {commit} ({after} {commits} before the docs'{changed})"
+
+
+def _count(commit: str, *paths: str) -> int | None:
+    """Commits after ``commit`` up to this checkout's HEAD (touching ``paths``, when given)."""
     try:
         done = subprocess.run(
-            ["git", "rev-list", "--count", f"{commit}..HEAD"],
+            ["git", "rev-list", "--count", f"{commit}..HEAD", "--", *paths],
             cwd=os.path.dirname(RESULTS),
             capture_output=True,
             text=True,
             timeout=10,
         )
     except (OSError, subprocess.SubprocessError):
-        return f"commit {commit}"
+        return None
     count = done.stdout.strip()
-    if done.returncode != 0 or not count.isdigit():
-        return f"commit {commit}"
-    after = "the docs' own commit" if count == "0" else f"{count} commits before the docs'"
-    return f"commit {commit} ({after})"
+    return int(count) if done.returncode == 0 and count.isdigit() else None
 
 
 #: ``bench_schedulers.py``'s per-arm figures, as its table's columns.
