@@ -292,8 +292,9 @@ class AnalysisConfig(_Model):
     method: str = Field(
         default="auto",
         description="the model that ranks the parameters: auto (a Gaussian process where the "
-        "trials are complete and 60-500 of them and it predicts held-out trials at least as "
-        "well as a random forest, else the forest), forest, or gp (a Gaussian process)",
+        "trials are complete, 200-500 of them and at least 8 per input column, and it "
+        "predicts held-out trials at least as well as a random forest, else the forest), "
+        "forest, or gp (a Gaussian process)",
     )
 
     @field_validator("method")
