@@ -402,6 +402,35 @@ def test_exploring_trials_go_on_as_a_cold_campaign(
     assert len(study.trials) == 44 and len(imported_trials) == 24
 
 
+def test_the_cold_view_hides_what_earlier_runs_chose_or_steered() -> None:
+    """What an exploring trial sees: the campaign's own trials, less the imported runs, the
+    re-runs of earlier configurations and the trials proposed while earlier runs were shown
+    (hidden as FAIL copies, one per number, so samplers that find trials by number still
+    can)."""
+    from optuna.trial import TrialState, create_trial
+
+    from tuner.search import ENQUEUED_FROM_ATTR, STEERED_ATTR
+    from tuner.search._view import cold_only
+
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    trials = [
+        create_trial(params={"x": 0.1}, distributions=dist, value=1.0,
+                     system_attrs={IMPORTED_ATTR: "run-a"}),
+        create_trial(params={"x": 0.2}, distributions=dist, value=2.0,
+                     user_attrs={ENQUEUED_FROM_ATTR: "run-a"}),
+        create_trial(params={"x": 0.3}, distributions=dist, value=3.0,
+                     system_attrs={STEERED_ATTR: True}),
+        create_trial(params={"x": 0.4}, distributions=dist, value=4.0),
+    ]  # fmt: skip
+    for number, trial in enumerate(trials):
+        trial.number = number
+    seen = cold_only(trials)
+    assert [t.number for t in seen] == [0, 1, 2, 3]
+    assert [t.state for t in seen] == [TrialState.FAIL] * 3 + [TrialState.COMPLETE]
+    assert seen[3] is trials[3] and seen[3].value == 4.0
+    assert all(t.values is None for t in seen[:3])
+
+
 def test_a_warm_start_no_earlier_run_earns_trust_in_is_a_cold_campaign(tmp_path: Path) -> None:
     """Earlier runs that never agree with the campaign's own trials beyond chance are never
     shown: the warm-started campaign proposes the same trials as a cold one with the same

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
 
-from tuner.search._attrs import EXPLORING_ATTR, IMPORTED_ATTR, STEERED_ATTR
+from tuner.search._attrs import ENQUEUED_FROM_ATTR, EXPLORING_ATTR, IMPORTED_ATTR, STEERED_ATTR
 from tuner.search._internals import sampler_trials
 
 if TYPE_CHECKING:
@@ -77,12 +77,18 @@ def without_imported(trials: list[FrozenTrial]) -> list[FrozenTrial]:
 
 
 def cold_only(trials: list[FrozenTrial]) -> list[FrozenTrial]:
-    """``trials`` as a cold campaign would have them: every imported run, and every trial
-    proposed while earlier runs steered the sampler (`STEERED_ATTR`), hidden."""
-    return [
-        hidden(t) if IMPORTED_ATTR in t.system_attrs or STEERED_ATTR in t.system_attrs else t
-        for t in trials
-    ]
+    """``trials`` as a cold campaign would have them: every imported run, every re-run of
+    one (`ENQUEUED_FROM_ATTR`) and every trial proposed while earlier runs steered the sampler
+    (`STEERED_ATTR`) hidden."""
+    return [hidden(t) if _from_earlier_runs(t) else t for t in trials]
+
+
+def _from_earlier_runs(trial: FrozenTrial) -> bool:
+    return (
+        IMPORTED_ATTR in trial.system_attrs
+        or STEERED_ATTR in trial.system_attrs
+        or ENQUEUED_FROM_ATTR in trial.user_attrs
+    )
 
 
 class StudyView:
@@ -173,7 +179,8 @@ class ViewSampler(BaseSampler):
 
 class PriorFree(ViewSampler):
     """``sampler``, with its exploring trials (`exploring`) proposed as a cold campaign's
-    would be: from the campaign's own trials that no earlier run steered (`cold_only`). A
+    would be: from the campaign's own trials that no earlier run chose or steered
+    (`cold_only`). A
     trial proposed while the sampler's view showed earlier runs is marked steered
     (`STEERED_ATTR`, when ``steers`` says so before it is sampled); the exploring trials see
     neither the earlier runs nor those trials, so they go on as a cold campaign of their own
