@@ -375,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     env = dict(os.environ)
+    # Trials started by a benchmark's campaigns run `python` from PATH (as a user's config
+    # does): put this interpreter's folder first, so they get its packages without an
+    # activated virtual environment.
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     results_dir = HERE / "results"
     if args.quick:
         results_dir = Path(tempfile.mkdtemp(prefix="bench-quick-"))
