@@ -37,7 +37,6 @@ __all__ = [
     "exploring",
     "hidden",
     "in_states",
-    "without_imported",
 ]
 
 #: One trial in this many is an exploring trial (trial numbers ``k * EXPLORE_EVERY - 1``).
@@ -69,11 +68,6 @@ def hidden(trial: FrozenTrial) -> FrozenTrial:
 def in_states(trials: list[FrozenTrial], states: Sequence[TrialState] | None) -> list[FrozenTrial]:
     """``trials`` in ``states`` (all when ``None``): a hidden trial is no longer COMPLETE."""
     return trials if states is None else [t for t in trials if t.state in states]
-
-
-def without_imported(trials: list[FrozenTrial]) -> list[FrozenTrial]:
-    """``trials`` with every imported run hidden: the campaign's own trials only."""
-    return [hidden(t) if IMPORTED_ATTR in t.system_attrs else t for t in trials]
 
 
 def cold_only(trials: list[FrozenTrial]) -> list[FrozenTrial]:
