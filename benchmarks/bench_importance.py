@@ -591,6 +591,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--skip-cases", default="", help="comma-separated cases to leave out")
     ap.add_argument(
         "--methods",
         default="lineage,fanova,ped_anova",
@@ -611,7 +612,9 @@ def main() -> int:
     if args.optuna_worker:
         return _optuna_worker(*args.optuna_worker)
     methods = args.methods.split(",")
-    cases = [*filter(None, args.cases.split(",")), *_random_names(args.random)]
+    skipped = set(filter(None, args.skip_cases.split(",")))
+    named = [c for c in filter(None, args.cases.split(",")) if c not in skipped]
+    cases = [*named, *_random_names(args.random)]
     _print_load()
     print(f"{'case':10s} {'method':10s} {'order':>6s} {'dummies':>8s} {'wall s':>7s} {'cpu s':>6s}")
     figures: dict[str, dict[str, dict[str, float]]] = {}

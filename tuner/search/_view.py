@@ -174,9 +174,8 @@ class ViewSampler(BaseSampler):
 class PriorFree(ViewSampler):
     """``sampler``, with its exploring trials (`exploring`) proposed as a cold campaign's
     would be: from the campaign's own trials that no earlier run chose or steered
-    (`cold_only`). A
-    trial proposed while the sampler's view showed earlier runs is marked steered
-    (`STEERED_ATTR`, when ``steers`` says so before it is sampled); the exploring trials see
+    (`cold_only`). A trial proposed while the sampler's view showed earlier runs is marked
+    steered (`STEERED_ATTR`, when ``steers`` says so before it is sampled); the exploring trials see
     neither the earlier runs nor those trials, so they go on as a cold campaign of their own
     and earlier runs that mislead can slow the campaign by at most that share of its trials,
     never keep it from where a cold campaign goes. While no earlier run is shown, no trial is
