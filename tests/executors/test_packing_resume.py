@@ -1,7 +1,8 @@
 """The packing's caution outlives its controller: a campaign whose trial ran out of device
 memory beside another is killed (kill -9) and resumed with ``tuner resume``; the resumed
-campaign recalls the failure from the trials' records, so its memory estimates stay grown and
-the failed trial's retry still runs alone. Real CLI processes, real subprocess trials, MLflow
+campaign recalls the failure from the trials' records, so its memory estimates stay grown, the
+failed trial's retry still runs alone, and the failure is not counted against
+``budget.max_failures``. Real CLI processes, real subprocess trials, MLflow
 and Optuna on SQLite, a fake CUDA driver (`_fake_gpu`; no GPU is used or claimed)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _fake_gpu import STATE, install
 
-from lineage.trials import RETRY_OF_USER_ATTR
+from lineage.trials import FAILED_ATTEMPT, RETRY_OF_USER_ATTR
 from tuner.executors._packing import SETTLE
 from tuner.search import ATTEMPT_ATTR
 
@@ -86,7 +87,9 @@ def test_caution_after_out_of_memory_survives_kill_and_resume(
         "command": [sys.executable, "trial.py", "--x", "{x}"],
         "target": {"metric": "loss", "goal": "minimize"},
         "parameters": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
-        "budget": {"trials": 3, "max_failures": 3},
+        # One failure would stop the campaign: running out of memory beside another trial
+        # is the packing's fault, not a failure, for the resumed controller too.
+        "budget": {"trials": 3, "max_failures": 1},
         "trial": {"grace_period": 1, "timeout": 300, "retries": 0, "preload": False},
         "sampler": {"name": "random", "seed": 3},
         "resources": {"kind": "gpu", "per_trial": "auto", "memory_params": []},
@@ -172,3 +175,5 @@ def test_caution_after_out_of_memory_survives_kill_and_resume(
     assert all(t.user_attrs["tuner.placement"]["neighbours"] == 0 for t in after)
     # The retry of the trial that ran out of memory ran after the kill, alone.
     assert sum(RETRY_OF_USER_ATTR in t.user_attrs for t in after) == 1
+    (oom,) = [t for t in trials() if (t.user_attrs.get("tuner.placement") or {}).get("packed_oom")]
+    assert oom.state.name == "FAIL" and FAILED_ATTEMPT not in oom.system_attrs

@@ -6,7 +6,6 @@ and neither counts as a failure nor uses up a retry."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,7 +26,6 @@ class FailureBudget:
         self._trial = trial
         self.failures = 0
         self._last: str | None = None
-        self._forgiven: dict[str, int] = {}  # packing failures, by the parameters' JSON
 
     def spent(self, more: int = 0) -> bool:
         """Whether the budget is spent, or would be after ``more`` further failures."""
@@ -52,16 +50,14 @@ class FailureBudget:
     ) -> bool:
         """Count a failed attempt; whether it is retried. ``tries``: the failed attempts of
         its configuration in a row, this one included (a scheduler's continuation is a later
-        attempt of its chain, but it starts a new run of tries)."""
-        # A retry keeps the parameters, so they name the chain of attempts across copies.
-        key = json.dumps(rt.params, sort_keys=True, default=str)
+        attempt of its chain, but it starts a new run of tries; an attempt that ran out of
+        memory beside others is not on record as failed, so it is not among them)."""
         if outcome.packed_oom:
-            self._forgiven[key] = self._forgiven.get(key, 0) + 1
             return True
         self.failures += 1
         self._last = f"trial {rt.number}: {reason}"
         return (
-            tries - self._forgiven.get(key, 0) <= self._trial.retries
+            tries <= self._trial.retries
             and self.failures < self._max
             and self._trial.retries_on(outcome.exit_code, outcome.signal_name, outcome.timed_out)
         )

@@ -105,11 +105,16 @@ class Bookkeeping:
         )
         if retry:
             self._launcher.remember(rt.number, rt.history)
+        # Out of memory beside other trials is the packing's fault: not on record as a
+        # failed attempt, so a resumed controller neither counts it nor takes a retry for it.
+        failed = not outcome.packed_oom
         if retry:
             # Under the study's lock: between the attempt turning stale (no longer counted)
             # and its copy being enqueued, another worker would see room for one more trial.
             with self._coordination.study_lock():
-                retry_number = tell(self._study, rt, state, values, reason, retry=True)
+                retry_number = tell(
+                    self._study, rt, state, values, reason, retry=True, failed=failed
+                )
         else:
             retry_number = tell(self._study, rt, state, values, reason, retry=False)
         self._coordination.trial_ended(internals.trial_id(rt.trial))
@@ -228,9 +233,12 @@ def tell(
     reason: str | None,
     *,
     retry: bool,
+    failed: bool = True,
 ) -> int | None:
     """Tell Optuna how the attempt ended, with the reason as a trial attribute. A failure
-    with ``retry`` is superseded by a copy with the same parameters; returns its number."""
+    with ``retry`` is superseded by a copy with the same parameters; returns its number. A
+    failure is marked as a failed attempt (`FAILED_ATTEMPT`: it counts against
+    ``budget.max_failures`` and uses up a retry) unless ``failed`` is false."""
     import optuna
 
     storage, trial_id = internals.storage_of(study), internals.trial_id(rt.trial)
@@ -262,7 +270,8 @@ def tell(
         retry_number = internals.n_trials(study) - 1
         faults.point("retry-queued-not-marked")
     storage.set_trial_user_attr(trial_id, FAIL_ATTR, reason)
-    storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
+    if failed:
+        storage.set_trial_system_attr(trial_id, FAILED_ATTEMPT, True)
     if retry:
         storage.set_trial_system_attr(trial_id, STALE_ATTR, f"failed attempt {rt.attempt}, retried")
     study.tell(rt.trial, state=optuna.trial.TrialState.FAIL)
