@@ -18,11 +18,12 @@ For each task and seed, side by side in one run:
     and new values compared by rank while an imported run is ahead of the campaign's best);
 (d) ``tuner-init``: the campaign ``tuner init --from PRIOR`` derives
     (``tuner.history._derive.derive_campaign`` + ``render_campaign``, loaded back with
-    ``load_config``): significant parameters tuned over refined ranges, those the analysis is
-    confident do not matter fixed at the prior's best values, the rest tuned over the recorded
-    ranges; warm-started from the prior the same way. It offers the prior's 3 best
-    configurations for a re-run first commented out, and that is how it runs here (re-run
-    first, they cost trials and seeds wherever the optimum moved).
+    ``load_config``): parameters tuned over the recorded ranges (widened where the prior's
+    best runs sit at a bound), those the analysis is confident do not matter fixed at the
+    prior's best values; warm-started from the prior the same way. It offers, commented out,
+    a focus on the prior's best region and a re-run of its 3 best configurations first, and
+    that is how it runs here (set, each cost trials wherever the optimum moved, and the
+    focus also where it held).
 
 The prior is a TPE campaign (its own seed) on a *related variant* of the task: another
 data subsample and a model one size smaller (fewer iterations / boosting rounds, a looser
@@ -63,7 +64,7 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
-        quad-constant digits-svc digits-svc-moved --seeds 20 \
+        quad-constant digits-svc digits-svc-moved --seeds 40 \
         --methods tpe-cold tpe-warm tpe-warm-rank tuner-init --jobs 2  # the result file
 """
 

@@ -255,7 +255,7 @@ BENCHES: tuple[Bench, ...] = (
             "--tasks",
             *OUTCOME_TASKS,
             "--seeds",
-            "20",
+            "40",
             "--methods",
             "tpe-cold",
             "tpe-warm",

@@ -169,6 +169,12 @@ def _command_runs(client: Any, cwd: str) -> None:
         client.set_terminated(run)
 
 
+def _offered(text: str, name: str) -> dict[str, Any]:
+    """The parameter's line with the focus tuner init offers, commented out above its own."""
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"  # {name}: {{")]
+    return dict(yaml.safe_load(line.removeprefix("  # "))[name])
+
+
 def _flat(text: str) -> str:
     """The YAML's comments as one line (they wrap, each line starting with ``#``)."""
     return " ".join(w for w in text.split() if w != "#")
@@ -254,11 +260,13 @@ def test_init_refines_what_matters_and_tunes_what_it_cannot_rule_out(
     text = out.read_text()
     config = yaml.safe_load(text)
     lr = config["parameters"]["lr"]
-    # significant: tuned on a log scale over what was recorded, with a focus around the best
-    # runs (lr = 0.01 is the peak)
+    # significant: tuned on a log scale over what was recorded; a focus around the best runs
+    # (lr = 0.01 is the peak) is offered on the line above, commented out
     assert lr["type"] == "float" and lr["log"] is True
-    assert (lr["low"], lr["high"]) == (1e-4, 0.1)
-    focus = lr["focus"]
+    assert (lr["low"], lr["high"]) == (1e-4, 0.1) and "focus" not in lr
+    offered = _offered(text, "lr")
+    assert {k: v for k, v in offered.items() if k != "focus"} == lr
+    focus = offered["focus"]
     assert 1e-4 < focus["low"] < 0.01 < focus["high"] <= 0.1  # narrower than recorded
     # the best 4 runs span lr 10^-2.4..10^-1.6; the margin, 0.6/sqrt(4) = 0.3 of the three
     # recorded decades on each side, reaches 10^-3.3 and (clipped to what was recorded) 0.1
@@ -368,8 +376,9 @@ def test_init_fixes_only_what_surely_does_not_matter(
         # tuned over every choice, with a focus on the best run's (sgd: acc peaks there)
         assert set(params) == {"lr", "hidden", "optimizer", "momentum"}
         assert params["optimizer"]["choices"] == ["momentum", "sgd"]
-        assert params["optimizer"]["focus"] == {"choices": ["sgd"]}
-        assert "focus" in params["momentum"]
+        assert "focus" not in params["optimizer"] and "focus" not in params["momentum"]
+        assert _offered(text, "optimizer")["focus"] == {"choices": ["sgd"]}
+        assert "focus" in _offered(text, "momentum")
         assert "runs are too few to be sure it does not matter here" in flat
         assert command[command.index("--optimizer") + 1] == "{optimizer}"
     assert main(["validate", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""A way out of a narrowed space: a parameter's ``focus`` (what `tuner init` refined) holds
+"""A way out of a narrowed space: a parameter's ``focus`` (what `tuner init` offers) holds
 most trials, one in five samples the whole range, and the focus widens once the campaign's
 best trials sit at its edge or beyond it; `tuner init` widens a recorded range whose best
 runs sit at its bound."""
@@ -204,6 +204,10 @@ def test_a_derived_campaign_escapes_a_wrong_refinement(
     _runs(sqlite_uri, "earlier", lrs, lambda lr: (math.log10(lr) + 2) ** 2)
     path = tmp_path / "derived.yaml"
     data = _init(cli, sqlite_uri, "earlier", path, trials=16)
+    # The focus is offered commented out; a user who trusts the earlier runs sets it.
+    assert "focus" not in data["parameters"]["lr"]
+    (line,) = [ln for ln in path.read_text().splitlines() if ln.startswith("  # lr: {")]
+    data["parameters"]["lr"] = yaml.safe_load(line.removeprefix("  # "))["lr"]
     focus = data["parameters"]["lr"]["focus"]
     assert 10**-4.5 < focus["low"] < 1e-2 < focus["high"]
     (tmp_path / "trial.py").write_text(MOVED)

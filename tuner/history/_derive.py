@@ -4,44 +4,39 @@
 query API), ranks their varying hyperparameters with lineage's importance analysis
 (`lineage.importance.get_param_importances`) and decides, per parameter:
 
-- **tuned, with a focus refined around the best runs** when the analysis finds it
-  significant (the lower end of its 95% interval is above zero): the focus is the span of
-  the values the best quarter of the runs (``k`` of them, at least 3) used, widened on each
-  side by ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the values were
-  sampled on one: `tuner.history._derive_ranges.log_scale`; a quarter of the span for the best
-  6 of 24 runs) and kept within the recorded
-  range, which stays the parameter's range (``focus:``, `tuner.search._focus`: after the
-  campaign's first 10 trials, which sample the whole range, most trials sample the focus,
-  one in five the whole range, and the focus widens when the campaign's
-  best trials sit at its edge or beyond it, so a wrong refinement cannot trap the campaign);
-  a categorical keeps every recorded choice, with a focus on those the best runs used. The
-  margin shrinks as more runs locate the good region; it stays wide because the new campaign's optimum may have moved
-  from the recorded one (more epochs, more data);
+- **tuned over its recorded range** (or every recorded choice), the declared one where the
+  runs came from a campaign, unless one of the two below applies;
 - **widened beyond a bound** when most of the 5 best runs sit at one end of the recorded
   range (within `tuner.search.EDGE` of it): the optimum may lie beyond it, so the range grows
   by half its width on that side (`tuner.search.widened`; a decade or more on a log range);
-- **pinned**, tuned with a focus on the best run's value, when the analysis is confident it
+- **fixed** at the best run's value (written into the command, where the recorded command
+  line passes it), with its importance in a comment, only when the analysis is confident it
   does not matter: not significant, and the upper end of its interval below `FIX_BELOW`
   (0.05 of the explained variation), both over all the runs and over the best half of them
   (`NEAR_TOP`; what still matters once the dominant parameters are right: a learning rate
   spread over decades can explain 99% of the variation over all runs while the leaf size
-  still decides the last few percent near the optimum). Most trials use the best run's
-  value; the exploring ones try the rest, and the focus gives way once the campaign's best
-  trial has another value, since a parameter that did not matter on the earlier task may
-  decide on this one;
-- **fixed** at the best run's value (written into the command, where the recorded command
-  line passes it), with its importance in a comment, only when that confidence rests on at
-  least `FIX_RUNS` (100) runs. With fewer than 16 runs there is no best half to analyse,
-  and nothing is fixed or pinned;
-- **tuned over its recorded range** otherwise: not shown to matter, nor shown not to.
+  still decides the last few percent near the optimum), on at least `FIX_RUNS` (100) runs.
+  With fewer than 16 runs there is no best half to analyse, and nothing is fixed.
+
+Where the runs point to a region, a **focus** on it is derived and written beside the
+parameter, commented out (the parameter's line with ``focus:``, above the line without it):
+for a parameter the analysis finds significant (the lower end of its 95% interval above
+zero), the span of the values the best quarter of the runs (``k`` of them, at least 3) used,
+widened on each side by ``0.6 / sqrt(k)`` of the recorded span (on the log scale when the
+values were sampled on one: `tuner.history._derive_ranges.log_scale`) and kept within the
+recorded range, or the choices they used; for one found negligible on fewer than `FIX_RUNS`
+runs, the best run's value (*pinned*). Set, a focus holds four trials in five after the
+campaign's first 10 (`tuner.search._focus`) and widens when the campaign's best trials sit
+at its edge or beyond. It is offered, not set, because the warm start already steers by the
+same runs once the campaign's own trials earn them trust: on every task of
+``benchmarks/bench_outcome.py``, where the earlier optimum held and where it had moved, a
+focus on top of the warm start cost trials against the warm start alone. When the focuses of
+the significant parameters together would hold fewer than half of the runs, none is offered
+(a focused trial's sampler would see too few of them).
 
 The campaign warm-starts from the same runs: those inside the tuned ranges (and choices) are
 imported, whatever their values of the fixed parameters, which is sound only because a
-parameter is fixed when it does not matter; a focused trial's sampler sees those inside the
-focus (the best runs it was built around among them). A focus pays off only while the
-imported runs still cover it: when the refined focuses and choices of the significant
-parameters together would hold fewer than half of the runs, nothing is refined (the sampler keeps the poor runs that show it where
-not to look).
+parameter is fixed when it does not matter.
 
 When no parameter is significant (or there are fewer runs than the analysis needs) every
 varying parameter is tuned over its recorded range: too little evidence to fix anything.
@@ -51,11 +46,10 @@ The campaign does not re-run the best earlier configurations first: it writes
 budget: `enqueue_count`) commented out, for the user who knows the earlier optimum holds.
 Re-run as the first trials, they took three of the ten trials a TPE sampler spends surveying
 the whole space and made the earlier optimum the campaign's best from the start, which the
-sampler and the focus then followed: where the optimum had moved, the campaign needed more trials than a cold
-one and more seeds never reached cold TPE's result (``benchmarks/bench_outcome.py``,
-docs/benchmarks.md, warm start). Without them the warm start's earned trust and the focus,
-which narrows nothing before the campaign's own first 10 trials, decide from the campaign's
-own trials.
+sampler then followed: where the optimum had moved, the campaign needed more trials than a
+cold one and more seeds never reached cold TPE's result (``benchmarks/bench_outcome.py``,
+docs/benchmarks.md, warm start). Without them the warm start's earned trust decides from the
+campaign's own trials.
 
 Which recorded params are hyperparameters: a campaign's trials hold the campaign's search
 space (its campaign run's ``space.*`` params); runs launched by hand hold the flags of their

@@ -165,7 +165,7 @@ def derive_parameter(
     else:
         around = [best] * len(top) if pin else top
         recorded, spec, how, log = _range_spec(name, kind, values, around, declared, refine=refine)
-    if pin:
+    if pin and "focus" in spec:
         how = _pinned_how(spec, best)
     reason = _reason(tuned, importance, near, how, pinned=pin)
     return DerivedParameter(
@@ -186,13 +186,14 @@ def derive_parameter(
 
 
 def _pinned_how(spec: dict[str, Any], best: Any) -> str:
-    whole = "every choice" if spec["type"] == "categorical" else "all of it"
+    categorical = spec["type"] == "categorical"
+    whole = "every choice" if categorical else "all of it"
     return (
-        f"a focus on the best run's value {_show(best)}"
-        + (" and its surroundings" if spec["type"] != "categorical" else "")
-        + f", inside {'the recorded choices' if spec['type'] == 'categorical' else 'the recorded range'}"
-        f" (one trial in five samples {whole}, and the focus widens when the best trials "
-        "lie beyond it or at its edge)"
+        f"{'the recorded choices' if categorical else 'the recorded range'}; a focus on the "
+        f"best run's value {_show(best)}"
+        + ("" if categorical else " and its surroundings")
+        + " is written below, commented out (set, one trial in five samples "
+        f"{whole}, and the focus widens when the best trials lie beyond it or at its edge)"
     )
 
 
@@ -207,9 +208,9 @@ def _choices_spec(
     if choices != list(recorded):
         spec["focus"] = {"choices": choices}
         how = (
-            f"every recorded choice, with a focus on the choices the best {len(top)} of "
-            f"{n_present} runs used (one trial in five samples every choice, and the "
-            "focus gives way when the best trial has another)"
+            f"every recorded choice; a focus on the choices the best {len(top)} of "
+            f"{n_present} runs used is written below, commented out (set, one trial in five "
+            "samples every choice, and the focus gives way when the best trial has another)"
         )
     return recorded, spec, how
 
@@ -266,8 +267,9 @@ def _range_spec(
     )
     if refine and "focus" in spec:
         how = (
-            f"a focus on {how}, inside the recorded range (one trial in five samples all "
-            "of it, and the focus widens when the best trials sit at its edge or beyond)"
+            f"the recorded range; a focus on {how} is written below, commented out (set, "
+            "one trial in five samples all of it, and the focus widens when the best trials "
+            "sit at its edge or beyond)"
         )
     if side is not None:
         bound = lo_all if side == "low" else hi_all
@@ -311,11 +313,12 @@ def _derive_declared_choices(
     if refine and used and used != choices:
         spec["focus"] = {"choices": used}
         how = (
-            f"every declared choice, with a focus on the choices the best {len(top)} of "
-            f"{len(present)} runs used (one trial in five samples every choice, and the "
-            "focus gives way when the best trial has another)"
+            f"every declared choice; a focus on the choices the best {len(top)} of "
+            f"{len(present)} runs used is written below, commented out (set, one trial in "
+            "five samples every choice, and the focus gives way when the best trial has "
+            "another)"
         )
-    if pin:
+    if pin and "focus" in spec:
         how = _pinned_how(spec, best)
     return DerivedParameter(
         name=name,
@@ -377,7 +380,7 @@ def _reason(
         return (
             f"tuned ({rank}: the upper ends of its intervals are below {FIX_BELOW:g}, but "
             f"fewer than {FIX_RUNS} runs are too few to be sure it does not matter here) "
-            f"with {how}"
+            f"over {how}"
         )
     return (
         f"tuned ({rank}; not significant, but not shown to be below {FIX_BELOW:g} either, so "

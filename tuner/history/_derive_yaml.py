@@ -90,7 +90,11 @@ def _param_lines(p: DerivedParameter) -> list[str]:
     )
     if p.tuned:
         out = _wrap(f"{p.reason}; best run: {_short(p.best)}; {recorded}.", "  ")
-        return [*out, f"  {p.name}: {_flow(p.spec)}"]
+        if "focus" not in p.spec:
+            return [*out, f"  {p.name}: {_flow(p.spec)}"]
+        # The focus is offered, not set (the header says why): the line with it, commented.
+        plain = {k: v for k, v in p.spec.items() if k != "focus"}
+        return [*out, f"  # {p.name}: {_flow(p.spec)}", f"  {p.name}: {_flow(plain)}"]
     if not p.in_best:
         reason = p.reason.replace("at the best run's value", "as in the best run")
         text = f"{p.name}: {reason}: "
@@ -155,26 +159,26 @@ def _header(d: DerivedCampaign, invocation: str | None) -> list[str]:
     ]
     if d.ranked:
         head.append(
-            "Tuned with a focus: the parameters the analysis finds significant (the lower end "
-            "of the 95% interval of their importance is above 0), each over its recorded "
-            "range with a focus on the span the best quarter of the runs (k of them, at least "
-            f"3) used, widened on each side by {MARGIN:g}/sqrt(k) of the recorded span (the "
-            "fewer runs, the less certain where the good region is, and the new task's "
-            "optimum may have moved) and kept within the recorded range (on the log scale "
-            "where the values spread over decades). The campaign's first 10 trials sample "
-            "the whole range; after them four trials in five sample the focus and one in "
-            "five the whole range, and a focus widens to the range's bound "
-            "once the campaign's best trial lies beyond it or most of its 5 best trials sit "
-            "at its edge, so a wrong refinement cannot trap the campaign. A categorical "
-            "keeps every recorded choice, with a focus on those the best runs used (given up "
-            "once the best trial has another). Fixed, at the "
+            "Tuned: every parameter the analysis does not show to be negligible, over its "
+            "recorded range or choices, widened beyond a bound where most of the 5 best runs "
+            "sit at it. Where the runs point to a region, it is written beside the parameter "
+            "as a focus, commented out: for a parameter the analysis finds significant (the "
+            "lower end of the 95% interval of its importance is above 0), the span the best "
+            "quarter of the runs (k of them, at least 3) used, widened on each side by "
+            f"{MARGIN:g}/sqrt(k) of the recorded span and kept within it (on the log scale "
+            "where the values spread over decades), or the choices they used; for one found "
+            "negligible on too few runs to fix it, the best run's value. Set, a focus makes "
+            "four trials in five (after the campaign's first 10) sample it and one in five "
+            "the whole range, and it widens to the range's bound once the campaign's best "
+            "trial lies beyond it. It is not set because the warm start below already steers "
+            "the campaign by these runs once its own trials earn them trust: on "
+            "benchmarks/bench_outcome.py's tasks a focus on top of it cost trials on every "
+            "task, where the earlier optimum held and where it had moved. Set it where the "
+            "earlier optimum is known to hold (the same data, model and code). Fixed, at the "
             "best run's value in the command: only the parameters the analysis is confident "
             f"do not matter (the upper end of their interval is below {FIX_BELOW:g}, over all "
             "the runs and over their best half, where what decides the last percent shows), "
-            f"on at least {FIX_RUNS} runs; on fewer, such a parameter is tuned with a focus on "
-            "the best run's value, since a related task's runs cannot rule out that it "
-            "matters on this one. Tuned over the recorded range: the others (not shown to "
-            "matter, nor shown not to)."
+            f"on at least {FIX_RUNS} runs."
         )
     else:
         head.append("Tuned: every varying parameter, over its recorded range or choices.")
