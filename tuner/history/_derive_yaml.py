@@ -159,9 +159,8 @@ def _header(d: DerivedCampaign, invocation: str | None) -> list[str]:
     ]
     if d.ranked:
         head.append(
-            "Tuned: every parameter the analysis does not show to be negligible, over its "
-            "recorded range or choices, widened beyond a bound where most of the 5 best runs "
-            "sit at it. Where the runs point to a region, it is written beside the parameter "
+            "Tuned: every parameter not fixed (below), over its recorded range or choices, "
+            "widened beyond a bound where most of the 5 best runs sit at it. Where the runs point to a region, it is written beside the parameter "
             "as a focus, commented out: for a parameter the analysis finds significant (the "
             "lower end of the 95% interval of its importance is above 0), the span the best "
             "quarter of the runs (k of them, at least 3) used, widened on each side by "
