@@ -23,7 +23,10 @@ For each task and seed, side by side in one run:
     prior's best values; warm-started from the prior the same way. It offers, commented out,
     a focus on the prior's best region and a re-run of its 3 best configurations first, and
     that is how it runs here (set, each cost trials wherever the optimum moved, and the
-    focus also where it held).
+    focus also where it held);
+(d') ``tuner-init-focus``: the same campaign with the offered focus set (each parameter's
+    commented line with ``focus:`` in place of its own), as a user who trusts the earlier
+    runs sets it.
 
 The prior is a TPE campaign (its own seed) on a *related variant* of the task: another
 data subsample and a model one size smaller (fewer iterations / boosting rounds, a looser
@@ -66,6 +69,8 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
         quad-constant digits-svc digits-svc-moved --seeds 40 \
         --methods tpe-cold tpe-warm tpe-warm-rank tuner-init --jobs 2  # the result file
+    python benchmarks/bench_outcome.py --tasks ...the six above... --seeds 40 \
+        --methods tpe-cold tuner-init-focus --jobs 2 --result-name outcome_focus
 """
 
 from __future__ import annotations
@@ -90,7 +95,15 @@ from typing import Any, Literal
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
-METHODS = ("random", "tpe-cold", "tpe-warm", "tpe-warm-value", "tpe-warm-rank", "tuner-init")
+METHODS = (
+    "random",
+    "tpe-cold",
+    "tpe-warm",
+    "tpe-warm-value",
+    "tpe-warm-rank",
+    "tuner-init",
+    "tuner-init-focus",
+)
 
 
 @dataclass(frozen=True)
@@ -441,6 +454,25 @@ def _campaign(
     return curve
 
 
+def _with_offered_focus(text: str, path: Path) -> Any:
+    """The campaign ``tuner init`` wrote (``text``) with the focus it offers set, as a user
+    who trusts the earlier runs sets it: each parameter's commented line with ``focus:`` in
+    place of its own line, the parameters in the same order."""
+    import re
+
+    import yaml
+
+    from tuner.config import load_config
+
+    data = yaml.safe_load(text)
+    for line in text.splitlines():
+        offered = re.fullmatch(r"  # (\S+): (\{.*focus: .*\})", line)
+        if offered and offered.group(1) in data["parameters"]:
+            data["parameters"][offered.group(1)] = yaml.safe_load(offered.group(2))
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_config(path)
+
+
 def run_seed(
     task: Task,
     seed: int,
@@ -475,6 +507,7 @@ def run_seed(
     from tuner.config import load_config
 
     init = load_config(path)
+    focused = _with_offered_focus(text, work / f"{task.name}-init-focus-s{seed}.yaml")
     fixed = {p.name: p.best for p in derived.fixed if p.in_best}
     n = horizon or budget
     arms = {
@@ -484,6 +517,7 @@ def run_seed(
         "tpe-warm-value": (warmed_value, {}),
         "tpe-warm-rank": (warmed_rank, {}),
         "tuner-init": (init, fixed),
+        "tuner-init-focus": (focused, fixed),
     }
     curves = {m: _campaign(task, m, seed, n, *arms[m]) for m in METHODS if m in methods}
     return {
@@ -575,6 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--notes", default=None, help="a note for the result file")
     parser.add_argument(
+        "--result-name", default="outcome", help="the result file's name (default outcome)"
+    )
+    parser.add_argument(
         "--json", default=None, help="also write the results here (rewritten after each seed)"
     )
     args = parser.parse_args(argv)
@@ -628,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         from _results import write_result
 
         write_result(
-            "outcome",
+            args.result_name,
             {r["task"]: _figures(r) for r in results},
             store="sqlite",
             params={

@@ -267,6 +267,25 @@ BENCHES: tuple[Bench, ...] = (
         ("--quick",),
         ("outcome",),
     ),
+    Bench(
+        "outcome_focus",
+        "bench_outcome.py",
+        (
+            "--tasks",
+            *OUTCOME_TASKS,
+            "--seeds",
+            "40",
+            "--methods",
+            "tpe-cold",
+            "tuner-init-focus",
+            "--jobs",
+            "2",
+            "--result-name",
+            "outcome_focus",
+        ),
+        ("--quick", "--methods", "tpe-cold", "tuner-init-focus"),
+        ("outcome_focus",),
+    ),
 )
 
 
