@@ -22,8 +22,7 @@ For each task and seed, side by side in one run:
     best runs sit at a bound), those the analysis is confident do not matter fixed at the
     prior's best values; warm-started from the prior the same way. It offers, commented out,
     a focus on the prior's best region and a re-run of its 3 best configurations first, and
-    that is how it runs here (set, each cost trials wherever the optimum moved, and the
-    focus also where it held);
+    that is how it runs here (the re-run, set, cost trials wherever the optimum moved);
 (d') ``tuner-init-focus``: the same campaign with the offered focus set (each parameter's
     commented line with ``focus:`` in place of its own), as a user who trusts the earlier
     runs sets it.
