@@ -31,6 +31,7 @@ SCRIPTS = {
     "schedulers_recommended": "bench_schedulers.py --arms tpe-none,tpe-median,tuner-bohb",
     "schedulers_schedule": "bench_schedulers.py --suite nqm",
     "schedulers_schedule_slow": "bench_schedulers.py --suite nqm --epoch-seconds 0.3",
+    "outcome_focus": "bench_outcome.py --methods tpe-cold tuner-init-focus",
 }
 
 
