@@ -63,6 +63,13 @@ OUTCOME_TASKS = (
     "digits-svc-moved",
 )
 
+
+def _outcome(*methods: str) -> tuple[str, ...]:
+    """The warm-start benchmark's full size for ``methods``: every task at 40 seeds, two
+    (task, seed) pairs at a time."""
+    return ("--tasks", *OUTCOME_TASKS, "--seeds", "40", "--methods", *methods, "--jobs", "2")
+
+
 #: In the order they run: quick, store-bound timings first (least disturbed), long
 #: outcome studies last. ``full`` is the size the committed result files were measured at.
 BENCHES: tuple[Bench, ...] = (
@@ -251,38 +258,14 @@ BENCHES: tuple[Bench, ...] = (
     Bench(
         "outcome",
         "bench_outcome.py",
-        (
-            "--tasks",
-            *OUTCOME_TASKS,
-            "--seeds",
-            "40",
-            "--methods",
-            "tpe-cold",
-            "tpe-warm",
-            "tpe-warm-rank",
-            "tuner-init",
-            "--jobs",
-            "2",
-        ),
+        _outcome("tpe-cold", "tpe-warm", "tpe-warm-rank", "tuner-init"),
         ("--quick",),
         ("outcome",),
     ),
     Bench(
         "outcome_focus",
         "bench_outcome.py",
-        (
-            "--tasks",
-            *OUTCOME_TASKS,
-            "--seeds",
-            "40",
-            "--methods",
-            "tpe-cold",
-            "tuner-init-focus",
-            "--jobs",
-            "2",
-            "--result-name",
-            "outcome_focus",
-        ),
+        (*_outcome("tpe-cold", "tuner-init-focus"), "--result-name", "outcome_focus"),
         ("--quick", "--methods", "tpe-cold", "tuner-init-focus"),
         ("outcome_focus",),
     ),
