@@ -125,3 +125,10 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
         return rc, out, err
 
     return call
+
+
+def offered_focus(text: str, name: str) -> dict[str, Any]:
+    """Parameter ``name`` as `tuner init` offers it with its focus set: the line commented out
+    above the parameter's own in the campaign ``text``."""
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"  # {name}: {{")]
+    return dict(yaml.safe_load(line.removeprefix("  # "))[name])

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.tuner.conftest import offered_focus
 from tuner.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -169,12 +170,6 @@ def _command_runs(client: Any, cwd: str) -> None:
         client.set_terminated(run)
 
 
-def _offered(text: str, name: str) -> dict[str, Any]:
-    """The parameter's line with the focus tuner init offers, commented out above its own."""
-    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"  # {name}: {{")]
-    return dict(yaml.safe_load(line.removeprefix("  # "))[name])
-
-
 def _flat(text: str) -> str:
     """The YAML's comments as one line (they wrap, each line starting with ``#``)."""
     return " ".join(w for w in text.split() if w != "#")
@@ -264,7 +259,7 @@ def test_init_refines_what_matters_and_tunes_what_it_cannot_rule_out(
     # (lr = 0.01 is the peak) is offered on the line above, commented out
     assert lr["type"] == "float" and lr["log"] is True
     assert (lr["low"], lr["high"]) == (1e-4, 0.1) and "focus" not in lr
-    offered = _offered(text, "lr")
+    offered = offered_focus(text, "lr")
     assert {k: v for k, v in offered.items() if k != "focus"} == lr
     focus = offered["focus"]
     assert 1e-4 < focus["low"] < 0.01 < focus["high"] <= 0.1  # narrower than recorded
@@ -377,8 +372,8 @@ def test_init_fixes_only_what_surely_does_not_matter(
         assert set(params) == {"lr", "hidden", "optimizer", "momentum"}
         assert params["optimizer"]["choices"] == ["momentum", "sgd"]
         assert "focus" not in params["optimizer"] and "focus" not in params["momentum"]
-        assert _offered(text, "optimizer")["focus"] == {"choices": ["sgd"]}
-        assert "focus" in _offered(text, "momentum")
+        assert offered_focus(text, "optimizer")["focus"] == {"choices": ["sgd"]}
+        assert "focus" in offered_focus(text, "momentum")
         assert "runs are too few to be sure it does not matter here" in flat
         assert command[command.index("--optimizer") + 1] == "{optimizer}"
     assert main(["validate", str(out)]) == 0

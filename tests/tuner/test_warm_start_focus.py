@@ -15,7 +15,7 @@ import optuna
 import pytest
 import yaml
 
-from tests.tuner.conftest import trials_of
+from tests.tuner.conftest import offered_focus, trials_of
 from tuner.history import PLACEHOLDER_PROGRAM
 from tuner.search import IMPORTED_ATTR
 from tuner.search._focus import EXPLORE_EVERY, OPEN, focus_of, focus_state
@@ -206,8 +206,7 @@ def test_a_derived_campaign_escapes_a_wrong_refinement(
     data = _init(cli, sqlite_uri, "earlier", path, trials=16)
     # The focus is offered commented out; a user who trusts the earlier runs sets it.
     assert "focus" not in data["parameters"]["lr"]
-    (line,) = [ln for ln in path.read_text().splitlines() if ln.startswith("  # lr: {")]
-    data["parameters"]["lr"] = yaml.safe_load(line.removeprefix("  # "))["lr"]
+    data["parameters"]["lr"] = offered_focus(path.read_text(), "lr")
     focus = data["parameters"]["lr"]["focus"]
     assert 10**-4.5 < focus["low"] < 1e-2 < focus["high"]
     (tmp_path / "trial.py").write_text(MOVED)
