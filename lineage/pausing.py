@@ -1,5 +1,6 @@
 """The wait at a pause step: after a trial commits the checkpoint of a step at which its
-scheduler may pause it (ASHA's rungs with ``mode: promote``), it waits for the controller's
+scheduler may pause it (ASHA's rungs with ``mode: promote``, synchronous PBT's boundaries),
+it waits for the controller's
 verdict on that step, so that a pause stops the process at the step it was judged at instead
 of some steps later.
 
@@ -12,6 +13,8 @@ callbacks) wait too, and lineage never imports the tuner:
   campaign stops);
 - ``TUNER_PAUSE_STEPS``: the steps (comma-separated) at which the scheduler may pause the
   trial;
+- ``TUNER_PAUSE_EVERY``: a whole number N: every positive multiple of N is a pause step too
+  (a scheduler whose pause steps have no last one, synchronous PBT's boundaries);
 - ``TUNER_VERDICT``: a file holding the highest step the controller let the trial go on past;
 - ``TUNER_PAUSE_WAIT``: the longest wait at one pause step, in seconds (the campaign's
   ``trial.grace_period``).
@@ -29,11 +32,13 @@ import time
 
 __all__ = [
     "CONTROL",
+    "PAUSE_EVERY",
     "PAUSE_STEPS",
     "PAUSE_WAIT",
     "PAUSE_WAIT_S",
     "VERDICT",
     "await_verdict",
+    "is_pause_step",
     "pause_steps",
     "pause_wait",
     "read_verdict",
@@ -45,6 +50,8 @@ CONTROL = "TUNER_CONTROL"
 """The variable naming the file whose existence tells the trial to stop."""
 PAUSE_STEPS = "TUNER_PAUSE_STEPS"
 """The variable listing the steps at which the scheduler may pause the trial."""
+PAUSE_EVERY = "TUNER_PAUSE_EVERY"
+"""The variable holding N where every positive multiple of N is a pause step."""
 PAUSE_WAIT = "TUNER_PAUSE_WAIT"
 """The variable holding the longest wait at a pause step, in seconds."""
 VERDICT = "TUNER_VERDICT"
@@ -85,6 +92,22 @@ def pause_steps(raw: str) -> frozenset[int]:
     return frozenset(out)
 
 
+def is_pause_step(step: int, steps: str | None, every: str | None) -> bool:
+    """Whether ``step`` is one at which the scheduler may pause the trial: listed in
+    ``steps`` (a ``TUNER_PAUSE_STEPS`` value) or a positive multiple of ``every`` (a
+    ``TUNER_PAUSE_EVERY`` value; one that is not a whole number >= 1 adds no step).
+
+    Args:
+        step: the step just committed.
+        steps: the ``TUNER_PAUSE_STEPS`` value; None when unset.
+        every: the ``TUNER_PAUSE_EVERY`` value; None when unset.
+    """
+    if steps and step in pause_steps(steps):
+        return True
+    raw = (every or "").strip()
+    return raw.isdigit() and int(raw) >= 1 and step > 0 and step % int(raw) == 0
+
+
 def pause_wait(raw: str | None) -> float:
     """The seconds in a ``TUNER_PAUSE_WAIT`` value; `PAUSE_WAIT_S` when unset or not a
     finite number of seconds >= 0.
@@ -122,7 +145,7 @@ def stopped() -> bool:
 
 def await_verdict(step: int) -> bool:
     """After the checkpoint of ``step`` was committed, wait for the controller's verdict on
-    it when ``step`` is one of ``TUNER_PAUSE_STEPS`` and this process reported it: return
+    it when ``step`` is a pause step (`is_pause_step`) and this process reported it: return
     once the stop flag exists (the trial is paused or pruned), the verdict file names
     ``step`` or a later one (it goes on), or ``TUNER_PAUSE_WAIT`` seconds passed. Elsewhere
     (outside a campaign, another step, a scheduler that does not pause) it returns at once.
@@ -133,10 +156,10 @@ def await_verdict(step: int) -> bool:
     Returns:
         Whether the trial was told to stop (`stopped`): the training should end at this step.
     """
-    steps, verdict, control = (os.environ.get(n) for n in (PAUSE_STEPS, VERDICT, CONTROL))
-    if not steps or not verdict or not control or _reported is None or _reported < step:
+    verdict, control = os.environ.get(VERDICT), os.environ.get(CONTROL)
+    if not verdict or not control or _reported is None or _reported < step:
         return stopped()
-    if step not in pause_steps(steps):
+    if not is_pause_step(step, os.environ.get(PAUSE_STEPS), os.environ.get(PAUSE_EVERY)):
         return stopped()
     deadline = time.monotonic() + pause_wait(os.environ.get(PAUSE_WAIT))
     while True:

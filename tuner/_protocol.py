@@ -12,7 +12,9 @@ A trial process receives, in its environment:
 - ``TUNER_CHANNEL``: a file to append reports to, one JSON line each (`encode_report`);
 - ``TUNER_CONTROL``: a file whose existence means "stop now" (pruned, or the campaign stops);
 - ``TUNER_PAUSE_STEPS``: where a scheduler may pause the trial, the steps (comma-separated)
-  at which it judges it (ASHA's rungs, with ``mode: promote``), and ``TUNER_VERDICT``: a file
+  at which it judges it (ASHA's rungs, with ``mode: promote``), ``TUNER_PAUSE_EVERY``: N,
+  when every positive multiple of N is such a step (synchronous PBT's boundaries), and
+  ``TUNER_VERDICT``: a file
   holding the highest step the controller let the trial go on past (`write_verdict`). At
   one of these steps `tuner.trial.checkpointed` and lineage's framework helpers wait, after
   their commit and for at most ``TUNER_PAUSE_WAIT`` seconds (``trial.grace_period``), until
@@ -54,10 +56,12 @@ from lineage.checkpoints import (
 from lineage.checkpoints import STORE as CHECKPOINT_STORE
 from lineage.pausing import (
     CONTROL,
+    PAUSE_EVERY,
     PAUSE_STEPS,
     PAUSE_WAIT,
     PAUSE_WAIT_S,
     VERDICT,
+    is_pause_step,
     pause_steps,
     pause_wait,
     read_verdict,
@@ -87,6 +91,7 @@ __all__ = [
     "MS_ROLE",
     "MS_WORKER",
     "PARAMS",
+    "PAUSE_EVERY",
     "PAUSE_STEPS",
     "PAUSE_WAIT",
     "PAUSE_WAIT_S",
@@ -107,12 +112,14 @@ __all__ = [
     "device_env",
     "encode_memory",
     "encode_report",
+    "is_pause_step",
     "is_rank_zero",
     "parse_memory",
     "parse_report",
     "pause_env",
     "pause_steps",
     "pause_wait",
+    "pauses",
     "read_verdict",
     "run_env",
     "write_verdict",
@@ -191,12 +198,24 @@ def attempt_env(
     return env
 
 
-def pause_env(steps: Sequence[int], *, wait: float) -> dict[str, str]:
-    """The variables naming the steps at which a scheduler may pause the trial and how long
-    it waits there for the verdict, in seconds (no steps: no variables)."""
-    if not steps:
-        return {}
-    return {PAUSE_STEPS: ",".join(str(s) for s in sorted(set(steps))), PAUSE_WAIT: f"{wait:g}"}
+def pause_env(steps: Sequence[int], *, wait: float, every: int | None = None) -> dict[str, str]:
+    """The variables naming the steps at which a scheduler may pause the trial (``steps``,
+    and every positive multiple of ``every``) and how long it waits there for the verdict,
+    in seconds (neither: no variables)."""
+    env = {}
+    if steps:
+        env[PAUSE_STEPS] = ",".join(str(s) for s in sorted(set(steps)))
+    if every is not None and every >= 1:
+        env[PAUSE_EVERY] = str(every)
+    if env:
+        env[PAUSE_WAIT] = f"{wait:g}"
+    return env
+
+
+def pauses(env: Mapping[str, str]) -> bool:
+    """Whether a trial launched with ``env`` waits for a verdict at some step (it was told
+    where its scheduler may pause it); only then does a controller answer it."""
+    return PAUSE_STEPS in env or PAUSE_EVERY in env
 
 
 def write_verdict(path: str, step: int) -> None:

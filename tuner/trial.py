@@ -252,13 +252,14 @@ def checkpointed(step: int) -> None:
     campaign's ``checkpoint.keep``. In a multi-process trial only rank 0's call counts.
 
     Where the campaign's scheduler may pause the trial at ``step`` (ASHA's rungs with
-    ``mode: promote``) and the step was reported, the call then waits until the controller
-    judged that report: it returns at once when the trial goes on, or, when it is paused,
-    with `should_prune` True, so a script that checks `should_prune` after this call stops
-    at the step it was paused at instead of computing further ones. The wait is bounded
-    (``trial.grace_period``; then the trial goes on and a pause stops it later, as without the
-    wait), and happens nowhere else: not under other schedulers, not in ranks other than 0,
-    not on Ray with ``trial.preload: false`` (a plain task hears no verdict).
+    ``mode: promote``, synchronous PBT's boundaries) and the step was reported, the call
+    then waits until the controller judged that report: it returns at once when the trial
+    goes on, or, when it is paused, with `should_prune` True, so a script that checks
+    `should_prune` after this call stops at the step it was paused at instead of computing
+    further ones. The wait is bounded (``trial.grace_period``; then the trial goes on and a
+    pause stops it later, as without the wait), and happens nowhere else: not under other
+    schedulers, not in ranks other than 0, not on Ray with ``trial.preload: false`` (a plain
+    task hears no verdict).
 
     Args:
         step: the step (epoch) whose folder, ``checkpoint_dir(step)``, holds every file of

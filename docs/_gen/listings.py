@@ -114,6 +114,11 @@ _VARIABLES: dict[str, tuple[str, str, str]] = {
         "",
         "The steps (comma-separated) at which the scheduler may pause the trial: there `tuner.trial.checkpointed` and the framework helpers' checkpoint saves wait for the controller's verdict.",
     ),
+    "TUNER_PAUSE_EVERY": (
+        "the tuner (PBT with `synch: true`)",
+        "",
+        "N: every positive multiple of N is a step at which the scheduler may pause the trial (PBT's `interval`), waited at as those of `TUNER_PAUSE_STEPS` are.",
+    ),
     "TUNER_PAUSE_WAIT": (
         "the tuner (from `trial.grace_period`)",
         "10",

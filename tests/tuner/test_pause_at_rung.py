@@ -163,6 +163,31 @@ def test_the_wait_at_a_pause_step_ends_on_the_verdict_or_the_stop_flag(
     assert trial.should_prune()
 
 
+def test_every_multiple_of_pause_every_is_a_pause_step(
+    waiting_trial: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lineage import pausing
+    from tuner import _protocol as protocol
+    from tuner import trial
+
+    monkeypatch.delenv(protocol.PAUSE_STEPS)
+    monkeypatch.setenv(protocol.PAUSE_EVERY, "3")
+    trial.report(7, loss=1.0)
+    trial.checkpointed(4)  # not a multiple: no wait (the bound is a minute)
+    _later(lambda: protocol.write_verdict(str(waiting_trial["verdict"]), 6))
+    trial.checkpointed(6)  # waits for the verdict
+    assert not trial.should_prune()
+    assert pausing.is_pause_step(9, None, "3") and pausing.is_pause_step(3, "5", "3")
+    assert pausing.is_pause_step(5, "5", "3") and not pausing.is_pause_step(0, None, "3")
+    for every in ("0", "-3", "three", "", None):
+        assert not pausing.is_pause_step(6, None, every), every
+    assert protocol.pause_env((), wait=5, every=3) == {
+        protocol.PAUSE_EVERY: "3",
+        protocol.PAUSE_WAIT: "5",
+    }
+    assert protocol.pause_env((), wait=5) == {}
+
+
 def test_no_wait_where_no_pause_can_come(
     waiting_trial: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -122,10 +122,10 @@ def _one_attempt_number_everywhere(
 
 
 #: Deterministic values (``loss = 1 - lr + 0.01 * step``), random speeds: a decision that
-#: depended on which member reported first would differ between two runs. A step lasts at
-#: least 0.3 s: a member whose controller reads its reports later than its next step runs
-#: past the boundary and pauses at the next one (synch PBT does not make a trial wait at a
-#: boundary), which a busy two-core machine did with steps of 0.02 s.
+#: depended on which member reported first would differ between two runs. Steps are short
+#: (under 0.05 s), shorter than the controller's reading of reports on a busy machine: a
+#: member pauses at each boundary because it waits there for the verdict (`checkpointed`),
+#: not because its reports were read in time.
 SYNCH_SCRIPT = """
 import argparse, json, random, time
 from tuner import trial
@@ -135,7 +135,7 @@ start = 0 if resume is None else resume[1] + 1
 for step in range(start, 6):
     if trial.should_prune():
         break
-    time.sleep(random.uniform(0.3, 0.6))
+    time.sleep(random.uniform(0.0, 0.05))
     trial.report(step, loss=1 - lr + 0.01 * step)
     (trial.checkpoint_dir(step) / "state.json").write_text(json.dumps({"lr": lr}))
     trial.checkpointed(step)

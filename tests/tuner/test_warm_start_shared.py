@@ -133,7 +133,9 @@ def test_two_workers_on_one_study_decide_from_the_study(
     # every finished own trial paired: the two re-runs exactly, the rest with their nearest
     assert (decision["pairs"], decision["exact_pairs"]) == (10, 2)
     assert decision == _measured(config)
-    assert decision["mode"] == "discount" and decision["agreement"] < 0
+    # Which worker sampled what after the first trials depends on timing, so the agreement
+    # of the ten pairs varies between runs; the misleading source never earns any weight.
+    assert decision["mode"] in ("discount", "thin") and decision["weight"] == 0.0
 
 
 def test_kill_9_then_resume_recomputes_the_decision(

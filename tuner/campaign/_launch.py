@@ -74,6 +74,8 @@ class Launcher:
         #: The steps at which the scheduler may pause a trial (`Scheduler.pause_steps`); set
         #: once the scheduler exists, which needs this launcher's checkpoint folders.
         self.pause_steps: Callable[[optuna.Trial], tuple[int, ...]] = lambda trial: ()
+        #: N where every positive multiple of N is such a step (`Scheduler.pause_every`).
+        self.pause_every: Callable[[optuna.Trial], int | None] = lambda trial: None
         self._host = socket.gethostname()
         self._checkpoints = make_store(
             plan.checkpoint,
@@ -207,7 +209,11 @@ class Launcher:
         # A continuation is not judged again at or before the step it resumes from.
         after = -1 if resume is None else resume[1]
         steps = [s for s in self.pause_steps(trial) if s > after]
-        env.update(protocol.pause_env(steps, wait=self.plan.trial.grace_period))
+        env.update(
+            protocol.pause_env(
+                steps, wait=self.plan.trial.grace_period, every=self.pause_every(trial)
+            )
+        )
         env.update(self.plan.env)
         return TrialSpec(
             number=trial.number,

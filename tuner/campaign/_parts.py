@@ -124,6 +124,7 @@ def build_parts(
     )
     if scheduler is not None:
         launcher.pause_steps = scheduler.pause_steps
+        launcher.pause_every = scheduler.pause_every
     decisions = Decisions(
         study,
         folder=launcher.checkpoint_folder,

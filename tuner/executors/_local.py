@@ -408,7 +408,7 @@ class _LocalHandle(TrialHandle):
 
     def go_on(self, step: int) -> None:
         # Only a trial told where it may be paused waits for a verdict: no file otherwise.
-        if step <= self._verdict_step or protocol.PAUSE_STEPS not in self.spec.env:
+        if step <= self._verdict_step or not protocol.pauses(self.spec.env):
             return
         try:
             protocol.write_verdict(str(self._verdict_path), step)

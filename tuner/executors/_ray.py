@@ -424,7 +424,7 @@ class _RayHandle(TrialHandle):
         # Only a trial told where it may be paused waits for a verdict: no call otherwise.
         if self.clearer is None or step <= self._cleared:
             return
-        if protocol.PAUSE_STEPS not in self.spec.env:
+        if not protocol.pauses(self.spec.env):
             return
         self._cleared = step
         self.clearer(step)

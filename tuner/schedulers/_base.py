@@ -44,7 +44,8 @@ class Scheduler(abc.ABC):
       `Pause` at a step, `Continue` as another trial) over a read-only view of the attempt;
       the controller applies it, with the pruner's and the diagnosis's, in one place
       (`strongest` says which wins). It is not asked about an attempt already stopping.
-    - `pause_steps` when an attempt of a trial is launched: where it may be paused.
+    - `pause_steps` and `pause_every` when an attempt of a trial is launched: where it may
+      be paused.
     - `recover` once, before the coordination re-runs the trials a dead controller left.
     - `before_ask` before the controller asks for a new trial: it may enqueue continuations
       (WAITING trials, which the next ask takes first, whatever the budget count); the number
@@ -85,6 +86,12 @@ class Scheduler(abc.ABC):
         controller tells the trial (`tuner.trial.checkpointed` then waits there for the
         verdict). Default: none, so no trial ever waits."""
         return ()
+
+    def pause_every(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> int | None:
+        """N when `reported` may return a `Pause` for ``trial``'s attempts at every positive
+        multiple of N (pause steps with no last one); the trial waits there as at
+        `pause_steps`. Default: None."""
+        return None
 
     def recover(
         self, orphans: list[optuna.trial.FrozenTrial], host: str

@@ -15,13 +15,14 @@ that step, so the member's run shows one curve.
 
 With ``synch: true`` the members decide together: a member that reaches a multiple of
 ``interval`` pauses there once its checkpoint of that step is committed (PRUNED,
-``tuner.paused_at``). When no member runs any more (each is paused at its boundary, or
-ended), every paused member is decided about in member order, by the values members trained
-themselves, with choices seeded by ``sampler.seed``, the member and the step: the bottom
-``quantile`` exploit a top member's checkpoint of that step, the others continue from their
-own. Decisions then depend on what the trials reported, not on when, so a seeded campaign of
-deterministic trials makes the same ones every time; each member's process restarts at each
-boundary.
+``tuner.paused_at``); it is told the boundaries (`pause_every`), so it waits at each, after
+that commit, for the controller's verdict, however fast it runs. When no member runs any
+more (each is paused at its boundary, or ended), every paused member is decided about in
+member order, by the values members trained themselves, with choices seeded by
+``sampler.seed``, the member and the step: the bottom ``quantile`` exploit a top member's
+checkpoint of that step, the others continue from their own. Decisions then depend on what
+the trials reported, not on when, so a seeded campaign of deterministic trials makes the
+same ones every time; each member's process restarts at each boundary.
 
 Crash safety: the segment is marked superseded before its continuation is added; a
 controller that dies between the two leaves a superseded RUNNING trial, which the next
@@ -222,6 +223,12 @@ class Pbt(Scheduler):
         # saw, before the donor's own pruning of old checkpoints removes it.
         copy_latest(source, self._folder(number), lambda text: None, at_most=seen)
         return decision
+
+    def pause_every(self, trial: optuna.Trial | optuna.trial.FrozenTrial) -> int | None:
+        """With ``synch``, every multiple of ``interval``: the trial waits at each boundary
+        for the verdict, so a member that runs faster than its reports are read still pauses
+        at the boundary instead of at a later one."""
+        return self.section.interval if self.section.synch else None
 
     def _at_boundary(self, before: int, step: int) -> Decision:
         every = self.section.interval
