@@ -49,7 +49,10 @@ The goals (``_goals``, written into the result file): on every task the default 
 and ``tuner init`` need at most cold TPE's median trials and leave no more seeds short of the
 target than cold TPE does; where the prior carries over, at most half of cold TPE's median
 trials. The 90% bootstrap interval of cold TPE's median over the seeds is written beside it,
-as the noise a median of that many seeds carries.
+as the noise a median of that many seeds carries, and for each warm-started arm a paired
+test over the seeds (each seed's trials-to-target, arm against cold TPE; a one-sided
+Wilcoxon signed-rank test of "the arm needs more"): its p-value says whether an arm above
+cold's median is slower beyond noise (below 0.05) or within it.
 
 The target of a task is the cold campaign's median best after ``--budget`` trials over the
 seeds; every arm runs ``--horizon`` trials (twice the budget by default, so that cold TPE's
@@ -556,6 +559,7 @@ def summarize(
         counted = [h if h is not None else horizon + 1 for h in hits]
         out["methods"][method] = {
             "trials_to_target": hits,
+            "counted": counted,
             "median": statistics.median(counted),
             "p90": sorted(counted)[max(0, math.ceil(0.9 * len(counted)) - 1)],
             "reached": sum(h is not None for h in hits),
@@ -706,8 +710,21 @@ def _goals(summary: dict[str, Any], misleads: bool) -> dict[str, Any]:
             "ratio_over_goal": round(ratio_over, 3),
             "more_never_than_cold": never_over,
             "median_within_cold_noise": m["median"] <= noise_high,
+            "paired_p_slower": _paired_p_slower(m["counted"], methods["tpe-cold"]["counted"]),
         }
     return out
+
+
+def _paired_p_slower(arm: list[int], cold: list[int]) -> float:
+    """The one-sided p-value that ``arm`` needs more trials than cold TPE, seed by seed (a
+    Wilcoxon signed-rank test of the differences; seeds where both need the same number
+    carry no evidence either way, as the test's default drops them). 1.0 when every seed
+    ties."""
+    from scipy.stats import wilcoxon
+
+    if all(a == c for a, c in zip(arm, cold, strict=True)):
+        return 1.0
+    return round(float(wilcoxon(arm, cold, alternative="greater").pvalue), 4)
 
 
 def _median_interval(counts: list[int], rounds: int = 2000) -> list[float]:
@@ -720,7 +737,7 @@ def _median_interval(counts: list[int], rounds: int = 2000) -> list[float]:
 def _figures(summary: dict[str, Any]) -> dict[str, Any]:
     """One task's figures for the result file: the target, per arm the median, the 90th
     percentile, the ratio to cold TPE and the seeds that never reached the target, and the
-    goals (`_goals`)."""
+    goals (`_goals`, with the paired test's p-value)."""
     keys = ("median", "p90", "ratio_to_cold", "never_reached")
     misleads = TASKS[summary["task"]].misleads
     return {
