@@ -203,7 +203,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench(
         "schedulers_schedule",
         "bench_schedulers.py",
-        ("--suite", "nqm"),
+        ("--suite", "nqm", "--arms", "tpe-none,tpe-median,tuner-pbt,tuner-pbt-synch"),
         ("--suite", "nqm", "--quick"),
         ("schedulers_schedule",),
     ),
