@@ -34,6 +34,33 @@ def _commit() -> str | None:
     return out.stdout.strip() or None
 
 
+def code_identity() -> str:
+    """The package code a measurement ran: the git trees of ``tuner`` and ``lineage`` at
+    HEAD, plus a digest of their uncommitted changes, if any. Equal for two checkouts that
+    differ only outside the package (docs, tests, results), so kept traces of a benchmark
+    are reused exactly when the code they measured is the same. "unknown" outside git."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*argv: str) -> str:
+        return subprocess.run(
+            ["git", *argv], cwd=root, capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+
+    try:
+        trees = git("rev-parse", "HEAD:tuner", "HEAD:lineage").split()
+        changes = git("diff", "HEAD", "--", "tuner", "lineage")
+        untracked = git("ls-files", "--others", "--exclude-standard", "--", "tuner", "lineage")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    identity = hashlib.sha1(" ".join(trees).encode()).hexdigest()[:12]
+    if changes or untracked:
+        dirty = hashlib.sha1((changes + untracked).encode()).hexdigest()[:8]
+        identity += f"+{dirty}"
+    return identity
+
+
 def machine() -> dict[str, Any]:
     """The facts about this host that change a timing: CPU model, cores, memory, Python."""
     cpu = platform.processor() or platform.machine()

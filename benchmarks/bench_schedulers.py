@@ -51,7 +51,9 @@ the epochs to reach the default's median regret, and whether an arm's regrets ar
 significantly above the default's (one-sided Mann-Whitney U, p < 0.05).
 
 A campaign's counted epochs are kept in ``--traces`` (one JSON file per arm and seed) and
-reused by a later run with the same settings, so an interrupted run continues. Writes
+reused by a later run with the same settings and the same package code
+(``_results.code_identity``), so an interrupted run continues and a run on changed code
+measures afresh. Writes
 ``benchmarks/results/schedulers.json`` (``--quick`` writes nothing unless ``--results-dir``).
 """
 
@@ -77,7 +79,7 @@ import _mfpbench
 import _schedulers_mfh
 import _schedulers_mfh_summary
 import _schedulers_tuner
-from _results import write_result
+from _results import code_identity, write_result
 from _schedulers_counter import read_counter
 
 HERE = Path(__file__).resolve().parent
@@ -139,7 +141,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "population": args.population,
         "interval": args.interval,
     }
-    # The digits campaigns' settings stay as they were, so that their kept traces still count.
+    # The package code is part of them: a trace of other code never counts for this one.
+    out["code"] = code_identity()
     return out | ({"task": args.suite} if args.suite != "digits" else {})
 
 
@@ -392,7 +395,13 @@ def _mfh(args: argparse.Namespace) -> int:
     import optuna
     import ray
 
-    opts = {"budget": args.epochs, "min_resource": 1, "brackets": args.brackets, "ray_brackets": 3}
+    opts = {
+        "budget": args.epochs,
+        "min_resource": 1,
+        "brackets": args.brackets,
+        "ray_brackets": 3,
+        "code": code_identity(),
+    }
     arms = [a for a in args.arms.split(",") if a] if args.arms != ",".join(ARMS) else None
     arms = arms or list(_schedulers_mfh.ARMS)
     tasks = [t for t in args.tasks.split(",") if t]
