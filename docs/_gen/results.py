@@ -92,7 +92,8 @@ def source_line(result: dict[str, Any]) -> str:
 
 def _commit(commit: str | None) -> str:
     """The result's commit, how many commits of this checkout came after it, and how many of
-    those changed the package's code (``lineage/``, ``tuner/``)."""
+    those changed the package's code (``lineage/``, ``tuner/``); a commit that changed only
+    docstrings or comments there is named apart, since the figures ran the same code."""
     if not commit:
         return "commit ?"
     after = _count(commit)
@@ -100,17 +101,25 @@ def _commit(commit: str | None) -> str:
         return f"commit {commit}"
     if after == 0:
         return f"commit {commit} (the docs' own commit)"
-    code = _count(commit, ":(top)lineage", ":(top)tuner")
-    changed = "" if code is None else f", {code} of them changing `lineage/` or `tuner/`"
+    package = _git(
+        "rev-list", "--no-merges", f"{commit}..HEAD", "--", ":(top)lineage", ":(top)tuner"
+    )
+    changed = ""
+    if package is not None:
+        touched = package.split()
+        code = sum(1 for c in touched if _changes_code(c))
+        changed = f", {code} of them changing `lineage/` or `tuner/`"
+        if len(touched) > code:
+            changed += f"; {len(touched) - code} more, only their docstrings or comments"
     commits = "commit" if after == 1 else "commits"
     return f"commit {commit} ({after} {commits} before the docs'{changed})"
 
 
-def _count(commit: str, *paths: str) -> int | None:
-    """Commits after ``commit`` up to this checkout's HEAD (touching ``paths``, when given)."""
+def _git(*argv: str) -> str | None:
+    """``git argv`` in this checkout: its output, or None where git cannot answer."""
     try:
         done = subprocess.run(
-            ["git", "rev-list", "--count", f"{commit}..HEAD", "--", *paths],
+            ["git", *argv],
             cwd=os.path.dirname(RESULTS),
             capture_output=True,
             text=True,
@@ -118,8 +127,60 @@ def _count(commit: str, *paths: str) -> int | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    count = done.stdout.strip()
-    return int(count) if done.returncode == 0 and count.isdigit() else None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _count(commit: str) -> int | None:
+    """Commits after ``commit`` up to this checkout's HEAD."""
+    count = (_git("rev-list", "--count", f"{commit}..HEAD") or "").strip()
+    return int(count) if count.isdigit() else None
+
+
+def _changes_code(commit: str) -> bool:
+    """Whether ``commit`` changed what ``lineage/`` or ``tuner/`` run: any file there but a
+    Python module whose syntax tree, docstrings left out, is the same before and after."""
+    files = _git(
+        "diff-tree",
+        "--no-commit-id",
+        "-r",
+        "--name-only",
+        commit,
+        "--",
+        ":(top)lineage",
+        ":(top)tuner",
+    )
+    if files is None:
+        return True
+    for path in files.split():
+        if not path.endswith(".py"):
+            return True
+        before = _git("show", f"{commit}^:{path}")
+        after = _git("show", f"{commit}:{path}")
+        old = None if before is None else _skeleton(before)
+        if old is None or after is None or old != _skeleton(after):
+            return True
+    return False
+
+
+def _skeleton(source: str) -> str | None:
+    """A module's syntax tree without its docstrings (comments are not in the tree)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 #: ``bench_schedulers.py``'s per-arm figures, as its table's columns.

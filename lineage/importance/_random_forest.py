@@ -1,4 +1,7 @@
-"""Cross-fitted permutation importance of a boosted random forest (the default evaluator).
+"""Cross-fitted permutation importance of a boosted random forest.
+
+The default evaluator (:mod:`lineage.importance._auto`) uses it wherever it predicts held-out
+runs better than the Gaussian process; ``--method forest`` uses it always.
 
 Why boosted: a forest spends its splits on the strongest parameters; a parameter that explains
 1% of the variance next to one that explains 50% gets few splits and looks like no effect.
