@@ -108,9 +108,9 @@ def _commit(commit: str | None) -> str:
     if package is not None:
         touched = package.split()
         code = sum(1 for c in touched if _changes_code(c))
-        changed = f", {code} of them changing `lineage/` or `tuner/`"
+        changed = f", {code} of them changing code in `lineage/` or `tuner/`"
         if len(touched) > code:
-            changed += f"; {len(touched) - code} more, only their docstrings or comments"
+            changed += f" and {len(touched) - code} only docstrings or comments there"
     commits = "commit" if after == 1 else "commits"
     return f"commit {commit} ({after} {commits} before the docs'{changed})"
 
