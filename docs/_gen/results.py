@@ -8,6 +8,7 @@ of a script produced, and two pages cannot disagree: both render the same file.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -136,6 +137,7 @@ def _count(commit: str) -> int | None:
     return int(count) if count.isdigit() else None
 
 
+@functools.cache  # every result file asks about the same commits
 def _changes_code(commit: str) -> bool:
     """Whether ``commit`` changed what ``lineage/`` or ``tuner/`` run: any file there but a
     Python module whose syntax tree, docstrings left out, is the same before and after."""
