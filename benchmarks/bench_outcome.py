@@ -52,7 +52,11 @@ trials. The 90% bootstrap interval of cold TPE's median over the seeds is writte
 as the noise a median of that many seeds carries, and for each warm-started arm a paired
 test over the seeds (each seed's trials-to-target, arm against cold TPE; a one-sided
 Wilcoxon signed-rank test of "the arm needs more"): its p-value says whether an arm above
-cold's median is slower beyond noise (below 0.05) or within it.
+cold's median is slower beyond noise (below 0.05) or within it. Beside it, the same for the
+seeds short of the target (an exact McNemar test of "the arm leaves more seeds short", over
+the seeds where one of the two reached it and the other did not), and the 90% bootstrap
+interval of the arm's median trials over cold TPE's (seeds resampled as pairs): its upper end
+is how much slower than cold the arm may be, given this many seeds.
 
 The target of a task is the cold campaign's median best after ``--budget`` trials over the
 seeds; every arm runs ``--horizon`` trials (twice the budget by default, so that cold TPE's
@@ -69,8 +73,9 @@ with it); the search spaces, the warm start and the derivation are the tuner's.
     python benchmarks/bench_outcome.py --jobs 2       # two (task, seed) pairs at a time
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead --seeds 20
     python benchmarks/bench_outcome.py --tasks quad-carry quad-mislead quad-decoy \
-        quad-constant digits-svc digits-svc-moved --seeds 40 \
+        quad-constant digits-svc digits-svc-moved --seeds 200 --json seeds.json \
         --methods tpe-cold tpe-warm tpe-warm-rank tuner-init --jobs 2  # the result file
+    python benchmarks/bench_outcome.py --from-json seeds.json  # its result file, again
     python benchmarks/bench_outcome.py --tasks ...the six above... --seeds 40 \
         --methods tpe-cold tuner-init-focus --jobs 2 --result-name outcome_focus
 """
@@ -617,7 +622,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--json", default=None, help="also write the results here (rewritten after each seed)"
     )
+    parser.add_argument(
+        "--from-json",
+        default=None,
+        metavar="PATH",
+        help="run nothing: write the result file from the per-seed results an earlier run "
+        "saved with --json (give that run's --budget, --horizon and --prior if not the defaults)",
+    )
     args = parser.parse_args(argv)
+    if args.from_json:
+        return _from_json(args)
     warnings.filterwarnings("ignore")
     import optuna
 
@@ -711,8 +725,43 @@ def _goals(summary: dict[str, Any], misleads: bool) -> dict[str, Any]:
             "more_never_than_cold": never_over,
             "median_within_cold_noise": m["median"] <= noise_high,
             "paired_p_slower": _paired_p_slower(m["counted"], methods["tpe-cold"]["counted"]),
+            "paired_p_more_short": _paired_p_more_short(
+                m["trials_to_target"], methods["tpe-cold"]["trials_to_target"]
+            ),
+            "ratio_interval": _ratio_interval(m["counted"], methods["tpe-cold"]["counted"]),
         }
     return out
+
+
+def _ratio_interval(arm: list[int], cold: list[int], rounds: int = 2000) -> list[float]:
+    """The 90% bootstrap interval of the arm's median trials over cold TPE's, resampling
+    seeds as pairs (a seed's two campaigns share its prior and its random state): how much
+    slower, or faster, than cold the arm may be, given this many seeds."""
+    rng = random.Random(0)
+    pairs = list(zip(arm, cold, strict=True))
+    ratios = []
+    for _ in range(rounds):
+        sample = rng.choices(pairs, k=len(pairs))
+        ratios.append(
+            statistics.median(a for a, _ in sample) / statistics.median(c for _, c in sample)
+        )
+    ratios.sort()
+    return [round(ratios[int(0.05 * rounds)], 3), round(ratios[int(0.95 * rounds) - 1], 3)]
+
+
+def _paired_p_more_short(arm: list[int | None], cold: list[int | None]) -> float:
+    """The one-sided p-value that ``arm`` leaves more seeds short of the target than cold
+    TPE, seed by seed: an exact McNemar test, i.e. a binomial test over the seeds where one
+    of the two reached the target and the other did not (seeds both reached, or both
+    missed, carry no evidence either way). 1.0 when no seed differs."""
+    from scipy.stats import binomtest
+
+    only_arm_short = sum(a is None and c is not None for a, c in zip(arm, cold, strict=True))
+    only_cold_short = sum(c is None and a is not None for a, c in zip(arm, cold, strict=True))
+    if only_arm_short + only_cold_short == 0:
+        return 1.0
+    test = binomtest(only_arm_short, only_arm_short + only_cold_short, 0.5, alternative="greater")
+    return round(float(test.pvalue), 4)
 
 
 def _paired_p_slower(arm: list[int], cold: list[int]) -> float:
@@ -748,6 +797,39 @@ def _figures(summary: dict[str, Any]) -> dict[str, Any]:
         **{m: {k: v[k] for k in keys} for m, v in summary["methods"].items()},
         "goals": _goals(summary, misleads),
     }
+
+
+def _from_json(args: argparse.Namespace) -> int:
+    """Writes the result file from an earlier run's ``--json`` file (the per-seed trials to
+    target of every task and arm), with the goals and tests as this script computes them now;
+    the result's ``notes`` say where the figures came from."""
+    summaries = json.loads(Path(args.from_json).read_text())
+    n_seeds = {s["seeds"] for s in summaries}
+    if len(n_seeds) != 1:
+        print(f"{args.from_json}: the tasks ran different numbers of seeds: {n_seeds}")
+        return 2
+    budget = args.budget or 30
+    horizon = args.horizon or 2 * budget
+    for summary in summaries:
+        _print(summary, budget, horizon, summary["seeds"])
+    from _results import write_result
+
+    source = f"summarised from {Path(args.from_json).name}, the --json file of the run"
+    write_result(
+        args.result_name,
+        {s["task"]: _figures(s) for s in summaries},
+        store="sqlite",
+        params={
+            "tasks": [s["task"] for s in summaries],
+            "seeds": n_seeds.pop(),
+            "budget": budget,
+            "horizon": horizon,
+            "prior": args.prior or 24,
+            "methods": list(summaries[0]["methods"]),
+        },
+        notes=f"{source}; {args.notes}" if args.notes else source,
+    )
+    return 0
 
 
 def _run_job(
