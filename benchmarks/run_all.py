@@ -64,10 +64,10 @@ OUTCOME_TASKS = (
 )
 
 
-def _outcome(*methods: str) -> tuple[str, ...]:
-    """The warm-start benchmark's full size for ``methods``: every task at 40 seeds, two
-    (task, seed) pairs at a time."""
-    return ("--tasks", *OUTCOME_TASKS, "--seeds", "40", "--methods", *methods, "--jobs", "2")
+def _outcome(seeds: int, *methods: str) -> tuple[str, ...]:
+    """The warm-start benchmark's full size for ``methods``: every task at ``seeds`` seeds,
+    two (task, seed) pairs at a time."""
+    return ("--tasks", *OUTCOME_TASKS, "--seeds", str(seeds), "--methods", *methods, "--jobs", "2")
 
 
 #: In the order they run: quick, store-bound timings first (least disturbed), long
@@ -258,14 +258,14 @@ BENCHES: tuple[Bench, ...] = (
     Bench(
         "outcome",
         "bench_outcome.py",
-        _outcome("tpe-cold", "tpe-warm", "tpe-warm-rank", "tuner-init"),
+        _outcome(200, "tpe-cold", "tpe-warm", "tpe-warm-rank", "tuner-init"),
         ("--quick",),
         ("outcome",),
     ),
     Bench(
         "outcome_focus",
         "bench_outcome.py",
-        (*_outcome("tpe-cold", "tuner-init-focus"), "--result-name", "outcome_focus"),
+        (*_outcome(40, "tpe-cold", "tuner-init-focus"), "--result-name", "outcome_focus"),
         ("--quick", "--methods", "tpe-cold", "tuner-init-focus"),
         ("outcome_focus",),
     ),
