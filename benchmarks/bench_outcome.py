@@ -679,23 +679,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     if not args.quick:
-        from _results import write_result
-
-        write_result(
-            args.result_name,
-            {r["task"]: _figures(r) for r in results},
-            store="sqlite",
-            params={
-                "tasks": tasks,
-                "seeds": n_seeds,
-                "budget": budget,
-                "horizon": horizon,
-                "prior": prior,
-                "methods": list(methods),
-            },
-            notes=args.notes,
-        )
+        _write(args.result_name, results, budget, horizon, prior, args.notes)
     return 0
+
+
+def _write(
+    name: str,
+    summaries: list[dict[str, Any]],
+    budget: int,
+    horizon: int,
+    prior: int,
+    notes: str | None,
+) -> None:
+    """The result file: per task its figures (`_figures`), and the run's arguments."""
+    from _results import write_result
+
+    write_result(
+        name,
+        {s["task"]: _figures(s) for s in summaries},
+        store="sqlite",
+        params={
+            "tasks": [s["task"] for s in summaries],
+            "seeds": summaries[0]["seeds"],
+            "budget": budget,
+            "horizon": horizon,
+            "prior": prior,
+            "methods": list(summaries[0]["methods"]),
+        },
+        notes=notes,
+    )
 
 
 #: The goals: on every task a warm start needs at most cold TPE's median trials, and leaves
@@ -733,20 +745,17 @@ def _goals(summary: dict[str, Any], misleads: bool) -> dict[str, Any]:
     return out
 
 
-def _ratio_interval(arm: list[int], cold: list[int], rounds: int = 2000) -> list[float]:
+def _ratio_interval(arm: list[int], cold: list[int]) -> list[float]:
     """The 90% bootstrap interval of the arm's median trials over cold TPE's, resampling
     seeds as pairs (a seed's two campaigns share its prior and its random state): how much
     slower, or faster, than cold the arm may be, given this many seeds."""
-    rng = random.Random(0)
-    pairs = list(zip(arm, cold, strict=True))
-    ratios = []
-    for _ in range(rounds):
-        sample = rng.choices(pairs, k=len(pairs))
-        ratios.append(
-            statistics.median(a for a, _ in sample) / statistics.median(c for _, c in sample)
-        )
-    ratios.sort()
-    return [round(ratios[int(0.05 * rounds)], 3), round(ratios[int(0.95 * rounds) - 1], 3)]
+    low, high = _bootstrap_90(
+        list(zip(arm, cold, strict=True)),
+        lambda pairs: (
+            statistics.median(a for a, _ in pairs) / statistics.median(c for _, c in pairs)
+        ),
+    )
+    return [round(low, 3), round(high, 3)]
 
 
 def _paired_p_more_short(arm: list[int | None], cold: list[int | None]) -> float:
@@ -776,11 +785,18 @@ def _paired_p_slower(arm: list[int], cold: list[int]) -> float:
     return round(float(wilcoxon(arm, cold, alternative="greater").pvalue), 4)
 
 
-def _median_interval(counts: list[int], rounds: int = 2000) -> list[float]:
+def _median_interval(counts: list[int]) -> list[float]:
     """The 90% bootstrap interval of the median of ``counts`` (resampled seeds)."""
+    return _bootstrap_90(counts, statistics.median)
+
+
+def _bootstrap_90(items: list[Any], statistic: Callable[[list[Any]], float]) -> list[float]:
+    """The 90% bootstrap interval of ``statistic`` over ``items`` resampled (2000 rounds,
+    a fixed random state, so a result file is the same from the same seeds)."""
+    rounds = 2000
     rng = random.Random(0)
-    medians = sorted(statistics.median(rng.choices(counts, k=len(counts))) for _ in range(rounds))
-    return [medians[int(0.05 * rounds)], medians[int(0.95 * rounds) - 1]]
+    values = sorted(statistic(rng.choices(items, k=len(items))) for _ in range(rounds))
+    return [values[int(0.05 * rounds)], values[int(0.95 * rounds) - 1]]
 
 
 def _figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -812,23 +828,9 @@ def _from_json(args: argparse.Namespace) -> int:
     horizon = args.horizon or 2 * budget
     for summary in summaries:
         _print(summary, budget, horizon, summary["seeds"])
-    from _results import write_result
-
     source = f"summarised from {Path(args.from_json).name}, the --json file of the run"
-    write_result(
-        args.result_name,
-        {s["task"]: _figures(s) for s in summaries},
-        store="sqlite",
-        params={
-            "tasks": [s["task"] for s in summaries],
-            "seeds": n_seeds.pop(),
-            "budget": budget,
-            "horizon": horizon,
-            "prior": args.prior or 24,
-            "methods": list(summaries[0]["methods"]),
-        },
-        notes=f"{source}; {args.notes}" if args.notes else source,
-    )
+    notes = f"{source}; {args.notes}" if args.notes else source
+    _write(args.result_name, summaries, budget, horizon, args.prior or 24, notes)
     return 0
 
 
