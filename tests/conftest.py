@@ -135,6 +135,8 @@ def python() -> str:
 # session. Tests that share an expensive session resource are grouped onto one worker, so the
 # resource is still made once per run: one Ray cluster and one MLflow server ("services"), one
 # MindSpore import, one recorded MindSpore run set, and so on. Cheap templates are per worker.
+# The tests of one module that share a module-scoped fixture (a server, a campaign, a store of
+# wide runs) are grouped too: split over both workers, each worker would make it again.
 _PER_WORKER = {"_sqlite_template", "_pg_template", "_pg_databases"}
 _SERVICES = {"_launched", "ray_cluster_address"}
 
@@ -160,6 +162,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if info is None:
             continue
         shared = set()
+        per_module = False
         for name in info.names_closure:
             defs = info.name2fixturedefs.get(name)
             if not defs or name in _PER_WORKER:
@@ -167,6 +170,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             fixture = defs[-1]
             if fixture.scope == "session" and fixture.baseid.startswith("tests"):
                 shared.add(name)
+            elif fixture.scope == "module" and fixture.baseid.startswith("tests"):
+                per_module = True
         if item.get_closest_marker("ray"):
             # A test may take the cluster through `request.getfixturevalue` (the executor
             # contract's Ray backend), out of `names_closure`: the mark puts it beside the rest.
@@ -174,6 +179,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if shared:
             group = "services" if shared & _SERVICES else min(shared)
             item.add_marker(pytest.mark.xdist_group(group))
+        elif per_module and not item.get_closest_marker("xdist_group"):
+            # One group per test module (a module-scoped fixture is made once per module).
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def pytest_configure(config: pytest.Config) -> None:

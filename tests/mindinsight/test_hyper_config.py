@@ -16,6 +16,15 @@ from lineage.store import open_store
 from tuner.compat.mindinsight import HyperConfig, HyperConfigError
 
 
+@pytest.fixture(autouse=True)
+def _fresh_trial_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tuner.trial`` keeps the parameters it read first for the life of the process: a test
+    run earlier in this worker that read them must not hand its own to these."""
+    import tuner.trial
+
+    monkeypatch.setattr(tuner.trial, "_params", None)
+
+
 def test_params_come_from_the_trial(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(
         "TUNER_PARAMS", json.dumps({"learning_rate": 0.01, "batch_size": 32, "momentum": 0.9})

@@ -59,22 +59,31 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def test_piped_run_prints_one_plain_line_per_trial_and_the_summary_on_its_own(
-    tmp_path: Path,
-) -> None:
-    config = _write(tmp_path, trials=3)
-    # `tuner run ... 2>&1 | tee log`: both streams into one pipe.
+@pytest.fixture(scope="module")
+def piped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
+    """A 3-trial campaign run through a pipe, as ``tuner run ... 2>&1 | tee log`` runs it:
+    its config (the study is beside it), the exit code and what it printed. The tests that
+    only read the finished study share it."""
+    folder = tmp_path_factory.mktemp("piped")
+    config = _write(folder, trials=3)
     proc = subprocess.run(
         [TUNER, "run", str(config)],
-        cwd=tmp_path,
+        cwd=folder,
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         timeout=300,
     )
-    out = proc.stdout
-    assert proc.returncode == 0, out
+    return config, proc.returncode, proc.stdout
+
+
+def test_piped_run_prints_one_plain_line_per_trial_and_the_summary_on_its_own(
+    piped_run: tuple[Path, int, str],
+) -> None:
+    # `tuner run ... 2>&1 | tee log`: both streams into one pipe.
+    _, returncode, out = piped_run
+    assert returncode == 0, out
     assert "\x1b" not in out and "\r" not in out, repr(out)
     assert not any(ord(c) < 32 and c != "\n" for c in out), repr(out)
     lines = out.splitlines()
@@ -230,16 +239,12 @@ def test_a_campaign_run_in_a_git_clone_leaves_git_status_clean(
     assert status.stdout == "", status.stdout
 
 
-def test_tuner_status_reads_the_study_without_optuna_sqlalchemy_or_mlflow(tmp_path: Path) -> None:
-    config = _write(tmp_path, trials=2)
-    subprocess.run(
-        [TUNER, "run", str(config), "-q"],
-        cwd=tmp_path,
-        env=_env(),
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+def test_tuner_status_reads_the_study_without_optuna_sqlalchemy_or_mlflow(
+    piped_run: tuple[Path, int, str],
+) -> None:
+    # The finished study of the piped run (3 trials), read where that run wrote it.
+    config, returncode, out = piped_run
+    assert returncode == 0, out
     # What the whole command loads, and what reading the study adds after the config.
     code = (
         "import sys, json, contextlib, io\n"
@@ -259,7 +264,7 @@ def test_tuner_status_reads_the_study_without_optuna_sqlalchemy_or_mlflow(tmp_pa
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(config)],
-        cwd=tmp_path,
+        cwd=config.parent,
         env=_env(),
         capture_output=True,
         text=True,
@@ -267,9 +272,9 @@ def test_tuner_status_reads_the_study_without_optuna_sqlalchemy_or_mlflow(tmp_pa
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["rc"] == 0 and result["status"]["budget"]["finished"] == 2
-    assert result["status"]["trials"]["COMPLETE"] == 2
-    assert result["status"]["best"]["number"] in (0, 1)
+    assert result["rc"] == 0 and result["status"]["budget"]["finished"] == 3
+    assert result["status"]["trials"]["COMPLETE"] == 3
+    assert result["status"]["best"]["number"] in (0, 1, 2)
     for heavy in ("mlflow", "optuna", "sqlalchemy", "pandas", "rich", "numpy"):
         assert heavy not in result["added"], (heavy, result["added"])
     # The whole command: its config check skips Optuna's option signatures (read-only).

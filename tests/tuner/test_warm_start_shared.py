@@ -154,14 +154,16 @@ def test_kill_9_then_resume_recomputes_the_decision(
         stderr=subprocess.PIPE,
     )
     pids = tmp_path / "pids"
-    _wait(lambda: pids.exists() and len(list(pids.iterdir())) >= 7, "the 7th trial")
-    _wait(lambda: _decided(cli)["pairs"] == 6, "6 finished trials in the decision")
-    before = _decided(cli)
+    try:
+        _wait(lambda: pids.exists() and len(list(pids.iterdir())) >= 7, "the 7th trial")
+        _wait(lambda: _decided(cli)["pairs"] == 6, "6 finished trials in the decision")
+        before = _decided(cli)
+    finally:
+        controller.kill()
+        controller.wait(10)
     # over 6 pairs the source's disagreement is still within chance: it weighs nothing
     assert before["agreement"] < 0 and before["exact_pairs"] == 2
     assert before["mode"] == "thin" and before["weight"] == 0.0
-    controller.kill()
-    controller.wait(10)
     (tmp_path / "hold").unlink()
     rc, _, err = cli("resume", "campaign.yaml", "--quiet")
     assert rc == 0, err
