@@ -273,7 +273,7 @@ def _chance(pairs: Sequence[tuple[float, float]]) -> float:
 
     The weighted tau counts the best few pairs most, so it strays further by chance than plain
     Kendall's tau (whose spread is 0.25 over 10 pairs): between unrelated rankings it reaches
-    about 0.50 over 10 pairs, 0.36 over 20 and 0.30 over 30 one time in twenty. The shuffles
+    about 0.49 over 10 pairs, 0.36 over 20 and 0.30 over 30 one time in twenty. The shuffles
     depend only on the ranks' ties (none, for most campaigns: then only on the number of
     pairs) and are seeded, so the same trials give the same bar in a resumed campaign and on
     every worker of a study."""
